@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// writeDiagsText renders diagnostics for people: severity and summary, the
+// file:line:col, the source line with the range underlined, then the detail.
+func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) {
+	for _, d := range sortDiags(diags) {
+		sev := "Error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "Warning"
+		}
+		fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+		if d.Subject != nil {
+			r := *d.Subject
+			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", r.Filename, r.Start.Line, r.Start.Column)
+			if line, ok := sourceLine(files, r); ok {
+				prefix := fmt.Sprintf("  %4d: ", r.Start.Line)
+				fmt.Fprintf(w, "%s%s\n", prefix, line)
+				width := r.End.Column - r.Start.Column
+				if r.End.Line != r.Start.Line || width < 1 {
+					width = max(1, len(line)-r.Start.Column+1)
+				}
+				fmt.Fprintf(w, "%s%s%s\n", strings.Repeat(" ", len(prefix)), strings.Repeat(" ", max(0, r.Start.Column-1)), strings.Repeat("^", width))
+			}
+		}
+		if d.Detail != "" {
+			fmt.Fprintf(w, "\n%s\n", d.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	out := append(hcl.Diagnostics(nil), diags...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Subject, out[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		default:
+			return a.Start.Byte < b.Start.Byte
+		}
+	})
+	return out
+}
+
+func sourceLine(files map[string]*hcl.File, r hcl.Range) (string, bool) {
+	f, ok := files[r.Filename]
+	if !ok || f == nil {
+		return "", false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(f.Bytes))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		if n == r.Start.Line {
+			return strings.ReplaceAll(sc.Text(), "\t", " "), true
+		}
+	}
+	return "", false
+}
+
+// The JSON view follows `terraform validate -json`.
+type jsonValidate struct {
+	FormatVersion string     `json:"format_version"`
+	Valid         bool       `json:"valid"`
+	ErrorCount    int        `json:"error_count"`
+	WarningCount  int        `json:"warning_count"`
+	Diagnostics   []jsonDiag `json:"diagnostics"`
+}
+
+type jsonDiag struct {
+	Severity string       `json:"severity"`
+	Summary  string       `json:"summary"`
+	Detail   string       `json:"detail,omitempty"`
+	Range    *jsonRange   `json:"range,omitempty"`
+	Snippet  *jsonSnippet `json:"snippet,omitempty"`
+}
+
+type jsonRange struct {
+	Filename string  `json:"filename"`
+	Start    jsonPos `json:"start"`
+	End      jsonPos `json:"end"`
+}
+
+type jsonPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+type jsonSnippet struct {
+	Context              *string `json:"context"`
+	Code                 string  `json:"code"`
+	StartLine            int     `json:"start_line"`
+	HighlightStartOffset int     `json:"highlight_start_offset"`
+	HighlightEndOffset   int     `json:"highlight_end_offset"`
+	Values               []any   `json:"values"`
+}
+
+func validateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) jsonValidate {
+	out := jsonValidate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
+	for _, d := range sortDiags(diags) {
+		jd := jsonDiag{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			jd.Severity = "warning"
+			out.WarningCount++
+		} else {
+			out.ErrorCount++
+		}
+		if r := d.Subject; r != nil {
+			jd.Range = &jsonRange{Filename: r.Filename,
+				Start: jsonPos{r.Start.Line, r.Start.Column, r.Start.Byte},
+				End:   jsonPos{r.End.Line, r.End.Column, r.End.Byte}}
+			if line, ok := sourceLine(files, *r); ok {
+				end := r.End.Column - 1
+				if r.End.Line != r.Start.Line || end > len(line) {
+					end = len(line)
+				}
+				jd.Snippet = &jsonSnippet{Code: line, StartLine: r.Start.Line,
+					HighlightStartOffset: min(r.Start.Column-1, len(line)), HighlightEndOffset: max(end, min(r.Start.Column-1, len(line))), Values: []any{}}
+			}
+		}
+		out.Diagnostics = append(out.Diagnostics, jd)
+	}
+	out.Valid = out.ErrorCount == 0
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

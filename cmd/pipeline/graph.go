@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+func newGraphCmd() *cobra.Command {
+	var format string
+	var vars []string
+	cmd := &cobra.Command{
+		Use:   "graph [--format dot|mermaid] PATH...",
+		Short: "Print the compiled graph as Graphviz DOT or Mermaid",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := load(args, vars)
+			if l.diags.HasErrors() {
+				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
+				return exitError{1}
+			}
+			switch format {
+			case "dot":
+				writeDOT(cmd.OutOrStdout(), l.graph)
+			case "mermaid":
+				writeMermaid(cmd.OutOrStdout(), l.graph)
+			default:
+				return fmt.Errorf("unknown format %q: use dot or mermaid", format)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "dot", "output format: dot or mermaid")
+	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a variable: -var name=value")
+	return cmd
+}
+
+var shapes = map[node.Kind]string{node.KindSource: "invhouse", node.KindTransform: "box", node.KindSink: "house"}
+
+func writeDOT(w io.Writer, g *engine.Graph) {
+	fmt.Fprintln(w, "digraph pipeline {")
+	fmt.Fprintln(w, "  rankdir=LR;")
+	fmt.Fprintln(w, `  node [fontname="Helvetica"];`)
+	for _, n := range g.Nodes {
+		fmt.Fprintf(w, "  %s [label=%s, shape=%s];\n", dotID(n.Address), dotID(n.Address), shapes[n.Kind])
+	}
+	for _, n := range g.Nodes {
+		if n.Input != nil {
+			fmt.Fprintf(w, "  %s -> %s [label=%s];\n", dotID(n.Input.Address), dotID(n.Address), dotID(string(n.Input.Emits)))
+		}
+	}
+	fmt.Fprintln(w, "}")
+}
+
+func dotID(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+func writeMermaid(w io.Writer, g *engine.Graph) {
+	fmt.Fprintln(w, "flowchart LR")
+	ids := map[*engine.Node]string{}
+	for i, n := range g.Nodes {
+		ids[n] = fmt.Sprintf("n%d", i)
+		open, closing := "[", "]"
+		switch n.Kind {
+		case node.KindSource:
+			open, closing = "([", "])"
+		case node.KindSink:
+			open, closing = "[(", ")]"
+		}
+		fmt.Fprintf(w, "  %s%s\"%s\"%s\n", ids[n], open, n.Address, closing)
+	}
+	for _, n := range g.Nodes {
+		if n.Input != nil {
+			fmt.Fprintf(w, "  %s -->|%s| %s\n", ids[n.Input], n.Input.Emits, ids[n])
+		}
+	}
+}

@@ -1,0 +1,92 @@
+// Command pipeline runs declarative pipelines: HCL files declaring sources,
+// transforms and sinks that the engine keeps in sync. This package is the
+// CLI: flags, exit codes and human/JSON views. It is the only place that
+// lists every node type (nodes.go).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries an exit code without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(normalizeArgs(args))
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "Error: %s\n", err)
+		return 1
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "pipeline",
+		Short:         "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newVersionCmd())
+	return root
+}
+
+// longFlags are accepted with a single dash too (`-json`, `-var x=1`, `-check`),
+// as Terraform users write them.
+var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive"}
+
+func normalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 {
+			name, _, _ := strings.Cut(a[1:], "=")
+			for _, f := range longFlags {
+				if name == f {
+					a = "-" + a
+					break
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s\n", version)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
+)
+
+func newSchemaCmd() *cobra.Command {
+	var asJSON, markdown bool
+	cmd := &cobra.Command{
+		Use:   "schema [--json | --markdown]",
+		Short: "Print every registered block type with its attributes, types, defaults and docs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			doc := describe(registry())
+			switch {
+			case asJSON:
+				return writeJSON(cmd.OutOrStdout(), doc)
+			case markdown:
+				writeMarkdown(cmd.OutOrStdout(), doc)
+			default:
+				writeSchemaText(cmd.OutOrStdout(), doc)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (for editors and tools)")
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the reference docs as Markdown (make docs)")
+	return cmd
+}
+
+type schemaDoc struct {
+	FormatVersion string    `json:"format_version"`
+	Cluster       blockDoc  `json:"cluster"`
+	Types         []typeDoc `json:"types"`
+}
+
+type typeDoc struct {
+	Kind    string   `json:"kind"`
+	Type    string   `json:"type"`
+	Summary string   `json:"summary"`
+	Doc     string   `json:"doc,omitempty"`
+	Output  string   `json:"output,omitempty"`
+	Accepts []string `json:"accepts,omitempty"`
+	Status  string   `json:"status"`
+	Body    blockDoc `json:"body"`
+}
+
+type blockDoc struct {
+	Attributes []schema.AttrInfo `json:"attributes"`
+	Blocks     []nestedDoc       `json:"blocks,omitempty"`
+}
+
+type nestedDoc struct {
+	Name     string   `json:"name"`
+	Labels   []string `json:"labels,omitempty"`
+	Doc      string   `json:"doc,omitempty"`
+	Repeated bool     `json:"repeated"`
+	Required bool     `json:"required"`
+	Body     blockDoc `json:"body"`
+}
+
+func describe(reg *node.Registry) schemaDoc {
+	d := schemaDoc{FormatVersion: "1.0", Cluster: describeBlock(schema.ClusterBlock)}
+	for _, s := range reg.All() {
+		t := typeDoc{Kind: string(s.Kind), Type: s.Type, Summary: s.Summary, Doc: s.Doc, Output: string(s.Output),
+			Status: "ready", Body: describeBlock(s.FullBody())}
+		if s.Status == node.Planned {
+			t.Status = "planned (validates; run refuses it)"
+		}
+		for _, a := range s.Accepts {
+			t.Accepts = append(t.Accepts, string(a))
+		}
+		d.Types = append(d.Types, t)
+	}
+	return d
+}
+
+func describeBlock(b schema.Block) blockDoc {
+	out := blockDoc{Attributes: []schema.AttrInfo{}}
+	for _, a := range b.Attrs {
+		out.Attributes = append(out.Attributes, *a.Info())
+	}
+	for _, bt := range b.Blocks {
+		out.Blocks = append(out.Blocks, nestedDoc{Name: bt.Name, Labels: bt.Labels, Doc: bt.Doc, Repeated: bt.Many,
+			Required: bt.Required, Body: describeBlock(bt.Body)})
+	}
+	return out
+}
+
+func writeSchemaText(w io.Writer, d schemaDoc) {
+	for _, t := range d.Types {
+		fmt.Fprintf(w, "%s %q  %s\n", t.Kind, t.Type, t.Summary)
+		writeAttrsText(w, t.Body, "    ")
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "cluster  Kubernetes API server credentials\n")
+	writeAttrsText(w, d.Cluster, "    ")
+}
+
+func writeAttrsText(w io.Writer, b blockDoc, indent string) {
+	for _, a := range b.Attributes {
+		extra := ""
+		if a.Required {
+			extra = " (required)"
+		} else if a.Default != "" {
+			extra = " = " + a.Default
+		}
+		fmt.Fprintf(w, "%s%-22s %s%s\n", indent, a.Name, a.Type, extra)
+	}
+	for _, nb := range b.Blocks {
+		fmt.Fprintf(w, "%s%s { }%s\n", indent, nb.Name, map[bool]string{true: " (repeatable)"}[nb.Repeated])
+		writeAttrsText(w, nb.Body, indent+"    ")
+	}
+}
+
+func writeMarkdown(w io.Writer, d schemaDoc) {
+	fmt.Fprintln(w, "# Configuration reference")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Generated from the registry by `make docs` (`pipeline schema --markdown`); do not edit by hand.")
+	fmt.Fprintln(w, "A test fails when this file is stale.")
+	for _, k := range schema.Kinds {
+		fmt.Fprintf(w, "\n## %ss\n", strings.ToUpper(string(k)[:1])+string(k)[1:])
+		for _, t := range d.Types {
+			if t.Kind != string(k) {
+				continue
+			}
+			fmt.Fprintf(w, "\n### %s \"%s\"\n\n%s\n", t.Kind, t.Type, t.Summary)
+			if t.Doc != "" {
+				fmt.Fprintf(w, "\n%s\n", t.Doc)
+			}
+			fmt.Fprintln(w)
+			if t.Output != "" {
+				fmt.Fprintf(w, "- Emits: %s\n", t.Output)
+			}
+			if len(t.Accepts) > 0 {
+				fmt.Fprintf(w, "- Accepts: %s\n", strings.Join(t.Accepts, ", "))
+			}
+			fmt.Fprintf(w, "- Status: %s\n", t.Status)
+			writeAttrsMarkdown(w, t.Body, "")
+		}
+	}
+	fmt.Fprintln(w, "\n## Clusters\n\n### cluster \"NAME\"\n\nCredentials of a Kubernetes API server, referenced as `cluster.NAME`.")
+	writeAttrsMarkdown(w, d.Cluster, "")
+}
+
+func writeAttrsMarkdown(w io.Writer, b blockDoc, prefix string) {
+	if len(b.Attributes) > 0 {
+		fmt.Fprintln(w, "\n| attribute | type | default | description |\n|---|---|---|---|")
+	}
+	for _, a := range b.Attributes {
+		def := "`" + a.Default + "`"
+		switch {
+		case a.Required:
+			def = "required"
+		case a.Default == "":
+			def = ""
+		}
+		doc := a.Doc
+		if a.Sensitive {
+			doc += " Sensitive: never printed or logged."
+		}
+		if a.Example != "" {
+			doc += " Example: `" + a.Example + "`."
+		}
+		if len(a.Roots) > 0 {
+			doc += " May use: " + strings.Join(a.Roots, ", ") + "."
+		}
+		fmt.Fprintf(w, "| `%s%s` | %s | %s | %s |\n", prefix, a.Name, a.Type, def, strings.ReplaceAll(doc, "|", `\|`))
+	}
+	for _, nb := range b.Blocks {
+		rep := ""
+		if nb.Repeated {
+			rep = " (repeatable)"
+		}
+		fmt.Fprintf(w, "\nBlock `%s%s { ... }`%s: %s\n", prefix, nb.Name, rep, nb.Doc)
+		writeAttrsMarkdown(w, nb.Body, prefix+nb.Name+".")
+	}
+}

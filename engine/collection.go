@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// DefaultQueueLimit is the number of deltas a subscription may hold before
+// it is marked dirty and resynchronised from the collection's state.
+const DefaultQueueLimit = 8192
+
+// collection is one node's output: its current state, its generation and
+// its subscribers. It implements node.Output for the producing node.
+//
+// Every subscriber has a bounded queue. When a batch does not fit, the
+// queue is dropped and the subscriber is marked dirty: its next event is a
+// Reset holding a copy of the state. Nothing is lost, memory stays bounded,
+// and per-key order holds because a snapshot is always the latest state.
+type collection struct {
+	mu     sync.Mutex
+	state  map[node.Key]cty.Value
+	gen    uint64
+	synced bool
+	subs   []*subscription
+	limit  int
+	stats  *nodeStats
+}
+
+func newCollection(limit int, stats *nodeStats) *collection {
+	if limit <= 0 {
+		limit = DefaultQueueLimit
+	}
+	return &collection{state: map[node.Key]cty.Value{}, limit: limit, stats: stats}
+}
+
+var _ node.Output = (*collection)(nil)
+
+// Apply implements node.Output. No-op deltas (deleting a missing key,
+// upserting an equal value) are dropped so downstream sees only changes.
+func (c *collection) Apply(deltas []node.Delta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applyLocked(deltas)
+}
+
+func (c *collection) applyLocked(deltas []node.Delta) {
+	n := 0
+	for _, d := range deltas {
+		old, had := c.state[d.Key]
+		if d.Delete {
+			if !had {
+				continue
+			}
+			delete(c.state, d.Key)
+		} else {
+			if had && old.RawEquals(d.Value) {
+				continue
+			}
+			c.state[d.Key] = d.Value
+		}
+		deltas[n] = d
+		n++
+	}
+	deltas = deltas[:n]
+	if n == 0 {
+		return
+	}
+	c.gen++
+	c.stats.out(n, len(c.state))
+	for _, s := range c.subs {
+		s.push(deltas, c.limit)
+	}
+}
+
+// Replace implements node.Output.
+func (c *collection) Replace(records []node.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := make(map[node.Key]struct{}, len(records))
+	deltas := make([]node.Delta, 0)
+	for _, r := range records {
+		want[r.Key] = struct{}{}
+		if old, ok := c.state[r.Key]; !ok || !old.RawEquals(r.Value) {
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value})
+		}
+	}
+	for k := range c.state {
+		if _, ok := want[k]; !ok {
+			deltas = append(deltas, node.Delta{Key: k, Delete: true})
+		}
+	}
+	c.applyLocked(deltas)
+}
+
+// MarkSynced implements node.Output.
+func (c *collection) MarkSynced() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.synced {
+		return
+	}
+	c.synced = true
+	for _, s := range c.subs {
+		s.signal()
+	}
+}
+
+func (c *collection) isSynced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.synced
+}
+
+func (c *collection) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.state)
+}
+
+// snapshot returns a copy of the state.
+func (c *collection) snapshot() ([]node.Record, bool, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snapshotLocked(), c.synced, c.gen
+}
+
+func (c *collection) snapshotLocked() []node.Record {
+	out := make([]node.Record, 0, len(c.state))
+	for k, v := range c.state {
+		out = append(out, node.Record{Key: k, Value: v})
+	}
+	return out
+}
+
+// subscribe attaches a consumer. Its first event is a Reset.
+func (c *collection) subscribe(stats *nodeStats) *subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &subscription{c: c, dirty: true, first: true, ready: make(chan struct{}, 1), stats: stats}
+	s.ready <- struct{}{}
+	c.subs = append(c.subs, s)
+	return s
+}
+
+func (c *collection) unsubscribe(s *subscription) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.subs {
+		if x == s {
+			c.subs = append(c.subs[:i], c.subs[i+1:]...)
+			return
+		}
+	}
+}
+
+// subscription is a consumer's bounded view of a collection. Its fields are
+// guarded by the collection's mutex.
+type subscription struct {
+	c          *collection
+	queue      []node.Delta
+	dirty      bool
+	first      bool
+	sentSynced bool
+	ready      chan struct{}
+	stats      *nodeStats
+}
+
+var _ node.Input = (*subscription)(nil)
+
+func (s *subscription) push(deltas []node.Delta, limit int) {
+	if s.dirty {
+		return // a Reset is already due; it will carry these changes
+	}
+	if len(s.queue)+len(deltas) > limit {
+		s.queue = nil
+		s.dirty = true
+		s.stats.overflow()
+	} else {
+		s.queue = append(s.queue, deltas...)
+	}
+	s.stats.queue(len(s.queue))
+	s.signal()
+}
+
+func (s *subscription) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Ready is signalled when an event may be available.
+func (s *subscription) Ready() <-chan struct{} { return s.ready }
+
+// poll returns the pending event without blocking; ok is false when there is none.
+func (s *subscription) poll() (node.Event, bool) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev := node.Event{Synced: c.synced, Generation: c.gen}
+	switch {
+	case s.dirty:
+		ev.Reset, ev.Snapshot = true, c.snapshotLocked()
+		s.dirty, s.queue, s.first = false, nil, false
+		s.stats.in(len(ev.Snapshot))
+	case len(s.queue) > 0:
+		ev.Deltas, s.queue = s.queue, nil
+		s.stats.in(len(ev.Deltas))
+	case c.synced && !s.sentSynced:
+	default:
+		return node.Event{}, false
+	}
+	s.sentSynced = s.sentSynced || c.synced
+	s.stats.queue(0)
+	return ev, true
+}
+
+// Next implements node.Input.
+func (s *subscription) Next(ctx context.Context) (node.Event, error) {
+	for {
+		if ev, ok := s.poll(); ok {
+			return ev, nil
+		}
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return node.Event{}, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// Compile builds the typed graph of a loaded configuration. It reports every
+// problem it finds at once: unknown types, bad references (with "did you
+// mean"), cycles, type mismatches between nodes, each node's own decoding
+// errors, and unused sources and transforms (warnings). The returned graph
+// is usable only when the diagnostics hold no error.
+func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
+	g := &Graph{Config: cfg, byAddr: map[string]*Node{}}
+	var diags hcl.Diagnostics
+	contents := map[*Node]*schema.Content{}
+	inputs := map[*Node]hcl.Traversal{}
+	var all []*Node
+	for _, b := range cfg.Nodes {
+		spec, ok := reg.Lookup(b.Kind, b.Type)
+		if !ok {
+			diags = append(diags, unknownType(reg, b))
+			continue
+		}
+		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
+		content, d := schema.Decode(b.Body, spec.FullBody(), cfg.Ctx, b.DeclRange)
+		diags = append(diags, d...)
+		contents[n] = content
+		if b.Kind != node.KindSource {
+			tr, rng, d := node.InputAttr.Get(content)
+			diags = append(diags, d...)
+			inputs[n], n.InputRange = tr, rng
+		}
+		if b.Kind == node.KindSink {
+			var d1, d2 hcl.Diagnostics
+			n.Prune, _, d1 = node.PruneAttr.Get(content)
+			n.Resync, _, d2 = node.ResyncAttr.Get(content)
+			diags = append(diags, d1...)
+			diags = append(diags, d2...)
+		}
+		g.byAddr[n.Address] = n
+		all = append(all, n)
+	}
+	for _, n := range all {
+		if tr, ok := inputs[n]; ok && tr != nil {
+			diags = append(diags, g.resolveInput(n, tr)...)
+		}
+	}
+	order, d := topoSort(all)
+	diags = append(diags, d...)
+	g.Nodes = order
+	for _, n := range order {
+		diags = append(diags, g.build(n, contents[n])...)
+	}
+	diags = append(diags, unused(order)...)
+	return g, diags
+}
+
+func unknownType(reg *node.Registry, b *schema.NodeBlock) *hcl.Diagnostic {
+	types := reg.Types(b.Kind)
+	detail := fmt.Sprintf("There is no %s type %q. The %s types are: %s.", b.Kind, b.Type, b.Kind, strings.Join(types, ", "))
+	if len(types) == 0 {
+		detail = fmt.Sprintf("There is no %s type %q; this build registers no %s types.", b.Kind, b.Type, b.Kind)
+	}
+	if s := schema.DidYouMean(b.Type, types); s != "" {
+		detail += fmt.Sprintf(" Did you mean %q?", s)
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + string(b.Kind) + " type", Detail: detail, Subject: b.TypeRange.Ptr()}
+}
+
+// resolveInput links n to the node its input attribute refers to.
+func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
+	rng := tr.SourceRange()
+	parts := traversalNames(tr)
+	if len(parts) != 3 || (parts[0] != string(node.KindSource) && parts[0] != string(node.KindTransform)) {
+		detail := "The input must refer to a source or transform as KIND.TYPE.NAME, such as source.kubernetes.pods."
+		if len(parts) > 0 && parts[0] == string(node.KindSink) {
+			detail = "A sink emits nothing, so it cannot be an input. Refer to a source or a transform."
+		}
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid input reference", Detail: detail, Subject: rng.Ptr()}}
+	}
+	addr := strings.Join(parts, ".")
+	up, ok := g.byAddr[addr]
+	if !ok {
+		candidates := make([]string, 0, len(g.byAddr))
+		for a, c := range g.byAddr {
+			if c.Kind != node.KindSink {
+				candidates = append(candidates, a)
+			}
+		}
+		sort.Strings(candidates)
+		detail := fmt.Sprintf("No %s %q is declared.", parts[0], parts[1]+"."+parts[2])
+		if s := schema.DidYouMean(addr, candidates); s != "" {
+			detail += fmt.Sprintf(" Did you mean %s?", s)
+		}
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared node", Detail: detail, Subject: rng.Ptr()}}
+	}
+	n.Input = up
+	up.Consumers = append(up.Consumers, n)
+	return nil
+}
+
+func traversalNames(tr hcl.Traversal) []string {
+	var out []string
+	for i, step := range tr {
+		switch s := step.(type) {
+		case hcl.TraverseRoot:
+			out = append(out, s.Name)
+		case hcl.TraverseAttr:
+			out = append(out, s.Name)
+		default:
+			_ = i
+			return nil
+		}
+	}
+	return out
+}
+
+// topoSort orders nodes so that each comes after its input, and reports
+// every cycle once.
+func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	state := map[*Node]int{}
+	var order []*Node
+	var visit func(n *Node, path []*Node)
+	visit = func(n *Node, path []*Node) {
+		switch state[n] {
+		case 2:
+			return
+		case 1:
+			start := 0
+			for i, p := range path {
+				if p == n {
+					start = i
+				}
+			}
+			var names []string
+			for _, p := range path[start:] {
+				names = append(names, p.Address)
+			}
+			names = append(names, n.Address)
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cycle in the graph",
+				Detail:  fmt.Sprintf("These nodes consume each other in a loop: %s. Data must flow from sources to sinks.", strings.Join(names, " -> ")),
+				Subject: n.InputRange.Ptr()})
+			return
+		}
+		state[n] = 1
+		if n.Input != nil {
+			visit(n.Input, append(path, n))
+		}
+		state[n] = 2
+		order = append(order, n)
+	}
+	for _, n := range nodes {
+		visit(n, nil)
+	}
+	// A node in a cycle is kept (so later checks see it) but its input is cut.
+	if diags.HasErrors() {
+		for _, n := range order {
+			if n.Input != nil && !before(order, n.Input, n) {
+				n.Input = nil
+			}
+		}
+	}
+	return order, diags
+}
+
+func before(order []*Node, a, b *Node) bool {
+	for _, n := range order {
+		if n == a {
+			return true
+		}
+		if n == b {
+			return false
+		}
+	}
+	return false
+}
+
+// build type-checks n against its input and calls its constructor.
+func (g *Graph) build(n *Node, content *schema.Content) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var up *node.Upstream
+	if n.Kind != node.KindSource {
+		if n.Input == nil {
+			return nil // already reported: bad reference or cycle
+		}
+		if n.Input.Emits == "" {
+			return nil // upstream failed to build; its own error says why
+		}
+		up = &node.Upstream{Address: n.Input.Address, Type: n.Input.Emits}
+		if len(n.Spec.Accepts) > 0 && !accepts(n.Spec.Accepts, up.Type) {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Type mismatch between nodes",
+				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
+					up.Address, up.Type, mismatchHint(n.Spec.Accepts, up.Type)),
+				Subject: n.InputRange.Ptr()})
+			return diags
+		}
+	}
+	impl, d := n.Spec.New(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
+	diags = append(diags, d...)
+	if d.HasErrors() || impl == nil {
+		return diags
+	}
+	if err := checkImpl(n.Kind, impl); err != nil {
+		panic(fmt.Sprintf("%s: %v", n.Address, err)) // programmer error in the type's constructor
+	}
+	n.Impl = impl
+	switch {
+	case n.Kind == node.KindSink:
+	case n.Spec.Output == node.SameAsInput:
+		n.Emits = up.Type
+	default:
+		n.Emits = n.Spec.Output
+	}
+	return diags
+}
+
+func checkImpl(k node.Kind, impl any) error {
+	var ok bool
+	switch k {
+	case node.KindSource:
+		_, ok = impl.(node.Source)
+	case node.KindTransform:
+		_, ok = impl.(node.Transform)
+	case node.KindSink:
+		_, ok = impl.(node.Sink)
+	}
+	if !ok {
+		return fmt.Errorf("constructor returned %T, which is not a node.%s", impl, k)
+	}
+	return nil
+}
+
+func accepts(list []node.DataType, t node.DataType) bool {
+	for _, a := range list {
+		if a == t {
+			return true
+		}
+	}
+	return false
+}
+
+func joinTypes(ts []node.DataType) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, " or ")
+}
+
+func mismatchHint(want []node.DataType, got node.DataType) string {
+	if got == node.Objects && accepts(want, node.Records) {
+		return "Put a transform \"extract\" between them to turn objects into records."
+	}
+	return "Connect it to a node that emits what it accepts."
+}
+
+// unused warns about sources and transforms nothing consumes.
+func unused(nodes []*Node) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, n := range nodes {
+		if n.Kind != node.KindSink && len(n.Consumers) == 0 {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Unused " + string(n.Kind),
+				Detail:  fmt.Sprintf("Nothing consumes %s, so it does no useful work. Refer to it from a transform or sink input, or remove it.", n.Address),
+				Subject: n.Block.NameRange.Ptr()})
+		}
+	}
+	return diags
+}

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// Graph is a compiled configuration: typed nodes in topological order
+// (every node after its input).
+type Graph struct {
+	Config *schema.Config
+	Nodes  []*Node
+	byAddr map[string]*Node
+}
+
+// Node is one compiled source, transform or sink.
+type Node struct {
+	Address string
+	Kind    node.Kind
+	Type    string
+	Name    string
+	Spec    node.Spec
+	Block   *schema.NodeBlock
+	// Impl is the node.Source, node.Transform or node.Sink built by the spec.
+	Impl any
+	// Input is the upstream node of a transform or sink.
+	Input      *Node
+	InputRange hcl.Range
+	// Emits is what the node outputs (SameAsInput resolved); empty for sinks.
+	Emits node.DataType
+	// Consumers are the nodes whose input is this node.
+	Consumers []*Node
+	// Prune and Resync are the common sink attributes.
+	Prune  bool
+	Resync time.Duration
+}
+
+// Node returns the node with the given address, or nil.
+func (g *Graph) Node(addr string) *Node { return g.byAddr[addr] }
+
+// Sources returns the source nodes upstream of n (n itself for a source).
+func (g *Graph) Sources(n *Node) []*Node {
+	for n.Input != nil {
+		n = n.Input
+	}
+	if n.Kind != node.KindSource {
+		return nil
+	}
+	return []*Node{n}
+}

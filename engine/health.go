@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// health holds one node's health as reported by the node itself and by the
+// engine (the sink loop, the supervisor). The worse of the two is shown.
+type health struct {
+	mu       sync.Mutex
+	own      node.State
+	ownMsg   string
+	eng      node.State
+	engMsg   string
+	since    time.Time
+	restarts int
+}
+
+// nodeHealth is the node-facing half, handed out as node.Env.Health.
+type nodeHealth struct{ h *health }
+
+func (n nodeHealth) Set(s node.State, detail string) { n.h.set(true, s, detail) }
+
+func (h *health) set(own bool, s node.State, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	before, _ := h.effectiveLocked()
+	if own {
+		h.own, h.ownMsg = s, detail
+	} else {
+		h.eng, h.engMsg = s, detail
+	}
+	if after, _ := h.effectiveLocked(); after != before {
+		h.since = time.Now()
+	}
+}
+
+func (h *health) effectiveLocked() (node.State, string) {
+	if h.eng > h.own {
+		return h.eng, h.engMsg
+	}
+	if h.own == h.eng && h.engMsg != "" && h.ownMsg == "" {
+		return h.eng, h.engMsg
+	}
+	return h.own, h.ownMsg
+}
+
+// NodeStatus is one node's row in /readyz and `pipeline run` logs.
+type NodeStatus struct {
+	Address  string    `json:"address"`
+	State    string    `json:"state"`
+	Detail   string    `json:"detail,omitempty"`
+	Synced   bool      `json:"synced"`
+	Since    time.Time `json:"since,omitempty"`
+	Restarts int       `json:"restarts,omitempty"`
+	Ready    bool      `json:"ready"`
+}
+
+// Readiness is the body of /readyz.
+type Readiness struct {
+	Ready bool         `json:"ready"`
+	Nodes []NodeStatus `json:"nodes"`
+}
+
+func (h *health) status(addr string, synced bool) NodeStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, msg := h.effectiveLocked()
+	return NodeStatus{Address: addr, State: s.String(), Detail: msg, Synced: synced, Since: h.since, Restarts: h.restarts}
+}
+
+func sortStatuses(ns []NodeStatus) {
+	sort.Slice(ns, func(i, j int) bool { return ns[i].Address < ns[j].Address })
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"runtime/debug"
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Metrics are the engine's own metrics, one set for every node, labelled by
+// node address. Node types register their own metrics through node.Env.
+type Metrics struct {
+	records      *prometheus.GaugeVec
+	deltas       *prometheus.CounterVec
+	queueDepth   *prometheus.GaugeVec
+	overflows    *prometheus.CounterVec
+	restarts     *prometheus.CounterVec
+	writes       *prometheus.CounterVec
+	reconcile    *prometheus.HistogramVec
+	latency      *prometheus.HistogramVec
+	skipped      *prometheus.CounterVec
+	drift        *prometheus.CounterVec
+	generation   prometheus.Gauge
+	reloads      *prometheus.CounterVec
+	nodeGatherer *nodeGatherers
+}
+
+// NewMetrics registers the engine metrics on reg and returns them.
+// version is reported by pipeline_build_info.
+func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
+	m := &Metrics{
+		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_node_records",
+			Help: "Records in the node's output collection."}, []string{"node"}),
+		deltas: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_node_deltas_total",
+			Help: "Deltas received (direction=in) and published (direction=out) by the node."}, []string{"node", "direction"}),
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_node_queue_depth",
+			Help: "Deltas waiting in the node's input queue."}, []string{"node"}),
+		overflows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_node_overflow_resyncs_total",
+			Help: "Times the node's input queue overflowed and the node was resynchronised from a snapshot (nothing is dropped)."}, []string{"node"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_node_restarts_total",
+			Help: "Times the node failed and was restarted with backoff."}, []string{"node"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_writes_total",
+			Help: "Entries written to the sink's target by operation and result."}, []string{"node", "op", "result"}),
+		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pipeline_sink_reconcile_duration_seconds",
+			Help: "Duration of full reconciles (read target, diff, apply).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"node"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pipeline_change_latency_seconds",
+			Help: "Time from a change's receipt at its source to its application by the sink.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"node"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_skipped_records_total",
+			Help: "Records the sink's target could not encode; they are skipped, never written half."}, []string{"node"}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_drift_repaired_total",
+			Help: "Entries found wrong or missing in the target at a full reconcile and repaired."}, []string{"node"}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_config_generation",
+			Help: "Generation of the running configuration; rises with every good reload."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_config_reloads_total",
+			Help: "Configuration reloads by result."}, []string{"result"}),
+		nodeGatherer: &nodeGatherers{regs: map[string]*prometheus.Registry{}},
+	}
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_build_info",
+		Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
+	goVersion := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+	}
+	info.WithLabelValues(version, goVersion).Set(1)
+	reg.MustRegister(m.records, m.deltas, m.queueDepth, m.overflows, m.restarts, m.writes, m.reconcile,
+		m.latency, m.skipped, m.drift, m.generation, m.reloads, info)
+	return m
+}
+
+// NodeGatherer gathers the metrics that running nodes registered through
+// node.Env. Serve it together with the engine's registry.
+func (m *Metrics) NodeGatherer() prometheus.Gatherer { return m.nodeGatherer }
+
+// nodeRegistry returns a fresh registry for a node run, replacing the previous one.
+func (m *Metrics) nodeRegistry(addr string) prometheus.Registerer {
+	reg := prometheus.NewRegistry()
+	m.nodeGatherer.set(addr, reg)
+	return prometheus.WrapRegistererWith(prometheus.Labels{"node": addr}, reg)
+}
+
+type nodeGatherers struct {
+	mu   sync.Mutex
+	regs map[string]*prometheus.Registry
+}
+
+func (g *nodeGatherers) set(addr string, reg *prometheus.Registry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.regs[addr] = reg
+}
+
+func (g *nodeGatherers) drop(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.regs, addr)
+}
+
+func (g *nodeGatherers) Gather() ([]*dto.MetricFamily, error) {
+	g.mu.Lock()
+	addrs := make([]string, 0, len(g.regs))
+	for a := range g.regs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	gs := make(prometheus.Gatherers, 0, len(addrs))
+	for _, a := range addrs {
+		gs = append(gs, g.regs[a])
+	}
+	g.mu.Unlock()
+	return gs.Gather()
+}
+
+// nodeStats are the metric children of one node; a nil *nodeStats does nothing.
+type nodeStats struct {
+	records    prometheus.Gauge
+	deltasIn   prometheus.Counter
+	deltasOut  prometheus.Counter
+	queueDepth prometheus.Gauge
+	overflows  prometheus.Counter
+}
+
+func (m *Metrics) statsFor(addr string) *nodeStats {
+	if m == nil {
+		return nil
+	}
+	return &nodeStats{
+		records:    m.records.WithLabelValues(addr),
+		deltasIn:   m.deltas.WithLabelValues(addr, "in"),
+		deltasOut:  m.deltas.WithLabelValues(addr, "out"),
+		queueDepth: m.queueDepth.WithLabelValues(addr),
+		overflows:  m.overflows.WithLabelValues(addr),
+	}
+}
+
+func (s *nodeStats) out(n, size int) {
+	if s == nil {
+		return
+	}
+	s.deltasOut.Add(float64(n))
+	s.records.Set(float64(size))
+}
+
+func (s *nodeStats) in(n int) {
+	if s != nil {
+		s.deltasIn.Add(float64(n))
+	}
+}
+
+func (s *nodeStats) queue(depth int) {
+	if s != nil {
+		s.queueDepth.Set(float64(depth))
+	}
+}
+
+func (s *nodeStats) overflow() {
+	if s != nil {
+		s.overflows.Inc()
+	}
+}
+
+// SetGeneration sets pipeline_config_generation.
+func (m *Metrics) SetGeneration(g uint64) { m.generation.Set(float64(g)) }

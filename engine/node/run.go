@@ -1,0 +1,146 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Env is what the engine hands a running node.
+type Env struct {
+	// Logger already carries node=<address>.
+	Logger *slog.Logger
+	// Metrics registers the node's own collectors. Every metric registered
+	// here gets the label node=<address>, and all of them are dropped when
+	// the node stops (so a rebuilt node can register again).
+	Metrics prometheus.Registerer
+	// Health receives the node's health; the engine shows it on /readyz.
+	Health Health
+	// Address is the node's KIND.TYPE.NAME.
+	Address string
+}
+
+// State is a node's health.
+type State int
+
+// Health states, in order of increasing trouble.
+const (
+	Pending  State = iota // not yet connected or synced
+	Healthy               // working
+	Degraded              // working with errors (watch errors, failed entries, map full)
+	Down                  // not working (disconnected, cannot open the target)
+)
+
+func (s State) String() string {
+	switch s {
+	case Pending:
+		return "pending"
+	case Healthy:
+		return "healthy"
+	case Degraded:
+		return "degraded"
+	case Down:
+		return "down"
+	}
+	return "unknown"
+}
+
+// Health receives health reports. Set is cheap and safe for concurrent use.
+type Health interface {
+	Set(s State, detail string)
+}
+
+// Output is where a source or transform publishes its collection. Its
+// methods never block for long and never drop data: a consumer that falls
+// behind is resynchronised from the collection's state.
+type Output interface {
+	// Apply publishes a batch of deltas atomically. The output takes
+	// ownership of the slice.
+	Apply(deltas []Delta)
+	// Replace makes the collection equal to records (which must have unique
+	// keys) by publishing only the difference. Use it for initial states and
+	// after the node's own input was reset.
+	Replace(records []Record)
+	// MarkSynced records that the node delivered its complete initial state.
+	// It is idempotent.
+	MarkSynced()
+}
+
+// Input is a transform's or sink's subscription to its upstream collection.
+type Input interface {
+	// Next blocks until the next event or until ctx ends (then it returns
+	// ctx.Err()). The first event is always a Reset.
+	Next(ctx context.Context) (Event, error)
+}
+
+// Source watches the world and publishes a collection.
+type Source interface {
+	// Run owns the source until ctx ends; it returns nil then, or an error
+	// when the source fails (the engine retries it with backoff).
+	Run(ctx context.Context, env Env, out Output) error
+}
+
+// Transform turns one collection into another.
+type Transform interface {
+	// Run consumes in and publishes to out until ctx ends.
+	Run(ctx context.Context, env Env, in Input, out Output) error
+}
+
+// Mode says what a sink's target is opened for.
+type Mode int
+
+const (
+	// ModeRun opens the target for writing, creating it when absent.
+	ModeRun Mode = iota
+	// ModePlan opens it read-only and creates nothing.
+	ModePlan
+)
+
+// Sink programs the world. The engine owns the reconcile loop (batching,
+// retries, periodic full reconcile, prune); the sink only opens a Target.
+type Sink interface {
+	// Open opens the sink's target. With ModePlan it must create and write
+	// nothing; when the target does not exist, Actual then returns nothing.
+	Open(ctx context.Context, env Env, mode Mode) (Target, error)
+}
+
+// Entry is one key of a target in the target's own canonical form.
+type Entry struct {
+	Key Key
+	// Value is the entry's value as the target compares and shows it (for
+	// a BPF map, its encoded bytes); two entries with RawEquals values are
+	// the same and are not rewritten.
+	Value cty.Value
+	// Raw is the target's private encoded form, set by Prepare and Actual.
+	Raw any
+	// Err is set by Update and Delete for an entry that failed.
+	Err error
+}
+
+// ErrNoActualState is returned by Actual of append-only targets (audit, NATS
+// publish, log): they cannot be read back, so plan lists what they would
+// append and the engine never prunes them.
+var ErrNoActualState = errors.New("target has no readable state")
+
+// Target is one sink's boundary in the world: a pinned map, a bucket plus a
+// key prefix, a file. Prune never leaves it.
+type Target interface {
+	// Prepare converts an input record into the entry the target would
+	// hold. It does no I/O. An error skips the record (counted and logged
+	// by the engine); nothing is written half.
+	Prepare(r Record) (Entry, error)
+	// Actual reads every entry the target holds, or ErrNoActualState.
+	Actual(ctx context.Context) ([]Entry, error)
+	// Update writes entries. It is idempotent, and it sets batch[i].Err for
+	// each entry that failed instead of failing the whole batch.
+	Update(ctx context.Context, batch []Entry)
+	// Delete removes entries; deleting a missing key succeeds. Value holds
+	// the last value when the engine knows it.
+	Delete(ctx context.Context, batch []Entry)
+	// Close releases the target. A sink's target keeps its state: a pinned
+	// map is not emptied.
+	Close() error
+}

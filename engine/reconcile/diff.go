@@ -1,0 +1,79 @@
+// Package reconcile computes the difference between what a sink should hold
+// (desired) and what its target holds (actual). The sink loop applies that
+// difference and plan prints it: both call Diff, so plan cannot disagree
+// with run. It knows nothing of how targets are written.
+package reconcile
+
+import (
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// Action is what a change does to one key.
+type Action rune
+
+// The actions, printed as Terraform prints them.
+const (
+	Create Action = '+'
+	Update Action = '~'
+	Delete Action = '-'
+)
+
+func (a Action) String() string {
+	switch a {
+	case Create:
+		return "create"
+	case Update:
+		return "update"
+	case Delete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Change is one key's difference. Before is cty.NilVal for a create, After
+// for a delete.
+type Change struct {
+	Address string
+	Action  Action
+	Key     node.Key
+	Before  cty.Value
+	After   cty.Value
+}
+
+// Diff returns the changes that make actual equal to desired, sorted by
+// key. With prune false, keys present only in actual are left alone.
+func Diff(address string, desired, actual map[node.Key]cty.Value, prune bool) []Change {
+	var out []Change
+	for k, want := range desired {
+		have, ok := actual[k]
+		switch {
+		case !ok:
+			out = append(out, Change{Address: address, Action: Create, Key: k, After: want})
+		case !have.RawEquals(want):
+			out = append(out, Change{Address: address, Action: Update, Key: k, Before: have, After: want})
+		}
+	}
+	if prune {
+		for k, have := range actual {
+			if _, ok := desired[k]; !ok {
+				out = append(out, Change{Address: address, Action: Delete, Key: k, Before: have})
+			}
+		}
+	}
+	Sort(out)
+	return out
+}
+
+// Sort orders changes by address, then key.
+func Sort(cs []Change) {
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].Address != cs[j].Address {
+			return cs[i].Address < cs[j].Address
+		}
+		return cs[i].Key < cs[j].Key
+	})
+}

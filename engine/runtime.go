@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// RunOptions configure a Runtime.
+type RunOptions struct {
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// QueueLimit bounds each subscription (deltas); DefaultQueueLimit when 0.
+	QueueLimit int
+	// DrainTimeout bounds how long shutdown waits, after the sources
+	// stopped, for in-flight deltas to reach the sinks. Default 5s.
+	DrainTimeout time.Duration
+}
+
+// Runtime runs a compiled graph.
+type Runtime struct {
+	g       *Graph
+	opts    RunOptions
+	outs    map[*Node]*collection
+	healths map[*Node]*health
+	stats   map[*Node]*nodeStats
+	sinks   map[*Node]*sinkLoop
+}
+
+// ErrNotImplemented is returned for graphs using types whose runtime does not exist yet.
+var ErrNotImplemented = errors.New("not implemented yet")
+
+// NewRuntime prepares g for running. It refuses graphs that use a type
+// registered as node.Planned.
+func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
+	var planned []string
+	for _, n := range g.Nodes {
+		if n.Impl == nil {
+			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
+		}
+		if n.Spec.Status == node.Planned {
+			planned = append(planned, fmt.Sprintf("%s (%s)", n.Address, n.Block.DeclRange))
+		}
+	}
+	if len(planned) > 0 {
+		return nil, fmt.Errorf("%w: the runtime of these node types is not implemented yet: %s", ErrNotImplemented, strings.Join(planned, ", "))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.DrainTimeout == 0 {
+		opts.DrainTimeout = 5 * time.Second
+	}
+	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
+		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sinkLoop{}}
+	for _, n := range g.Nodes {
+		r.stats[n] = opts.Metrics.statsFor(n.Address)
+		r.healths[n] = &health{since: time.Now()}
+		if n.Kind != node.KindSink {
+			r.outs[n] = newCollection(opts.QueueLimit, r.stats[n])
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.Kind == node.KindSink {
+			r.sinks[n] = &sinkLoop{n: n, in: r.outs[n.Input], h: r.healths[n],
+				log: r.logger(n), met: r.sinkMetrics(n)}
+		}
+	}
+	return r, nil
+}
+
+func (r *Runtime) logger(n *Node) *slog.Logger {
+	return r.opts.Logger.With("node", n.Address)
+}
+
+func (r *Runtime) sinkMetrics(n *Node) sinkMetrics {
+	if r.opts.Metrics == nil {
+		return newSinkMetrics(NewMetrics(discardRegisterer{}, ""), n.Address)
+	}
+	return newSinkMetrics(r.opts.Metrics, n.Address)
+}
+
+// Run runs every node until ctx ends. A failing node is restarted with
+// backoff and never stops the others. On cancel, sources stop first, then
+// in-flight deltas drain to the sinks (bounded by DrainTimeout), then the
+// rest stops. Sinks keep their targets' state.
+func (r *Runtime) Run(ctx context.Context) error {
+	srcCtx, stopSources := context.WithCancel(ctx)
+	defer stopSources()
+	restCtx, stopRest := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRest()
+	var sources, rest sync.WaitGroup
+	for _, n := range r.g.Nodes {
+		wg, c := &rest, restCtx
+		if n.Kind == node.KindSource {
+			wg, c = &sources, srcCtx
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.supervise(c, n)
+		}()
+	}
+	<-ctx.Done()
+	stopSources()
+	sources.Wait()
+	r.drain(r.opts.DrainTimeout)
+	stopRest()
+	rest.Wait()
+	r.opts.Logger.Info("stopped")
+	return nil
+}
+
+// drain waits until no subscription holds deltas and every sink is idle.
+func (r *Runtime) drain(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if r.quiet() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.opts.Logger.Warn("shutdown drain timed out", "duration", limit)
+}
+
+func (r *Runtime) quiet() bool {
+	for _, c := range r.outs {
+		c.mu.Lock()
+		busy := false
+		for _, s := range c.subs {
+			if len(s.queue) > 0 || s.dirty {
+				busy = true
+			}
+		}
+		c.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	for _, s := range r.sinks {
+		if !s.idle.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// supervise runs n until ctx ends, restarting it with backoff when it fails.
+func (r *Runtime) supervise(ctx context.Context, n *Node) {
+	log := r.logger(n)
+	h := r.healths[n]
+	attempt := 0
+	for {
+		started := time.Now()
+		err := r.runOnce(ctx, n)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("stopped without error before shutdown")
+		}
+		if time.Since(started) > time.Minute {
+			attempt = 0
+		}
+		wait := backoff(attempt)
+		attempt++
+		h.mu.Lock()
+		h.restarts++
+		h.mu.Unlock()
+		if m := r.opts.Metrics; m != nil {
+			m.restarts.WithLabelValues(n.Address).Inc()
+		}
+		h.set(false, node.Down, err.Error())
+		log.Warn("node failed; restarting", "err", err, "duration", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		h.set(false, node.Pending, "restarting")
+	}
+}
+
+func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: panic: %v", n.Address, p)
+			r.logger(n).Error("node panicked", "err", err, "stack", string(debug.Stack()))
+		}
+	}()
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}}
+	if m := r.opts.Metrics; m != nil {
+		env.Metrics = m.nodeRegistry(n.Address)
+	}
+	switch impl := n.Impl.(type) {
+	case node.Source:
+		return impl.Run(ctx, env, r.outs[n])
+	case node.Transform:
+		sub := r.outs[n.Input].subscribe(r.stats[n])
+		defer r.outs[n.Input].unsubscribe(sub)
+		return impl.Run(ctx, env, sub, r.outs[n])
+	case node.Sink:
+		return r.sinks[n].run(ctx, env, r.stats[n])
+	}
+	return fmt.Errorf("%s: unknown implementation %T", n.Address, n.Impl)
+}
+
+// Readiness reports whether every source has synced and every sink is
+// healthy, with a row per node.
+func (r *Runtime) Readiness() Readiness {
+	out := Readiness{Ready: true}
+	for _, n := range r.g.Nodes {
+		synced := true
+		if c, ok := r.outs[n]; ok {
+			synced = c.isSynced()
+		}
+		st := r.healths[n].status(n.Address, synced)
+		switch n.Kind {
+		case node.KindSource:
+			st.Ready = synced && st.State != node.Down.String()
+		case node.KindSink:
+			st.Ready = st.State == node.Healthy.String()
+		default:
+			st.Ready = st.State != node.Down.String()
+		}
+		out.Ready = out.Ready && st.Ready
+		out.Nodes = append(out.Nodes, st)
+	}
+	sortStatuses(out.Nodes)
+	return out
+}
+
+// Snapshot returns a copy of a node's output collection (sources and transforms).
+func (r *Runtime) Snapshot(addr string) ([]node.Record, bool) {
+	n := r.g.Node(addr)
+	if n == nil || r.outs[n] == nil {
+		return nil, false
+	}
+	recs, _, _ := r.outs[n].snapshot()
+	return recs, true
+}

@@ -1,0 +1,152 @@
+// Package ctyconv converts between decoded JSON/YAML values (map[string]any,
+// []any, string, float64, int64, bool, nil — what unstructured Kubernetes
+// objects hold) and cty values, the value type of records and expressions.
+// Sources use ToCty to emit objects; transforms use FromCty to hand values to
+// libraries such as client-go's jsonpath. It imports nothing of ours.
+package ctyconv
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// ToCty converts a decoded JSON-like value. Maps become objects, slices
+// become tuples (their elements may differ in type), nil becomes a dynamic
+// null. Unsupported Go types are an error, never a panic.
+func ToCty(v any) (cty.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	case string:
+		return cty.StringVal(x), nil
+	case bool:
+		return cty.BoolVal(x), nil
+	case int:
+		return cty.NumberIntVal(int64(x)), nil
+	case int32:
+		return cty.NumberIntVal(int64(x)), nil
+	case int64:
+		return cty.NumberIntVal(x), nil
+	case uint32:
+		return cty.NumberUIntVal(uint64(x)), nil
+	case uint64:
+		return cty.NumberUIntVal(x), nil
+	case float64:
+		return cty.NumberFloatVal(x), nil
+	case float32:
+		return cty.NumberFloatVal(float64(x)), nil
+	case json.Number:
+		bf, ok := new(big.Float).SetString(string(x))
+		if !ok {
+			return cty.NilVal, fmt.Errorf("invalid number %q", x)
+		}
+		return cty.NumberVal(bf), nil
+	case map[string]any:
+		if len(x) == 0 {
+			return cty.EmptyObjectVal, nil
+		}
+		attrs := make(map[string]cty.Value, len(x))
+		for k, e := range x {
+			cv, err := ToCty(e)
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("%s: %w", k, err)
+			}
+			attrs[k] = cv
+		}
+		return cty.ObjectVal(attrs), nil
+	case []any:
+		if len(x) == 0 {
+			return cty.EmptyTupleVal, nil
+		}
+		elems := make([]cty.Value, len(x))
+		for i, e := range x {
+			cv, err := ToCty(e)
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("[%d]: %w", i, err)
+			}
+			elems[i] = cv
+		}
+		return cty.TupleVal(elems), nil
+	case []string:
+		anys := make([]any, len(x))
+		for i, s := range x {
+			anys[i] = s
+		}
+		return ToCty(anys)
+	case map[string]string:
+		anys := make(map[string]any, len(x))
+		for k, s := range x {
+			anys[k] = s
+		}
+		return ToCty(anys)
+	}
+	return cty.NilVal, fmt.Errorf("unsupported value of Go type %T", v)
+}
+
+// FromCty converts a cty value into JSON-like Go values. Unknown values
+// become nil. Whole numbers become int64, others float64.
+func FromCty(v cty.Value) any {
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	v, _ = v.Unmark()
+	ty := v.Type()
+	switch {
+	case ty == cty.String:
+		return v.AsString()
+	case ty == cty.Bool:
+		return v.True()
+	case ty == cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			if i, acc := bf.Int64(); acc == big.Exact {
+				return i
+			}
+		}
+		f, _ := bf.Float64()
+		return f
+	case ty.IsObjectType() || ty.IsMapType():
+		out := make(map[string]any, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = FromCty(e)
+		}
+		return out
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		out := make([]any, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, FromCty(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// String renders a value compactly as JSON for logs and plan output; it
+// never fails (unknown parts render as null).
+func String(v cty.Value) string {
+	b, err := json.Marshal(FromCty(v))
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(b)
+}
+
+// SortedKeys returns the attribute names of an object or map value, sorted.
+func SortedKeys(v cty.Value) []string {
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+		return nil
+	}
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		k, _ := it.Element()
+		out = append(out, k.AsString())
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,138 @@
+package schema
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Cluster holds the credentials of one Kubernetes API server, from a
+// cluster "NAME" block. Token is secret: it never reaches a log, an error,
+// plan output or a metric.
+type Cluster struct {
+	Name       string
+	Kubeconfig string
+	Context    string
+	InCluster  bool
+	Endpoint   string
+	CACert     []byte // PEM
+	TokenFile  string
+	Token      string
+	QPS        float32
+	Burst      int
+	DeclRange  hcl.Range
+}
+
+// Cluster block attributes.
+var (
+	clusterKubeconfig = String("kubeconfig").Doc("Path of a kubeconfig file. `~` expands to the home directory.").Example(`"~/.kube/config"`)
+	clusterContext    = String("context").Doc("Context to use from the kubeconfig; its current context when empty.")
+	clusterInCluster  = Bool("in_cluster").Doc("Use the service account of the pod the pipeline runs in.")
+	clusterEndpoint   = String("endpoint").Doc("URL of the API server; must be https.").Example(`"https://10.0.0.1:6443"`)
+	clusterCACert     = String("ca_cert").Doc("CA certificate of the API server: inline PEM, or the path of a PEM file.")
+	clusterTokenFile  = String("token_file").Doc("File holding the bearer token; re-read when it rotates.")
+	clusterToken      = String("token").Sensitive().Doc("Bearer token. Prefer token_file; a token is never printed or logged.")
+	clusterQPS        = Int("qps").Default(50, "50").Doc("Client-side request rate limit (requests per second).")
+	clusterBurst      = Int("burst").Default(100, "100").Doc("Client-side request burst.")
+)
+
+// ClusterBlock is the schema of cluster blocks, for docs.
+var ClusterBlock = Block{Attrs: []Attribute{clusterKubeconfig, clusterContext, clusterInCluster, clusterEndpoint,
+	clusterCACert, clusterTokenFile, clusterToken, clusterQPS, clusterBurst}}
+
+func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, hcl.Diagnostics) {
+	c := &Cluster{Name: blk.Labels[0], DeclRange: blk.DefRange}
+	content, diags := Decode(blk.Body, ClusterBlock, ctx, blk.DefRange)
+	get := func(d hcl.Diagnostics) { diags = append(diags, d...) }
+	var d hcl.Diagnostics
+	var rng hcl.Range
+	c.Kubeconfig, _, d = clusterKubeconfig.Get(content)
+	get(d)
+	c.Context, _, d = clusterContext.Get(content)
+	get(d)
+	c.InCluster, _, d = clusterInCluster.Get(content)
+	get(d)
+	c.Endpoint, rng, d = clusterEndpoint.Get(content)
+	get(d)
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Insecure or invalid endpoint",
+				Detail: "The endpoint must be an https:// URL with a host; plain http would send credentials in clear.", Subject: rng.Ptr()})
+		}
+	}
+	ca, caRange, d := clusterCACert.Get(content)
+	get(d)
+	if ca != "" {
+		c.CACert, d = readPEM(ca, dir, caRange)
+		get(d)
+	}
+	c.TokenFile, _, d = clusterTokenFile.Get(content)
+	get(d)
+	if c.TokenFile != "" && !filepath.IsAbs(c.TokenFile) {
+		c.TokenFile = filepath.Join(dir, c.TokenFile)
+	}
+	c.Token, rng, d = clusterToken.Get(content)
+	get(d)
+	if c.Token != "" && c.TokenFile != "" {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Conflicting credentials",
+			Detail: "Set token or token_file, not both.", Subject: rng.Ptr()})
+	}
+	qps, _, d := clusterQPS.Get(content)
+	get(d)
+	burst, _, d := clusterBurst.Get(content)
+	get(d)
+	c.QPS, c.Burst = float32(qps), int(burst)
+	diags = append(diags, c.checkMode()...)
+	if strings.HasPrefix(c.Kubeconfig, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			c.Kubeconfig = filepath.Join(home, c.Kubeconfig[2:])
+		}
+	} else if c.Kubeconfig != "" && !filepath.IsAbs(c.Kubeconfig) {
+		c.Kubeconfig = filepath.Join(dir, c.Kubeconfig)
+	}
+	return c, diags
+}
+
+func (c *Cluster) checkMode() hcl.Diagnostics {
+	modes := 0
+	for _, set := range []bool{c.Kubeconfig != "", c.InCluster, c.Endpoint != ""} {
+		if set {
+			modes++
+		}
+	}
+	if modes == 1 {
+		if c.Endpoint == "" && (c.Token != "" || c.TokenFile != "" || len(c.CACert) > 0) {
+			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Credentials without endpoint",
+				Detail: "ca_cert, token and token_file apply only with endpoint.", Subject: c.DeclRange.Ptr()}}
+		}
+		return nil
+	}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid cluster connection",
+		Detail:  fmt.Sprintf("The cluster %q must set exactly one of kubeconfig (with an optional context), in_cluster = true, or endpoint (with ca_cert and token or token_file).", c.Name),
+		Subject: c.DeclRange.Ptr()}}
+}
+
+func readPEM(s, dir string, rng hcl.Range) ([]byte, hcl.Diagnostics) {
+	if strings.Contains(s, "-----BEGIN") {
+		return []byte(s), nil
+	}
+	p := s
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read CA certificate",
+			Detail: fmt.Sprintf("ca_cert is neither inline PEM nor a readable file: %s.", err), Subject: rng.Ptr()}}
+	}
+	if !strings.Contains(string(b), "-----BEGIN") {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid CA certificate",
+			Detail: fmt.Sprintf("The file %s holds no PEM block.", p), Subject: rng.Ptr()}}
+	}
+	return b, nil
+}

@@ -1,0 +1,256 @@
+package schema
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Kind is the top-level block kind of a graph node.
+type Kind string
+
+// The node kinds.
+const (
+	KindSource    Kind = "source"
+	KindTransform Kind = "transform"
+	KindSink      Kind = "sink"
+)
+
+// Kinds lists the node kinds in graph order.
+var Kinds = []Kind{KindSource, KindTransform, KindSink}
+
+// NodeBlock is one source, transform or sink block, not yet decoded: its body
+// is decoded against the registered type's schema by the engine.
+type NodeBlock struct {
+	Kind      Kind
+	Type      string
+	Name      string
+	Body      hcl.Body
+	TypeRange hcl.Range
+	NameRange hcl.Range
+	DeclRange hcl.Range
+}
+
+// Address is the node's name in logs, metrics, plan and diagnostics: KIND.TYPE.NAME.
+func (n *NodeBlock) Address() string { return Address(n.Kind, n.Type, n.Name) }
+
+// Address formats a node address.
+func Address(k Kind, typ, name string) string { return string(k) + "." + typ + "." + name }
+
+// Config is a loaded configuration: every file's blocks merged, variables and
+// locals evaluated, clusters decoded.
+type Config struct {
+	Dir       string // directory of the first path; relative paths resolve from here
+	Files     map[string]*hcl.File
+	Variables map[string]*Variable
+	Clusters  map[string]*Cluster
+	Nodes     []*NodeBlock
+	// Ctx evaluates compile-time expressions: var, local and functions.
+	Ctx *hcl.EvalContext
+	// Sensitive holds the values of sensitive variables and attributes so
+	// that views can redact them.
+	Sensitive []string
+}
+
+var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "variable", LabelNames: []string{"name"}},
+	{Type: "locals"},
+	{Type: "cluster", LabelNames: []string{"name"}},
+	{Type: "source", LabelNames: []string{"type", "name"}},
+	{Type: "transform", LabelNames: []string{"type", "name"}},
+	{Type: "sink", LabelNames: []string{"type", "name"}},
+}}
+
+// Options are the inputs to Load besides the files.
+type Options struct {
+	// Vars are -var name=value settings, in order.
+	Vars []string
+	// Environ is the environment for PIPELINE_VAR_name and env(); nil means os.Environ().
+	Environ []string
+}
+
+// Loader parses configuration files and keeps their bytes for diagnostics.
+type Loader struct {
+	parser *hclparse.Parser
+}
+
+// NewLoader returns a Loader.
+func NewLoader() *Loader { return &Loader{parser: hclparse.NewParser()} }
+
+// Files returns every file parsed so far, for rendering diagnostic snippets.
+func (l *Loader) Files() map[string]*hcl.File { return l.parser.Files() }
+
+// ParseSource parses one in-memory file (used by tests and the fuzzer).
+func (l *Loader) ParseSource(name string, src []byte, opts Options) (*Config, hcl.Diagnostics) {
+	f, diags := l.parser.ParseHCL(src, name)
+	if f == nil {
+		return nil, diags
+	}
+	cfg, d := l.build([]*hcl.File{f}, filepath.Dir(name), opts)
+	return cfg, append(diags, d...)
+}
+
+// Load parses the given files and directories (a directory contributes its
+// *.hcl files) and merges their blocks, as Terraform does.
+func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	files, err := expandPaths(paths)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration", Detail: err.Error()}}
+	}
+	var parsed []*hcl.File
+	for _, name := range files {
+		f, d := l.parser.ParseHCLFile(name)
+		diags = append(diags, d...)
+		if f != nil {
+			parsed = append(parsed, f)
+		}
+	}
+	dir := "."
+	if len(paths) > 0 {
+		if st, err := os.Stat(paths[0]); err == nil && st.IsDir() {
+			dir = paths[0]
+		} else {
+			dir = filepath.Dir(paths[0])
+		}
+	}
+	cfg, d := l.build(parsed, dir, opts)
+	return cfg, append(diags, d...)
+}
+
+func expandPaths(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no configuration path given")
+	}
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("configuration path: %w", err)
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(p, "*.hcl"))
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", p, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("directory %s holds no *.hcl file", p)
+		}
+		sort.Strings(matches)
+		out = append(out, matches...)
+	}
+	return out, nil
+}
+
+func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	cfg := &Config{Dir: dir, Files: l.parser.Files(), Variables: map[string]*Variable{}, Clusters: map[string]*Cluster{}}
+	var localAttrs []*hcl.Attribute
+	var clusterBlocks []*hcl.Block
+	seen := map[string]hcl.Range{}
+	dup := func(what, name string, rng hcl.Range) bool {
+		key := what + "\x00" + name
+		if first, ok := seen[key]; ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+				Summary: fmt.Sprintf("Duplicate %s", what),
+				Detail:  fmt.Sprintf("A %s named %q was already declared at %s. Names must be unique across all files.", what, name, first),
+				Subject: rng.Ptr()})
+			return true
+		}
+		seen[key] = rng
+		return false
+	}
+	for _, f := range files {
+		content, d := f.Body.Content(topSchema)
+		diags = append(diags, d...)
+		for _, blk := range content.Blocks {
+			switch blk.Type {
+			case "variable":
+				if !validName(blk.Labels[0], blk.LabelRanges[0], "variable", &diags) || dup("variable", blk.Labels[0], blk.LabelRanges[0]) {
+					continue
+				}
+				v, d := decodeVariable(blk)
+				diags = append(diags, d...)
+				cfg.Variables[v.Name] = v
+			case "locals":
+				attrs, d := blk.Body.JustAttributes()
+				diags = append(diags, d...)
+				for _, a := range sortedAttrs(attrs) {
+					if !dup("local value", a.Name, a.NameRange) {
+						localAttrs = append(localAttrs, a)
+					}
+				}
+			case "cluster":
+				if validName(blk.Labels[0], blk.LabelRanges[0], "cluster", &diags) && !dup("cluster", blk.Labels[0], blk.LabelRanges[0]) {
+					clusterBlocks = append(clusterBlocks, blk)
+				}
+			default:
+				n := &NodeBlock{Kind: Kind(blk.Type), Type: blk.Labels[0], Name: blk.Labels[1], Body: blk.Body,
+					TypeRange: blk.LabelRanges[0], NameRange: blk.LabelRanges[1], DeclRange: blk.DefRange}
+				if !validName(n.Name, n.NameRange, blk.Type, &diags) || dup(blk.Type, n.Type+"."+n.Name, n.NameRange) {
+					continue
+				}
+				cfg.Nodes = append(cfg.Nodes, n)
+			}
+		}
+	}
+	environ := opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	vars, sensitive, d := evalVariables(cfg.Variables, opts.Vars, environ)
+	diags = append(diags, d...)
+	cfg.Sensitive = sensitive
+	cfg.Ctx = newEvalContext(dir, environ)
+	cfg.Ctx.Variables["var"] = vars
+	diags = append(diags, evalLocals(cfg.Ctx, localAttrs)...)
+	for _, blk := range clusterBlocks {
+		c, d := decodeCluster(blk, cfg.Ctx, dir)
+		diags = append(diags, d...)
+		cfg.Clusters[c.Name] = c
+		if c.Token != "" {
+			cfg.Sensitive = append(cfg.Sensitive, c.Token)
+		}
+	}
+	return cfg, diags
+}
+
+func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
+	out := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *hcl.Attribute) int {
+		if a.NameRange.Start.Byte != b.NameRange.Start.Byte {
+			return a.NameRange.Start.Byte - b.NameRange.Start.Byte
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func validName(name string, rng hcl.Range, what string, diags *hcl.Diagnostics) bool {
+	ok := name != ""
+	for i, r := range name {
+		letter := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		digit := r >= '0' && r <= '9'
+		if !(letter || (i > 0 && digit)) {
+			ok = false
+		}
+	}
+	if !ok {
+		*diags = append(*diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + what + " name",
+			Detail:  "A name must start with a letter or underscore and may contain only letters, digits and underscores (a dash would read as subtraction in a reference).",
+			Subject: rng.Ptr()})
+	}
+	return ok
+}

@@ -1,0 +1,184 @@
+package schema
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+func newEvalContext(dir string, environ []string) *hcl.EvalContext {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{},
+		Functions: Functions(dir, env),
+	}
+}
+
+// Functions returns the functions available in every expression. dir is the
+// base for relative file() paths and env backs env().
+func Functions(dir string, env map[string]string) map[string]function.Function {
+	return map[string]function.Function{
+		"env":        envFunc(env),
+		"file":       fileFunc(dir),
+		"lower":      stdlib.LowerFunc,
+		"upper":      stdlib.UpperFunc,
+		"join":       stdlib.JoinFunc,
+		"split":      stdlib.SplitFunc,
+		"format":     stdlib.FormatFunc,
+		"formatlist": stdlib.FormatListFunc,
+		"jsonencode": stdlib.JSONEncodeFunc,
+		"jsondecode": stdlib.JSONDecodeFunc,
+		"trimspace":  stdlib.TrimSpaceFunc,
+		"replace":    stdlib.ReplaceFunc,
+		"regex":      stdlib.RegexFunc,
+		"substr":     stdlib.SubstrFunc,
+		"length":     stdlib.LengthFunc,
+		"concat":     stdlib.ConcatFunc,
+		"merge":      stdlib.MergeFunc,
+		"keys":       stdlib.KeysFunc,
+		"values":     stdlib.ValuesFunc,
+		"lookup":     stdlib.LookupFunc,
+		"contains":   stdlib.ContainsFunc,
+		"coalesce":   stdlib.CoalesceFunc,
+		"distinct":   stdlib.DistinctFunc,
+		"flatten":    stdlib.FlattenFunc,
+		"tostring":   stdlib.MakeToFunc(cty.String),
+		"tonumber":   stdlib.MakeToFunc(cty.Number),
+		"tobool":     stdlib.MakeToFunc(cty.Bool),
+		"min":        stdlib.MinFunc,
+		"max":        stdlib.MaxFunc,
+		"cidrsubnet": cidrSubnetFunc,
+		"cidrhost":   cidrHostFunc,
+	}
+}
+
+func envFunc(env map[string]string) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns the value of an environment variable, or the empty string when it is unset.",
+		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+		VarParam:    &function.Parameter{Name: "default", Type: cty.String},
+		Type:        function.StaticReturnType(cty.String),
+		RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder {
+			return b.NotNull()
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if v, ok := env[args[0].AsString()]; ok {
+				return cty.StringVal(v), nil
+			}
+			if len(args) > 1 {
+				return args[1], nil
+			}
+			return cty.StringVal(""), nil
+		},
+	})
+}
+
+func fileFunc(dir string) function.Function {
+	return function.New(&function.Spec{
+		Description: "Reads a file, relative to the configuration directory.",
+		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			p := args[0].AsString()
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("read %s: %w", p, err)
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
+
+var cidrSubnetFunc = function.New(&function.Spec{
+	Description: "Calculates a subnet address within a given IP network prefix: cidrsubnet(prefix, newbits, netnum).",
+	Params: []function.Parameter{
+		{Name: "prefix", Type: cty.String}, {Name: "newbits", Type: cty.Number}, {Name: "netnum", Type: cty.Number},
+	},
+	Type: function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		p, err := netip.ParsePrefix(args[0].AsString())
+		if err != nil {
+			return cty.NilVal, function.NewArgErrorf(0, "invalid CIDR prefix: %s", err)
+		}
+		newbits, err := smallInt(args[1], 0, 128)
+		if err != nil {
+			return cty.NilVal, function.NewArgError(1, err)
+		}
+		bits := p.Bits() + int(newbits)
+		if bits > p.Addr().BitLen() {
+			return cty.NilVal, function.NewArgErrorf(1, "%d bits added to /%d exceed the %d-bit address", newbits, p.Bits(), p.Addr().BitLen())
+		}
+		netnum := args[2].AsBigFloat()
+		n, _ := netnum.Int(nil)
+		if n.Sign() < 0 || n.BitLen() > int(newbits) {
+			return cty.NilVal, function.NewArgErrorf(2, "network number %s does not fit in %d bits", n, newbits)
+		}
+		base := addrToInt(p.Masked().Addr())
+		base.Or(base, new(big.Int).Lsh(n, uint(p.Addr().BitLen()-bits)))
+		return cty.StringVal(netip.PrefixFrom(intToAddr(base, p.Addr().Is4()), bits).String()), nil
+	},
+})
+
+var cidrHostFunc = function.New(&function.Spec{
+	Description: "Calculates a full host IP address within a given IP network prefix: cidrhost(prefix, hostnum).",
+	Params:      []function.Parameter{{Name: "prefix", Type: cty.String}, {Name: "hostnum", Type: cty.Number}},
+	Type:        function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		p, err := netip.ParsePrefix(args[0].AsString())
+		if err != nil {
+			return cty.NilVal, function.NewArgErrorf(0, "invalid CIDR prefix: %s", err)
+		}
+		hostbits := p.Addr().BitLen() - p.Bits()
+		h, _ := args[1].AsBigFloat().Int(nil)
+		size := new(big.Int).Lsh(big.NewInt(1), uint(hostbits))
+		if h.Sign() < 0 {
+			h.Add(h, size)
+		}
+		if h.Sign() < 0 || h.Cmp(size) >= 0 {
+			return cty.NilVal, function.NewArgErrorf(1, "host number %s does not fit in the %d host bits of %s", args[1].AsBigFloat().String(), hostbits, p)
+		}
+		base := addrToInt(p.Masked().Addr())
+		base.Or(base, h)
+		return cty.StringVal(intToAddr(base, p.Addr().Is4()).String()), nil
+	},
+})
+
+func smallInt(v cty.Value, lo, hi int64) (int64, error) {
+	i, acc := v.AsBigFloat().Int64()
+	if acc != big.Exact || i < lo || i > hi {
+		return 0, fmt.Errorf("must be a whole number between %d and %d", lo, hi)
+	}
+	return i, nil
+}
+
+func addrToInt(a netip.Addr) *big.Int {
+	b := a.AsSlice()
+	return new(big.Int).SetBytes(b)
+}
+
+func intToAddr(n *big.Int, v4 bool) netip.Addr {
+	size := 16
+	if v4 {
+		size = 4
+	}
+	buf := make([]byte, size)
+	n.FillBytes(buf)
+	a, _ := netip.AddrFromSlice(buf)
+	return a
+}

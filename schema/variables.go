@@ -1,0 +1,215 @@
+package schema
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// Variable is a declared input variable.
+type Variable struct {
+	Name        string
+	Description string
+	Type        cty.Type
+	Default     cty.Value // cty.NilVal when the variable is required
+	Sensitive   bool
+	DeclRange   hcl.Range
+}
+
+var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "type"}, {Name: "default"}, {Name: "description"}, {Name: "sensitive"},
+}}
+
+func decodeVariable(blk *hcl.Block) (*Variable, hcl.Diagnostics) {
+	v := &Variable{Name: blk.Labels[0], Type: cty.DynamicPseudoType, DeclRange: blk.DefRange}
+	content, diags := blk.Body.Content(variableSchema)
+	if a, ok := content.Attributes["type"]; ok {
+		ty, d := typeexpr.TypeConstraint(a.Expr)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v.Type = ty
+		}
+	}
+	if a, ok := content.Attributes["description"]; ok {
+		val, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() && val.Type() == cty.String && val.IsKnown() && !val.IsNull() {
+			v.Description = val.AsString()
+		}
+	}
+	if a, ok := content.Attributes["sensitive"]; ok {
+		val, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() && val.Type() == cty.Bool && !val.IsNull() {
+			v.Sensitive = val.True()
+		}
+	}
+	if a, ok := content.Attributes["default"]; ok {
+		val, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			conv, err := convert.Convert(val, v.Type)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid default value for variable",
+					Detail:  fmt.Sprintf("The default value of variable %q does not match its type %s: %s.", v.Name, typeexpr.TypeString(v.Type), err),
+					Subject: a.Expr.Range().Ptr()})
+			} else {
+				v.Default = conv
+			}
+		}
+	}
+	return v, diags
+}
+
+// evalVariables resolves each variable from -var, then PIPELINE_VAR_name,
+// then its default.
+func evalVariables(decls map[string]*Variable, flags []string, environ []string) (cty.Value, []string, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	raw := map[string]string{}
+	for _, kv := range environ {
+		if name, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "PIPELINE_VAR_") {
+			if _, declared := decls[strings.TrimPrefix(name, "PIPELINE_VAR_")]; declared {
+				raw[strings.TrimPrefix(name, "PIPELINE_VAR_")] = val
+			}
+		}
+	}
+	for _, f := range flags {
+		name, val, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid -var option",
+				Detail: fmt.Sprintf("The option -var %q is not of the form name=value.", f)})
+			continue
+		}
+		if _, declared := decls[name]; !declared {
+			detail := fmt.Sprintf("The option -var sets %q, but no variable of that name is declared.", name)
+			if s := DidYouMean(name, sortedKeys(decls)); s != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", s)
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable", Detail: detail})
+			continue
+		}
+		raw[name] = val
+	}
+	vals := map[string]cty.Value{}
+	var sensitive []string
+	for _, name := range sortedKeys(decls) {
+		v := decls[name]
+		val := v.Default
+		if s, ok := raw[name]; ok {
+			parsed, d := parseVarValue(v, s)
+			diags = append(diags, d...)
+			val = parsed
+		} else if val == cty.NilVal {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No value for required variable",
+				Detail:  fmt.Sprintf("The variable %q has no default. Set it with -var %s=VALUE or the environment variable PIPELINE_VAR_%s.", name, name, name),
+				Subject: v.DeclRange.Ptr()})
+			val = cty.UnknownVal(v.Type)
+		}
+		if val == cty.NilVal {
+			val = cty.UnknownVal(v.Type)
+		}
+		if v.Sensitive && val.IsKnown() && val.Type() == cty.String && !val.IsNull() {
+			sensitive = append(sensitive, val.AsString())
+		}
+		vals[name] = val
+	}
+	return cty.ObjectVal(vals), sensitive, diags
+}
+
+func parseVarValue(v *Variable, s string) (cty.Value, hcl.Diagnostics) {
+	var val cty.Value
+	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
+		val = cty.StringVal(s)
+	} else {
+		expr, diags := hclsyntax.ParseExpression([]byte(s), "<value for var."+v.Name+">", hcl.InitialPos)
+		if diags.HasErrors() {
+			return cty.UnknownVal(v.Type), diags
+		}
+		val, diags = expr.Value(nil)
+		if diags.HasErrors() {
+			return cty.UnknownVal(v.Type), diags
+		}
+	}
+	conv, err := convert.Convert(val, v.Type)
+	if err != nil {
+		return cty.UnknownVal(v.Type), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail:  fmt.Sprintf("The value given for variable %q does not match its type %s: %s.", v.Name, typeexpr.TypeString(v.Type), err),
+			Subject: v.DeclRange.Ptr()}}
+	}
+	return conv, nil
+}
+
+// evalLocals evaluates locals in dependency order, reporting cycles and
+// references to undeclared locals.
+func evalLocals(ctx *hcl.EvalContext, attrs []*hcl.Attribute) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	byName := map[string]*hcl.Attribute{}
+	for _, a := range attrs {
+		byName[a.Name] = a
+	}
+	vals := map[string]cty.Value{}
+	state := map[string]int{} // 0 new, 1 visiting, 2 done
+	var visit func(a *hcl.Attribute)
+	visit = func(a *hcl.Attribute) {
+		switch state[a.Name] {
+		case 1:
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cycle in local values",
+				Detail: fmt.Sprintf("The local value %q depends on itself.", a.Name), Subject: a.NameRange.Ptr()})
+			vals[a.Name] = cty.DynamicVal
+			return
+		case 2:
+			return
+		}
+		state[a.Name] = 1
+		for _, tr := range a.Expr.Variables() {
+			if tr.RootName() != "local" || len(tr) < 2 {
+				continue
+			}
+			step, ok := tr[1].(hcl.TraverseAttr)
+			if !ok {
+				continue
+			}
+			dep, ok := byName[step.Name]
+			if !ok {
+				detail := fmt.Sprintf("No local value named %q is declared.", step.Name)
+				if s := DidYouMean(step.Name, sortedKeys(byName)); s != "" {
+					detail += fmt.Sprintf(" Did you mean %q?", s)
+				}
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared local value",
+					Detail: detail, Subject: tr.SourceRange().Ptr()})
+				continue
+			}
+			visit(dep)
+		}
+		if _, done := vals[a.Name]; !done {
+			ctx.Variables["local"] = cty.ObjectVal(vals)
+			v, d := a.Expr.Value(ctx)
+			if d.HasErrors() {
+				v = cty.DynamicVal
+			}
+			diags = append(diags, d...)
+			vals[a.Name] = v
+		}
+		state[a.Name] = 2
+	}
+	for _, a := range attrs {
+		visit(a)
+	}
+	ctx.Variables["local"] = cty.ObjectVal(vals)
+	return diags
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,124 @@
+package log
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
+)
+
+var (
+	formatAttr = schema.Enum("format", "text", "json").Default("text", `"text"`).
+			Doc("text prints `+ KEY VALUE` and `- KEY`; json prints one JSON object per line with time, op, key and value.")
+	pathAttr = schema.String("path").Default("", `""`).
+			Doc("File to append to; standard output when empty.")
+)
+
+// Spec declares sink "log".
+func Spec() node.Spec {
+	return node.Spec{
+		Kind:    node.KindSink,
+		Type:    "log",
+		Summary: "Prints one line per delta, for debugging and demos.",
+		Body:    schema.Block{Attrs: []schema.Attribute{formatAttr, pathAttr}},
+		New:     newSink,
+	}
+}
+
+// Sink is a configured log sink.
+type Sink struct {
+	json bool
+	path string
+	// Out overrides the destination (tests).
+	Out io.Writer
+}
+
+func newSink(b node.Build) (any, hcl.Diagnostics) {
+	format, _, diags := formatAttr.Get(b.Content)
+	path, _, d := pathAttr.Get(b.Content)
+	diags = append(diags, d...)
+	if path != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(b.Config.Dir, path)
+	}
+	return &Sink{json: format == "json", path: path}, diags
+}
+
+// Open implements node.Sink. In plan mode nothing is opened.
+func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target, error) {
+	t := &target{json: s.json, w: s.Out}
+	if t.w == nil {
+		t.w = os.Stdout
+	}
+	if s.path != "" && mode == node.ModeRun {
+		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", s.path, err)
+		}
+		t.w, t.closer = f, f
+	}
+	return t, nil
+}
+
+type target struct {
+	mu     sync.Mutex
+	json   bool
+	w      io.Writer
+	closer io.Closer
+}
+
+func (t *target) Prepare(r node.Record) (node.Entry, error) {
+	return node.Entry{Key: r.Key, Value: r.Value}, nil
+}
+
+func (t *target) Actual(context.Context) ([]node.Entry, error) { return nil, node.ErrNoActualState }
+
+func (t *target) Update(_ context.Context, batch []node.Entry) { t.write("upsert", batch) }
+
+func (t *target) Delete(_ context.Context, batch []node.Entry) { t.write("delete", batch) }
+
+func (t *target) write(op string, batch []node.Entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range batch {
+		e := &batch[i]
+		var err error
+		switch {
+		case t.json:
+			line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "key": e.Key}
+			if op == "upsert" {
+				line["value"] = ctyconv.FromCty(e.Value)
+			}
+			var b []byte
+			if b, err = json.Marshal(line); err == nil {
+				_, err = fmt.Fprintf(t.w, "%s\n", b)
+			}
+		case op == "upsert":
+			_, err = fmt.Fprintf(t.w, "+ %s %s\n", e.Key, ctyconv.String(e.Value))
+		default:
+			_, err = fmt.Fprintf(t.w, "- %s\n", e.Key)
+		}
+		e.Err = err
+	}
+}
+
+func (t *target) Close() error {
+	if t.closer != nil {
+		return t.closer.Close()
+	}
+	return nil
+}
+
+var (
+	_ node.Sink   = (*Sink)(nil)
+	_ node.Target = (*target)(nil)
+)

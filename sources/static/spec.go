@@ -1,0 +1,66 @@
+package static
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
+)
+
+var recordsAttr = schema.Value("records").Required().
+	Doc("The records, as a map from key to value. Values may be any type; an object is typical.").
+	Example(`{ "10.0.0.0/8" = { network = "internal" }, "192.168.0.0/16" = { network = "office" } }`)
+
+// Spec declares source "static".
+func Spec() node.Spec {
+	return node.Spec{
+		Kind:    node.KindSource,
+		Type:    "static",
+		Summary: "Fixed records declared in the configuration.",
+		Doc:     "Emits its records once, marks itself synced and keeps them until the configuration changes.",
+		Body:    schema.Block{Attrs: []schema.Attribute{recordsAttr}},
+		Output:  node.Records,
+		New:     newSource,
+	}
+}
+
+// Source is a running static source.
+type Source struct {
+	records []node.Record
+}
+
+func newSource(b node.Build) (any, hcl.Diagnostics) {
+	v, rng, diags := recordsAttr.Get(b.Content)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if !v.Type().IsObjectType() && !v.Type().IsMapType() {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid records",
+			Detail: fmt.Sprintf("records must be a map from key to value, not %s.", v.Type().FriendlyName()), Subject: rng.Ptr()}}
+	}
+	s := &Source{}
+	for it := v.ElementIterator(); it.Next(); {
+		k, val := it.Element()
+		s.records = append(s.records, node.Record{Key: k.AsString(), Value: val})
+	}
+	sort.Slice(s.records, func(i, j int) bool { return s.records[i].Key < s.records[j].Key })
+	return s, nil
+}
+
+// Run implements node.Source.
+func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
+	out.Replace(s.records)
+	out.MarkSynced()
+	env.Health.Set(node.Healthy, "")
+	<-ctx.Done()
+	return nil
+}
+
+// Records returns the declared records (for tests and plan).
+func (s *Source) Records() []node.Record { return s.records }
+
+var _ node.Source = (*Source)(nil)
