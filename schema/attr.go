@@ -25,9 +25,12 @@ type AttrInfo struct {
 	RefKinds []string
 }
 
-// Attribute is what a Block holds: anything that can describe itself.
+// Attribute is what a Block holds: anything that can describe itself and
+// check its value in decoded content.
 type Attribute interface {
 	Info() *AttrInfo
+	// Check reads the attribute and returns its diagnostics.
+	Check(c *Content) hcl.Diagnostics
 }
 
 // Attr is a typed attribute handle. It is declared once (usually as a
@@ -109,6 +112,12 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 	val, _ = val.Unmark()
 	v, d := a.decode(val, rng)
 	return v, rng, append(diags, d...)
+}
+
+// Check implements Attribute.
+func (a *Attr[T]) Check(c *Content) hcl.Diagnostics {
+	_, _, diags := a.Get(c)
+	return diags
 }
 
 // Has reports whether the attribute is set in the content.

@@ -114,3 +114,19 @@ func Decode(body hcl.Body, b Block, ctx *hcl.EvalContext, declRange hcl.Range) (
 	}
 	return c, diags
 }
+
+// Check reads every attribute of c (and of its nested blocks) through b's
+// handles and returns all diagnostics. Types whose constructor has nothing
+// more to check use it to validate a whole body.
+func (b Block) Check(c *Content) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, a := range b.Attrs {
+		diags = append(diags, a.Check(c)...)
+	}
+	for _, bt := range b.Blocks {
+		for _, sub := range bt.Get(c) {
+			diags = append(diags, bt.Body.Check(sub)...)
+		}
+	}
+	return diags
+}

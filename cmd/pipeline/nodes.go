@@ -2,7 +2,11 @@ package main
 
 import (
 	"github.com/pipeline/pipeline/engine/node"
+	auditsink "github.com/pipeline/pipeline/sinks/audit"
 	logsink "github.com/pipeline/pipeline/sinks/log"
+	natssink "github.com/pipeline/pipeline/sinks/nats"
+	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
+	natskvsource "github.com/pipeline/pipeline/sources/natskv"
 	"github.com/pipeline/pipeline/sources/static"
 )
 
@@ -10,7 +14,13 @@ import (
 // folder and add its Spec here.
 func registry() *node.Registry {
 	return node.NewRegistry(
+		// sources
 		static.Spec(),
+		natskvsource.Spec(),
+		// sinks
 		logsink.Spec(),
+		auditsink.Spec(),
+		natssink.Spec(),
+		natskvsink.Spec(),
 	)
 }
