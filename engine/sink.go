@@ -33,6 +33,7 @@ type sinkLoop struct {
 	desired  map[node.Key]node.Entry // target key -> entry
 	owners   map[node.Key]int        // target key -> input keys mapping to it
 	applied  map[node.Key]cty.Value  // target key -> what the target holds, as far as we know
+	written  map[node.Key]struct{}   // target keys this run wrote (prune = false deletes only these)
 	pending  map[node.Key]time.Time  // target keys to look at; the time of their oldest change
 	attempts map[node.Key]int
 	retryAt  map[node.Key]time.Time
@@ -82,6 +83,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.target = target
 	s.reset()
 	s.applied, s.pending = map[node.Key]cty.Value{}, map[node.Key]time.Time{}
+	s.written = map[node.Key]struct{}{}
 	s.attempts, s.retryAt = map[node.Key]int{}, map[node.Key]time.Time{}
 	s.synced, s.needFull, s.fulls = false, true, 0
 	s.h.set(false, node.Pending, "waiting for input to sync")
@@ -211,7 +213,7 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 			if have, ok := s.applied[tk]; !ok || !have.RawEquals(e.Value) {
 				ups = append(ups, e)
 			}
-		} else if have, ok := s.applied[tk]; ok && s.synced {
+		} else if have, ok := s.applied[tk]; ok && s.synced && (s.n.Prune || s.appendOnly || s.wrote(tk)) {
 			dels = append(dels, node.Entry{Key: tk, Value: have})
 		}
 	}
@@ -250,10 +252,10 @@ func (s *sinkLoop) full(ctx context.Context) {
 		}
 	}
 	if s.synced && !prune {
-		// Without prune, still delete what this process wrote and no longer wants.
-		for k, v := range s.applied {
+		// Without prune, still delete what this run wrote and no longer wants.
+		for k := range s.written {
 			if _, want := desired[k]; !want {
-				if _, there := actual[k]; there {
+				if v, there := actual[k]; there {
 					dels = append(dels, node.Entry{Key: k, Value: v})
 				}
 			}
@@ -299,4 +301,9 @@ func (s *sinkLoop) countDrift(actual map[node.Key]cty.Value) {
 		s.met.drift.Add(float64(n))
 		s.log.Info("drift found in target", "count", n)
 	}
+}
+
+func (s *sinkLoop) wrote(k node.Key) bool {
+	_, ok := s.written[k]
+	return ok
 }

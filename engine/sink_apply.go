@@ -49,9 +49,11 @@ func (s *sinkLoop) outcome(e node.Entry, del bool, times map[node.Key]time.Time)
 	if del {
 		s.met.delOK.Inc()
 		delete(s.applied, e.Key)
+		delete(s.written, e.Key)
 	} else {
 		s.met.writeOK.Inc()
 		s.applied[e.Key] = e.Value
+		s.written[e.Key] = struct{}{}
 	}
 	delete(s.attempts, e.Key)
 	if t := times[e.Key]; !t.IsZero() {

@@ -1,0 +1,150 @@
+package nodetest
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// MemSink is a node.Sink whose target is an in-memory map. Tests read its
+// state and write counters, and may inject failures.
+type MemSink struct {
+	mu      sync.Mutex
+	state   map[node.Key]cty.Value
+	updates int
+	deletes int
+	reads   int
+	// FailKey, when set, makes every write of that key fail.
+	FailKey func(k node.Key) bool
+	// Reject, when set, makes Prepare refuse a record.
+	Reject func(r node.Record) error
+	// AppendOnly makes Actual return node.ErrNoActualState.
+	AppendOnly bool
+}
+
+// NewMemSink returns an empty MemSink.
+func NewMemSink() *MemSink { return &MemSink{state: map[node.Key]cty.Value{}} }
+
+var (
+	_ node.Sink   = (*MemSink)(nil)
+	_ node.Target = (*memTarget)(nil)
+)
+
+// Open implements node.Sink.
+func (m *MemSink) Open(context.Context, node.Env, node.Mode) (node.Target, error) {
+	return &memTarget{m}, nil
+}
+
+// State returns a copy of the target's entries.
+func (m *MemSink) State() map[node.Key]cty.Value {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[node.Key]cty.Value, len(m.state))
+	for k, v := range m.state {
+		out[k] = v
+	}
+	return out
+}
+
+// Keys returns the sorted keys of the target.
+func (m *MemSink) Keys() []node.Key {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]node.Key, 0, len(m.state))
+	for k := range m.state {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Set writes an entry behind the engine's back (drift).
+func (m *MemSink) Set(k node.Key, v cty.Value) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state[k] = v
+}
+
+// Remove deletes an entry behind the engine's back (drift).
+func (m *MemSink) Remove(k node.Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.state, k)
+}
+
+// Counts returns the number of entries updated, deleted, and full reads.
+func (m *MemSink) Counts() (updates, deletes, reads int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.updates, m.deletes, m.reads
+}
+
+// ResetCounts zeroes the counters.
+func (m *MemSink) ResetCounts() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.updates, m.deletes, m.reads = 0, 0, 0
+}
+
+type memTarget struct{ m *MemSink }
+
+var errInjected = errors.New("injected failure")
+
+func (t *memTarget) Prepare(r node.Record) (node.Entry, error) {
+	if t.m.Reject != nil {
+		if err := t.m.Reject(r); err != nil {
+			return node.Entry{}, err
+		}
+	}
+	return node.Entry{Key: r.Key, Value: r.Value}, nil
+}
+
+func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.AppendOnly {
+		return nil, node.ErrNoActualState
+	}
+	m.reads++
+	out := make([]node.Entry, 0, len(m.state))
+	for k, v := range m.state {
+		out = append(out, node.Entry{Key: k, Value: v})
+	}
+	return out, nil
+}
+
+func (t *memTarget) Update(_ context.Context, batch []node.Entry) {
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range batch {
+		if m.FailKey != nil && m.FailKey(batch[i].Key) {
+			batch[i].Err = errInjected
+			continue
+		}
+		m.updates++
+		m.state[batch[i].Key] = batch[i].Value
+	}
+}
+
+func (t *memTarget) Delete(_ context.Context, batch []node.Entry) {
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range batch {
+		if m.FailKey != nil && m.FailKey(batch[i].Key) {
+			batch[i].Err = errInjected
+			continue
+		}
+		m.deletes++
+		delete(m.state, batch[i].Key)
+	}
+}
+
+func (t *memTarget) Close() error { return nil }

@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/zclconf/go-cty/cty"
+	"go.uber.org/goleak"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+const chain = `
+source "script" "s" {}
+transform "pass" "a" { input = source.script.s }
+transform "pass" "b" { input = transform.pass.a }
+sink "mem" "m" {
+  input  = transform.pass.b
+  prune  = %v
+  resync = "1m"
+}
+`
+
+type harness struct {
+	src  *scriptSource
+	sink *nodetest.MemSink
+	rt   *Runtime
+	met  *Metrics
+	stop context.CancelFunc
+	done chan struct{}
+	once sync.Once
+}
+
+func start(t *testing.T, prune bool, queue int, sink *nodetest.MemSink) *harness {
+	t.Helper()
+	h := &harness{src: newScriptSource(), sink: sink, done: make(chan struct{})}
+	g := mustCompile(t, fmt.Sprintf(chain, prune), map[string]any{"source.script.s": h.src, "sink.mem.m": sink})
+	h.met = NewMetrics(prometheus.NewRegistry(), "test")
+	rt, err := NewRuntime(g, RunOptions{QueueLimit: queue, Metrics: h.met})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.rt = rt
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	go func() { _ = rt.Run(ctx); close(h.done) }()
+	t.Cleanup(h.shutdown)
+	return h
+}
+
+func (h *harness) send(op func(node.Output)) { h.src.ops <- op }
+
+func (h *harness) shutdown() {
+	h.once.Do(func() {
+		h.stop()
+		<-h.done
+	})
+}
+
+func str(s string) cty.Value { return cty.StringVal(s) }
+
+// TestModel drives random changes (bursts that overflow the tiny queues
+// included) through source -> pass -> pass -> sink and checks that the
+// sink always ends equal to the source's final state.
+func TestModel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for seed := range 40 {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(seed), 7))
+				sink := nodetest.NewMemSink()
+				for i := range 5 { // foreign and stale entries
+					sink.Set(fmt.Sprintf("k%d", rng.IntN(40)), str(fmt.Sprint("stale", i)))
+				}
+				h := start(t, true, 1+rng.IntN(32), sink)
+				model := map[node.Key]cty.Value{}
+				syncAt := rng.IntN(30)
+				for step := range 60 {
+					batch := randomBatch(rng, model)
+					h.send(func(o node.Output) { o.Apply(batch) })
+					if step == syncAt {
+						h.send(func(o node.Output) { o.MarkSynced() })
+					}
+					if rng.IntN(4) == 0 {
+						synctest.Wait()
+					}
+				}
+				synctest.Wait()
+				if d := cmp.Diff(model, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
+					t.Fatalf("sink differs from source (-want +got):\n%s", d)
+				}
+				h.shutdown()
+			})
+		})
+	}
+}
+
+func randomBatch(rng *rand.Rand, model map[node.Key]cty.Value) []node.Delta {
+	n := 1 + rng.IntN(50)
+	batch := make([]node.Delta, 0, n)
+	for range n {
+		k := fmt.Sprintf("k%d", rng.IntN(40))
+		if rng.IntN(3) == 0 {
+			delete(model, k)
+			batch = append(batch, node.Remove(k, time.Now()))
+		} else {
+			v := str(fmt.Sprint(rng.IntN(5)))
+			model[k] = v
+			batch = append(batch, node.Upsert(k, v, time.Now()))
+		}
+	}
+	return batch
+}
+
+func TestNoDeleteBeforeSync(t *testing.T) {
+	for _, prune := range []bool{true, false} {
+		t.Run(fmt.Sprint("prune=", prune), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := nodetest.NewMemSink()
+				sink.Set("foreign", str("x"))
+				h := start(t, prune, 0, sink)
+				h.send(func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}) })
+				synctest.Wait()
+				if d := cmp.Diff([]string{"a", "foreign"}, sink.Keys()); d != "" {
+					t.Fatalf("before sync (-want +got):\n%s", d)
+				}
+				// A delete of a key seen in this run still waits for sync.
+				h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("a", time.Now())}) })
+				synctest.Wait()
+				if _, del, _ := sink.Counts(); del != 0 {
+					t.Fatalf("deleted %d entries before sync", del)
+				}
+				h.send(func(o node.Output) { o.MarkSynced() })
+				synctest.Wait()
+				want := []string{}
+				if !prune {
+					want = []string{"foreign"}
+				}
+				if d := cmp.Diff(want, sink.Keys()); d != "" {
+					t.Fatalf("after sync (-want +got):\n%s", d)
+				}
+				if !h.rt.Readiness().Ready {
+					t.Fatalf("not ready after sync: %+v", h.rt.Readiness())
+				}
+				h.shutdown()
+			})
+		})
+	}
+}
+
+func TestRestartWritesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		var recs []node.Record
+		for i := range 100 {
+			k := fmt.Sprint("k", i)
+			sink.Set(k, str("v"))
+			recs = append(recs, node.Record{Key: k, Value: str("v")})
+		}
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) { o.Replace(recs); o.MarkSynced() })
+		synctest.Wait()
+		if up, del, _ := sink.Counts(); up != 0 || del != 0 {
+			t.Fatalf("restart over an equal target wrote %d updates, %d deletes", up, del)
+		}
+		h.shutdown()
+	})
+}
+
+func TestDriftRepairedAtResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) {
+			o.Replace([]node.Record{{Key: "a", Value: str("1")}, {Key: "b", Value: str("2")}})
+			o.MarkSynced()
+		})
+		synctest.Wait()
+		sink.Remove("a")
+		sink.Set("b", str("wrong"))
+		sink.Set("intruder", str("x"))
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		want := map[node.Key]cty.Value{"a": str("1"), "b": str("2")}
+		if d := cmp.Diff(want, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
+			t.Fatalf("after resync (-want +got):\n%s", d)
+		}
+		if got := testutil.ToFloat64(h.met.drift.WithLabelValues("sink.mem.m")); got != 2 {
+			t.Fatalf("drift repaired = %v, want 2 (a missing, b wrong)", got)
+		}
+		h.shutdown()
+	})
+}
+
+func TestFailedEntriesRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		var failing atomic.Bool
+		failing.Store(true)
+		sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) {
+			o.Replace([]node.Record{{Key: "good", Value: str("1")}, {Key: "bad", Value: str("2")}})
+			o.MarkSynced()
+		})
+		synctest.Wait()
+		if d := cmp.Diff([]string{"good"}, sink.Keys()); d != "" {
+			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
+		}
+		if st := h.rt.Readiness(); st.Ready {
+			t.Fatalf("sink with failing entries reported ready: %+v", st)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		failing.Store(false)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if d := cmp.Diff([]string{"bad", "good"}, sink.Keys()); d != "" {
+			t.Fatalf("after retry (-want +got):\n%s", d)
+		}
+		if !h.rt.Readiness().Ready {
+			t.Fatalf("not ready after recovery: %+v", h.rt.Readiness())
+		}
+		h.shutdown()
+	})
+}
+
+func TestFailingSourceRestarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		src := newScriptSource()
+		src.failFirst = true
+		g := mustCompile(t, fmt.Sprintf(chain, true), map[string]any{"source.script.s": src, "sink.mem.m": sink})
+		rt, err := NewRuntime(g, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = rt.Run(ctx); close(done) }()
+		synctest.Wait()
+		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if d := cmp.Diff([]string{"a"}, sink.Keys()); d != "" {
+			t.Fatalf("(-want +got):\n%s", d)
+		}
+		src.mu.Lock()
+		runs := src.runs
+		src.mu.Unlock()
+		if runs != 2 {
+			t.Fatalf("source ran %d times, want 2", runs)
+		}
+		cancel()
+		<-done
+	})
+}
+
+func TestSkippedRecordsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		sink.Reject = func(r node.Record) error {
+			if r.Key == "bad" {
+				return fmt.Errorf("not an IP")
+			}
+			return nil
+		}
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) {
+			o.Replace([]node.Record{{Key: "ok", Value: str("1")}, {Key: "bad", Value: str("2")}})
+			o.MarkSynced()
+		})
+		synctest.Wait()
+		if d := cmp.Diff([]string{"ok"}, sink.Keys()); d != "" {
+			t.Fatalf("(-want +got):\n%s", d)
+		}
+		if got := testutil.ToFloat64(h.met.skipped.WithLabelValues("sink.mem.m")); got != 1 {
+			t.Fatalf("skipped = %v, want 1", got)
+		}
+		h.shutdown()
+	})
+}
