@@ -28,6 +28,8 @@ type runFlags struct {
 	listen    string
 	logFormat string
 	logLevel  string
+	// onListen, when set, receives the HTTP address once serving (tests).
+	onListen func(addr string)
 }
 
 func newRunCmd() *cobra.Command {
@@ -74,6 +76,9 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 		}
 		defer shutdownHTTP(srv)
 		logger.Info("serving metrics and health", "addr", srv.Addr)
+		if f.onListen != nil {
+			f.onListen(srv.Addr)
+		}
 	}
 	logger.Info("running", "count", len(l.graph.Nodes), "generation", 1)
 	return rt.Run(ctx)

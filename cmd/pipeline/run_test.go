@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.uber.org/goleak"
+
+	"github.com/pipeline/pipeline/engine"
+)
+
+const staticToLog = `
+source "static" "nets" {
+  records = { "10.0.0.0/8" = { network = "internal" } }
+}
+sink "log" "out" {
+  input = source.static.nets
+  path  = "out.log"
+}
+`
+
+// TestRunServesMetricsAndHealth runs the pipeline, scrapes /metrics, parses
+// it, lints it as promtool check metrics does, and checks /healthz and /readyz.
+func TestRunServesMetricsAndHealth(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(cfg, []byte(staticToLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- runPipeline(ctx, io.Discard, &stderr, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
+			logLevel: "info", onListen: func(a string) { addrc <- a }})
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("run ended early: %v\n%s", err, stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+
+	ready := waitReady(t, client, "http://"+addr+"/readyz")
+	if len(ready.Nodes) != 2 || !ready.Ready {
+		t.Fatalf("readyz: %+v", ready)
+	}
+	if body := get(t, client, "http://"+addr+"/healthz"); strings.TrimSpace(body) != "ok" {
+		t.Fatalf("healthz = %q", body)
+	}
+	metrics := get(t, client, "http://"+addr+"/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	for _, name := range []string{"pipeline_node_records", "pipeline_node_deltas_total", "pipeline_node_queue_depth",
+		"pipeline_node_overflow_resyncs_total", "pipeline_sink_writes_total", "pipeline_sink_reconcile_duration_seconds",
+		"pipeline_change_latency_seconds", "pipeline_config_generation", "pipeline_build_info"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(metrics)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "pipeline_") {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "out.log"))
+	if got := string(out); got != "+ 10.0.0.0/8 {\"network\":\"internal\"}\n" {
+		t.Fatalf("log sink wrote %q", got)
+	}
+}
+
+func waitReady(t *testing.T, c *http.Client, url string) engine.Readiness {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r engine.Readiness
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("decode readyz: %v", err)
+		}
+		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
+			if (resp.StatusCode == http.StatusOK) != r.Ready {
+				t.Fatalf("readyz status %d but ready=%v", resp.StatusCode, r.Ready)
+			}
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestRunRefusesPlannedTypes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	src := staticToLog + `
+sink "audit" "trail" {
+  input = source.static.nets
+  path  = "audit.jsonl"
+}
+`
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--listen", "", cfg}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "not implemented yet") || !strings.Contains(stderr.String(), "sink.audit.trail") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
