@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -62,6 +63,8 @@ func Functions(dir string, env map[string]string) map[string]function.Function {
 		"max":        stdlib.MaxFunc,
 		"cidrsubnet": cidrSubnetFunc,
 		"cidrhost":   cidrHostFunc,
+		"try":        tryfunc.TryFunc,
+		"can":        tryfunc.CanFunc,
 	}
 }
 
