@@ -8,6 +8,10 @@ import (
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
 	natskvsource "github.com/pipeline/pipeline/sources/natskv"
 	"github.com/pipeline/pipeline/sources/static"
+	"github.com/pipeline/pipeline/transforms/debounce"
+	"github.com/pipeline/pipeline/transforms/extract"
+	"github.com/pipeline/pipeline/transforms/filter"
+	"github.com/pipeline/pipeline/transforms/graceperiod"
 )
 
 // registry lists every node type of this build: to add a type, create its
@@ -17,6 +21,11 @@ func registry() *node.Registry {
 		// sources
 		static.Spec(),
 		natskvsource.Spec(),
+		// transforms
+		extract.Spec(),
+		filter.Spec(),
+		debounce.Spec(),
+		graceperiod.Spec(),
 		// sinks
 		logsink.Spec(),
 		auditsink.Spec(),

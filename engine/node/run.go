@@ -144,3 +144,25 @@ type Target interface {
 	// map is not emptied.
 	Close() error
 }
+
+// Events pumps in into a channel until ctx ends or Next fails, so a node can
+// select on its input and its timers together. The channel is closed when
+// the pump stops.
+func Events(ctx context.Context, in Input) <-chan Event {
+	ch := make(chan Event)
+	go func() {
+		defer close(ch)
+		for {
+			ev, err := in.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
