@@ -32,7 +32,7 @@ type sinkLoop struct {
 	prepared map[node.Key]node.Entry // input key -> prepared entry
 	desired  map[node.Key]node.Entry // target key -> entry
 	owners   map[node.Key]int        // target key -> input keys mapping to it
-	applied  map[node.Key]cty.Value  // target key -> what the target holds, as far as we know
+	applied  map[node.Key]node.Entry // target key -> what the target holds, as far as we know
 	written  map[node.Key]struct{}   // target keys this run wrote (prune = false deletes only these)
 	pending  map[node.Key]time.Time  // target keys to look at; the time of their oldest change
 	attempts map[node.Key]int
@@ -82,7 +82,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	}()
 	s.target = target
 	s.reset()
-	s.applied, s.pending = map[node.Key]cty.Value{}, map[node.Key]time.Time{}
+	s.applied, s.pending = map[node.Key]node.Entry{}, map[node.Key]time.Time{}
 	s.written = map[node.Key]struct{}{}
 	s.attempts, s.retryAt = map[node.Key]int{}, map[node.Key]time.Time{}
 	s.synced, s.needFull, s.fulls = false, true, 0
@@ -210,11 +210,11 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 			continue
 		}
 		if e, ok := s.desired[tk]; ok {
-			if have, ok := s.applied[tk]; !ok || !have.RawEquals(e.Value) {
+			if have, ok := s.applied[tk]; !ok || !have.Value.RawEquals(e.Value) {
 				ups = append(ups, e)
 			}
 		} else if have, ok := s.applied[tk]; ok && s.synced && (s.n.Prune || s.appendOnly || s.wrote(tk)) {
-			dels = append(dels, node.Entry{Key: tk, Value: have})
+			dels = append(dels, have)
 		}
 	}
 	s.apply(ctx, ups, dels, times)
@@ -237,16 +237,12 @@ func (s *sinkLoop) full(ctx context.Context) {
 	if s.fulls > 0 && !s.appendOnly {
 		s.countDrift(actual)
 	}
-	desired := make(map[node.Key]cty.Value, len(s.desired))
-	for k, e := range s.desired {
-		desired[k] = e.Value
-	}
 	prune := s.synced && (s.n.Prune || s.appendOnly)
-	changes := reconcile.Diff(s.n.Address, desired, actual, prune)
+	changes := reconcile.Diff(s.n.Address, values(s.desired), values(actual), prune)
 	var ups, dels []node.Entry
 	for _, c := range changes {
 		if c.Action == reconcile.Delete {
-			dels = append(dels, node.Entry{Key: c.Key, Value: c.Before})
+			dels = append(dels, actual[c.Key])
 		} else {
 			ups = append(ups, s.desired[c.Key])
 		}
@@ -254,9 +250,9 @@ func (s *sinkLoop) full(ctx context.Context) {
 	if s.synced && !prune {
 		// Without prune, still delete what this run wrote and no longer wants.
 		for k := range s.written {
-			if _, want := desired[k]; !want {
-				if v, there := actual[k]; there {
-					dels = append(dels, node.Entry{Key: k, Value: v})
+			if _, want := s.desired[k]; !want {
+				if e, there := actual[k]; there {
+					dels = append(dels, e)
 				}
 			}
 		}
@@ -271,7 +267,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 	s.log.Debug("full reconcile", "count", len(ups)+len(dels), "duration", time.Since(start))
 }
 
-func (s *sinkLoop) actual(ctx context.Context) (map[node.Key]cty.Value, error) {
+func (s *sinkLoop) actual(ctx context.Context) (map[node.Key]node.Entry, error) {
 	if s.appendOnly {
 		return s.applied, nil
 	}
@@ -283,17 +279,25 @@ func (s *sinkLoop) actual(ctx context.Context) (map[node.Key]cty.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[node.Key]cty.Value, len(entries))
+	out := make(map[node.Key]node.Entry, len(entries))
 	for _, e := range entries {
-		out[e.Key] = e.Value
+		out[e.Key] = e
 	}
 	return out, nil
 }
 
-func (s *sinkLoop) countDrift(actual map[node.Key]cty.Value) {
+func values(m map[node.Key]node.Entry) map[node.Key]cty.Value {
+	out := make(map[node.Key]cty.Value, len(m))
+	for k, e := range m {
+		out[k] = e.Value
+	}
+	return out
+}
+
+func (s *sinkLoop) countDrift(actual map[node.Key]node.Entry) {
 	n := 0
 	for k, want := range s.applied {
-		if have, ok := actual[k]; !ok || !have.RawEquals(want) {
+		if have, ok := actual[k]; !ok || !have.Value.RawEquals(want.Value) {
 			n++
 		}
 	}

@@ -52,7 +52,8 @@ func (s *sinkLoop) outcome(e node.Entry, del bool, times map[node.Key]time.Time)
 		delete(s.written, e.Key)
 	} else {
 		s.met.writeOK.Inc()
-		s.applied[e.Key] = e.Value
+		e.Err = nil
+		s.applied[e.Key] = e
 		s.written[e.Key] = struct{}{}
 	}
 	delete(s.attempts, e.Key)
