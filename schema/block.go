@@ -130,3 +130,6 @@ func (b Block) Check(c *Content) hcl.Diagnostics {
 	}
 	return diags
 }
+
+// MustAppear marks the nested block as required.
+func (bt *BlockType) MustAppear() *BlockType { bt.Required = true; return bt }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/pipeline/pipeline/engine/node"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
+	"github.com/pipeline/pipeline/sinks/ebpfmap"
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
@@ -27,6 +28,7 @@ func registry() *node.Registry {
 		debounce.Spec(),
 		graceperiod.Spec(),
 		// sinks
+		ebpfmap.Spec(),
 		logsink.Spec(),
 		auditsink.Spec(),
 		natssink.Spec(),

@@ -1,0 +1,306 @@
+package ebpfmap
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// encoding turns a cty value into the bytes of one map key, value or
+// struct field, and bytes back into a canonical string. Sizes and
+// alignments follow C (struct in_addr, struct in6_addr, __uN).
+type encoding struct {
+	name  string // as written: "ipv4", "u32", "string(16)", "struct"
+	size  int
+	align int
+	order binary.ByteOrder // uN only
+	// struct only
+	fields []field
+}
+
+type field struct {
+	name   string
+	offset int
+	enc    *encoding
+}
+
+var sized = regexp.MustCompile(`^(string|bytes)\((\d+)\)$`)
+
+// Scalar type names, for docs and errors.
+var scalarTypes = []string{"ipv4", "ipv6", "ip", "ipv4_prefix", "ipv6_prefix", "ip_prefix", "u8", "u16", "u32", "u64", "string(N)", "bytes(N)", "struct"}
+
+// parseScalar parses a non-struct type name.
+func parseScalar(name, order string) (*encoding, error) {
+	e := &encoding{name: name}
+	switch name {
+	case "ipv4":
+		e.size, e.align = 4, 4
+	case "ipv6", "ip":
+		e.size, e.align = 16, 4
+	case "ipv4_prefix":
+		e.size, e.align = 8, 4
+	case "ipv6_prefix", "ip_prefix":
+		e.size, e.align = 20, 4
+	case "u8", "u16", "u32", "u64":
+		bits, _ := strconv.Atoi(name[1:])
+		e.size, e.align = bits/8, bits/8
+		switch order {
+		case "", "host":
+			e.order = binary.NativeEndian
+		case "be":
+			e.order = binary.BigEndian
+		case "le":
+			e.order = binary.LittleEndian
+		default:
+			return nil, fmt.Errorf("byte_order %q: use host, be or le", order)
+		}
+		return e, nil
+	default:
+		m := sized.FindStringSubmatch(name)
+		if m == nil {
+			return nil, fmt.Errorf("unknown type %q; the types are %s", name, strings.Join(scalarTypes, ", "))
+		}
+		n, err := strconv.Atoi(m[2])
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("%s: the size must be between 1 and 4096 bytes", name)
+		}
+		e.size, e.align = n, 1
+	}
+	if order != "" && order != "host" {
+		return nil, fmt.Errorf("byte_order applies only to u8, u16, u32 and u64, not %s", name)
+	}
+	return e, nil
+}
+
+// layoutStruct places fields with C alignment rules and pads the end to the
+// largest alignment, so the result matches the C struct.
+func layoutStruct(fields []field) *encoding {
+	e := &encoding{name: "struct", align: 1}
+	off := 0
+	for i := range fields {
+		f := &fields[i]
+		off = alignUp(off, f.enc.align)
+		f.offset = off
+		off += f.enc.size
+		e.align = max(e.align, f.enc.align)
+	}
+	e.size = alignUp(off, e.align)
+	e.fields = fields
+	return e
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+func (e *encoding) isPrefix() bool { return strings.HasSuffix(e.name, "_prefix") }
+
+// encode writes v into b (len(b) == e.size). Struct values are encoded by
+// the caller field by field.
+func (e *encoding) encode(v cty.Value, b []byte) error {
+	if v.IsNull() || !v.IsKnown() {
+		return errors.New("value is null or unknown")
+	}
+	switch {
+	case e.name == "ipv4" || e.name == "ipv6" || e.name == "ip":
+		return e.encodeIP(v, b)
+	case e.isPrefix():
+		return e.encodePrefix(v, b)
+	case e.name[0] == 'u':
+		return e.encodeUint(v, b)
+	case strings.HasPrefix(e.name, "string("):
+		s, err := asString(v)
+		if err != nil {
+			return err
+		}
+		if len(s) >= e.size {
+			return fmt.Errorf("string of %d bytes does not fit %s (NUL terminator included)", len(s), e.name)
+		}
+		copy(b, s)
+		clear(b[len(s):])
+		return nil
+	}
+	return e.encodeBytes(v, b)
+}
+
+func asString(v cty.Value) (string, error) {
+	s, err := convert.Convert(v, cty.String)
+	if err != nil {
+		return "", fmt.Errorf("want a string, got %s", v.Type().FriendlyName())
+	}
+	return s.AsString(), nil
+}
+
+func (e *encoding) encodeIP(v cty.Value, b []byte) error {
+	s, err := asString(v)
+	if err != nil {
+		return err
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimSuffix(s, "/32"), "/128"))
+	if err != nil {
+		return fmt.Errorf("%q is not an IP address", s)
+	}
+	a = a.WithZone("")
+	switch e.name {
+	case "ipv4":
+		if a = a.Unmap(); !a.Is4() {
+			return fmt.Errorf("%s is not an IPv4 address", a)
+		}
+		v4 := a.As4()
+		copy(b, v4[:])
+	case "ipv6":
+		if a.Is4() {
+			return fmt.Errorf("%s is not an IPv6 address (use type \"ip\" for dual stack)", a)
+		}
+		v6 := a.As16()
+		copy(b, v6[:])
+	default:
+		v6 := a.As16() // IPv4 as v4-mapped ::ffff:a.b.c.d
+		copy(b, v6[:])
+	}
+	return nil
+}
+
+func (e *encoding) encodePrefix(v cty.Value, b []byte) error {
+	s, err := asString(v)
+	if err != nil {
+		return err
+	}
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return fmt.Errorf("%q is not a CIDR prefix", s)
+		}
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("%q is neither an IP address nor a CIDR prefix", s)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	p = p.Masked()
+	a, bits := p.Addr(), p.Bits()
+	switch {
+	case e.name == "ipv4_prefix" && !a.Unmap().Is4():
+		return fmt.Errorf("%s is not an IPv4 prefix", p)
+	case e.name == "ipv6_prefix" && a.Is4():
+		return fmt.Errorf("%s is not an IPv6 prefix (use ip_prefix for dual stack)", p)
+	}
+	binary.NativeEndian.PutUint32(b[:4], uint32(bits))
+	if e.name == "ipv4_prefix" {
+		if a.Is4In6() {
+			bits -= 96
+			binary.NativeEndian.PutUint32(b[:4], uint32(bits))
+		}
+		v4 := a.Unmap().As4()
+		copy(b[4:], v4[:])
+		return nil
+	}
+	if a.Is4() {
+		binary.NativeEndian.PutUint32(b[:4], uint32(bits+96))
+	}
+	v6 := a.As16()
+	copy(b[4:], v6[:])
+	return nil
+}
+
+func (e *encoding) encodeUint(v cty.Value, b []byte) error {
+	if v.Type() == cty.Bool {
+		v = cty.NumberIntVal(map[bool]int64{false: 0, true: 1}[v.True()])
+	}
+	n, err := convert.Convert(v, cty.Number)
+	if err != nil {
+		return fmt.Errorf("want a number, got %s", v.Type().FriendlyName())
+	}
+	bf := n.AsBigFloat()
+	i, acc := bf.Uint64()
+	if acc != big.Exact || bf.Sign() < 0 || (e.size < 8 && i >= 1<<(8*e.size)) {
+		return fmt.Errorf("%s does not fit %s", bf.Text('g', 20), e.name)
+	}
+	switch e.size {
+	case 1:
+		b[0] = byte(i)
+	case 2:
+		e.order.PutUint16(b, uint16(i))
+	case 4:
+		e.order.PutUint32(b, uint32(i))
+	default:
+		e.order.PutUint64(b, i)
+	}
+	return nil
+}
+
+// encodeBytes accepts a hex string or a list of numbers 0-255.
+func (e *encoding) encodeBytes(v cty.Value, b []byte) error {
+	var raw []byte
+	if v.Type() == cty.String {
+		h, err := hex.DecodeString(strings.TrimPrefix(v.AsString(), "0x"))
+		if err != nil {
+			return fmt.Errorf("bytes must be a hex string or a list of numbers: %w", err)
+		}
+		raw = h
+	} else if v.CanIterateElements() {
+		for it := v.ElementIterator(); it.Next(); {
+			_, x := it.Element()
+			var one [1]byte
+			if err := (&encoding{name: "u8", size: 1}).encodeUint(x, one[:]); err != nil {
+				return err
+			}
+			raw = append(raw, one[0])
+		}
+	} else {
+		return fmt.Errorf("bytes must be a hex string or a list of numbers, not %s", v.Type().FriendlyName())
+	}
+	if len(raw) != e.size {
+		return fmt.Errorf("%d bytes given for %s", len(raw), e.name)
+	}
+	copy(b, raw)
+	return nil
+}
+
+// canonical renders encoded bytes as the key string plan and diff use.
+func (e *encoding) canonical(b []byte) string {
+	switch {
+	case e.name == "struct":
+		parts := make([]string, len(e.fields))
+		for i, f := range e.fields {
+			parts[i] = f.name + "=" + f.enc.canonical(b[f.offset:f.offset+f.enc.size])
+		}
+		return strings.Join(parts, ",")
+	case e.name == "ipv4":
+		return netip.AddrFrom4([4]byte(b)).String()
+	case e.name == "ipv6":
+		return netip.AddrFrom16([16]byte(b)).String()
+	case e.name == "ip":
+		return netip.AddrFrom16([16]byte(b)).Unmap().String()
+	case e.name == "ipv4_prefix":
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte(b[4:])), int(binary.NativeEndian.Uint32(b))).String()
+	case e.isPrefix():
+		a, bits := netip.AddrFrom16([16]byte(b[4:])), int(binary.NativeEndian.Uint32(b))
+		if a.Is4In6() && e.name == "ip_prefix" && bits >= 96 {
+			return netip.PrefixFrom(a.Unmap(), bits-96).String()
+		}
+		return netip.PrefixFrom(a, bits).String()
+	case e.name[0] == 'u':
+		switch e.size {
+		case 1:
+			return strconv.FormatUint(uint64(b[0]), 10)
+		case 2:
+			return strconv.FormatUint(uint64(e.order.Uint16(b)), 10)
+		case 4:
+			return strconv.FormatUint(uint64(e.order.Uint32(b)), 10)
+		}
+		return strconv.FormatUint(e.order.Uint64(b), 10)
+	case strings.HasPrefix(e.name, "string("):
+		s, _, _ := strings.Cut(string(b), "\x00")
+		return s
+	}
+	return hex.EncodeToString(b)
+}
