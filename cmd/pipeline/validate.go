@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/spf13/cobra"
 )
@@ -12,22 +15,31 @@ func newValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [-json] [-var name=value]... PATH...",
 		Short: "Check configuration files; exit 0 when valid, 1 when not",
-		Long: "Parses the files (a directory contributes its *.hcl files), evaluates variables, and compiles the graph " +
-			"without touching any cluster, map or server. Every problem is reported at once with file:line:col.",
+		Long: "Parses, evaluates variables and compiles the graph without touching any cluster, map or server. " +
+			"Every problem is reported at once with file:line:col. Each PATH is validated as its own configuration: " +
+			"a file, or a directory whose *.hcl files merge into one (so `pipeline validate examples/*.hcl` checks " +
+			"every example separately). run, plan and graph merge all their PATHs into one configuration.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l := load(args, vars)
-			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), validateJSON(l.files, l.diags)); err != nil {
-					return err
-				}
-			} else {
-				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
-				if !l.diags.HasErrors() {
-					fmt.Fprintf(cmd.OutOrStdout(), "Success! The configuration is valid (%d nodes).\n", len(l.graph.Nodes))
+			files := map[string]*hcl.File{}
+			var all hcl.Diagnostics
+			for _, path := range args {
+				l := load([]string{path}, vars)
+				maps.Copy(files, l.files)
+				all = append(all, l.diags...)
+				if !asJSON {
+					writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
+					if !l.diags.HasErrors() {
+						fmt.Fprintf(cmd.OutOrStdout(), "Success! %s is valid (%d nodes).\n", path, len(l.graph.Nodes))
+					}
 				}
 			}
-			if l.diags.HasErrors() {
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), validateJSON(files, all)); err != nil {
+					return err
+				}
+			}
+			if all.HasErrors() {
 				return exitError{1}
 			}
 			return nil

@@ -1,0 +1,65 @@
+# What `make demo` runs: the flagship job with the sinks that run today.
+# kubernetes -> extract -> debounce -> grace_period -> ebpf_map (+ a log line per change).
+
+variable "kubeconfig" {
+  type    = string
+  default = "~/.kube/config"
+}
+
+variable "pin" {
+  type    = string
+  default = "/sys/fs/bpf/pipeline-demo/allowed"
+}
+
+variable "grace" {
+  type    = string
+  default = "5s"
+}
+
+cluster "local" {
+  kubeconfig = var.kubeconfig
+}
+
+source "kubernetes" "backend_pods" {
+  cluster       = cluster.local
+  resource      = "pods"
+  selector      = "app=backend"
+  ignore_fields = ["{.metadata.managedFields}"]
+}
+
+transform "extract" "pod_ips" {
+  input    = source.kubernetes.backend_pods
+  for_each = try(object.status.podIPs, [])
+  key      = each.value.ip
+  value = {
+    pod       = object.metadata.name
+    namespace = object.metadata.namespace
+  }
+}
+
+transform "debounce" "batch" {
+  input    = transform.extract.pod_ips
+  interval = "100ms"
+}
+
+transform "grace_period" "drain" {
+  input = transform.debounce.batch
+  delay = var.grace
+}
+
+sink "ebpf_map" "allowed" {
+  input       = transform.grace_period.drain
+  pin         = var.pin
+  max_entries = 1024
+  key {
+    type = "ipv4"
+  }
+  value {
+    type = "u32"
+    from = 1
+  }
+}
+
+sink "log" "changes" {
+  input = transform.grace_period.drain
+}

@@ -1,0 +1,24 @@
+# Scale past one machine, hub side: one leader-elected instance watches the
+# API server and publishes pod IPs to a NATS key-value bucket. Every node runs
+# agent.hcl. (nats_kv validates today; its runtime lands with the NATS issue.)
+
+source "kubernetes" "pods" {
+  resource      = "pods"
+  selector      = "app=backend"
+  metadata_only = false
+  ignore_fields = ["{.metadata.managedFields}", "{.spec}"]
+}
+
+transform "extract" "pod_ips" {
+  input    = source.kubernetes.pods
+  for_each = try(object.status.podIPs, [])
+  key      = each.value.ip
+  value    = { pod = object.metadata.name, namespace = object.metadata.namespace, node = try(object.spec.nodeName, "") }
+}
+
+sink "nats_kv" "pod_ips" {
+  input      = transform.extract.pod_ips
+  url        = "nats://nats.pipeline.svc:4222"
+  bucket     = "pod-ips"
+  key_prefix = "v1."
+}
