@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const ns = "shop"
+
+var pods = []struct{ name, app, ip string }{
+	{"backend-1", "backend", "10.244.1.11"},
+	{"backend-2", "backend", "10.244.1.12"},
+	{"backend-3", "backend", "10.244.2.13"},
+	{"frontend-1", "frontend", "10.244.2.21"},
+}
+
+func (d *demo) startPipeline(ctx context.Context) error {
+	say("running the flagship job (examples/demo.hcl): kubernetes -> extract -> debounce -> grace_period -> ebpf_map + log")
+	if err := d.startPipelineProcess(); err != nil {
+		return err
+	}
+	return waitFor(ctx, 30*time.Second, "pipeline ready (/readyz)", func() (bool, error) {
+		body, code, err := d.get("/readyz")
+		return code == http.StatusOK && strings.Contains(body, `"ready":true`), err
+	})
+}
+
+func (d *demo) createPods(ctx context.Context) error {
+	say("creating namespace %q and 4 pods (3 labelled app=backend); setting their status.podIP as a kubelet would", ns)
+	if _, err := d.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for _, p := range pods {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{"app": p.app}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
+		created, err := d.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}}
+		if _, err := d.cs.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		fmt.Printf("    pod %-10s app=%-8s ip=%s\n", p.name, p.app, p.ip)
+	}
+	return d.expectMap(ctx, "the three backend IPs in the pinned map", "10.244.1.11", "10.244.1.12", "10.244.2.13")
+}
+
+func (d *demo) deletePod(ctx context.Context) error {
+	say("deleting pod backend-2: its IP stays allowed for the 5s grace period, then is drained")
+	start := time.Now()
+	if err := d.cs.CoreV1().Pods(ns).Delete(ctx, "backend-2", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	if err := d.expectMap(ctx, "still allowed 2s after the delete", "10.244.1.11", "10.244.1.12", "10.244.2.13"); err != nil {
+		return err
+	}
+	if err := d.expectMap(ctx, "drained", "10.244.1.11", "10.244.2.13"); err != nil {
+		return err
+	}
+	fmt.Printf("    removed %s after the delete\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func (d *demo) relabelPod(ctx context.Context) error {
+	say("relabelling backend-3 to app=canary: it leaves the selector, which is a removal too")
+	p, err := d.cs.CoreV1().Pods(ns).Get(ctx, "backend-3", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	p.Labels["app"] = "canary"
+	if _, err := d.cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return d.expectMap(ctx, "drained after the grace period", "10.244.1.11")
+}
+
+func (d *demo) restartWritesNothing(ctx context.Context) error {
+	say("stopping the pipeline (SIGTERM): the pinned map keeps its entries")
+	d.stopPipeline()
+	if err := d.expectMap(ctx, "after exit", "10.244.1.11"); err != nil {
+		return err
+	}
+	say("starting it again: level-triggered, so a restart over an equal map writes nothing")
+	if err := d.startPipeline(ctx); err != nil {
+		return err
+	}
+	body, _, err := d.get("/metrics")
+	if err != nil {
+		return err
+	}
+	writes := metricLines(body, "pipeline_sink_writes_total", "sink.ebpf_map.allowed")
+	fmt.Printf("    %s\n", strings.Join(writes, "\n    "))
+	for _, l := range writes {
+		if !strings.HasSuffix(l, " 0") {
+			return fmt.Errorf("the restart wrote to the map: %s", l)
+		}
+	}
+	if len(writes) == 0 {
+		fmt.Println("    pipeline_sink_writes_total{node=\"sink.ebpf_map.allowed\"}: no writes recorded")
+	}
+	return nil
+}
+
+func (d *demo) expectMap(ctx context.Context, what string, want ...string) error {
+	var got []string
+	err := waitFor(ctx, 15*time.Second, what, func() (bool, error) {
+		var err error
+		got, err = d.mapEntries()
+		return strings.Join(got, ",") == strings.Join(want, ","), err
+	})
+	if err != nil {
+		return fmt.Errorf("%w: map holds %v, want %v", err, got, want)
+	}
+	fmt.Printf("    %s: %s holds %v\n", what, d.pin, got)
+	return nil
+}
+
+func (d *demo) get(path string) (string, int, error) {
+	resp, err := http.Get(d.metricsURL + path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode, err
+}
+
+func metricLines(body, name, node string) []string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, name+"{") && strings.Contains(l, `node="`+node+`"`) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func sortIPs(ips []string) []string {
+	sort.Strings(ips)
+	return ips
+}
+
+// prefixWriter indents the pipeline's output under the demo's narrative.
+type prefixWriter string
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line != "" {
+			fmt.Fprint(os.Stdout, string(p)+line)
+		}
+	}
+	return len(b), nil
+}
