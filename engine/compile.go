@@ -20,6 +20,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	g := &Graph{Config: cfg, byAddr: map[string]*Node{}}
 	var diags hcl.Diagnostics
 	contents := map[*Node]*schema.Content{}
+	undecoded := map[*Node]bool{} // the body did not decode cleanly
 	inputs := map[*Node]hcl.Traversal{}
 	var all []*Node
 	for _, b := range cfg.Nodes {
@@ -31,7 +32,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
 		content, d := schema.Decode(b.Body, spec.FullBody(), cfg.Ctx, b.DeclRange)
 		diags = append(diags, d...)
-		contents[n] = content
+		contents[n], undecoded[n] = content, d.HasErrors()
 		if b.Kind != node.KindSource {
 			tr, rng, d := node.InputAttr.Get(content)
 			diags = append(diags, d...)
@@ -56,10 +57,10 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	g.Nodes = order
 	for _, n := range order {
-		diags = append(diags, g.build(n, contents[n])...)
+		diags = append(diags, g.build(n, contents[n], undecoded[n])...)
 	}
 	diags = append(diags, unused(order)...)
-	return g, diags
+	return g, schema.DropDerived(diags)
 }
 
 func unknownType(reg *node.Registry, b *schema.NodeBlock) *hcl.Diagnostic {
@@ -82,6 +83,10 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
 		detail := "The input must refer to a source or transform as KIND.TYPE.NAME, such as source.kubernetes.pods."
 		if len(parts) > 0 && parts[0] == string(node.KindSink) {
 			detail = "A sink emits nothing, so it cannot be an input. Refer to a source or a transform."
+		} else if len(parts) == 3 {
+			if s := schema.DidYouMean(parts[0], []string{string(node.KindSource), string(node.KindTransform)}); s != "" {
+				detail += fmt.Sprintf(" Did you mean %s?", strings.Join(append([]string{s}, parts[1:]...), "."))
+			}
 		}
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid input reference", Detail: detail, Subject: rng.Ptr()}}
 	}
@@ -96,7 +101,7 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
 		}
 		sort.Strings(candidates)
 		detail := fmt.Sprintf("No %s %q is declared.", parts[0], parts[1]+"."+parts[2])
-		if s := schema.DidYouMean(addr, candidates); s != "" {
+		if s := suggestNode(addr, parts, candidates); s != "" {
 			detail += fmt.Sprintf(" Did you mean %s?", s)
 		}
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared node", Detail: detail, Subject: rng.Ptr()}}
@@ -104,6 +109,17 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
 	n.Input = up
 	up.Consumers = append(up.Consumers, n)
 	return nil
+}
+
+// suggestNode finds the declared node closest to addr: the same TYPE.NAME
+// under the other kind, or a close spelling.
+func suggestNode(addr string, parts, candidates []string) string {
+	for _, c := range candidates {
+		if strings.HasSuffix(c, "."+parts[1]+"."+parts[2]) {
+			return c
+		}
+	}
+	return schema.DidYouMean(addr, candidates)
 }
 
 func traversalNames(tr hcl.Traversal) []string {
@@ -140,13 +156,14 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 					start = i
 				}
 			}
-			var names []string
-			for _, p := range path[start:] {
-				names = append(names, p.Address)
+			// path runs from consumer to input; print it the way data flows.
+			names := []string{n.Address}
+			for i := len(path) - 1; i >= start; i-- {
+				names = append(names, path[i].Address)
 			}
-			names = append(names, n.Address)
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cycle in the graph",
-				Detail:  fmt.Sprintf("These nodes consume each other in a loop: %s. Data must flow from sources to sinks.", strings.Join(names, " -> ")),
+				Detail: fmt.Sprintf("These nodes feed each other in a loop: %s (each arrow goes from an input to its consumer). Data must flow from sources to sinks.",
+					strings.Join(names, " -> ")),
 				Subject: n.InputRange.Ptr()})
 			return
 		}
@@ -183,16 +200,20 @@ func before(order []*Node, a, b *Node) bool {
 	return false
 }
 
-// build type-checks n against its input and calls its constructor.
-func (g *Graph) build(n *Node, content *schema.Content) hcl.Diagnostics {
+// build type-checks n against its input and calls its constructor. A body
+// that did not decode cleanly (a missing block or attribute, an unknown one)
+// is only checked attribute by attribute: constructors, like their tests
+// through nodetest.Build, only ever see cleanly decoded bodies.
+func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var up *node.Upstream
 	if n.Kind != node.KindSource {
-		if n.Input == nil {
-			return nil // already reported: bad reference or cycle
-		}
-		if n.Input.Emits == "" {
-			return nil // upstream failed to build; its own error says why
+		// Without a usable input the constructor cannot run, but the body's
+		// own attributes are still checked so one run shows every problem.
+		if n.Input == nil || n.Input.Emits == "" {
+			// The input's problem is already reported: a bad reference, a
+			// cycle, or an upstream node that failed to build.
+			return n.Spec.Body.Check(content)
 		}
 		up = &node.Upstream{Address: n.Input.Address, Type: n.Input.Emits}
 		if len(n.Spec.Accepts) > 0 && !accepts(n.Spec.Accepts, up.Type) {
@@ -200,8 +221,11 @@ func (g *Graph) build(n *Node, content *schema.Content) hcl.Diagnostics {
 				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
 					up.Address, up.Type, mismatchHint(n.Spec.Accepts, up.Type)),
 				Subject: n.InputRange.Ptr()})
-			return diags
+			return append(diags, n.Spec.Body.Check(content)...)
 		}
+	}
+	if undecoded {
+		return n.Spec.Body.Check(content)
 	}
 	impl, d := n.Spec.New(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
 	diags = append(diags, d...)

@@ -11,18 +11,18 @@ import (
 // AttrInfo describes one attribute for decoding, validation and the generated
 // reference docs. Every handle carries one.
 type AttrInfo struct {
-	Name      string
-	Type      string // human type: "string", "duration", "list(string)", "reference", "expression"...
-	Doc       string
-	Example   string // HCL text
-	Default   string // HCL text of the default, "" when none
-	Required  bool
-	Sensitive bool
+	Name      string `json:"name"`
+	Type      string `json:"type"` // human type: "string", "duration", "list(string)", "reference", "expression"...
+	Doc       string `json:"doc"`
+	Example   string `json:"example,omitempty"` // HCL text
+	Default   string `json:"default,omitempty"` // HCL text of the default, "" when none
+	Required  bool   `json:"required"`
+	Sensitive bool   `json:"sensitive"`
 	// Roots lists the runtime variables an expression attribute may use
 	// (record, object, each). Empty for attributes evaluated at compile time.
-	Roots []string
+	Roots []string `json:"roots,omitempty"`
 	// RefKinds lists the block kinds a reference attribute may point at.
-	RefKinds []string
+	RefKinds []string `json:"ref_kinds,omitempty"`
 }
 
 // Attribute is what a Block holds: anything that can describe itself and
@@ -73,6 +73,13 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 	var zero T
 	attr, ok := c.Attrs[a.info.Name]
 	if !ok {
+		if a.info.Required {
+			// Decode already reported it; the error keeps constructors
+			// from reading a zero value they never expect.
+			return zero, c.Range, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Missing required argument",
+				Detail:  fmt.Sprintf("The argument %q is required, but no definition was found.", a.info.Name),
+				Subject: c.Range.Ptr(), Extra: derivedExtra{}}}
+		}
 		if a.def != nil {
 			return *a.def, c.Range, nil
 		}
@@ -83,9 +90,23 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 		v, diags := a.raw(attr.Expr, c)
 		return v, rng, diags
 	}
+	refs := checkRefs(attr.Expr, c.Ctx, nil)
 	val, diags := attr.Expr.Value(c.Ctx)
+	diags = append(refs, withoutOverlaps(diags, refs)...)
 	if diags.HasErrors() {
 		return zero, rng, diags
+	}
+	val, _ = val.UnmarkDeep()
+	if !val.IsWhollyKnown() {
+		// Only a variable or local value that failed (its error already
+		// reported) leaves a value unknown when the configuration loads.
+		return zero, rng, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Value not known at load time",
+			Detail:   fmt.Sprintf("The argument %q must be computable from variables, locals and functions when the configuration loads; a variable or local value it uses has an error.", a.info.Name),
+			Subject:  rng.Ptr(),
+			Extra:    derivedExtra{},
+		}}
 	}
 	if val.IsNull() {
 		if a.info.Required {
@@ -101,15 +122,6 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 		}
 		return zero, rng, nil
 	}
-	if !val.IsWhollyKnown() {
-		return zero, rng, hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Value not known at load time",
-			Detail:   fmt.Sprintf("The argument %q must be computable from variables, locals and functions when the configuration loads.", a.info.Name),
-			Subject:  rng.Ptr(),
-		}}
-	}
-	val, _ = val.Unmark()
 	v, d := a.decode(val, rng)
 	return v, rng, append(diags, d...)
 }

@@ -59,11 +59,7 @@ func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, 
 	c.Endpoint, rng, d = clusterEndpoint.Get(content)
 	get(d)
 	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || u.Scheme != "https" || u.Host == "" {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Insecure or invalid endpoint",
-				Detail: "The endpoint must be an https:// URL with a host; plain http would send credentials in clear.", Subject: rng.Ptr()})
-		}
+		diags = append(diags, checkEndpoint(c.Endpoint, rng)...)
 	}
 	ca, caRange, d := clusterCACert.Get(content)
 	get(d)
@@ -98,6 +94,20 @@ func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, 
 	return c, diags
 }
 
+func checkEndpoint(endpoint string, rng hcl.Range) hcl.Diagnostics {
+	u, err := url.Parse(endpoint)
+	switch {
+	case err == nil && u.Scheme == "http":
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Insecure endpoint",
+			Detail: "The endpoint must be an https:// URL; plain http would send credentials in clear.", Subject: rng.Ptr()}}
+	case err != nil || u.Scheme != "https" || u.Host == "":
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid endpoint",
+			Detail:  fmt.Sprintf("The endpoint %q is not an https:// URL with a host, such as \"https://10.0.0.1:6443\".", endpoint),
+			Subject: rng.Ptr()}}
+	}
+	return nil
+}
+
 func (c *Cluster) checkMode() hcl.Diagnostics {
 	modes := 0
 	for _, set := range []bool{c.Kubeconfig != "", c.InCluster, c.Endpoint != ""} {
@@ -125,10 +135,10 @@ func readPEM(s, dir string, rng hcl.Range) ([]byte, hcl.Diagnostics) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	b, err := os.ReadFile(p)
+	b, err := readConfigFile(p)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read CA certificate",
-			Detail: fmt.Sprintf("ca_cert is neither inline PEM nor a readable file: %s.", err), Subject: rng.Ptr()}}
+			Detail: fmt.Sprintf("ca_cert is neither inline PEM nor a readable file: %s: %s.", p, err), Subject: rng.Ptr()}}
 	}
 	if !strings.Contains(string(b), "-----BEGIN") {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid CA certificate",

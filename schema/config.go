@@ -89,7 +89,7 @@ func (l *Loader) Files() map[string]*hcl.File { return l.parser.Files() }
 // ParseSource parses one in-memory file (used by tests and the fuzzer).
 func (l *Loader) ParseSource(name string, src []byte, opts Options) (*Config, hcl.Diagnostics) {
 	f, diags := l.parser.ParseHCL(src, name)
-	if f == nil {
+	if f == nil || diags.HasErrors() {
 		return nil, diags
 	}
 	cfg, d := l.build([]*hcl.File{f}, filepath.Dir(name), opts)
@@ -111,6 +111,11 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 		if f != nil {
 			parsed = append(parsed, f)
 		}
+	}
+	if diags.HasErrors() {
+		// A file that does not parse is only partly known: decoding it would
+		// add errors that merely echo the syntax error.
+		return nil, diags
 	}
 	dir := "."
 	if len(paths) > 0 {

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net/netip"
 	"os"
@@ -99,9 +101,9 @@ func fileFunc(dir string) function.Function {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
 			}
-			b, err := os.ReadFile(p)
+			b, err := readConfigFile(p)
 			if err != nil {
-				return cty.NilVal, fmt.Errorf("read %s: %w", p, err)
+				return cty.NilVal, function.NewArgErrorf(0, "cannot read %s: %s", p, err)
 			}
 			return cty.StringVal(string(b)), nil
 		},
@@ -117,7 +119,7 @@ var cidrSubnetFunc = function.New(&function.Spec{
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 		p, err := netip.ParsePrefix(args[0].AsString())
 		if err != nil {
-			return cty.NilVal, function.NewArgErrorf(0, "invalid CIDR prefix: %s", err)
+			return cty.NilVal, function.NewArgErrorf(0, "%q is not a CIDR prefix such as \"10.0.0.0/8\"", args[0].AsString())
 		}
 		newbits, err := smallInt(args[1], 0, 128)
 		if err != nil {
@@ -127,8 +129,10 @@ var cidrSubnetFunc = function.New(&function.Spec{
 		if bits > p.Addr().BitLen() {
 			return cty.NilVal, function.NewArgErrorf(1, "%d bits added to /%d exceed the %d-bit address", newbits, p.Bits(), p.Addr().BitLen())
 		}
-		netnum := args[2].AsBigFloat()
-		n, _ := netnum.Int(nil)
+		n, err := wholeNumber(args[2])
+		if err != nil {
+			return cty.NilVal, function.NewArgError(2, err)
+		}
 		if n.Sign() < 0 || n.BitLen() > int(newbits) {
 			return cty.NilVal, function.NewArgErrorf(2, "network number %s does not fit in %d bits", n, newbits)
 		}
@@ -145,10 +149,13 @@ var cidrHostFunc = function.New(&function.Spec{
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 		p, err := netip.ParsePrefix(args[0].AsString())
 		if err != nil {
-			return cty.NilVal, function.NewArgErrorf(0, "invalid CIDR prefix: %s", err)
+			return cty.NilVal, function.NewArgErrorf(0, "%q is not a CIDR prefix such as \"10.0.0.0/8\"", args[0].AsString())
 		}
 		hostbits := p.Addr().BitLen() - p.Bits()
-		h, _ := args[1].AsBigFloat().Int(nil)
+		h, err := wholeNumber(args[1])
+		if err != nil {
+			return cty.NilVal, function.NewArgError(1, err)
+		}
 		size := new(big.Int).Lsh(big.NewInt(1), uint(hostbits))
 		if h.Sign() < 0 {
 			h.Add(h, size)
@@ -161,6 +168,16 @@ var cidrHostFunc = function.New(&function.Spec{
 		return cty.StringVal(intToAddr(base, p.Addr().Is4()).String()), nil
 	},
 })
+
+// wholeNumber returns v as an integer; infinities and fractions are errors.
+func wholeNumber(v cty.Value) (*big.Int, error) {
+	bf := v.AsBigFloat()
+	if bf.IsInf() || !bf.IsInt() {
+		return nil, fmt.Errorf("must be a whole number, not %s", bf.Text('g', 10))
+	}
+	n, _ := bf.Int(nil)
+	return n, nil
+}
 
 func smallInt(v cty.Value, lo, hi int64) (int64, error) {
 	i, acc := v.AsBigFloat().Int64()
@@ -184,4 +201,33 @@ func intToAddr(n *big.Int, v4 bool) netip.Addr {
 	n.FillBytes(buf)
 	a, _ := netip.AddrFromSlice(buf)
 	return a
+}
+
+// maxFileSize bounds what file() and ca_cert read, so that a path such as
+// /dev/zero cannot make validate run out of memory.
+const maxFileSize = 16 << 20
+
+// readConfigFile reads a regular file named by the configuration.
+func readConfigFile(p string) ([]byte, error) {
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return nil, unwrapPathError(err)
+	case !st.Mode().IsRegular():
+		return nil, errors.New("not a regular file")
+	case st.Size() > maxFileSize:
+		return nil, fmt.Errorf("larger than %d MiB", maxFileSize>>20)
+	}
+	b, err := os.ReadFile(p)
+	return b, unwrapPathError(err)
+}
+
+// unwrapPathError drops the operation and path of a *fs.PathError, which
+// the caller already names.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -182,29 +182,16 @@ func Expr(name string, roots ...string) *Attr[hcl.Expression] {
 // CheckExpr validates a runtime expression: every variable it references is a
 // known root, var or local, and it evaluates (with unknown roots) without error.
 func CheckExpr(expr hcl.Expression, ctx *hcl.EvalContext, roots []string) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	allowed := append([]string{"var", "local"}, roots...)
-	for _, tr := range expr.Variables() {
-		root := tr.RootName()
-		if !slices.Contains(allowed, root) {
-			detail := fmt.Sprintf("An expression here may refer only to %s.", quoteList(allowed))
-			if s := DidYouMean(root, allowed); s != "" {
-				detail += fmt.Sprintf(" Did you mean %q?", s)
-			}
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference",
-				Detail: detail, Subject: tr.SourceRange().Ptr()})
-		}
-	}
-	if diags.HasErrors() {
-		return diags
-	}
+	refs := checkRefs(expr, ctx, roots)
 	child := ctx.NewChild()
+	child.Functions = ctx.Functions // HCL suggests "did you mean" from the innermost context only
 	child.Variables = map[string]cty.Value{}
 	for _, r := range roots {
 		child.Variables[r] = cty.DynamicVal
 	}
 	_, d := expr.Value(child)
-	return append(diags, d...)
+	diags := append(refs, withoutOverlaps(d, refs)...)
+	return appendNew(diags, shortCircuited(expr, child, append([]string{"var", "local"}, roots...)))
 }
 
 // Ref declares a reference to another block, such as

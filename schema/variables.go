@@ -37,16 +37,16 @@ func decodeVariable(blk *hcl.Block) (*Variable, hcl.Diagnostics) {
 		}
 	}
 	if a, ok := content.Attributes["description"]; ok {
-		val, d := a.Expr.Value(nil)
+		val, d := literal(a, cty.String, "a string")
 		diags = append(diags, d...)
-		if !d.HasErrors() && val.Type() == cty.String && val.IsKnown() && !val.IsNull() {
+		if !d.HasErrors() {
 			v.Description = val.AsString()
 		}
 	}
 	if a, ok := content.Attributes["sensitive"]; ok {
-		val, d := a.Expr.Value(nil)
+		val, d := literal(a, cty.Bool, "true or false")
 		diags = append(diags, d...)
-		if !d.HasErrors() && val.Type() == cty.Bool && !val.IsNull() {
+		if !d.HasErrors() {
 			v.Sensitive = val.True()
 		}
 	}
@@ -64,18 +64,38 @@ func decodeVariable(blk *hcl.Block) (*Variable, hcl.Diagnostics) {
 			}
 		}
 	}
+	if diags.HasErrors() {
+		// A broken declaration is reported once, not again as a variable
+		// without a value or through every attribute that uses it.
+		v.Default = failed(v.Type)
+	}
 	return v, diags
+}
+
+// literal evaluates a variable attribute that must be a constant of type ty.
+func literal(a *hcl.Attribute, ty cty.Type, want string) (cty.Value, hcl.Diagnostics) {
+	val, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	conv, err := convert.Convert(val, ty)
+	if err != nil || conv.IsNull() || !conv.IsKnown() {
+		return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Incorrect attribute value type",
+			Detail: fmt.Sprintf("Inappropriate value for attribute %q: %s required.", a.Name, want), Subject: a.Expr.Range().Ptr()}}
+	}
+	return conv, nil
 }
 
 // evalVariables resolves each variable from -var, then PIPELINE_VAR_name,
 // then its default.
 func evalVariables(decls map[string]*Variable, flags []string, environ []string) (cty.Value, []string, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	raw := map[string]string{}
+	type setting struct{ text, origin string }
+	raw := map[string]setting{}
 	for _, kv := range environ {
 		if name, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "PIPELINE_VAR_") {
 			if _, declared := decls[strings.TrimPrefix(name, "PIPELINE_VAR_")]; declared {
-				raw[strings.TrimPrefix(name, "PIPELINE_VAR_")] = val
+				raw[strings.TrimPrefix(name, "PIPELINE_VAR_")] = setting{val, "the environment variable " + name}
 			}
 		}
 	}
@@ -94,25 +114,28 @@ func evalVariables(decls map[string]*Variable, flags []string, environ []string)
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable", Detail: detail})
 			continue
 		}
-		raw[name] = val
+		raw[name] = setting{val, "-var " + name}
 	}
 	vals := map[string]cty.Value{}
 	var sensitive []string
 	for _, name := range sortedKeys(decls) {
 		v := decls[name]
 		val := v.Default
-		if s, ok := raw[name]; ok {
-			parsed, d := parseVarValue(v, s)
+		if set, ok := raw[name]; ok {
+			parsed, d := parseVarValue(v, set.text, set.origin)
 			diags = append(diags, d...)
 			val = parsed
+			if d.HasErrors() {
+				val = failed(v.Type)
+			}
 		} else if val == cty.NilVal {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No value for required variable",
 				Detail:  fmt.Sprintf("The variable %q has no default. Set it with -var %s=VALUE or the environment variable PIPELINE_VAR_%s.", name, name, name),
 				Subject: v.DeclRange.Ptr()})
-			val = cty.UnknownVal(v.Type)
+			val = failed(v.Type)
 		}
 		if val == cty.NilVal {
-			val = cty.UnknownVal(v.Type)
+			val = failed(v.Type)
 		}
 		if v.Sensitive && val.IsKnown() && val.Type() == cty.String && !val.IsNull() {
 			sensitive = append(sensitive, val.AsString())
@@ -122,25 +145,32 @@ func evalVariables(decls map[string]*Variable, flags []string, environ []string)
 	return cty.ObjectVal(vals), sensitive, diags
 }
 
-func parseVarValue(v *Variable, s string) (cty.Value, hcl.Diagnostics) {
-	var val cty.Value
-	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
-		val = cty.StringVal(s)
-	} else {
-		expr, diags := hclsyntax.ParseExpression([]byte(s), "<value for var."+v.Name+">", hcl.InitialPos)
-		if diags.HasErrors() {
-			return cty.UnknownVal(v.Type), diags
+// parseVarValue reads the text of a -var or PIPELINE_VAR_ setting: the text
+// itself for a string (or untyped) variable, an HCL expression otherwise.
+// origin names the setting in diagnostics, which point at the declaration.
+func parseVarValue(v *Variable, s, origin string) (cty.Value, hcl.Diagnostics) {
+	shown := fmt.Sprintf("%q ", s)
+	if v.Sensitive {
+		shown = "" // never print a secret
+	}
+	invalid := func(why string) (cty.Value, hcl.Diagnostics) {
+		return cty.UnknownVal(v.Type), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail:  fmt.Sprintf("The value %sgiven with %s does not fit variable %q of type %s: %s.", shown, origin, v.Name, typeexpr.TypeString(v.Type), why),
+			Subject: v.DeclRange.Ptr()}}
+	}
+	val := cty.StringVal(s)
+	if v.Type != cty.String && v.Type != cty.DynamicPseudoType {
+		expr, diags := hclsyntax.ParseExpression([]byte(s), origin, hcl.InitialPos)
+		if !diags.HasErrors() {
+			val, diags = expr.Value(nil)
 		}
-		val, diags = expr.Value(nil)
 		if diags.HasErrors() {
-			return cty.UnknownVal(v.Type), diags
+			return invalid("it is not a literal value in HCL syntax such as 8080, true, [\"a\", \"b\"] or { key = \"value\" }")
 		}
 	}
 	conv, err := convert.Convert(val, v.Type)
 	if err != nil {
-		return cty.UnknownVal(v.Type), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
-			Detail:  fmt.Sprintf("The value given for variable %q does not match its type %s: %s.", v.Name, typeexpr.TypeString(v.Type), err),
-			Subject: v.DeclRange.Ptr()}}
+		return invalid(err.Error())
 	}
 	return conv, nil
 }
@@ -161,12 +191,13 @@ func evalLocals(ctx *hcl.EvalContext, attrs []*hcl.Attribute) hcl.Diagnostics {
 		case 1:
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cycle in local values",
 				Detail: fmt.Sprintf("The local value %q depends on itself.", a.Name), Subject: a.NameRange.Ptr()})
-			vals[a.Name] = cty.DynamicVal
+			vals[a.Name] = failed(cty.DynamicPseudoType)
 			return
 		case 2:
 			return
 		}
 		state[a.Name] = 1
+		undeclared := false
 		for _, tr := range a.Expr.Variables() {
 			if tr.RootName() != "local" || len(tr) < 2 {
 				continue
@@ -183,18 +214,13 @@ func evalLocals(ctx *hcl.EvalContext, attrs []*hcl.Attribute) hcl.Diagnostics {
 				}
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared local value",
 					Detail: detail, Subject: tr.SourceRange().Ptr()})
+				undeclared = true
 				continue
 			}
 			visit(dep)
 		}
 		if _, done := vals[a.Name]; !done {
-			ctx.Variables["local"] = cty.ObjectVal(vals)
-			v, d := a.Expr.Value(ctx)
-			if d.HasErrors() {
-				v = cty.DynamicVal
-			}
-			diags = append(diags, d...)
-			vals[a.Name] = v
+			vals[a.Name] = evalLocal(ctx, a, vals, undeclared, &diags)
 		}
 		state[a.Name] = 2
 	}
@@ -203,6 +229,34 @@ func evalLocals(ctx *hcl.EvalContext, attrs []*hcl.Attribute) hcl.Diagnostics {
 	}
 	ctx.Variables["local"] = cty.ObjectVal(vals)
 	return diags
+}
+
+// evalLocal evaluates one local value whose dependencies are in vals. A
+// local that fails (or refers to an undeclared one) gets a failed value, so
+// whatever uses it reports no second, derived error.
+func evalLocal(ctx *hcl.EvalContext, a *hcl.Attribute, vals map[string]cty.Value, undeclared bool, diags *hcl.Diagnostics) cty.Value {
+	if undeclared {
+		return failed(cty.DynamicPseudoType)
+	}
+	ctx.Variables["local"] = cty.ObjectVal(vals)
+	for _, tr := range a.Expr.Variables() {
+		if tr.RootName() == "local" {
+			continue // checked by evalLocals
+		}
+		if d := checkRef(tr, ctx, nil); d != nil {
+			*diags = append(*diags, d)
+			undeclared = true
+		}
+	}
+	if undeclared {
+		return failed(cty.DynamicPseudoType)
+	}
+	v, d := a.Expr.Value(ctx)
+	*diags = append(*diags, d...)
+	if d.HasErrors() {
+		return failed(cty.DynamicPseudoType)
+	}
+	return v
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -27,8 +27,8 @@ func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnosti
 			if line, ok := sourceLine(files, r); ok {
 				prefix := fmt.Sprintf("  %4d: ", r.Start.Line)
 				fmt.Fprintf(w, "%s%s\n", prefix, line)
-				width := r.End.Column - r.Start.Column
-				if r.End.Line != r.Start.Line || width < 1 {
+				width := max(1, r.End.Column-r.Start.Column) // an empty range (a missing item) gets one caret
+				if r.End.Line != r.Start.Line {
 					width = max(1, len(line)-r.Start.Column+1)
 				}
 				fmt.Fprintf(w, "%s%s%s\n", strings.Repeat(" ", len(prefix)), strings.Repeat(" ", max(0, r.Start.Column-1)), strings.Repeat("^", width))

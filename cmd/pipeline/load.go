@@ -4,6 +4,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -17,14 +18,44 @@ type loaded struct {
 }
 
 func load(paths, vars []string) *loaded {
+	return loadWith(paths, schema.Options{Vars: vars}, registry())
+}
+
+// loadWith is load with every option and a registry (tests set the
+// environment and add test-only node types).
+func loadWith(paths []string, opts schema.Options, reg *node.Registry) *loaded {
 	l := schema.NewLoader()
-	cfg, diags := l.Load(paths, schema.Options{Vars: vars})
+	cfg, diags := l.Load(paths, opts)
 	out := &loaded{files: l.Files(), cfg: cfg, diags: diags}
 	if cfg == nil {
 		return out
 	}
-	g, d := engine.Compile(cfg, registry())
+	g, d := engine.Compile(cfg, reg)
 	out.graph = g
-	out.diags = append(out.diags, d...)
+	// A derived diagnostic restates an error of the load (a failed variable).
+	out.diags = dedupe(schema.DropDerived(append(out.diags, d...)))
+	return out
+}
+
+// dedupe drops repeated diagnostics, such as the same error reported once
+// per iteration of a for expression.
+func dedupe(diags hcl.Diagnostics) hcl.Diagnostics {
+	type key struct {
+		sev             hcl.DiagnosticSeverity
+		summary, detail string
+		subject         hcl.Range
+	}
+	seen := map[key]bool{}
+	out := make(hcl.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		k := key{sev: d.Severity, summary: d.Summary, detail: d.Detail}
+		if d.Subject != nil {
+			k.subject = *d.Subject
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
 	return out
 }

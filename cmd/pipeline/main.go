@@ -44,10 +44,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "pipeline",
-		Short:         "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:              "pipeline",
+		Short:            "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
+		SilenceUsage:     true,
+		SilenceErrors:    true,
+		PersistentPreRun: tuneGC,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)

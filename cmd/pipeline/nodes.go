@@ -7,6 +7,8 @@ import (
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
+	"github.com/pipeline/pipeline/sources/files"
+	"github.com/pipeline/pipeline/sources/kubernetes"
 	natskvsource "github.com/pipeline/pipeline/sources/natskv"
 	"github.com/pipeline/pipeline/sources/static"
 	"github.com/pipeline/pipeline/transforms/debounce"
@@ -20,6 +22,8 @@ import (
 func registry() *node.Registry {
 	return node.NewRegistry(
 		// sources
+		kubernetes.Spec(),
+		files.Spec(),
 		static.Spec(),
 		natskvsource.Spec(),
 		// transforms

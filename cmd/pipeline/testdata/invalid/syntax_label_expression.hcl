@@ -1,0 +1,7 @@
+variable "name" {
+  default = "nets"
+}
+
+source "static" var.name { # ERROR: Invalid block definition
+  records = {}
+}

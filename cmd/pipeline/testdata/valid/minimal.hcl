@@ -1,0 +1,8 @@
+# The smallest useful pipeline: fixed records printed by the log sink.
+source "static" "nets" {
+  records = { "10.0.0.0/8" = { network = "internal" } }
+}
+
+sink "log" "out" {
+  input = source.static.nets
+}

@@ -1,0 +1,7 @@
+source "static" "networks" {
+  records = local.records
+}
+
+sink "log" "out" {
+  input = source.static.networks
+}

@@ -1,0 +1,102 @@
+package kobject
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/pipeline/pipeline/schema"
+)
+
+// The JSONPath list attributes.
+var (
+	IndexByAttr = schema.StringList("index_by").
+			Doc("JSONPath expressions (kubectl syntax) whose values, joined with `:`, form each record's key. The default key is `namespace/name` (`name` for cluster-scoped objects). Objects missing a path are skipped and counted. When several objects share a key, the one with the smallest namespace/name provides the value.").
+			Example(`["{.metadata.namespace}", "{.metadata.name}"]`)
+	IgnoreFieldsAttr = schema.StringList("ignore_fields").
+				Doc("JSONPath expressions of fields removed from every object before it is stored or emitted, to save memory and to ignore changes in them. Paths may use `[*]` and `.*`; `['a.b/c']` quotes a key holding dots.").
+				Example(`["{.metadata.managedFields}", "{.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']}"]`)
+)
+
+// NormalizePath turns the accepted spellings of one JSONPath expression into
+// client-go's syntax: braces are added when missing ("metadata.name" becomes
+// "{.metadata.name}"), and bracket-quoted keys ("['app.kubernetes.io/name']"),
+// which client-go's parser splits at dots, become escaped fields.
+func NormalizePath(expr string) (string, error) {
+	e := strings.TrimSpace(expr)
+	if e == "" {
+		return "", errors.New("the expression is empty")
+	}
+	if !strings.Contains(e, "{") {
+		if !strings.HasPrefix(e, ".") && !strings.HasPrefix(e, "[") {
+			e = "." + e
+		}
+		e = "{" + e + "}"
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(e, "['")
+		if i < 0 {
+			b.WriteString(e)
+			break
+		}
+		j := strings.Index(e[i+2:], "']")
+		if j < 0 {
+			return "", errors.New("unterminated ['...'] key")
+		}
+		key := e[i+2 : i+2+j]
+		b.WriteString(e[:i])
+		b.WriteString(".")
+		b.WriteString(strings.ReplaceAll(key, ".", `\.`))
+		e = e[i+2+j+2:]
+	}
+	return b.String(), nil
+}
+
+// parsePath parses one normalized expression and returns the node list
+// inside its single pair of braces.
+func parsePath(expr string) (*jsonpath.ListNode, error) {
+	p, err := jsonpath.Parse("path", expr)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Root.Nodes) != 1 {
+		return nil, errors.New("write exactly one {...} expression; list several entries instead of joining them")
+	}
+	list, ok := p.Root.Nodes[0].(*jsonpath.ListNode)
+	if !ok || len(list.Nodes) == 0 {
+		return nil, errors.New("the expression must be written in braces, such as {.metadata.name}")
+	}
+	return list, nil
+}
+
+// listElemRanges returns the source range of each element of a list
+// attribute written as a literal list, or the attribute's range for each
+// element otherwise.
+func listElemRanges(c *schema.Content, name string, n int, whole hcl.Range) []hcl.Range {
+	out := make([]hcl.Range, n)
+	for i := range out {
+		out[i] = whole
+	}
+	attr, ok := c.Attrs[name]
+	if !ok {
+		return out
+	}
+	exprs, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() || len(exprs) != n {
+		return out
+	}
+	for i, e := range exprs {
+		out[i] = e.Range()
+	}
+	return out
+}
+
+func pathDiag(summary, attr, expr string, err error, rng hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary,
+		Detail:  fmt.Sprintf("%s entry %q: %s. Write a JSONPath such as \"{.metadata.name}\" or \"{.metadata.labels['app.kubernetes.io/name']}\".", attr, expr, err),
+		Subject: rng.Ptr()}
+}

@@ -1,0 +1,11 @@
+// Package files implements source "files": Kubernetes objects read from
+// YAML (multi-document) and JSON manifest files matched by glob patterns,
+// re-read whenever the files change. It serves GitOps checkouts, objects
+// mounted from ConfigMaps, and running the examples without a cluster.
+//
+// The package owns finding, reading, parsing and watching the files.
+// Selector, index_by and ignore_fields semantics are those of source
+// "kubernetes" and live in internal/kobject; live objects from an API
+// server are source "kubernetes"; fixed records written in HCL are source
+// "static".
+package files

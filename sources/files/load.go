@@ -1,0 +1,243 @@
+package files
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/kobject"
+)
+
+// file is one matched file's content.
+type file struct {
+	path string
+	data []byte
+}
+
+// snapshot is what one read of the files found.
+type snapshot struct {
+	files   []file
+	hash    [sha256.Size]byte
+	readErr []error // files that matched but could not be read
+	dirs    []string
+}
+
+// read expands the patterns and reads every matched regular file, in path
+// order. It also returns the directories to watch.
+func (s *Source) read() snapshot {
+	var snap snapshot
+	seen := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, p := range s.patterns {
+		dirs[watchDir(p)] = true
+		matches, _ := filepath.Glob(p) // patterns were checked when decoding
+		for _, m := range matches {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			if st, err := os.Stat(m); err != nil || st.IsDir() {
+				continue // a dangling symlink or a directory (ConfigMap volume internals)
+			}
+			dirs[filepath.Dir(m)] = true
+			data, err := os.ReadFile(m)
+			if err != nil {
+				snap.readErr = append(snap.readErr, err)
+				continue
+			}
+			snap.files = append(snap.files, file{path: m, data: data})
+		}
+	}
+	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].path < snap.files[j].path })
+	h := sha256.New()
+	for _, f := range snap.files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.path, len(f.data))
+		h.Write(f.data)
+	}
+	h.Sum(snap.hash[:0])
+	for d := range dirs {
+		snap.dirs = append(snap.dirs, d)
+	}
+	sort.Strings(snap.dirs)
+	return snap
+}
+
+// watchDir returns the directory to watch for a pattern: its longest
+// directory prefix without glob characters, or the nearest existing parent
+// of it, so that a directory created later is noticed.
+func watchDir(pattern string) string {
+	dir := filepath.Dir(pattern)
+	for strings.ContainsAny(dir, `*?[\`) {
+		dir = filepath.Dir(dir)
+	}
+	for {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		dir = parent
+	}
+}
+
+// document is one object found in a file, or why it is not one.
+type document struct {
+	where string // "path document N" (and "item M" inside a List)
+	obj   map[string]any
+	err   error
+}
+
+// parse splits a file into documents. YAML files may hold several
+// documents; JSON is YAML. A List's items are expanded.
+func parse(f file) []document {
+	var out []document
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
+	for i := 0; ; i++ {
+		where := fmt.Sprintf("%s document %d", f.path, i)
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			out = append(out, document{where: where, err: err})
+			var syntax utilyaml.YAMLSyntaxError
+			if !errors.As(err, &syntax) {
+				return out
+			}
+			continue
+		}
+		out = append(out, decode(where, raw)...)
+	}
+}
+
+func decode(where string, raw []byte) []document {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return []document{{where: where, err: err}}
+	}
+	var v any
+	if err := utiljson.Unmarshal(js, &v); err != nil {
+		return []document{{where: where, err: err}}
+	}
+	if v == nil {
+		return nil // empty document: only comments or whitespace
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return []document{{where: where, err: fmt.Errorf("a document must be an object, not %T", v)}}
+	}
+	kind, _ := obj["kind"].(string)
+	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
+		var out []document
+		for j, it := range items {
+			w := fmt.Sprintf("%s item %d", where, j)
+			m, ok := it.(map[string]any)
+			if !ok {
+				out = append(out, document{where: w, err: fmt.Errorf("a list item must be an object, not %T", it)})
+				continue
+			}
+			out = append(out, document{where: w, obj: m, err: validate(m)})
+		}
+		return out
+	}
+	return []document{{where: where, obj: obj, err: validate(obj)}}
+}
+
+func validate(obj map[string]any) error {
+	for _, f := range []string{"apiVersion", "kind"} {
+		if s, _ := obj[f].(string); s == "" {
+			return fmt.Errorf("not a Kubernetes object: %s is missing", f)
+		}
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	if s, _ := md["name"].(string); s == "" {
+		return errors.New("not a Kubernetes object: metadata.name is missing")
+	}
+	if l, ok := md["labels"]; ok && l != nil {
+		m, ok := l.(map[string]any)
+		if !ok {
+			return errors.New("metadata.labels must be a map of strings")
+		}
+		for k, v := range m {
+			if _, ok := v.(string); !ok {
+				return fmt.Errorf("label %q must be a string", k)
+			}
+		}
+	}
+	return nil
+}
+
+// skip is one document or object not emitted.
+type skip struct {
+	where, reason string
+	err           error
+}
+
+// records turns the files into records: documents are filtered by kind,
+// apiVersion and selector, pruned, keyed and converted; the first object
+// with a key (by file path, then position) provides it.
+func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
+	byKey := map[string]string{}
+	for _, f := range files {
+		for _, d := range parse(f) {
+			if d.err != nil {
+				skips = append(skips, skip{d.where, kobject.ReasonBadDocument, d.err})
+				continue
+			}
+			if !s.matches(d.obj) {
+				continue
+			}
+			objects++
+			s.pruner.Prune(d.obj)
+			key, err := s.keyer.Key(d.obj)
+			if err != nil {
+				skips = append(skips, skip{d.where, kobject.ReasonIndexMissing, err})
+				continue
+			}
+			if first, dup := byKey[key]; dup {
+				skips = append(skips, skip{d.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, first)})
+				continue
+			}
+			v, err := kobject.Value(d.obj)
+			if err != nil {
+				skips = append(skips, skip{d.where, kobject.ReasonUnconvertible, err})
+				continue
+			}
+			byKey[key] = d.where
+			records = append(records, node.Record{Key: key, Value: v})
+		}
+	}
+	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
+	return records, objects, skips
+}
+
+func (s *Source) matches(obj map[string]any) bool {
+	if s.kind != "" && obj["kind"] != s.kind {
+		return false
+	}
+	if s.apiVersion != "" && obj["apiVersion"] != s.apiVersion {
+		return false
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	raw, _ := md["labels"].(map[string]any)
+	set := make(labels.Set, len(raw))
+	for k, v := range raw {
+		set[k], _ = v.(string)
+	}
+	return s.selector.Matches(set)
+}

@@ -1,0 +1,227 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pipeline/pipeline/schema"
+)
+
+// Phase names the step of connection validation that failed.
+type Phase string
+
+// Connection validation phases, in order.
+const (
+	// PhaseCertificate: the CA or client certificate cannot be loaded, or
+	// the server's certificate does not verify.
+	PhaseCertificate Phase = "certificate"
+	// PhaseReachability: the server cannot be reached or does not answer.
+	PhaseReachability Phase = "reachability"
+	// PhaseAuthentication: the server rejects the credentials, or the
+	// authenticated user may not list and watch the resource.
+	PhaseAuthentication Phase = "authentication"
+)
+
+// ConnectError is a failed connection check. Its text names the phase and
+// the server, never a credential.
+type ConnectError struct {
+	Phase Phase
+	Host  string
+	Err   error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("connect to %s: %s: %v", e.Host, e.Phase, e.Err)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// Client-side rate limits when no cluster block sets them.
+const (
+	defaultQPS   = 50
+	defaultBurst = 100
+	checkTimeout = 15 * time.Second
+)
+
+// restConfig builds the client configuration of a cluster block; nil means
+// the default credentials: the pod's service account when
+// KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config.
+func restConfig(c *schema.Cluster) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	qps, burst := float32(defaultQPS), defaultBurst
+	switch {
+	case c == nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		cfg, err = rest.InClusterConfig()
+	case c == nil:
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	case c.InCluster:
+		cfg, err = rest.InClusterConfig()
+	case c.Endpoint != "":
+		cfg = &rest.Config{Host: c.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: c.CACert},
+			BearerToken: c.Token, BearerTokenFile: c.TokenFile}
+	default:
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
+			&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load credentials: %w", err)
+	}
+	if c != nil {
+		qps, burst = c.QPS, c.Burst
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "pipeline"
+	return cfg, nil
+}
+
+// connection is a client configuration and the one HTTP client (one
+// connection pool) that every client of a run shares. Its dialer keeps the
+// run's connections, so that close ends them all, watches included, when
+// the run ends.
+type connection struct {
+	cfg    *rest.Config
+	hc     *http.Client
+	dialer *trackingDialer
+}
+
+// newConnection builds the run's HTTP client. The custom dialer also keeps
+// client-go from sharing the transport with other runs.
+func newConnection(cfg *rest.Config) (connection, error) {
+	d := &trackingDialer{conns: map[*trackedConn]struct{}{}}
+	cfg.Dial = d.DialContext
+	if _, err := rest.TLSConfigFor(cfg); err != nil {
+		return connection{}, &ConnectError{Phase: PhaseCertificate, Host: cfg.Host, Err: err}
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return connection{}, &ConnectError{Phase: PhaseCertificate, Host: cfg.Host, Err: err}
+	}
+	return connection{cfg: cfg, hc: hc, dialer: d}, nil
+}
+
+// close closes every connection of the run.
+func (c connection) close() {
+	if c.dialer != nil {
+		c.dialer.closeAll()
+	}
+}
+
+// trackingDialer dials TCP connections and remembers the open ones.
+type trackingDialer struct {
+	net.Dialer
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+type trackedConn struct {
+	net.Conn
+	d *trackingDialer
+}
+
+func (c *trackedConn) Close() error {
+	c.d.mu.Lock()
+	delete(c.d.conns, c)
+	c.d.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (d *trackingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := d.Dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &trackedConn{Conn: conn, d: d}
+	d.mu.Lock()
+	d.conns[c] = struct{}{}
+	d.mu.Unlock()
+	return c, nil
+}
+
+func (d *trackingDialer) closeAll() {
+	d.mu.Lock()
+	conns := make([]*trackedConn, 0, len(d.conns))
+	for c := range d.conns {
+		conns = append(conns, c)
+	}
+	d.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+// checkConnection validates a connection in phases: certificate (the TLS
+// material loaded in newConnection; the server's certificate verifies),
+// reachability (GET /version answers) and authentication (a
+// SelfSubjectReview). It returns the authenticated user's name when the
+// server tells it.
+func checkConnection(ctx context.Context, c connection) (string, error) {
+	fail := func(p Phase, err error) (string, error) {
+		return "", &ConnectError{Phase: p, Host: c.cfg.Host, Err: err}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.cfg, c.hc)
+	if err != nil {
+		return fail(PhaseCertificate, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	if _, err := dc.RESTClient().Get().AbsPath("/version").Do(cctx).Raw(); err != nil {
+		return fail(classify(err), explain(err))
+	}
+	ac, err := authnclient.NewForConfigAndClient(c.cfg, c.hc)
+	if err != nil {
+		return fail(PhaseAuthentication, err)
+	}
+	review, err := ac.SelfSubjectReviews().Create(cctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		return review.Status.UserInfo.Username, nil
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+		return "", nil // an old server, or reviews disabled: /version already authenticated us
+	}
+	return fail(classify(err), explain(err))
+}
+
+// explain adds what client-go's messages leave implicit.
+func explain(err error) error {
+	if apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("the server rejected the credentials (401 Unauthorized): %w", err)
+	}
+	return err
+}
+
+// classify names the phase an HTTP client error belongs to.
+func classify(err error) Phase {
+	var unknownCA x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &invalid), errors.As(err, &hostname),
+		errors.As(err, &verify), errors.As(err, &record):
+		return PhaseCertificate
+	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err):
+		return PhaseAuthentication
+	}
+	return PhaseReachability // refused, timed out, reset, or the server failed to answer
+}

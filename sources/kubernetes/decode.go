@@ -1,0 +1,220 @@
+package kubernetes
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/kobject"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// serviceAccountNamespace is where a pod reads its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Source is a configured source "kubernetes". New only decodes; Run
+// connects, resolves the resource and watches it.
+type Source struct {
+	address string
+	cluster *schema.Cluster // nil: in-cluster or kubeconfig, decided at Run
+	target  target
+	keyer   *kobject.Keyer
+	pruner  *kobject.Pruner
+	opts    options
+	// nsFile holds the pod's namespace for namespaced_watch; tests point it elsewhere.
+	nsFile string
+
+	mu      sync.Mutex
+	current *watcher // the running watch, for Lookup
+}
+
+// target is what to watch, as configured.
+type target struct {
+	resource, group, version string // resource form
+	apiVersion, kind         string // kind form
+	namespace                string
+	ownNamespace             bool
+	name                     string
+	labelSelector            string
+	fieldSelector            string
+}
+
+type options struct {
+	metadataOnly    bool
+	cached          bool
+	cacheTTL        time.Duration
+	syncChanges     bool
+	disconnectAfter time.Duration
+	healthCheck     time.Duration
+}
+
+type decoder struct {
+	c     *schema.Content
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) add(diags hcl.Diagnostics) { d.diags = append(d.diags, diags...) }
+
+func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary,
+		Detail: fmt.Sprintf(format, args...), Subject: rng.Ptr()})
+}
+
+func str(d *decoder, a *schema.Attr[string]) (string, hcl.Range) {
+	v, rng, diags := a.Get(d.c)
+	d.add(diags)
+	return v, rng
+}
+
+func newSource(b node.Build) (*Source, hcl.Diagnostics) {
+	d := &decoder{c: b.Content}
+	s := &Source{address: b.Address, nsFile: serviceAccountNamespace}
+	s.cluster = d.cluster(b.Config)
+	s.target = d.target()
+	sel, diags := kobject.DecodeSelector(b.Content)
+	d.add(diags)
+	s.target.labelSelector = sel.String()
+	fsel, diags := kobject.DecodeFieldSelector(b.Content)
+	d.add(diags)
+	s.target.fieldSelector = fsel.String()
+	s.keyer, diags = kobject.DecodeIndexBy(b.Content)
+	d.add(diags)
+	s.pruner, diags = kobject.DecodeIgnoreFields(b.Content)
+	d.add(diags)
+	s.opts = d.options()
+	return s, d.diags
+}
+
+// cluster resolves cluster = cluster.NAME against the loaded cluster blocks.
+func (d *decoder) cluster(cfg *schema.Config) *schema.Cluster {
+	if !clusterAttr.Has(d.c) {
+		return nil
+	}
+	tr, rng, diags := clusterAttr.Get(d.c)
+	d.add(diags)
+	if diags.HasErrors() {
+		return nil
+	}
+	name := ""
+	if len(tr) == 2 && tr.RootName() == "cluster" {
+		if a, ok := tr[1].(hcl.TraverseAttr); ok {
+			name = a.Name
+		}
+	}
+	if name == "" {
+		d.errorf(rng, "Invalid cluster reference", "cluster must name a cluster block, such as cluster.prod.")
+		return nil
+	}
+	var names []string
+	if cfg != nil {
+		if c, ok := cfg.Clusters[name]; ok {
+			return c
+		}
+		for n := range cfg.Clusters {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	detail := fmt.Sprintf("No cluster block named %q is declared.", name)
+	if s := schema.DidYouMean(name, names); s != "" {
+		detail += fmt.Sprintf(" Did you mean cluster.%s?", s)
+	} else if len(names) > 0 {
+		detail += " Declared clusters: " + strings.Join(names, ", ") + "."
+	} else {
+		detail += " Declare it with a cluster \"" + name + "\" { ... } block, or remove cluster to use the default credentials."
+	}
+	d.errorf(rng, "Reference to undeclared cluster", "%s", detail)
+	return nil
+}
+
+func (d *decoder) target() target {
+	var t target
+	var resRange, kindRange, avRange, grpRange, verRange hcl.Range
+	t.resource, resRange = str(d, resourceAttr)
+	t.group, grpRange = str(d, groupAttr)
+	t.version, verRange = str(d, versionAttr)
+	t.apiVersion, avRange = str(d, apiVersionAttr)
+	t.kind, kindRange = str(d, kindAttr)
+	switch {
+	case t.resource == "" && t.kind == "":
+		d.errorf(d.c.Range, "Missing resource", "Set resource (a plural name such as \"pods\", with optional group and version) or api_version and kind.")
+	case t.resource != "" && t.kind != "":
+		d.errorf(kindRange, "Conflicting resource and kind", "Set resource or api_version + kind, not both.")
+	case t.resource != "":
+		if strings.ToLower(t.resource) != t.resource || strings.ContainsAny(t.resource, "/ ") {
+			d.errorf(resRange, "Invalid resource", "resource is the lower-case plural name, such as \"pods\" or \"deployments\"; for a kind write api_version and kind.")
+		}
+		if t.apiVersion != "" {
+			d.errorf(avRange, "Conflicting resource and api_version", "With resource, use group and version instead of api_version.")
+		}
+	default:
+		if t.group != "" || t.version != "" {
+			rng := grpRange
+			if t.group == "" {
+				rng = verRange
+			}
+			d.errorf(rng, "Conflicting kind and group",
+				"With kind, write the group and version in api_version, such as \"apps/v1\".")
+		}
+		if t.apiVersion == "" {
+			d.errorf(kindRange, "Missing api_version", "kind needs api_version, such as \"v1\" or \"apps/v1\".")
+		} else if _, err := kschema.ParseGroupVersion(t.apiVersion); err != nil {
+			d.errorf(avRange, "Invalid api_version", "%s. Write \"v1\" or \"GROUP/VERSION\".", err)
+		}
+	}
+	d.namespace(&t)
+	return t
+}
+
+func (d *decoder) namespace(t *target) {
+	t.namespace, _ = str(d, namespaceAttr)
+	own, ownRange, diags := ownNamespaceAttr.Get(d.c)
+	d.add(diags)
+	t.ownNamespace = own
+	if own && t.namespace != "" {
+		d.errorf(ownRange, "Conflicting namespace settings", "Set namespace or namespaced_watch = true, not both.")
+	}
+	var nameRange hcl.Range
+	t.name, nameRange = str(d, nameAttr)
+	if nameAttr.Has(d.c) && t.name == "" {
+		d.errorf(nameRange, "Empty name", "name must name one object; remove it to watch every object.")
+	}
+}
+
+func (d *decoder) options() options {
+	var o options
+	var diags hcl.Diagnostics
+	o.metadataOnly, _, diags = metadataOnlyAttr.Get(d.c)
+	d.add(diags)
+	store, storeRange := str(d, storeAttr)
+	o.cached = store == "cached"
+	if o.cached && o.metadataOnly {
+		d.errorf(storeRange, "Conflicting store and metadata_only",
+			"store = \"cached\" keeps only names and keys to save memory; with metadata_only the objects are already that small. Remove one of them.")
+	}
+	var rng hcl.Range
+	o.cacheTTL, rng, diags = cacheTTLAttr.Get(d.c)
+	d.add(diags)
+	if o.cacheTTL <= 0 {
+		d.errorf(rng, "Invalid cache_ttl", "cache_ttl must be positive.")
+	}
+	o.syncChanges, _, diags = syncChangesAttr.Get(d.c)
+	d.add(diags)
+	o.disconnectAfter, rng, diags = disconnectAfterAttr.Get(d.c)
+	d.add(diags)
+	if o.disconnectAfter <= 0 {
+		d.errorf(rng, "Invalid disconnect_after", "disconnect_after must be positive.")
+	}
+	o.healthCheck, rng, diags = healthCheckAttr.Get(d.c)
+	d.add(diags)
+	if o.healthCheck < 0 {
+		d.errorf(rng, "Invalid health_check_interval", "health_check_interval must be zero (off) or positive.")
+	}
+	return o
+}

@@ -1,0 +1,199 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+)
+
+// clients is what a watch needs from the API server. Run builds it from a
+// rest.Config; unit tests pass fakes.
+type clients struct {
+	dynamic  dynamic.Interface
+	metadata metadata.Interface // used with metadata_only
+	// readyz runs the active health check; nil disables it.
+	readyz func(ctx context.Context) error
+}
+
+func newClients(c connection) (clients, error) {
+	dyn, err := dynamic.NewForConfigAndClient(c.cfg, c.hc)
+	if err != nil {
+		return clients{}, fmt.Errorf("dynamic client: %w", err)
+	}
+	md, err := metadata.NewForConfigAndClient(c.cfg, c.hc)
+	if err != nil {
+		return clients{}, fmt.Errorf("metadata client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.cfg, c.hc)
+	if err != nil {
+		return clients{}, fmt.Errorf("health check client: %w", err)
+	}
+	readyz := func(ctx context.Context) error {
+		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+	return clients{dynamic: dyn, metadata: md, readyz: readyz}, nil
+}
+
+// newInformer builds the informer for the resolved target: a dynamic
+// informer (any resource, whole objects) or, with metadata_only, a metadata
+// informer. Label and field selectors (and name) are applied by the server.
+func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
+	tweak := func(o *metav1.ListOptions) {
+		o.LabelSelector = w.src.target.labelSelector
+		o.FieldSelector = w.fieldSelector()
+	}
+	if w.src.opts.metadataOnly {
+		obs := observedMetadata{Interface: cl.metadata, obs: w.observe}
+		return metadatainformer.NewFilteredMetadataInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
+	}
+	obs := observedDynamic{Interface: cl.dynamic, obs: w.observe}
+	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
+}
+
+// fieldSelector adds metadata.name=NAME for a single-resource watch.
+func (w *watcher) fieldSelector() string {
+	fs := w.src.target.fieldSelector
+	if n := w.src.target.name; n != "" {
+		if fs != "" {
+			fs += ","
+		}
+		fs += "metadata.name=" + n
+	}
+	return fs
+}
+
+// observe feeds the outcome of every list and watch call to the monitor:
+// client-go retries refused connections inside the reflector without
+// calling the watch error handler, so the calls themselves are watched.
+func (w *watcher) observe(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+		w.mon.ok()
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		// shutting down
+	default:
+		w.mon.fail(err)
+	}
+}
+
+type observeFunc func(ctx context.Context, err error)
+
+// observedDynamic wraps a dynamic client so that List and Watch calls
+// report their outcome. It keeps the wrapped client's watch-list support.
+type observedDynamic struct {
+	dynamic.Interface
+	obs observeFunc
+}
+
+func (c observedDynamic) Resource(gvr kschema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), obs: c.obs}
+}
+
+func (c observedDynamic) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.Interface)
+}
+
+type observedNamespaceable struct {
+	dynamic.NamespaceableResourceInterface
+	obs observeFunc
+}
+
+func (r observedNamespaceable) Namespace(ns string) dynamic.ResourceInterface {
+	return observedResource{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), obs: r.obs}
+}
+
+type observedResource struct {
+	dynamic.ResourceInterface
+	obs observeFunc
+}
+
+func (r observedResource) List(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	l, err := r.ResourceInterface.List(ctx, o)
+	r.obs(ctx, err)
+	return l, err
+}
+
+func (r observedResource) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	wi, err := r.ResourceInterface.Watch(ctx, o)
+	r.obs(ctx, err)
+	return wi, err
+}
+
+// observedMetadata is observedDynamic for the metadata client.
+type observedMetadata struct {
+	metadata.Interface
+	obs observeFunc
+}
+
+func (c observedMetadata) Resource(gvr kschema.GroupVersionResource) metadata.Getter {
+	return observedGetter{Getter: c.Interface.Resource(gvr), obs: c.obs}
+}
+
+func (c observedMetadata) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.Interface)
+}
+
+type observedGetter struct {
+	metadata.Getter
+	obs observeFunc
+}
+
+func (g observedGetter) Namespace(ns string) metadata.ResourceInterface {
+	return observedMetadataResource{ResourceInterface: g.Getter.Namespace(ns), obs: g.obs}
+}
+
+type observedMetadataResource struct {
+	metadata.ResourceInterface
+	obs observeFunc
+}
+
+func (r observedMetadataResource) List(ctx context.Context, o metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	l, err := r.ResourceInterface.List(ctx, o)
+	r.obs(ctx, err)
+	return l, err
+}
+
+func (r observedMetadataResource) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	wi, err := r.ResourceInterface.Watch(ctx, o)
+	r.obs(ctx, err)
+	return wi, err
+}
+
+// transform runs before an object enters the informer cache: metadata is
+// turned into an unstructured object, ignore_fields are removed (so the
+// memory is really released), and with store = "cached" only a slim
+// object is kept.
+func (w *watcher) transform(obj any) (any, error) {
+	var u *unstructured.Unstructured
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		u = o
+	case *metav1.PartialObjectMetadata:
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, fmt.Errorf("convert metadata of %s/%s: %w", o.Namespace, o.Name, err)
+		}
+		u = &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(w.res.gvk)
+	default:
+		return obj, nil // tombstones and objects already transformed
+	}
+	w.src.pruner.Prune(u.Object)
+	if w.src.opts.cached {
+		return newSlim(u, w.src.keyer), nil
+	}
+	return u, nil
+}

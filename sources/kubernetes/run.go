@@ -1,0 +1,218 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/zclconf/go-cty/cty"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/kobject"
+)
+
+// ErrNotRunning is returned by Lookup when the source is not running.
+var ErrNotRunning = errors.New("source is not running")
+
+// Run implements node.Source. It connects (validating certificate,
+// reachability and authentication in turn), resolves the resource through
+// discovery, checks that it may list and watch it, then runs the informer
+// until ctx ends. Failures before the watch starts end the run with an
+// error (health down; the engine retries); failures after it are retried
+// by the informer and reported as degraded, then down.
+func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
+	m, err := newMetrics(env.Metrics)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.address, err)
+	}
+	mon := newMonitor(env.Health, env.Logger, m, s.opts.disconnectAfter)
+	mon.tick(time.Now())
+	conn, res, err := s.connect(ctx, env.Logger)
+	defer conn.close()
+	if err == nil {
+		var cl clients
+		if cl, err = newClients(conn); err == nil {
+			return s.watch(ctx, env, out, mon, m, cl, res)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	mon.down(err)
+	return fmt.Errorf("%s: %w", s.address, err)
+}
+
+// connect builds the client configuration, validates the connection and
+// resolves the target. The caller closes the connection, also on error.
+func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, error) {
+	cfg, err := restConfig(s.cluster)
+	if err != nil {
+		return connection{}, resolved{}, err
+	}
+	cfg.WarningHandler = warningLogger{log}
+	conn, err := newConnection(cfg)
+	if err != nil {
+		return conn, resolved{}, err
+	}
+	user, err := checkConnection(ctx, conn)
+	if err != nil {
+		return conn, resolved{}, err
+	}
+	res, err := s.resolve(conn)
+	if err != nil {
+		return conn, resolved{}, err
+	}
+	if err := s.checkAccess(ctx, conn, res, user); err != nil {
+		return conn, resolved{}, err
+	}
+	log.Info("connected", "host", cfg.Host, "user", user, "resource", res.gvr.String(), "namespace", res.namespace)
+	return conn, res, nil
+}
+
+// watch runs the informer until ctx ends. Unit tests call it with fake
+// clients.
+func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
+	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
+		index: kobject.NewIndex(), initial: map[string]cty.Value{}, skipped: map[string]string{}}
+	inf := w.newInformer(cl)
+	w.store = inf.GetStore()
+	if s.opts.cached {
+		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
+	}
+	logger := logr.FromSlogHandler(env.Logger.Handler())
+	if err := inf.SetTransform(w.transform); err != nil {
+		return fmt.Errorf("%s: set transform: %w", s.address, err)
+	}
+	if err := inf.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
+		return fmt.Errorf("%s: set watch error handler: %w", s.address, err)
+	}
+	reg, err := inf.AddEventHandlerWithOptions(w, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		return fmt.Errorf("%s: add event handler: %w", s.address, err)
+	}
+	s.setCurrent(w)
+	defer s.setCurrent(nil)
+
+	ictx, cancel := context.WithCancel(klog.NewContext(ctx, logger))
+	var wg sync.WaitGroup
+	// Cancel the informer first, then wait for it: Shutdown-style waits
+	// before the cancel would hang.
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { inf.RunWithContext(ictx) })
+	if cl.readyz != nil && s.opts.healthCheck > 0 {
+		wg.Go(func() { w.checkLoop(ictx, cl.readyz) })
+	}
+	return w.loop(ctx, reg.HasSyncedChecker().Done())
+}
+
+func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {
+	every := time.Second
+	if d := w.src.opts.disconnectAfter / 2; d < every {
+		every = d
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-synced:
+			synced = nil
+			w.markSynced()
+		case now := <-tick.C:
+			w.mon.tick(now)
+			if w.cache != nil {
+				w.cache.sweep(now)
+			}
+		}
+	}
+}
+
+// checkLoop runs the active health check every health_check_interval.
+func (w *watcher) checkLoop(ctx context.Context, check func(context.Context) error) {
+	interval := w.src.opts.healthCheck
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, interval)
+		err := check(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			err = fmt.Errorf("GET /readyz: %w", err)
+		}
+		w.mon.checked(err)
+	}
+}
+
+// watchError receives the errors that end a list-and-watch cycle. Expired
+// resource versions and closed streams are routine; everything else
+// degrades the source until a call succeeds again.
+func (w *watcher) watchError(ctx context.Context, _ *cache.Reflector, err error) {
+	switch {
+	case ctx.Err() != nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		w.log.Debug("watch closed", "err", err)
+	default:
+		w.mon.fail(err)
+	}
+}
+
+func (w *watcher) fetcher(cl clients) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	return func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+		return cl.dynamic.Resource(w.res.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+}
+
+// warningLogger logs the API server's deprecation warnings through the
+// node's logger instead of client-go's global klog.
+type warningLogger struct{ log *slog.Logger }
+
+func (w warningLogger) HandleWarningHeader(code int, agent, text string) {
+	w.log.Warn("api server warning", "err", text)
+}
+
+func (s *Source) setCurrent(w *watcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = w
+}
+
+// Lookup returns a copy of the object whose record has the given key (the
+// index_by key, or namespace/name). It is O(1) and safe for concurrent use.
+// With store = "memory" it reads the informer cache; with store = "cached"
+// it returns the object fetched from the API server within cache_ttl, or
+// fetches it. ok is false when no object has the key.
+func (s *Source) Lookup(ctx context.Context, key string) (obj *unstructured.Unstructured, ok bool, err error) {
+	s.mu.Lock()
+	w := s.current
+	s.mu.Unlock()
+	if w == nil {
+		return nil, false, fmt.Errorf("%s: %w", s.address, ErrNotRunning)
+	}
+	return w.lookup(ctx, key)
+}
+
+var (
+	_ node.Source         = (*Source)(nil)
+	_ rest.WarningHandler = warningLogger{}
+)

@@ -1,0 +1,124 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+func TestRunConnectFailure(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	prefix := `cluster "c" {
+  endpoint = "https://` + closedAddress(t) + `"
+  token = "` + goodToken + `"
+}`
+	s := mustBuild(t, prefix, "cluster = cluster.c\nresource = \"pods\"")
+	env, health := nodetest.Env(t, nil)
+	err := s.Run(context.Background(), env, nodetest.NewOutput())
+	var ce *ConnectError
+	if !errors.As(err, &ce) || ce.Phase != PhaseReachability {
+		t.Fatalf("Run = %v, want a reachability error", err)
+	}
+	if strings.Contains(err.Error(), goodToken) || strings.Contains(health.Detail, goodToken) {
+		t.Error("the token leaked into the error or the health detail")
+	}
+	if !strings.HasPrefix(err.Error(), "source.kubernetes.test: ") {
+		t.Errorf("error %q does not name the address", err)
+	}
+	if diff := cmp.Diff([]node.State{node.Pending, node.Down}, health.States()); diff != "" {
+		t.Errorf("health (-want +got)\n%s", diff)
+	}
+}
+
+func TestResolveNamespace(t *testing.T) {
+	dir := t.TempDir()
+	nsFile := filepath.Join(dir, "namespace")
+	if err := os.WriteFile(nsFile, []byte("pipeline\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pods := resolved{gvr: podsGVR, namespaced: true}
+	nodes := resolved{gvr: kschema.GroupVersionResource{Version: "v1", Resource: "nodes"}}
+	tests := []struct {
+		name  string
+		body  string
+		res   resolved
+		file  string
+		want  string
+		error string
+	}{
+		{name: "all", body: `resource = "pods"`, res: pods, want: ""},
+		{name: "namespace", body: "resource = \"pods\"\nnamespace = \"shop\"", res: pods, want: "shop"},
+		{name: "own", body: "resource = \"pods\"\nnamespaced_watch = true", res: pods, file: nsFile, want: "pipeline"},
+		{name: "own outside a pod", body: "resource = \"pods\"\nnamespaced_watch = true", res: pods, file: filepath.Join(dir, "none"),
+			error: "not running in a pod"},
+		{name: "name needs namespace", body: "resource = \"pods\"\nname = \"x\"", res: pods, error: "needs a namespace"},
+		{name: "cluster-scoped name", body: "resource = \"nodes\"\nname = \"n1\"", res: nodes, want: ""},
+		{name: "cluster-scoped namespace", body: "resource = \"nodes\"\nnamespace = \"shop\"", res: nodes, error: "cluster-scoped"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustBuild(t, "", tt.body)
+			if tt.file != "" {
+				s.nsFile = tt.file
+			}
+			got, err := s.namespace(tt.res)
+			if tt.error != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.error) {
+					t.Fatalf("err = %v, want %q", err, tt.error)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("namespace = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTransform(t *testing.T) {
+	s := mustBuild(t, "", "resource = \"pods\"\nmetadata_only = true\nignore_fields = [\"{.metadata.managedFields}\"]")
+	w := &watcher{src: s, res: resolved{gvr: podsGVR, gvk: podGVK}}
+	md := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "shop", Labels: map[string]string{"app": "web"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	out, err := w.transform(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok || u.GetKind() != "Pod" || u.GetAPIVersion() != "v1" || u.GetLabels()["app"] != "web" || u.GetManagedFields() != nil {
+		t.Fatalf("transform = %#v", out)
+	}
+	if again, _ := w.transform(u); again != u {
+		t.Error("transform is not idempotent on transformed objects")
+	}
+	tomb := "not an object"
+	if got, _ := w.transform(tomb); got != tomb {
+		t.Error("transform changed a foreign value")
+	}
+}
+
+func TestFieldSelector(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`resource = "pods"`, ""},
+		{"resource = \"pods\"\nname = \"x\"\nnamespace = \"a\"", "metadata.name=x"},
+		{"resource = \"pods\"\nname = \"x\"\nnamespace = \"a\"\nfield_selector = \"status.phase=Running\"", "status.phase=Running,metadata.name=x"},
+	}
+	for _, tt := range tests {
+		w := &watcher{src: mustBuild(t, "", tt.body)}
+		if got := w.fieldSelector(); got != tt.want {
+			t.Errorf("%q: field selector %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}

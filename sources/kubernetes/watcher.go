@@ -1,0 +1,277 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/kobject"
+)
+
+// watcher is one Run's watch. It receives the informer's events (in one
+// goroutine, in order), keeps the index of record keys and emits records.
+// Records are not kept here: values are computed from the objects the
+// events carry, and the informer's cache holds the objects.
+type watcher struct {
+	src   *Source
+	log   *slog.Logger
+	out   node.Output
+	m     *metrics
+	mon   *monitor
+	ctx   context.Context // the run's context, for fetches made by handlers
+	res   resolved
+	store cache.Store  // the informer's cache
+	cache *objectCache // store = "cached" only
+
+	mu      sync.Mutex
+	index   *kobject.Index
+	synced  bool
+	initial map[string]cty.Value // records gathered until the initial sync
+	skipped map[string]string    // object id -> reason, so each is logged once
+	missing int                  // objects skipped for a missing index path
+}
+
+// item is an informer object as the handler sees it.
+type item interface {
+	id() string
+	key(*kobject.Keyer) (string, error)
+	value() (cty.Value, error)
+	sameAs(old any) bool
+	release()
+}
+
+type memItem struct{ u *unstructured.Unstructured }
+
+func (m memItem) id() string                           { return id(m.u.GetNamespace(), m.u.GetName()) }
+func (m memItem) key(k *kobject.Keyer) (string, error) { return k.Key(m.u.Object) }
+func (m memItem) value() (cty.Value, error)            { return kobject.Value(m.u.Object) }
+func (m memItem) release()                             {}
+
+func (m memItem) sameAs(old any) bool {
+	o, ok := old.(*unstructured.Unstructured)
+	return ok && kobject.SameContent(o.Object, m.u.Object)
+}
+
+func toItem(obj any) (item, bool) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return memItem{o}, true
+	case *slimObject:
+		return o, true
+	}
+	return nil, false
+}
+
+// OnAdd implements cache.ResourceEventHandler.
+func (w *watcher) OnAdd(obj any, _ bool) {
+	w.m.events.WithLabelValues("add").Inc()
+	w.upsert(obj, nil)
+}
+
+// OnUpdate implements cache.ResourceEventHandler.
+func (w *watcher) OnUpdate(old, obj any) {
+	w.m.events.WithLabelValues("update").Inc()
+	w.upsert(obj, old)
+}
+
+// OnDelete implements cache.ResourceEventHandler. A label change that moves
+// an object out of the selector arrives here too.
+func (w *watcher) OnDelete(obj any) {
+	w.m.events.WithLabelValues("delete").Inc()
+	objID, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		w.log.Warn("delete event without a name", "err", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cache != nil {
+		w.cache.invalidate(objID)
+	}
+	w.unskip(objID)
+	w.emit(w.deltas(w.index.Remove(objID), "", nil))
+	w.m.Objects.Set(float64(w.index.Len() + w.missing))
+}
+
+func (w *watcher) upsert(obj, old any) {
+	it, ok := toItem(obj)
+	if !ok {
+		w.log.Warn("unexpected object type from informer", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	defer it.release()
+	objID := it.id()
+	key, keyErr := it.key(w.src.keyer)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	defer func() { w.m.Objects.Set(float64(w.index.Len() + w.missing)) }()
+	if w.cache != nil {
+		w.cache.invalidate(objID)
+	}
+	if keyErr != nil {
+		w.emit(w.deltas(w.index.Remove(objID), "", nil))
+		w.skip(objID, kobject.ReasonIndexMissing, keyErr)
+		return
+	}
+	w.unskip(objID)
+	var changes []kobject.Change
+	for _, ch := range w.index.Put(objID, key) {
+		if ch.Winner == objID && !ch.WinnerChanged && old != nil && it.sameAs(old) {
+			continue // nothing changed but resourceVersion or ignored fields
+		}
+		changes = append(changes, ch)
+	}
+	w.emit(w.deltas(changes, objID, it))
+	if winner, _ := w.index.Winner(key); winner != objID {
+		w.skip(objID, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, winner))
+	}
+}
+
+// deltas turns index changes into deltas. self and it are the object of
+// the event being handled (nil for a delete).
+func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.Delta {
+	now := time.Now()
+	var out []node.Delta
+	for _, ch := range changes {
+		if ch.Winner == "" {
+			out = append(out, node.Remove(ch.Key, now))
+			continue
+		}
+		var v cty.Value
+		var err error
+		if ch.Winner == self && it != nil {
+			v, err = it.value()
+		} else {
+			w.unskip(ch.Winner) // a duplicate that now provides the key
+			v, err = w.valueOf(ch.Winner)
+		}
+		if err != nil {
+			w.log.Warn("cannot emit object; its key is removed until it changes", "key", ch.Key, "err", err)
+			w.m.Skipped.WithLabelValues(kobject.ReasonUnconvertible).Inc()
+			out = append(out, node.Remove(ch.Key, now))
+			continue
+		}
+		out = append(out, node.Upsert(ch.Key, v, now))
+	}
+	return out
+}
+
+// valueOf returns the value of another object than the event's: the next
+// object providing a key whose winner went away.
+func (w *watcher) valueOf(objID string) (cty.Value, error) {
+	if w.cache != nil {
+		ctx, cancel := context.WithTimeout(w.ctx, checkTimeout)
+		defer cancel()
+		u, err := w.cache.get(ctx, objID)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		return kobject.Value(u.Object)
+	}
+	obj, ok, err := w.store.GetByKey(objID)
+	if err != nil || !ok {
+		return cty.NilVal, fmt.Errorf("object %s not in the cache: %v", objID, err)
+	}
+	it, ok := toItem(obj)
+	if !ok {
+		return cty.NilVal, fmt.Errorf("object %s has type %T", objID, obj)
+	}
+	return it.value()
+}
+
+// emit publishes deltas, or gathers them until the initial sync completes
+// (unless call_on_change_during_sync is set, which publishes them too).
+func (w *watcher) emit(deltas []node.Delta) {
+	if len(deltas) == 0 {
+		return
+	}
+	if !w.synced {
+		for _, d := range deltas {
+			if d.Delete {
+				delete(w.initial, d.Key)
+			} else {
+				w.initial[d.Key] = d.Value
+			}
+		}
+		if !w.src.opts.syncChanges {
+			return
+		}
+	}
+	w.out.Apply(deltas)
+}
+
+// markSynced publishes the complete initial state as one Replace (which
+// also removes what a previous run emitted and is gone now), then marks
+// the output synced.
+func (w *watcher) markSynced() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	records := make([]node.Record, 0, len(w.initial))
+	for k, v := range w.initial {
+		records = append(records, node.Record{Key: k, Value: v})
+	}
+	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
+	w.out.Replace(records)
+	w.out.MarkSynced()
+	w.synced, w.initial = true, nil
+	w.mon.setSynced()
+	w.log.Info("initial sync complete", "count", len(records))
+}
+
+func (w *watcher) skip(objID, reason string, err error) {
+	if w.skipped[objID] == reason {
+		return
+	}
+	w.unskip(objID)
+	w.skipped[objID] = reason
+	if reason == kobject.ReasonIndexMissing {
+		w.missing++
+	}
+	w.m.Skipped.WithLabelValues(reason).Inc()
+	w.log.Warn("object skipped", "key", objID, "reason", reason, "err", err)
+}
+
+func (w *watcher) unskip(objID string) {
+	if r, ok := w.skipped[objID]; ok {
+		if r == kobject.ReasonIndexMissing {
+			w.missing--
+		}
+		delete(w.skipped, objID)
+	}
+}
+
+// lookup returns a copy of the object providing key.
+func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstructured, bool, error) {
+	w.mu.Lock()
+	objID, ok := w.index.Winner(key)
+	w.mu.Unlock()
+	if !ok {
+		return nil, false, nil
+	}
+	if w.cache != nil {
+		u, err := w.cache.get(ctx, objID)
+		if err != nil {
+			return nil, false, fmt.Errorf("lookup %q: %w", key, err)
+		}
+		return u, true, nil
+	}
+	obj, ok, err := w.store.GetByKey(objID)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false, fmt.Errorf("lookup %q: unexpected %T in the cache", key, obj)
+	}
+	return u.DeepCopy(), true, nil
+}
+
+var _ cache.ResourceEventHandler = (*watcher)(nil)
