@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/pipeline/pipeline"
+
+// TestImportRules enforces the rooms of STYLE.md §1 (with the amendment in
+// docs/design.md: internal helpers may use schema and each other):
+//   - schema imports nothing of ours; engine/node only schema;
+//   - engine never imports a node package or a client library;
+//   - a node package imports engine/node, schema and internal helpers, never
+//     engine or another node package;
+//   - internal helpers never import engine or node packages;
+//   - client-go, cilium/ebpf and nats appear only in node folders, cmd,
+//     internal helpers and e2e tests.
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range p.Imports {
+			if why := violation(strings.TrimPrefix(p.ImportPath, mod+"/"), imp); why != "" {
+				t.Errorf("%s imports %s: %s", p.ImportPath, imp, why)
+			}
+		}
+	}
+}
+
+func isNode(rel string) bool {
+	for _, room := range []string{"sources/", "transforms/", "sinks/"} {
+		if strings.HasPrefix(rel, room) {
+			return true
+		}
+	}
+	return false
+}
+
+func violation(rel, imp string) string {
+	ours := strings.HasPrefix(imp, mod+"/")
+	target := strings.TrimPrefix(imp, mod+"/")
+	client := strings.HasPrefix(imp, "k8s.io/client-go") || strings.HasPrefix(imp, "github.com/cilium/ebpf") ||
+		strings.HasPrefix(imp, "github.com/nats-io/")
+	switch {
+	case rel == "schema" && ours:
+		return "schema imports nothing of ours"
+	case rel == "engine/node" && ours && target != "schema":
+		return "engine/node adds only schema"
+	case strings.HasPrefix(rel, "engine") && !strings.HasPrefix(rel, "engine/node/nodetest") && ours && isNode(target):
+		return "the engine never imports a node type"
+	case strings.HasPrefix(rel, "engine") && client:
+		return "client libraries belong to node folders"
+	case isNode(rel) && ours && (target == "engine" || strings.HasPrefix(target, "engine/reconcile")):
+		return "a node never imports the engine"
+	case isNode(rel) && ours && isNode(target) && !strings.HasPrefix(target, rel):
+		return "a node never imports another node"
+	case strings.HasPrefix(rel, "internal/") && ours && (strings.HasPrefix(target, "engine") || isNode(target)):
+		return "internal helpers import neither the engine nor node types"
+	case rel == "schema" && client, rel == "engine/node" && client:
+		return "client libraries belong to node folders"
+	}
+	return ""
+}
+
+func TestImportRulesCatchViolations(t *testing.T) {
+	for _, c := range [][2]string{
+		{"schema", mod + "/engine/node"},
+		{"engine/node", mod + "/internal/ctyconv"},
+		{"engine", mod + "/sinks/ebpfmap"},
+		{"engine", "github.com/cilium/ebpf"},
+		{"sinks/ebpfmap", mod + "/engine"},
+		{"sinks/ebpfmap", mod + "/sources/kubernetes"},
+		{"internal/kobject", mod + "/engine/node"},
+	} {
+		if violation(c[0], c[1]) == "" {
+			t.Errorf("%s importing %s passes the rules", c[0], c[1])
+		}
+	}
+	if why := violation("sinks/ebpfmap", mod+"/engine/node"); why != "" {
+		t.Errorf("a node importing engine/node is allowed, got %q", why)
+	}
+}
