@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -238,13 +237,13 @@ func (s *sinkLoop) full(ctx context.Context) {
 		s.countDrift(actual)
 	}
 	prune := s.synced && (s.n.Prune || s.appendOnly)
-	changes := reconcile.Diff(s.n.Address, values(s.desired), values(actual), prune)
+	changes := reconcile.Diff(s.n.Address, s.desired, actual, prune)
 	var ups, dels []node.Entry
 	for _, c := range changes {
 		if c.Action == reconcile.Delete {
-			dels = append(dels, actual[c.Key])
+			dels = append(dels, c.Old)
 		} else {
-			ups = append(ups, s.desired[c.Key])
+			ups = append(ups, c.New)
 		}
 	}
 	if s.synced && !prune {
@@ -284,14 +283,6 @@ func (s *sinkLoop) actual(ctx context.Context) (map[node.Key]node.Entry, error) 
 		out[e.Key] = e
 	}
 	return out, nil
-}
-
-func values(m map[node.Key]node.Entry) map[node.Key]cty.Value {
-	out := make(map[node.Key]cty.Value, len(m))
-	for k, e := range m {
-		out[k] = e.Value
-	}
-	return out
 }
 
 func (s *sinkLoop) countDrift(actual map[node.Key]node.Entry) {

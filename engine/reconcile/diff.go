@@ -34,37 +34,43 @@ func (a Action) String() string {
 	return "unknown"
 }
 
-// Change is one key's difference. Before is cty.NilVal for a create, After
-// for a delete.
+// Change is one key's difference: Old is the entry the target holds (zero
+// for a create), New the one it should hold (zero for a delete).
 type Change struct {
 	Address string
 	Action  Action
 	Key     node.Key
-	Before  cty.Value
-	After   cty.Value
+	Old     node.Entry
+	New     node.Entry
 }
 
-// Diff returns the changes that make actual equal to desired, sorted by
-// key. With prune false, keys present only in actual are left alone.
-func Diff(address string, desired, actual map[node.Key]cty.Value, prune bool) []Change {
+// Before is the value the target holds, cty.NilVal for a create.
+func (c Change) Before() cty.Value { return c.Old.Value }
+
+// After is the value the target should hold, cty.NilVal for a delete.
+func (c Change) After() cty.Value { return c.New.Value }
+
+// Diff returns the changes that make actual equal to desired, in no
+// particular order (Sort them to print). With prune false, keys present only
+// in actual are left alone. Entries compare by Value with RawEquals.
+func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) []Change {
 	var out []Change
 	for k, want := range desired {
 		have, ok := actual[k]
 		switch {
 		case !ok:
-			out = append(out, Change{Address: address, Action: Create, Key: k, After: want})
-		case !have.RawEquals(want):
-			out = append(out, Change{Address: address, Action: Update, Key: k, Before: have, After: want})
+			out = append(out, Change{Address: address, Action: Create, Key: k, New: want})
+		case !have.Value.RawEquals(want.Value):
+			out = append(out, Change{Address: address, Action: Update, Key: k, Old: have, New: want})
 		}
 	}
 	if prune {
 		for k, have := range actual {
 			if _, ok := desired[k]; !ok {
-				out = append(out, Change{Address: address, Action: Delete, Key: k, Before: have})
+				out = append(out, Change{Address: address, Action: Delete, Key: k, Old: have})
 			}
 		}
 	}
-	Sort(out)
 	return out
 }
 

@@ -10,9 +10,9 @@ import (
 )
 
 func TestDiff(t *testing.T) {
-	v := cty.StringVal
-	desired := map[node.Key]cty.Value{"a": v("1"), "b": v("2"), "c": v("3")}
-	actual := map[node.Key]cty.Value{"b": v("2"), "c": v("x"), "d": v("4")}
+	v := func(s string) node.Entry { return node.Entry{Value: cty.StringVal(s)} }
+	desired := map[node.Key]node.Entry{"a": v("1"), "b": v("2"), "c": v("3")}
+	actual := map[node.Key]node.Entry{"b": v("2"), "c": v("x"), "d": v("4")}
 	type row struct {
 		A      string
 		K      string
@@ -35,8 +35,10 @@ func TestDiff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []row
-			for _, c := range Diff("sink.x.y", desired, actual, tc.prune) {
-				got = append(got, row{c.Action.String(), c.Key, str(c.Before), str(c.After)})
+			changes := Diff("sink.x.y", desired, actual, tc.prune)
+			Sort(changes)
+			for _, c := range changes {
+				got = append(got, row{c.Action.String(), c.Key, str(c.Before()), str(c.After())})
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Fatalf("(-want +got)\n%s", d)
