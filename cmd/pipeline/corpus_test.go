@@ -149,9 +149,11 @@ func TestInvalidCorpus(t *testing.T) {
 		t.Errorf("the invalid corpus holds %d cases, want at least 45", len(cases))
 	}
 	reg := registry()
+	done := 0 // cases rendered or skipped: the golden file is checked only after a full run
 	for _, path := range cases {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			if missing := missingTypes(t, caseFiles(t, path), reg); len(missing) > 0 {
+				done++
 				t.Skipf("waits for %s in cmd/pipeline/nodes.go", strings.Join(missing, ", "))
 			}
 			want := markers(t, caseFiles(t, path))
@@ -172,7 +174,12 @@ func TestInvalidCorpus(t *testing.T) {
 			}
 			fmt.Fprintf(&golden, "### %s\n\n", filepath.ToSlash(path))
 			writeDiagsText(&golden, l.files, l.diags)
+			done++
 		})
+	}
+	if done < len(cases) {
+		t.Logf("%d of %d cases ran: testdata/invalid.golden not checked", done, len(cases))
+		return
 	}
 	checkGolden(t, filepath.Join("testdata", "invalid.golden"), golden.Bytes())
 }
