@@ -295,3 +295,14 @@ func TestValidationErrors(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestTargetSuite(t *testing.T) {
+	dir := requireBPF(t)
+	n := 0
+	recs := []node.Record{rec("10.0.0.1", cty.EmptyObjectVal), rec("10.0.0.2", cty.EmptyObjectVal), rec("fd00::3", cty.EmptyObjectVal)}
+	nodetest.RunTargetSuite(t, func(t *testing.T) node.Target {
+		n++
+		tg, _ := open(t, fmt.Sprintf("pin = %q\nkey { type = \"ip\" }\nvalue {\n type = \"u32\"\n from = 5\n}", fmt.Sprintf("%s/suite%d", dir, n)))
+		return tg
+	}, recs)
+}

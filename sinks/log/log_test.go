@@ -1,0 +1,51 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+var up = &node.Upstream{Address: "source.static.x", Type: node.Records}
+
+func TestTargetSuite(t *testing.T) {
+	recs := []node.Record{{Key: "a", Value: cty.StringVal("1")}, {Key: "b", Value: cty.EmptyObjectVal}, {Key: "c", Value: cty.NumberIntVal(3)}}
+	nodetest.RunTargetSuite(t, func(t *testing.T) node.Target {
+		s := nodetest.MustBuild(t, Spec(), "input = source.static.x", up).(*Sink)
+		s.Out = &bytes.Buffer{}
+		tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg
+	}, recs)
+}
+
+func TestFormats(t *testing.T) {
+	for format, want := range map[string][]string{
+		"text": {`+ 10.0.0.1 {"pod":"a"}`, `- 10.0.0.1`},
+		"json": {`"op":"upsert","time":`, `"key":"10.0.0.1","op":"delete"`},
+	} {
+		s := nodetest.MustBuild(t, Spec(), "input = source.static.x\nformat = \""+format+"\"", up).(*Sink)
+		var buf bytes.Buffer
+		s.Out = &buf
+		tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := tg.Prepare(node.Record{Key: "10.0.0.1", Value: cty.ObjectVal(map[string]cty.Value{"pod": cty.StringVal("a")})})
+		tg.Update(context.Background(), []node.Entry{e})
+		tg.Delete(context.Background(), []node.Entry{e})
+		for _, w := range want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("%s: output %q lacks %q", format, buf.String(), w)
+			}
+		}
+	}
+}
