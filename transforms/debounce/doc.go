@@ -1,10 +1,17 @@
 // Package debounce implements transform "debounce": it coalesces deltas per
 // key (the last one wins) and flushes them as one batch once `interval` has
-// passed without a new change, but never later than `max_wait` after the
-// first pending change, so constant churn cannot starve downstream. Initial
-// states and resets pass at once. Holding deletions back is graceperiod.
+// passed without a new change (trailing edge), but never later than
+// `max_wait` after the first pending change, so constant churn cannot
+// starve downstream. The input's initial state and every Reset pass at once.
 //
-// Time: the package uses the time package directly and its tests run under
-// testing/synctest, whose bubble gives a fake, deterministic clock; that is
-// the clock abstraction of this project.
+// To tell created from modified in its metrics, and to drop the delete of a
+// key created and deleted within one window, the transform keeps the set of
+// keys it has emitted: its output as downstream sees it.
+//
+// Time: the package calls time.Now and time.NewTimer directly, and its tests
+// run under testing/synctest, whose bubble gives a fake, deterministic clock.
+// That is the clock abstraction of this project: nothing to inject, no
+// sleeps in tests, and the tested code is the production code.
+//
+// Not here: holding deletions back for a delay is transform "grace_period".
 package debounce

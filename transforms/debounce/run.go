@@ -16,36 +16,18 @@ type Transform struct {
 	interval, maxWait time.Duration
 }
 
-var _ node.Transform = (*Transform)(nil)
-
-type runner struct {
-	out     node.Output
-	pending map[node.Key]node.Delta
-	order   []node.Key // first-seen order of pending keys, for stable batches
-	first   time.Time  // when the oldest pending change arrived
-	emitted map[node.Key]struct{}
-	flushes prometheus.Counter
-	ops     *prometheus.CounterVec
-}
-
-// Run implements node.Transform.
+// Run implements node.Transform. One goroutine (this one) owns the pending
+// deltas; node.Events pumps the input so the loop can wait on its timer and
+// its input together.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
-	r := &runner{out: out, pending: map[node.Key]node.Delta{}, emitted: map[node.Key]struct{}{},
-		flushes: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_debounce_flushes_total",
-			Help: "Batches flushed downstream."}),
-		ops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_debounce_deltas_total",
-			Help: "Deltas flushed downstream, by what they did to the key."}, []string{"op"}),
-	}
-	for _, c := range []prometheus.Collector{r.flushes, r.ops} {
-		if err := env.Metrics.Register(c); err != nil {
-			return fmt.Errorf("%s: register metrics: %w", t.address, err)
-		}
+	r, err := t.newRunner(env, out)
+	if err != nil {
+		return err
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	events := node.Events(ctx, in)
-	synced := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -54,76 +36,150 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 			r.flush()
 		case ev, ok := <-events:
 			if !ok {
-				return nil
-			}
-			if ev.Reset {
-				r.flush()
-				r.out.Replace(ev.Snapshot)
-				r.emitted = make(map[node.Key]struct{}, len(ev.Snapshot))
-				for _, rec := range ev.Snapshot {
-					r.emitted[rec.Key] = struct{}{}
+				if ctx.Err() != nil {
+					return nil
 				}
+				return fmt.Errorf("%s: read input: input ended", t.address)
 			}
-			r.add(ev.Deltas)
-			if ev.Synced && !synced {
-				synced = true
-				r.flush() // the initial state is not held back
-				out.MarkSynced()
-			}
-			if len(r.pending) > 0 {
-				wait := min(t.interval, time.Until(r.first.Add(t.maxWait)))
-				timer.Reset(max(wait, 0))
-			} else {
-				timer.Stop()
-			}
+			r.handle(ev)
 		}
-	}
-}
-
-func (r *runner) add(deltas []node.Delta) {
-	for _, d := range deltas {
-		if prev, ok := r.pending[d.Key]; ok {
-			if !prev.Time.IsZero() && (d.Time.IsZero() || prev.Time.Before(d.Time)) {
-				d.Time = prev.Time // latency counts from the oldest coalesced change
-			}
+		if due, ok := r.due(); ok {
+			timer.Reset(max(time.Until(due), 0))
 		} else {
-			r.order = append(r.order, d.Key)
+			timer.Stop()
 		}
-		if len(r.pending) == 0 {
-			r.first = time.Now()
-		}
-		r.pending[d.Key] = d
 	}
 }
 
+// runner is the state of one Run.
+type runner struct {
+	t       *Transform
+	out     node.Output
+	pending []node.Delta     // coalesced: one delta per key, in first-seen order
+	pos     map[node.Key]int // key -> index in pending
+	first   time.Time        // arrival of the oldest pending change
+	last    time.Time        // arrival of the newest pending change
+	emitted map[node.Key]struct{}
+	synced  bool
+
+	flushes                    prometheus.Counter
+	created, modified, deleted prometheus.Counter
+}
+
+func (t *Transform) newRunner(env node.Env, out node.Output) (*runner, error) {
+	flushes := prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_debounce_flushes_total",
+		Help: "Batches of coalesced deltas flushed downstream (resets pass at once and are not counted)."})
+	ops := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_debounce_deltas_total",
+		Help: "Deltas flushed downstream, by what they did to the key downstream."}, []string{"op"})
+	for _, c := range []prometheus.Collector{flushes, ops} {
+		if err := env.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("%s: register metrics: %w", t.address, err)
+		}
+	}
+	return &runner{t: t, out: out, pos: map[node.Key]int{}, emitted: map[node.Key]struct{}{}, flushes: flushes,
+		created: ops.WithLabelValues("created"), modified: ops.WithLabelValues("modified"), deleted: ops.WithLabelValues("deleted")}, nil
+}
+
+// handle takes one input event.
+func (r *runner) handle(ev node.Event) {
+	if ev.Reset {
+		r.reset(ev.Snapshot)
+	}
+	r.add(ev.Deltas)
+	if ev.Synced && !r.synced {
+		r.synced = true
+		r.flush() // the initial state is not held back by interval
+		r.out.MarkSynced()
+	}
+}
+
+// reset makes the output equal to snapshot at once. Pending deltas are
+// dropped, not flushed: they are older than the snapshot, which already
+// holds their outcome, so flushing them could only add churn downstream.
+func (r *runner) reset(snapshot []node.Record) {
+	clear(r.pending)
+	r.pending = r.pending[:0]
+	clear(r.pos)
+	r.out.Replace(snapshot)
+	r.emitted = make(map[node.Key]struct{}, len(snapshot))
+	for _, rec := range snapshot {
+		r.emitted[rec.Key] = struct{}{}
+	}
+}
+
+// add coalesces deltas into pending: the last delta of a key wins, and it
+// keeps the Time of the oldest change it replaces (latency counts from
+// there).
+func (r *runner) add(deltas []node.Delta) {
+	if len(deltas) == 0 {
+		return
+	}
+	now := time.Now()
+	if len(r.pending) == 0 {
+		r.first = now
+	}
+	r.last = now
+	for _, d := range deltas {
+		i, ok := r.pos[d.Key]
+		if !ok {
+			r.pos[d.Key] = len(r.pending)
+			r.pending = append(r.pending, d)
+			continue
+		}
+		if prev := r.pending[i].Time; !prev.IsZero() && (d.Time.IsZero() || prev.Before(d.Time)) {
+			d.Time = prev
+		}
+		r.pending[i] = d
+	}
+}
+
+// due returns when pending deltas must be flushed: interval after the last
+// change, but no later than max_wait after the first.
+func (r *runner) due() (time.Time, bool) {
+	if len(r.pending) == 0 {
+		return time.Time{}, false
+	}
+	due := r.last.Add(r.t.interval)
+	if limit := r.first.Add(r.t.maxWait); limit.Before(due) {
+		due = limit
+	}
+	return due, true
+}
+
+// flush publishes the pending deltas as one batch. A delete of a key
+// downstream never saw (created and deleted within the window) is dropped.
 func (r *runner) flush() {
 	if len(r.pending) == 0 {
 		return
 	}
-	batch := make([]node.Delta, 0, len(r.pending))
+	batch := r.pending[:0] // filtered in place; the output takes the slice
 	var created, modified, deleted int
-	for _, k := range r.order {
-		d := r.pending[k]
-		_, had := r.emitted[k]
+	for _, d := range r.pending {
+		_, had := r.emitted[d.Key]
 		switch {
-		case d.Delete && had:
-			deleted++
-			delete(r.emitted, k)
+		case d.Delete && !had:
+			continue
 		case d.Delete:
-			continue // created and deleted within the window: downstream never saw it
+			deleted++
+			delete(r.emitted, d.Key)
 		case had:
 			modified++
 		default:
 			created++
-			r.emitted[k] = struct{}{}
+			r.emitted[d.Key] = struct{}{}
 		}
 		batch = append(batch, d)
 	}
-	r.pending = make(map[node.Key]node.Delta, len(r.pending))
-	r.order = r.order[:0]
+	r.pending = nil
+	clear(r.pos)
+	if len(batch) == 0 {
+		return
+	}
 	r.flushes.Inc()
-	r.ops.WithLabelValues("created").Add(float64(created))
-	r.ops.WithLabelValues("modified").Add(float64(modified))
-	r.ops.WithLabelValues("deleted").Add(float64(deleted))
+	r.created.Add(float64(created))
+	r.modified.Add(float64(modified))
+	r.deleted.Add(float64(deleted))
 	r.out.Apply(batch)
 }
+
+var _ node.Transform = (*Transform)(nil)

@@ -1,7 +1,9 @@
 package extract
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
 
@@ -13,73 +15,155 @@ import (
 	"github.com/pipeline/pipeline/internal/ctyconv"
 )
 
-// withJSONPath returns a child context that adds jsonpath() to ctx.
+// withJSONPath returns a child of ctx whose functions are ctx's plus
+// jsonpath(). The functions are copied rather than inherited so that HCL's
+// "did you mean" suggestions for a misspelt function name see all of them.
 func withJSONPath(ctx *hcl.EvalContext) *hcl.EvalContext {
+	funcs := map[string]function.Function{}
+	var chain []*hcl.EvalContext
+	for c := ctx; c != nil; c = c.Parent() {
+		chain = append(chain, c)
+	}
+	for i := len(chain) - 1; i >= 0; i-- { // nearer contexts override farther ones
+		maps.Copy(funcs, chain[i].Functions)
+	}
+	funcs["jsonpath"] = jsonPathFunc()
 	child := ctx.NewChild()
-	child.Functions = map[string]function.Function{"jsonpath": jsonPathFunc()}
+	child.Functions = funcs
 	return child
 }
 
-// jsonPathFunc evaluates a client-go JSONPath template against a value. The
-// template is parsed even when the object is unknown, so a literal template
-// is validated when the configuration loads.
-func jsonPathFunc() function.Function {
-	var mu sync.Mutex
-	cache := map[string]*jsonpath.JSONPath{}
-	parse := func(tmpl string) (*jsonpath.JSONPath, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if jp, ok := cache[tmpl]; ok {
-			return jp, nil
-		}
-		jp := jsonpath.New("jsonpath").AllowMissingKeys(true)
-		if err := jp.Parse(tmpl); err != nil {
-			return nil, err
-		}
-		if len(cache) < 1024 {
-			cache[tmpl] = jp
-		}
-		return jp, nil
+// template is one parsed JSONPath template.
+type template struct {
+	jp *jsonpath.JSONPath
+	// text is set when the template prints text (literal text around the
+	// braces, or range): the function then returns the printed string.
+	text bool
+	// reuse is false for templates with range: client-go's FindResults
+	// rewrites the parse tree while it walks a range, so such a template is
+	// parsed again for every call.
+	reuse bool
+}
+
+// parseTemplate parses a template and classifies it.
+func parseTemplate(src string) (*template, error) {
+	p, err := jsonpath.Parse("jsonpath", src)
+	if err != nil {
+		return nil, err
 	}
+	t := &template{reuse: true}
+	for _, n := range p.Root.Nodes {
+		list, ok := n.(*jsonpath.ListNode)
+		if !ok {
+			t.text = true // literal text between actions
+			continue
+		}
+		for _, inner := range list.Nodes {
+			if id, ok := inner.(*jsonpath.IdentifierNode); ok && (id.Name == "range" || id.Name == "end") {
+				t.text, t.reuse = true, false
+			}
+		}
+	}
+	t.jp = jsonpath.New("jsonpath").AllowMissingKeys(true)
+	if err := t.jp.Parse(src); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// templates caches parsed templates. A parsed JSONPath keeps state while it
+// evaluates, so evaluations are serialised by mu (one transform runs on one
+// goroutine; the lock is uncontended).
+type templates struct {
+	mu    sync.Mutex
+	cache map[string]*template
+}
+
+// maxTemplates bounds the cache for templates computed per object.
+const maxTemplates = 256
+
+func (ts *templates) get(src string) (*template, error) {
+	if t, ok := ts.cache[src]; ok {
+		return t, nil
+	}
+	t, err := parseTemplate(src)
+	if err != nil {
+		return nil, err
+	}
+	if t.reuse && len(ts.cache) < maxTemplates {
+		ts.cache[src] = t
+	}
+	return t, nil
+}
+
+// eval runs a template against a Go value.
+func (ts *templates) eval(src string, data any) (cty.Value, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t, err := ts.get(src)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if t.text {
+		var buf bytes.Buffer
+		if err := t.jp.Execute(&buf, data); err != nil {
+			return cty.NilVal, err
+		}
+		return cty.StringVal(buf.String()), nil
+	}
+	results, err := t.jp.FindResults(data)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	var vals []any
+	for _, set := range results {
+		for _, r := range set {
+			vals = append(vals, plain(r))
+		}
+	}
+	switch len(vals) {
+	case 0:
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	case 1:
+		return ctyconv.ToCty(vals[0])
+	}
+	return ctyconv.ToCty(vals)
+}
+
+// jsonPathFunc is jsonpath(value, template). The template is parsed even
+// when value is unknown, so a literal template is validated when the
+// configuration loads (the schema evaluates run-time expressions once with
+// unknown roots).
+func jsonPathFunc() function.Function {
+	ts := &templates{cache: map[string]*template{}}
 	return function.New(&function.Spec{
-		Description: "Evaluates a JSONPath template (client-go syntax) against a value.",
+		Description: "Evaluates a client-go JSONPath template against a value: the matched value, a list of several, or null.",
 		Params: []function.Parameter{
 			{Name: "object", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowDynamicType: true},
 			{Name: "template", Type: cty.String},
 		},
 		Type: function.StaticReturnType(cty.DynamicPseudoType),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			jp, err := parse(args[1].AsString())
-			if err != nil {
-				return cty.NilVal, function.NewArgErrorf(1, "invalid JSONPath: %s", err)
-			}
+			src := args[1].AsString()
 			if !args[0].IsWhollyKnown() {
+				ts.mu.Lock()
+				_, err := ts.get(src)
+				ts.mu.Unlock()
+				if err != nil {
+					return cty.NilVal, function.NewArgErrorf(1, "invalid JSONPath: %s", err)
+				}
 				return cty.DynamicVal, nil
 			}
-			mu.Lock() // a parsed JSONPath is not safe for concurrent use
-			results, err := jp.FindResults(ctyconv.FromCty(args[0]))
-			mu.Unlock()
+			v, err := ts.eval(src, ctyconv.FromCty(args[0]))
 			if err != nil {
-				return cty.NilVal, fmt.Errorf("jsonpath %s: %w", args[1].AsString(), err)
+				return cty.NilVal, fmt.Errorf("jsonpath %s: %w", src, err)
 			}
-			var vals []any
-			for _, set := range results {
-				for _, r := range set {
-					vals = append(vals, plain(r))
-				}
-			}
-			switch len(vals) {
-			case 0:
-				return cty.NullVal(cty.DynamicPseudoType), nil
-			case 1:
-				return ctyconv.ToCty(vals[0])
-			}
-			return ctyconv.ToCty(vals)
+			return v, nil
 		},
 	})
 }
 
-// plain unwraps a reflect.Value from jsonpath into a JSON-like Go value.
+// plain unwraps a reflect.Value found by jsonpath into a JSON-like Go value.
 func plain(v reflect.Value) any {
 	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
 		if v.IsNil() {

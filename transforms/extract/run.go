@@ -2,15 +2,12 @@ package extract
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/big"
-	"sort"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -18,249 +15,162 @@ import (
 // Transform is a configured extract transform.
 type Transform struct {
 	address                    string
-	ctx                        *hcl.EvalContext
-	where, forEach, key, value hcl.Expression
+	ctx                        *hcl.EvalContext // the config's context plus jsonpath()
+	where, forEach, key, value hcl.Expression   // nil when absent
 }
 
-var _ node.Transform = (*Transform)(nil)
-
-// state maps input objects to the records they yield and back.
-type state struct {
-	byObject map[node.Key]map[node.Key]cty.Value // object key -> record key -> value
-	byRecord map[node.Key]map[node.Key]struct{}  // record key -> object keys yielding it
-}
-
-func newState() *state {
-	return &state{byObject: map[node.Key]map[node.Key]cty.Value{}, byRecord: map[node.Key]map[node.Key]struct{}{}}
-}
-
-// Run implements node.Transform.
+// Run implements node.Transform. It keeps, for every input object, the
+// record keys it yields and, for every record key, the objects yielding it.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
-	errs := prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
-		Help: "Input records whose expressions failed; they yield nothing."})
-	if err := env.Metrics.Register(errs); err != nil {
-		return fmt.Errorf("%s: register metrics: %w", t.address, err)
-	}
-	r := &runner{t: t, env: env, errs: errs, st: newState()}
-	for {
-		ev, err := in.Next(ctx)
-		if err != nil {
-			return nil
-		}
-		if ev.Reset {
-			r.st = newState()
-			for _, rec := range ev.Snapshot {
-				r.set(rec.Key, rec.Value, nil)
-			}
-			out.Replace(r.st.records())
-		}
-		if len(ev.Deltas) > 0 {
-			touched := map[node.Key]struct{}{}
-			for _, d := range ev.Deltas {
-				if d.Delete {
-					r.drop(d.Key, touched)
-				} else {
-					r.set(d.Key, d.Value, touched)
-				}
-			}
-			out.Apply(r.st.deltas(ev.Deltas, touched))
-		}
-		if ev.Synced {
-			out.MarkSynced()
-		}
-	}
-}
-
-type runner struct {
-	t    *Transform
-	env  node.Env
-	errs prometheus.Counter
-	st   *state
-}
-
-// set replaces what object k yields.
-func (r *runner) set(k node.Key, obj cty.Value, touched map[node.Key]struct{}) {
-	recs, err := r.t.eval(obj)
-	if err != nil {
-		r.errs.Inc()
-		r.env.Logger.Warn("expression failed; object yields nothing", "key", k, "err", err)
-		recs = nil
-	}
-	r.drop(k, touched)
-	if len(recs) == 0 {
-		return
-	}
-	r.st.byObject[k] = recs
-	for rk := range recs {
-		owners := r.st.byRecord[rk]
-		if owners == nil {
-			owners = map[node.Key]struct{}{}
-			r.st.byRecord[rk] = owners
-		}
-		owners[k] = struct{}{}
-		if touched != nil {
-			touched[rk] = struct{}{}
-		}
-	}
-}
-
-// drop forgets what object k yielded.
-func (r *runner) drop(k node.Key, touched map[node.Key]struct{}) {
-	for rk := range r.st.byObject[k] {
-		owners := r.st.byRecord[rk]
-		delete(owners, k)
-		if len(owners) == 0 {
-			delete(r.st.byRecord, rk)
-		}
-		if touched != nil {
-			touched[rk] = struct{}{}
-		}
-	}
-	delete(r.st.byObject, k)
-}
-
-// value is the record's value: from the smallest object key yielding it.
-func (s *state) value(rk node.Key) (cty.Value, bool) {
-	owners := s.byRecord[rk]
-	if len(owners) == 0 {
-		return cty.NilVal, false
-	}
-	first := ""
-	for ok := range owners {
-		if first == "" || ok < first {
-			first = ok
-		}
-	}
-	return s.byObject[first][rk], true
-}
-
-func (s *state) records() []node.Record {
-	out := make([]node.Record, 0, len(s.byRecord))
-	for rk := range s.byRecord {
-		v, _ := s.value(rk)
-		out = append(out, node.Record{Key: rk, Value: v})
-	}
-	return out
-}
-
-// deltas turns touched record keys into deltas, carrying the receipt time
-// of the newest input delta.
-func (s *state) deltas(in []node.Delta, touched map[node.Key]struct{}) []node.Delta {
-	t := in[len(in)-1].Time
-	keys := make([]node.Key, 0, len(touched))
-	for rk := range touched {
-		keys = append(keys, rk)
-	}
-	sort.Strings(keys)
-	out := make([]node.Delta, 0, len(keys))
-	for _, rk := range keys {
-		if v, ok := s.value(rk); ok {
-			out = append(out, node.Upsert(rk, v, t))
-		} else {
-			out = append(out, node.Remove(rk, t))
-		}
-	}
-	return out
-}
-
-var errSkip = errors.New("skip")
-
-// eval runs the expressions for one object.
-func (t *Transform) eval(obj cty.Value) (map[node.Key]cty.Value, error) {
-	ctx := t.ctx.NewChild()
-	ctx.Variables = map[string]cty.Value{"object": obj}
-	if t.where != nil {
-		ok, err := evalBool(t.where, ctx)
-		if err != nil || !ok {
-			return nil, err
-		}
-	}
-	out := map[node.Key]cty.Value{}
-	if t.forEach == nil {
-		return out, t.record(ctx, out)
-	}
-	coll, diags := t.forEach.Value(ctx)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	if coll.IsNull() {
-		return out, nil
-	}
-	if !coll.CanIterateElements() || !coll.IsWhollyKnown() {
-		return nil, fmt.Errorf("for_each must be a list or a map, not %s", coll.Type().FriendlyName())
-	}
-	for it := coll.ElementIterator(); it.Next(); {
-		k, v := it.Element()
-		each := ctx.NewChild()
-		each.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})}
-		if err := t.record(each, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func (t *Transform) record(ctx *hcl.EvalContext, out map[node.Key]cty.Value) error {
-	kv, diags := t.key.Value(ctx)
-	if diags.HasErrors() {
-		return diags
-	}
-	key, err := keyString(kv)
-	if errors.Is(err, errSkip) {
-		return nil
-	}
+	r, err := t.newRunner(env)
 	if err != nil {
 		return err
 	}
-	val := cty.EmptyObjectVal
-	if t.value != nil {
-		v, diags := t.value.Value(ctx)
-		if diags.HasErrors() {
-			return diags
+	for {
+		ev, err := in.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%s: read input: %w", t.address, err)
 		}
-		if !v.IsWhollyKnown() {
-			return errors.New("value is not known")
-		}
-		val = v
+		r.handle(ev, out)
 	}
-	out[key] = val
+}
+
+// change is a record key touched by the current event, with its value
+// before the event.
+type change struct {
+	key    node.Key
+	before cty.Value
+	had    bool
+	at     time.Time // Time of the last input delta that touched the key
+}
+
+// runner is the state of one Run; it belongs to Run's goroutine.
+type runner struct {
+	t       *Transform
+	env     node.Env
+	ev      *evaluator
+	idx     *index
+	errs    prometheus.Counter
+	skips   prometheus.Counter
+	failing map[node.Key]struct{} // objects whose last evaluation failed (warned once)
+
+	// Per-event scratch, reused between events.
+	changes []change
+	pos     map[node.Key]int // record key -> index in changes
+	at      time.Time        // Time of the input delta being applied
+	touchFn func(node.Key)
+}
+
+func (t *Transform) newRunner(env node.Env) (*runner, error) {
+	r := &runner{t: t, env: env, ev: newEvaluator(t), idx: newIndex(), failing: map[node.Key]struct{}{}, pos: map[node.Key]int{},
+		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
+			Help: "Evaluations of an input object whose expressions failed; the object yields nothing."}),
+		skips: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_skipped_records_total",
+			Help: "Records skipped because their key was null or empty."}),
+	}
+	r.touchFn = r.touch
+	for _, c := range []prometheus.Collector{r.errs, r.skips} {
+		if err := env.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("%s: register metrics: %w", t.address, err)
+		}
+	}
+	return r, nil
+}
+
+// handle applies one input event and publishes its consequences.
+func (r *runner) handle(ev node.Event, out node.Output) {
+	if ev.Reset {
+		r.reset(ev.Snapshot)
+		out.Replace(r.idx.records())
+	}
+	if len(ev.Deltas) > 0 {
+		if ds := r.apply(ev.Deltas); len(ds) > 0 {
+			out.Apply(ds)
+		}
+	}
+	if ev.Synced {
+		out.MarkSynced()
+	}
+}
+
+// reset rebuilds the whole state from a snapshot.
+func (r *runner) reset(snapshot []node.Record) {
+	r.idx = newIndex()
+	failing := r.failing
+	r.failing = make(map[node.Key]struct{}, len(failing))
+	for _, rec := range snapshot {
+		if _, ok := failing[rec.Key]; ok {
+			r.failing[rec.Key] = struct{}{} // warned already
+		}
+		r.idx.set(rec.Key, r.yields(rec.Key, rec.Value), noTouch)
+	}
+}
+
+func noTouch(node.Key) {}
+
+// apply applies a batch of input deltas and returns the deltas of the
+// records whose existence or value changed, in the order first touched.
+func (r *runner) apply(deltas []node.Delta) []node.Delta {
+	r.changes = r.changes[:0]
+	clear(r.pos)
+	for _, d := range deltas {
+		r.at = d.Time
+		if d.Delete {
+			delete(r.failing, d.Key)
+			r.idx.drop(d.Key, r.touchFn)
+		} else {
+			r.idx.set(d.Key, r.yields(d.Key, d.Value), r.touchFn)
+		}
+	}
+	var out []node.Delta
+	for i := range r.changes {
+		c := &r.changes[i]
+		v, ok := r.idx.value(c.key)
+		switch {
+		case ok && (!c.had || !v.RawEquals(c.before)):
+			out = append(out, node.Upsert(c.key, v, c.at))
+		case !ok && c.had:
+			out = append(out, node.Remove(c.key, c.at))
+		}
+		c.before = cty.NilVal // release the value
+	}
+	return out
+}
+
+// touch records a record key's value before its first change in this event.
+func (r *runner) touch(rk node.Key) {
+	if i, ok := r.pos[rk]; ok {
+		r.changes[i].at = r.at
+		return
+	}
+	v, had := r.idx.value(rk)
+	r.pos[rk] = len(r.changes)
+	r.changes = append(r.changes, change{key: rk, before: v, had: had, at: r.at})
+}
+
+// yields evaluates one object, counting and logging failures.
+func (r *runner) yields(k node.Key, obj cty.Value) []yield {
+	ys, err := r.ev.eval(obj)
+	if n := r.ev.skipped; n > 0 {
+		r.ev.skipped = 0
+		r.skips.Add(float64(n))
+		r.env.Logger.Debug("null or empty key; record skipped", "key", k, "count", n)
+	}
+	if err == nil {
+		delete(r.failing, k)
+		return ys
+	}
+	r.errs.Inc()
+	if _, ok := r.failing[k]; ok {
+		r.env.Logger.Debug("expression failed again; object yields nothing", "key", k, "err", err)
+	} else {
+		r.failing[k] = struct{}{}
+		r.env.Logger.Warn("expression failed; object yields nothing", "key", k, "err", err)
+	}
 	return nil
 }
 
-func keyString(v cty.Value) (string, error) {
-	if v.IsNull() {
-		return "", errSkip
-	}
-	if !v.IsKnown() {
-		return "", errors.New("key is not known")
-	}
-	if v.Type() == cty.Number {
-		bf := v.AsBigFloat()
-		if i, acc := bf.Int64(); acc == big.Exact {
-			return fmt.Sprint(i), nil
-		}
-	}
-	s, err := convert.Convert(v, cty.String)
-	if err != nil {
-		return "", fmt.Errorf("key must be a string, not %s", v.Type().FriendlyName())
-	}
-	if s.AsString() == "" {
-		return "", errSkip
-	}
-	return s.AsString(), nil
-}
-
-func evalBool(e hcl.Expression, ctx *hcl.EvalContext) (bool, error) {
-	v, diags := e.Value(ctx)
-	if diags.HasErrors() {
-		return false, diags
-	}
-	if v.IsNull() {
-		return false, nil
-	}
-	b, err := convert.Convert(v, cty.Bool)
-	if err != nil || !b.IsKnown() {
-		return false, fmt.Errorf("where must be a bool, not %s", v.Type().FriendlyName())
-	}
-	return b.True(), nil
-}
+var _ node.Transform = (*Transform)(nil)

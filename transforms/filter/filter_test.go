@@ -3,9 +3,11 @@ package filter
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
@@ -15,40 +17,113 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+var up = &node.Upstream{Address: "source.static.x", Type: node.Records}
+
 func rec(k, ns string) node.Record {
 	return node.Record{Key: k, Value: cty.ObjectVal(map[string]cty.Value{"namespace": cty.StringVal(ns)})}
 }
 
-func TestFilter(t *testing.T) {
-	up := &node.Upstream{Address: "source.static.x", Type: node.Records}
-	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\nwhere = record.value.namespace != \"kube-system\"", up).(*Transform)
-	in, out := nodetest.NewInput(8), nodetest.NewOutput()
-	env, _ := nodetest.Env(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = tr.Run(ctx, env, in, out); close(done) }()
-	defer func() { cancel(); <-done }()
-
-	bad := node.Record{Key: "weird", Value: cty.StringVal("not an object")} // expression error: dropped
-	in.Send(node.Event{Reset: true, Synced: true, Snapshot: []node.Record{rec("a", "shop"), rec("b", "kube-system"), bad}})
-	waitFor(t, out, func() bool { return out.Synced() })
-	if d := cmp.Diff([]string{"a"}, out.Keys()); d != "" {
-		t.Fatalf("(-want +got):\n%s", d)
-	}
-	// a moves to kube-system: it must disappear downstream.
-	r := rec("a", "kube-system")
-	in.Send(node.Event{Synced: true, Deltas: []node.Delta{node.Upsert(r.Key, r.Value, time.Now())}})
-	waitFor(t, out, func() bool { return len(out.Keys()) == 0 })
+type rig struct {
+	in  *nodetest.Input
+	out *nodetest.Output
+	reg *prometheus.Registry
 }
 
-func waitFor(t *testing.T, out *nodetest.Output, cond func() bool) {
+// start runs a filter with the given where until the test ends; call it in
+// a synctest bubble.
+func start(t *testing.T, where string) *rig {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for !cond() {
-		select {
-		case <-out.Changed():
-		case <-deadline:
-			t.Fatalf("timed out; state %v", out.State())
+	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\nwhere = "+where, up).(*Transform)
+	r := &rig{in: nodetest.NewInput(8), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
+	env, _ := nodetest.Env(t, r.reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- tr.Run(ctx, env, r.in, r.out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return r
+}
+
+func (r *rig) send(ev node.Event) {
+	r.in.Send(ev)
+	synctest.Wait()
+}
+
+func errorsCounted(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "pipeline_transform_expression_errors_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+func TestFilterSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name, where string
+		want        []string
+		errors      float64
+	}{
+		{"by value; errors drop and count", `record.value.namespace != "kube-system"`, []string{"a"}, 2},
+		{"by key", `can(regex("^[bn]", record.key))`, []string{"b", "n"}, 0},
+		{"null drops", `record.key == "a" ? true : null`, []string{"a"}, 0},
+		{"string true converts", `record.key == "a" ? "true" : "false"`, []string{"a"}, 0},
+		{"non-bool is an error", `record.key == "a" ? "yes" : "no"`, []string{}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := start(t, tc.where)
+				weird := node.Record{Key: "weird", Value: cty.StringVal("not an object")}
+				r.send(node.Event{Reset: true, Synced: true, Snapshot: []node.Record{rec("a", "shop"), rec("b", "kube-system"), weird, {Key: "n", Value: cty.NullVal(cty.DynamicPseudoType)}}})
+				if d := cmp.Diff(tc.want, r.out.Keys()); d != "" {
+					t.Errorf("(-want +got):\n%s", d)
+				}
+				if got := errorsCounted(t, r.reg); got != tc.errors {
+					t.Errorf("errors = %v, want %v", got, tc.errors)
+				}
+			})
+		})
+	}
+}
+
+func TestFilterDeltas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := start(t, `record.value.namespace != "kube-system"`)
+		r.send(node.Event{Reset: true, Snapshot: []node.Record{rec("a", "shop")}})
+		if r.out.Synced() {
+			t.Fatal("synced before the input")
+		}
+		at := time.Now().Add(-time.Minute)
+		moved, added := rec("a", "kube-system"), rec("c", "shop")
+		r.send(node.Event{Synced: true, Deltas: []node.Delta{
+			node.Upsert(moved.Key, moved.Value, at), node.Upsert(added.Key, added.Value, at), node.Remove("gone", at)}})
+		if d := cmp.Diff([]string{"c"}, r.out.Keys()); d != "" {
+			t.Fatalf("(-want +got):\n%s", d)
+		}
+		if !r.out.Synced() {
+			t.Fatal("synced did not pass through")
+		}
+		batches := r.out.Batches()
+		want := []node.Delta{node.Remove("a", at), node.Upsert(added.Key, added.Value, at), node.Remove("gone", at)}
+		if d := cmp.Diff(want, batches[len(batches)-1], cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
+			t.Fatalf("deltas keep their Time (-want +got):\n%s", d)
+		}
+	})
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, body := range []string{`where = object.namespace == "x"`, ``, `where = each.value`} {
+		if _, diags := nodetest.Build(t, Spec(), "input = source.static.x\n"+body, up); !diags.HasErrors() {
+			t.Errorf("%q: want an error", body)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 package graceperiod
 
 import (
+	"cmp"
 	"container/heap"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,53 +13,65 @@ import (
 // PendingDelete is a deletion waiting for its grace period.
 type PendingDelete struct {
 	Key node.Key
-	Due time.Time
+	Due time.Time // when the deletion passes downstream
 }
 
+// item is one pending deletion. index is its position in the heap, kept up
+// to date by Swap/Push, so a cancel or restart is O(log n) with no stale
+// entries left behind.
 type item struct {
 	key   node.Key
 	due   time.Time
-	since time.Time // receipt time of the delete, for latency
+	since time.Time // Time of the delete delta, carried to the output
 	index int
 }
 
-// queue is a min-heap of pending deletions by due time, indexed by key. Its
-// mutex lets Pending read it from other goroutines.
+// queue holds pending deletions: a min-heap by due time plus an index by
+// key. Run's goroutine changes it; the mutex lets Pending and the gauge read
+// it from other goroutines.
 type queue struct {
 	mu    sync.Mutex
-	items []*item
+	items heapItems
 	byKey map[node.Key]*item
 }
 
 func newQueue() *queue { return &queue{byKey: map[node.Key]*item{}} }
 
-func (q *queue) Len() int           { return len(q.items) }
-func (q *queue) Less(i, j int) bool { return q.items[i].due.Before(q.items[j].due) }
-func (q *queue) Swap(i, j int) {
-	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].index, q.items[j].index = i, j
+// heapItems implements heap.Interface.
+type heapItems []*item
+
+func (h heapItems) Len() int           { return len(h) }
+func (h heapItems) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h heapItems) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
 }
-func (q *queue) Push(x any) { it := x.(*item); it.index = len(q.items); q.items = append(q.items, it) }
-func (q *queue) Pop() any {
-	n := len(q.items)
-	it := q.items[n-1]
-	q.items[n-1] = nil
-	q.items = q.items[:n-1]
+func (h *heapItems) Push(x any) {
+	it := x.(*item)
+	it.index = len(*h)
+	*h = append(*h, it)
+}
+func (h *heapItems) Pop() any {
+	old := *h
+	n := len(old)
+	it := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
 	return it
 }
 
-// schedule adds a deletion or restarts its wait.
+// schedule adds a deletion, or restarts the wait of one already pending.
 func (q *queue) schedule(k node.Key, due, since time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if it, ok := q.byKey[k]; ok {
 		it.due, it.since = due, since
-		heap.Fix(q, it.index)
+		heap.Fix(&q.items, it.index)
 		return
 	}
 	it := &item{key: k, due: due, since: since}
 	q.byKey[k] = it
-	heap.Push(q, it)
+	heap.Push(&q.items, it)
 }
 
 // cancel removes a pending deletion; it reports whether one was pending.
@@ -69,20 +82,23 @@ func (q *queue) cancel(k node.Key) bool {
 	if !ok {
 		return false
 	}
-	heap.Remove(q, it.index)
+	heap.Remove(&q.items, it.index)
 	delete(q.byKey, k)
 	return true
 }
 
-// popDue removes and returns the deletions due at now.
+// popDue removes and returns the deletions due at now, earliest first.
 func (q *queue) popDue(now time.Time) []*item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []*item
 	for len(q.items) > 0 && !q.items[0].due.After(now) {
-		it := heap.Pop(q).(*item)
+		it := heap.Pop(&q.items).(*item)
 		delete(q.byKey, it.key)
 		out = append(out, it)
+	}
+	if len(q.items) == 0 && cap(q.items) > 1024 {
+		q.items = nil // let a drained burst's backing array go
 	}
 	return out
 }
@@ -103,6 +119,14 @@ func (q *queue) size() int {
 	return len(q.items)
 }
 
+func (q *queue) has(k node.Key) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.byKey[k]
+	return ok
+}
+
+// list copies the pending deletions sorted by due time, then key.
 func (q *queue) list() []PendingDelete {
 	q.mu.Lock()
 	out := make([]PendingDelete, 0, len(q.items))
@@ -110,24 +134,13 @@ func (q *queue) list() []PendingDelete {
 		out = append(out, PendingDelete{Key: it.key, Due: it.due})
 	}
 	q.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Due.Equal(out[j].Due) {
-			return out[i].Due.Before(out[j].Due)
+	slices.SortFunc(out, func(a, b PendingDelete) int {
+		if c := a.Due.Compare(b.Due); c != 0 {
+			return c
 		}
-		return out[i].Key < out[j].Key
+		return cmp.Compare(a.Key, b.Key)
 	})
 	return out
 }
 
-func (q *queue) clear() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.items, q.byKey = nil, map[node.Key]*item{}
-}
-
-func (q *queue) has(k node.Key) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	_, ok := q.byKey[k]
-	return ok
-}
+var _ heap.Interface = (*heapItems)(nil)

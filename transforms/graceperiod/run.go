@@ -11,73 +11,50 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// Transform is a configured grace_period.
+// Transform is a configured grace_period. Its state (the records it has
+// passed and the deletions waiting) lives on the Transform, not in one Run:
+// the engine restarts a failed Run on the same Transform and the same output
+// collection, and the restarted Run must go on from what downstream holds,
+// so that a key missing after the restart still gets its grace period. Run
+// must not be called concurrently with itself.
 type Transform struct {
 	address string
 	delay   time.Duration
-	pending *queue
+	passed  map[node.Key]cty.Value // the output as downstream holds it; Run's goroutine only
+	pending *queue                 // deletions waiting; shared with Pending
 }
 
-var _ node.Transform = (*Transform)(nil)
-
-// Pending lists the deletions waiting, earliest first. It is safe to call
-// while the transform runs.
+// Pending lists the deletions waiting for their grace period, earliest
+// first (then by key), with the time each will pass. It is safe to call
+// while the transform runs, from any goroutine; plan and explain use it.
 func (t *Transform) Pending() []PendingDelete { return t.pending.list() }
 
-// Run implements node.Transform.
+// Run implements node.Transform. One timer serves every pending deletion:
+// it is set for the earliest due time after each event and each expiry.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pipeline_grace_pending_deletions",
 		Help: "Deletions waiting for their grace period."}, func() float64 { return float64(t.pending.size()) })
 	if err := env.Metrics.Register(gauge); err != nil {
 		return fmt.Errorf("%s: register metrics: %w", t.address, err)
 	}
-	t.pending.clear() // a restarted run starts from the input's reset
-	passed := map[node.Key]cty.Value{}
 	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	defer timer.Stop()
 	events := node.Events(ctx, in)
-	synced := false
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
-			var dels []node.Delta
-			for _, it := range t.pending.popDue(time.Now()) {
-				delete(passed, it.key)
-				dels = append(dels, node.Remove(it.key, it.since))
-			}
-			if len(dels) > 0 {
-				out.Apply(dels)
-			}
+			t.expire(out)
 		case ev, ok := <-events:
 			if !ok {
-				return nil
-			}
-			var ups []node.Delta
-			if ev.Reset {
-				ups = t.reset(ev.Snapshot, passed)
-			}
-			for _, d := range ev.Deltas {
-				if d.Delete {
-					if _, ok := passed[d.Key]; ok {
-						t.pending.schedule(d.Key, time.Now().Add(t.delay), d.Time)
-					}
-					continue
+				if ctx.Err() != nil {
+					return nil
 				}
-				t.pending.cancel(d.Key)
-				if old, ok := passed[d.Key]; !ok || !old.RawEquals(d.Value) {
-					passed[d.Key] = d.Value
-					ups = append(ups, d)
-				}
+				return fmt.Errorf("%s: read input: input ended", t.address)
 			}
-			if len(ups) > 0 {
-				out.Apply(ups)
-			}
-			if ev.Synced && !synced {
-				synced = true
-				out.MarkSynced()
-			}
+			t.handle(ev, out)
 		}
 		if due, ok := t.pending.next(); ok {
 			timer.Reset(max(time.Until(due), 0))
@@ -87,26 +64,70 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 	}
 }
 
-// reset makes passed follow a new input state: new or changed keys pass
-// now, missing keys start their grace period.
-func (t *Transform) reset(snapshot []node.Record, passed map[node.Key]cty.Value) []node.Delta {
+// expire passes the deletions whose grace period has ended, as one batch.
+// Each carries the Time of the delete it comes from.
+func (t *Transform) expire(out node.Output) {
+	var dels []node.Delta
+	for _, it := range t.pending.popDue(time.Now()) {
+		delete(t.passed, it.key)
+		dels = append(dels, node.Remove(it.key, it.since))
+	}
+	if len(dels) > 0 {
+		out.Apply(dels)
+	}
+}
+
+// handle takes one input event.
+func (t *Transform) handle(ev node.Event, out node.Output) {
+	if ev.Reset {
+		t.reset(ev.Snapshot, out)
+	}
+	var ups []node.Delta
+	for _, d := range ev.Deltas {
+		if d.Delete {
+			if _, ok := t.passed[d.Key]; ok {
+				t.pending.schedule(d.Key, time.Now().Add(t.delay), d.Time) // a new delete restarts the wait
+			}
+			continue
+		}
+		// A re-add cancels the pending deletion and passes only when the
+		// value changed. Other upserts pass without a comparison: upstream
+		// collections emit only changes, and downstream drops no-ops anyway.
+		if t.pending.cancel(d.Key) && t.passed[d.Key].RawEquals(d.Value) {
+			continue
+		}
+		t.passed[d.Key] = d.Value
+		ups = append(ups, d)
+	}
+	if len(ups) > 0 {
+		out.Apply(ups)
+	}
+	if ev.Synced {
+		out.MarkSynced()
+	}
+}
+
+// reset follows a new input state: keys present pass now (a pending
+// deletion of theirs is cancelled), keys passed but missing start their
+// grace period (one already waiting keeps its due time). The output is
+// then made equal to what has passed with Replace, which also repairs it
+// after a restart.
+func (t *Transform) reset(snapshot []node.Record, out node.Output) {
 	now := time.Now()
 	present := make(map[node.Key]struct{}, len(snapshot))
-	var ups []node.Delta
 	for _, r := range snapshot {
 		present[r.Key] = struct{}{}
 		t.pending.cancel(r.Key)
-		if old, ok := passed[r.Key]; !ok || !old.RawEquals(r.Value) {
-			passed[r.Key] = r.Value
-			ups = append(ups, node.Upsert(r.Key, r.Value, time.Time{}))
-		}
+		t.passed[r.Key] = r.Value
 	}
-	for k := range passed {
-		if _, ok := present[k]; !ok {
-			if !t.pending.has(k) {
-				t.pending.schedule(k, now.Add(t.delay), now)
-			}
+	records := make([]node.Record, 0, len(t.passed))
+	for k, v := range t.passed {
+		if _, ok := present[k]; !ok && !t.pending.has(k) {
+			t.pending.schedule(k, now.Add(t.delay), now)
 		}
+		records = append(records, node.Record{Key: k, Value: v})
 	}
-	return ups
+	out.Replace(records)
 }
+
+var _ node.Transform = (*Transform)(nil)

@@ -1,0 +1,178 @@
+package extract
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// yield is one record an object yields.
+type yield struct {
+	key   node.Key
+	value cty.Value
+}
+
+// evaluator runs a transform's expressions for one object at a time. It
+// reuses its evaluation contexts and scratch space between objects, so it
+// belongs to one goroutine.
+type evaluator struct {
+	t        *Transform
+	objCtx   *hcl.EvalContext // object in scope
+	eachCtx  *hcl.EvalContext // object and each in scope
+	objVars  map[string]cty.Value
+	eachVars map[string]cty.Value
+	out      []yield
+	seen     map[node.Key]int // scratch for de-duplicating large yields
+	// skipped counts records skipped for a null or empty key.
+	skipped int
+}
+
+func newEvaluator(t *Transform) *evaluator {
+	e := &evaluator{t: t, objVars: map[string]cty.Value{}, eachVars: map[string]cty.Value{}, seen: map[node.Key]int{}}
+	e.objCtx = t.ctx.NewChild()
+	e.objCtx.Variables = e.objVars
+	e.eachCtx = e.objCtx.NewChild()
+	e.eachCtx.Variables = e.eachVars
+	return e
+}
+
+// eval returns the records obj yields, unique by key (the last one wins).
+// The slice is reused by the next call. An error means the object yields
+// nothing.
+func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
+	defer func() {
+		if r := recover(); r != nil { // a function's bug must not stop the pipeline
+			ys, err = nil, fmt.Errorf("expression panicked: %v", r)
+		}
+	}()
+	e.out = e.out[:0]
+	e.objVars["object"] = obj
+	if e.t.where != nil {
+		ok, err := evalBool(e.t.where, e.objCtx)
+		if err != nil || !ok {
+			return nil, err
+		}
+	}
+	if e.t.forEach == nil {
+		if err := e.record(e.objCtx); err != nil {
+			return nil, err
+		}
+		return e.out, nil
+	}
+	coll, diags := e.t.forEach.Value(e.objCtx)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	coll, _ = coll.Unmark()
+	if coll.IsNull() {
+		return nil, nil
+	}
+	if !coll.IsKnown() || !coll.CanIterateElements() {
+		return nil, fmt.Errorf("for_each must be a list, set, map or object, not %s", coll.Type().FriendlyName())
+	}
+	for it := coll.ElementIterator(); it.Next(); {
+		k, v := it.Element()
+		e.eachVars["each"] = cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})
+		if err := e.record(e.eachCtx); err != nil {
+			return nil, err
+		}
+	}
+	return e.dedupe(), nil
+}
+
+// record evaluates key and value in ctx and appends the record.
+func (e *evaluator) record(ctx *hcl.EvalContext) error {
+	kv, diags := e.t.key.Value(ctx)
+	if diags.HasErrors() {
+		return diags
+	}
+	key, err := keyString(kv)
+	if errors.Is(err, errSkip) {
+		e.skipped++
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	val := cty.EmptyObjectVal
+	if e.t.value != nil {
+		v, diags := e.t.value.Value(ctx)
+		if diags.HasErrors() {
+			return diags
+		}
+		if !v.IsWhollyKnown() {
+			return errors.New("value is not known")
+		}
+		val = v
+	}
+	e.out = append(e.out, yield{key: key, value: val})
+	return nil
+}
+
+// dedupe keeps the last yield of every key, in first-seen order.
+func (e *evaluator) dedupe() []yield {
+	if len(e.out) < 2 {
+		return e.out
+	}
+	clear(e.seen)
+	n := 0
+	for _, y := range e.out {
+		if i, ok := e.seen[y.key]; ok {
+			e.out[i].value = y.value
+			continue
+		}
+		e.seen[y.key] = n
+		e.out[n] = y
+		n++
+	}
+	clear(e.out[n:]) // drop references to values
+	e.out = e.out[:n]
+	return e.out
+}
+
+var errSkip = errors.New("skip")
+
+// keyString converts a key value: strings as they are, numbers as decimal
+// text. Null and "" are errSkip.
+func keyString(v cty.Value) (string, error) {
+	v, _ = v.Unmark()
+	if v.IsNull() {
+		return "", errSkip
+	}
+	if !v.IsKnown() {
+		return "", errors.New("key is not known")
+	}
+	switch v.Type() {
+	case cty.String:
+	case cty.Number:
+		v, _ = convert.Convert(v, cty.String)
+	default:
+		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())
+	}
+	if v.AsString() == "" {
+		return "", errSkip
+	}
+	return v.AsString(), nil
+}
+
+// evalBool evaluates a condition; null is false.
+func evalBool(e hcl.Expression, ctx *hcl.EvalContext) (bool, error) {
+	v, diags := e.Value(ctx)
+	if diags.HasErrors() {
+		return false, diags
+	}
+	v, _ = v.Unmark()
+	if v.IsNull() {
+		return false, nil
+	}
+	b, err := convert.Convert(v, cty.Bool)
+	if err != nil || !b.IsKnown() {
+		return false, fmt.Errorf("where must be a bool, not %s", v.Type().FriendlyName())
+	}
+	return b.True(), nil
+}
