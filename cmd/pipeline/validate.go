@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -23,9 +24,17 @@ func newValidateCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files := map[string]*hcl.File{}
 			var all hcl.Diagnostics
+			seen := map[string]bool{}
 			for _, path := range args {
 				l := load([]string{path}, vars)
 				maps.Copy(files, l.files)
+				// An option error (-var) has no position and would repeat per path.
+				l.diags = slices.DeleteFunc(l.diags, func(d *hcl.Diagnostic) bool {
+					key := d.Summary + "\x00" + d.Detail
+					dup := d.Subject == nil && seen[key]
+					seen[key] = seen[key] || d.Subject == nil
+					return dup
+				})
 				all = append(all, l.diags...)
 				if !asJSON {
 					writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
