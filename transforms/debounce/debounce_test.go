@@ -1,7 +1,6 @@
 package debounce
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -33,15 +32,7 @@ func start(t *testing.T, body string) *rig {
 	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\n"+body, upstream).(*Transform)
 	r := &rig{in: nodetest.NewInput(1024), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 	env, _ := nodetest.Env(t, r.reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- tr.Run(ctx, env, r.in, r.out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	nodetest.RunTransform(t, tr, env, r.in, r.out)
 	return r
 }
 

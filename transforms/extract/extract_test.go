@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -60,15 +59,7 @@ func start(t *testing.T, up *node.Upstream, body string) *rig {
 	tr := nodetest.MustBuild(t, Spec(), "input = "+up.Address+"\n"+body, up).(*Transform)
 	r := &rig{in: nodetest.NewInput(16), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 	env, _ := nodetest.Env(t, r.reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- tr.Run(ctx, env, r.in, r.out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	nodetest.RunTransform(t, tr, env, r.in, r.out)
 	return r
 }
 

@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,15 +35,7 @@ func start(t *testing.T, where string) *rig {
 	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\nwhere = "+where, up).(*Transform)
 	r := &rig{in: nodetest.NewInput(8), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 	env, _ := nodetest.Env(t, r.reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- tr.Run(ctx, env, r.in, r.out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	nodetest.RunTransform(t, tr, env, r.in, r.out)
 	return r
 }
 

@@ -1,6 +1,7 @@
 package nodetest
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"testing"
@@ -98,4 +99,19 @@ func (h *HealthRecorder) States() []node.State {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]node.State(nil), h.History...)
+}
+
+// RunTransform runs tr until the test ends; the cleanup cancels it and
+// reports an error returned by Run.
+func RunTransform(t testing.TB, tr node.Transform, env node.Env, in node.Input, out node.Output) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx, env, in, out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
