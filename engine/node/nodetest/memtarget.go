@@ -148,3 +148,11 @@ func (t *memTarget) Delete(_ context.Context, batch []node.Entry) {
 }
 
 func (t *memTarget) Close() error { return nil }
+
+// Has reports whether the target holds k with a value for which match holds.
+func (m *MemSink) Has(k node.Key, match func(cty.Value) bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.state[k]
+	return ok && match(v)
+}
