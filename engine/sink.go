@@ -238,7 +238,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 	}
 	prune := s.synced && (s.n.Prune || s.appendOnly)
 	changes := reconcile.Diff(s.n.Address, s.desired, actual, prune)
-	var ups, dels []node.Entry
+	ups, dels := make([]node.Entry, 0, len(changes)), []node.Entry(nil)
 	for _, c := range changes {
 		if c.Action == reconcile.Delete {
 			dels = append(dels, c.Old)

@@ -54,7 +54,7 @@ func (c Change) After() cty.Value { return c.New.Value }
 // particular order (Sort them to print). With prune false, keys present only
 // in actual are left alone. Entries compare by Value with RawEquals.
 func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) []Change {
-	var out []Change
+	out := make([]Change, 0, max(len(desired)-len(actual), 16))
 	for k, want := range desired {
 		have, ok := actual[k]
 		switch {

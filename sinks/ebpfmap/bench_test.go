@@ -130,7 +130,7 @@ func reconcile(b *testing.B, tg *Target, desired map[node.Key]node.Entry) {
 	for _, e := range actual {
 		have[e.Key] = e
 	}
-	var ups, dels []node.Entry
+	ups, dels := make([]node.Entry, 0, max(len(desired)-len(have), 16)), []node.Entry(nil)
 	for k, e := range desired {
 		if h, ok := have[k]; !ok || !h.Value.RawEquals(e.Value) {
 			ups = append(ups, e)

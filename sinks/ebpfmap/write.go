@@ -65,6 +65,7 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 		return
 	}
 	full := false
+	slab := newSlabs(int(t.s.spec.KeySize), int(t.s.spec.ValueSize), min(len(batch), batchSize))
 	for start := 0; start < len(batch); start += batchSize {
 		if err := ctx.Err(); err != nil {
 			for i := start; i < len(batch); i++ {
@@ -81,7 +82,7 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 			}
 		}
 		if t.batch && prepared {
-			t.writeBatch(chunk, del)
+			t.writeBatch(chunk, del, slab)
 		} else {
 			t.writeEach(chunk, del)
 		}
@@ -119,10 +120,10 @@ func (t *Target) entryErr(err error) error {
 // writeBatch writes chunk with batch syscalls. A batch call stops at the
 // first failing element and reports how many it did; that element gets the
 // error (a delete of a missing key succeeds) and the call resumes after it.
-func (t *Target) writeBatch(chunk []node.Entry, del bool) {
-	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
-	keys, kb := byteSlab(ks, len(chunk))
-	vals, vb := byteSlab(vs, len(chunk))
+func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
+	ks, vs := sl.ks, sl.vs
+	keys, kb := sl.keys.Slice(0, len(chunk)).Interface(), sl.kb
+	vals, vb := sl.vals.Slice(0, len(chunk)).Interface(), sl.vb
 	for i, e := range chunk {
 		r, _ := e.Raw.(raw)
 		copy(kb[i*ks:], r.key)
@@ -135,6 +136,7 @@ func (t *Target) writeBatch(chunk []node.Entry, del bool) {
 		}
 	}
 	kv, vv := reflect.ValueOf(keys), reflect.ValueOf(vals)
+	clear(vb[len(chunk)*vs:]) // a reused slab may hold a longer previous chunk
 	for i := 0; i < len(chunk); {
 		var n int
 		var err error
@@ -184,4 +186,18 @@ func (t *Target) writeEach(chunk []node.Entry, del bool) {
 			chunk[i].Err = t.entryErr(err)
 		}
 	}
+}
+
+// slabs are the key and value buffers of batch syscalls, allocated once per
+// write and reused for every chunk.
+type slabs struct {
+	ks, vs     int
+	keys, vals reflect.Value
+	kb, vb     []byte
+}
+
+func newSlabs(ks, vs, n int) *slabs {
+	keys, kb := byteSlab(ks, n)
+	vals, vb := byteSlab(vs, n)
+	return &slabs{ks: ks, vs: vs, keys: reflect.ValueOf(keys), vals: reflect.ValueOf(vals), kb: kb, vb: vb}
 }
