@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -147,5 +148,69 @@ sink "audit" "trail" {
 	code := run([]string{"run", "--listen", "", cfg}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "not implemented yet") || !strings.Contains(stderr.String(), "sink.audit.trail") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestReadyzBeforeSync: a source that cannot reach its API server never
+// syncs, so /readyz answers 503 and names it; the token appears nowhere.
+func TestReadyzBeforeSync(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	const token = "tok-8c1f2e9a7b3d"
+	src := `
+cluster "down" {
+  endpoint = "https://127.0.0.1:1"
+  token    = "` + token + `"
+}
+source "kubernetes" "pods" {
+  cluster = cluster.down
+  resource = "pods"
+}
+sink "log" "out" {
+  input = source.kubernetes.pods
+  path  = "out.log"
+}
+`
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- runPipeline(ctx, io.Discard, &stderr, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "text",
+			logLevel: "debug", onListen: func(a string) { addrc <- a }})
+	}()
+	addr := <-addrc
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	time.Sleep(500 * time.Millisecond) // let the source try and fail
+	resp, err := client.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r engine.Readiness
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || r.Ready {
+		t.Fatalf("readyz %d %+v, want 503", resp.StatusCode, r)
+	}
+	found := false
+	for _, n := range r.Nodes {
+		if n.Address == "source.kubernetes.pods" {
+			found = !n.Ready && !n.Synced
+		}
+	}
+	if !found {
+		t.Fatalf("readyz does not name the unsynced source: %+v", r)
+	}
+	metrics := get(t, client, "http://"+addr+"/metrics")
+	cancel()
+	<-done
+	for what, text := range map[string]string{"logs": stderr.String(), "metrics": metrics, "readyz": fmt.Sprint(r)} {
+		if strings.Contains(text, token) {
+			t.Errorf("the token leaked into %s", what)
+		}
 	}
 }

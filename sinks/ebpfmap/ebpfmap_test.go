@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -305,4 +306,19 @@ func TestTargetSuite(t *testing.T) {
 		tg, _ := open(t, fmt.Sprintf("pin = %q\nkey { type = \"ip\" }\nvalue {\n type = \"u32\"\n from = 5\n}", fmt.Sprintf("%s/suite%d", dir, n)))
 		return tg
 	}, recs)
+}
+
+// TestMissingBPFFSExplained: a pin outside a bpffs fails at Open with the
+// mount command, never at validate.
+func TestMissingBPFFSExplained(t *testing.T) {
+	dir := t.TempDir() // tmpfs or disk, not bpffs
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nkey { type = \"ipv4\" }\nvalue {\n type = \"u8\"\n from = 1\n}", dir+"/m"), records).(*Sink)
+	env, _ := nodetest.Env(t, nil)
+	_, err := s.Open(context.Background(), env, node.ModeRun)
+	if err == nil || !strings.Contains(err.Error(), "mount -t bpf bpf /sys/fs/bpf") {
+		t.Fatalf("Open outside a bpffs: %v", err)
+	}
+	if err := explain(unix.EPERM); !strings.Contains(err.Error(), "CAP_BPF") {
+		t.Fatalf("EPERM explained as %v", err)
+	}
 }
