@@ -290,3 +290,35 @@ func TestSkippedRecordsCounted(t *testing.T) {
 		h.shutdown()
 	})
 }
+
+func TestUnreadableTargetRetriedWithBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		var broken atomic.Bool
+		broken.Store(true)
+		sink.FailActual = func() error {
+			if broken.Load() {
+				return fmt.Errorf("target unreachable")
+			}
+			return nil
+		}
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() })
+		synctest.Wait()
+		if len(sink.Keys()) != 0 || h.rt.Readiness().Ready {
+			t.Fatalf("wrote without reading the target, or ready: %v", sink.Keys())
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		// Backoff 100ms, 200ms, ... 6.4s: about 7 attempts in 10s, not hundreds.
+		if _, _, r := sink.Counts(); r < 3 || r > 10 {
+			t.Fatalf("%d reads of an unreadable target in 10s; want a few, backing off", r)
+		}
+		broken.Store(false)
+		time.Sleep(31 * time.Second)
+		synctest.Wait()
+		if d := cmp.Diff([]string{"a"}, sink.Keys()); d != "" || !h.rt.Readiness().Ready {
+			t.Fatalf("after recovery (-want +got):\n%s", d)
+		}
+	})
+}

@@ -37,6 +37,11 @@ type sinkLoop struct {
 	attempts map[node.Key]int
 	retryAt  map[node.Key]time.Time
 
+	// fullRetry holds back the next full reconcile after fullFailures
+	// failed reads of the target.
+	fullRetry    time.Time
+	fullFailures int
+
 	synced     bool
 	appendOnly bool
 	needFull   bool
@@ -85,6 +90,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.written = map[node.Key]struct{}{}
 	s.attempts, s.retryAt = map[node.Key]int{}, map[node.Key]time.Time{}
 	s.synced, s.needFull, s.fulls = false, true, 0
+	s.fullFailures, s.fullRetry = 0, time.Time{}
 	s.h.set(false, node.Pending, "waiting for input to sync")
 	sub := s.in.subscribe(stats)
 	defer s.in.unsubscribe(sub)
@@ -105,9 +111,9 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 			}
 			s.handle(ev)
 		}
-		if s.needFull {
+		if s.needFull && !time.Now().Before(s.fullRetry) {
 			s.full(ctx)
-		} else if len(s.pending) > 0 {
+		} else if !s.needFull && len(s.pending) > 0 {
 			s.incremental(ctx)
 		}
 		s.armRetry(retry)
@@ -227,12 +233,11 @@ func (s *sinkLoop) full(ctx context.Context) {
 	if err != nil {
 		s.h.set(false, node.Degraded, "read target: "+err.Error())
 		s.log.Warn("full reconcile failed", "err", err)
-		s.retryAt[""] = time.Now().Add(backoff(s.attempts[""]))
-		s.attempts[""]++
+		s.fullRetry = time.Now().Add(backoff(s.fullFailures))
+		s.fullFailures++
 		return
 	}
-	delete(s.attempts, "")
-	delete(s.retryAt, "")
+	s.fullFailures, s.fullRetry = 0, time.Time{}
 	if s.fulls > 0 && !s.appendOnly {
 		s.countDrift(actual)
 	}

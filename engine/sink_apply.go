@@ -77,6 +77,9 @@ func (s *sinkLoop) updateHealth() {
 // armRetry points the timer at the earliest due retry.
 func (s *sinkLoop) armRetry(t *time.Timer) {
 	var next time.Time
+	if s.needFull {
+		next = s.fullRetry
+	}
 	for _, due := range s.retryAt {
 		if next.IsZero() || due.Before(next) {
 			next = due
@@ -96,10 +99,6 @@ func (s *sinkLoop) dueRetries() {
 			continue
 		}
 		delete(s.retryAt, k)
-		if k == "" {
-			s.needFull = true
-			continue
-		}
 		s.touch(k, time.Time{})
 	}
 }

@@ -25,6 +25,8 @@ type MemSink struct {
 	Reject func(r node.Record) error
 	// AppendOnly makes Actual return node.ErrNoActualState.
 	AppendOnly bool
+	// FailActual, when set, makes Actual fail while it returns an error.
+	FailActual func() error
 }
 
 // NewMemSink returns an empty MemSink.
@@ -77,7 +79,8 @@ func (m *MemSink) Remove(k node.Key) {
 	delete(m.state, k)
 }
 
-// Counts returns the number of entries updated, deleted, and full reads.
+// Counts returns the number of entries updated, deleted, and reads of the
+// whole target (failed ones included).
 func (m *MemSink) Counts() (updates, deletes, reads int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -112,6 +115,11 @@ func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 		return nil, node.ErrNoActualState
 	}
 	m.reads++
+	if m.FailActual != nil {
+		if err := m.FailActual(); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]node.Entry, 0, len(m.state))
 	for k, v := range m.state {
 		out = append(out, node.Entry{Key: k, Value: v})
