@@ -138,6 +138,7 @@ func (s *Server) start(ctx context.Context) error {
 		"--service-account-signing-key-file=" + f("sa.key"), "--service-cluster-ip-range=10.0.0.0/24",
 		"--disable-admission-plugins=ServiceAccount", "--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false", "--profiling=false", "--allow-privileged=true",
+		"--shutdown-watch-termination-grace-period=1s", // a stop with open watches is quick
 	}
 	return s.StartAPIServer(ctx)
 }

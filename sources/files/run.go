@@ -105,6 +105,9 @@ func (r *run) reload() {
 	if r.loaded && snap.hash == r.hash {
 		return
 	}
+	if len(snap.files) == 0 && len(snap.readErr) == 0 {
+		r.env.Logger.Warn("no file matches paths", "count", len(r.src.patterns))
+	}
 	records, objects, skips := r.src.records(snap.files)
 	for _, sk := range skips {
 		r.m.Skipped.WithLabelValues(sk.reason).Inc()

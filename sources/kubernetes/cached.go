@@ -34,13 +34,18 @@ type slimObject struct {
 
 var errValueGone = errors.New("value already emitted")
 
-func newSlim(u *unstructured.Unstructured, keyer *kobject.Keyer) *slimObject {
+// newSlim makes the slim form of u. The value rides along only when it
+// will be emitted: a relist delivers unchanged objects (same
+// resourceVersion) to no handler, so their value would stay in the cache.
+func newSlim(u *unstructured.Unstructured, keyer *kobject.Keyer, withValue bool) *slimObject {
 	o := &slimObject{}
 	o.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
 	o.Name, o.Namespace, o.UID, o.ResourceVersion = u.GetName(), u.GetNamespace(), u.GetUID(), u.GetResourceVersion()
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
-	if v, err := kobject.Value(u.Object); err == nil {
-		o.pending.Store(&v)
+	if withValue {
+		if v, err := kobject.Value(u.Object); err == nil {
+			o.pending.Store(&v)
+		}
 	}
 	o.digest = digest(u.Object)
 	return o
@@ -167,3 +172,8 @@ func (c *objectCache) len() int {
 	defer c.mu.Unlock()
 	return len(c.items)
 }
+
+var (
+	_ runtime.Object = (*slimObject)(nil)
+	_ item           = (*slimObject)(nil)
+)

@@ -225,3 +225,8 @@ func classify(err error) Phase {
 	}
 	return PhaseReachability // refused, timed out, reset, or the server failed to answer
 }
+
+var (
+	_ error    = (*ConnectError)(nil)
+	_ net.Conn = (*trackedConn)(nil)
+)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 )
@@ -24,6 +25,9 @@ import (
 type clients struct {
 	dynamic  dynamic.Interface
 	metadata metadata.Interface // used with metadata_only
+	// rest lists and watches with the single-pass decoder; nil uses the
+	// dynamic client (fakes in unit tests).
+	rest rest.Interface
 	// readyz runs the active health check; nil disables it.
 	readyz func(ctx context.Context) error
 }
@@ -44,7 +48,11 @@ func newClients(c connection) (clients, error) {
 	readyz := func(ctx context.Context) error {
 		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	}
-	return clients{dynamic: dyn, metadata: md, readyz: readyz}, nil
+	rc, err := newRESTClient(c)
+	if err != nil {
+		return clients{}, fmt.Errorf("rest client: %w", err)
+	}
+	return clients{dynamic: dyn, metadata: md, rest: rc, readyz: readyz}, nil
 }
 
 // newInformer builds the informer for the resolved target: a dynamic
@@ -59,7 +67,7 @@ func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 		obs := observedMetadata{Interface: cl.metadata, obs: w.observe}
 		return metadatainformer.NewFilteredMetadataInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 	}
-	obs := observedDynamic{Interface: cl.dynamic, obs: w.observe}
+	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe}
 	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 }
 
@@ -92,42 +100,69 @@ func (w *watcher) observe(ctx context.Context, err error) {
 type observeFunc func(ctx context.Context, err error)
 
 // observedDynamic wraps a dynamic client so that List and Watch calls
-// report their outcome. It keeps the wrapped client's watch-list support.
+// report their outcome and, given a REST client, decode in a single pass
+// (decoder.go). It keeps the wrapped client's watch-list support.
 type observedDynamic struct {
 	dynamic.Interface
-	obs observeFunc
+	rest rest.Interface
+	obs  observeFunc
 }
 
 func (c observedDynamic) Resource(gvr kschema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), obs: c.obs}
+	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), gvr: gvr, rest: c.rest, obs: c.obs}
 }
 
+// IsWatchListSemanticsUnSupported makes the informer start with a LIST
+// (resourceVersion 0, served from the API server's watch cache) instead of
+// a watch-list stream when the single-pass decoder is in use: on our
+// benchmark (10,000 pods) the LIST is about twice as fast, because the
+// server encodes one response instead of 10,000 events. Watch-list only
+// saves the API server memory on very large lists.
 func (c observedDynamic) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(c.Interface)
+	return c.rest != nil || watchlist.DoesClientNotSupportWatchListSemantics(c.Interface)
 }
 
 type observedNamespaceable struct {
 	dynamic.NamespaceableResourceInterface
-	obs observeFunc
+	gvr  kschema.GroupVersionResource
+	rest rest.Interface
+	obs  observeFunc
 }
 
 func (r observedNamespaceable) Namespace(ns string) dynamic.ResourceInterface {
-	return observedResource{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), obs: r.obs}
+	o := observedResource{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), obs: r.obs}
+	if r.rest != nil {
+		o.fast = &lister{rc: r.rest, gvr: r.gvr, ns: ns}
+	}
+	return o
 }
 
 type observedResource struct {
 	dynamic.ResourceInterface
-	obs observeFunc
+	fast *lister // nil: the dynamic client lists and watches
+	obs  observeFunc
 }
 
 func (r observedResource) List(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	l, err := r.ResourceInterface.List(ctx, o)
+	var l *unstructured.UnstructuredList
+	var err error
+	if r.fast != nil {
+		l, err = r.fast.List(ctx, o)
+	} else {
+		l, err = r.ResourceInterface.List(ctx, o)
+	}
 	r.obs(ctx, err)
 	return l, err
 }
 
 func (r observedResource) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	wi, err := r.ResourceInterface.Watch(ctx, o)
+	var wi watch.Interface
+	var err error
+	if r.fast != nil {
+		wi, err = r.fast.Watch(ctx, o)
+	} else {
+		wi, err = r.ResourceInterface.Watch(ctx, o)
+	}
 	r.obs(ctx, err)
 	return wi, err
 }
@@ -193,7 +228,28 @@ func (w *watcher) transform(obj any) (any, error) {
 	}
 	w.src.pruner.Prune(u.Object)
 	if w.src.opts.cached {
-		return newSlim(u, w.src.keyer), nil
+		return newSlim(u, w.src.keyer, !w.cachedUnchanged(u)), nil
 	}
 	return u, nil
 }
+
+// cachedUnchanged reports whether the cache already holds u at the same
+// resourceVersion (a relist of an unchanged object).
+func (w *watcher) cachedUnchanged(u *unstructured.Unstructured) bool {
+	if w.store == nil {
+		return false
+	}
+	old, ok, _ := w.store.GetByKey(id(u.GetNamespace(), u.GetName()))
+	if !ok {
+		return false
+	}
+	o, isSlim := old.(*slimObject)
+	return isSlim && o.ResourceVersion == u.GetResourceVersion()
+}
+
+var (
+	_ dynamic.Interface          = observedDynamic{}
+	_ dynamic.ResourceInterface  = observedResource{}
+	_ metadata.Interface         = observedMetadata{}
+	_ metadata.ResourceInterface = observedMetadataResource{}
+)

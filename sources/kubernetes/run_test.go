@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -106,6 +107,30 @@ func TestTransform(t *testing.T) {
 	tomb := "not an object"
 	if got, _ := w.transform(tomb); got != tomb {
 		t.Error("transform changed a foreign value")
+	}
+}
+
+// A relist delivers unchanged objects to no handler; in the cached store
+// their slim form must not carry a value that nobody would release.
+func TestTransformCachedRelist(t *testing.T) {
+	s := mustBuild(t, "", "resource = \"pods\"\nstore = \"cached\"")
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	w := &watcher{src: s, store: store, res: resolved{gvr: podsGVR, gvk: podGVK}}
+	first, _ := w.transform(newPod("a", "1", nil))
+	if first.(*slimObject).pending.Load() == nil {
+		t.Fatal("a new object carries no value")
+	}
+	first.(*slimObject).release()
+	if err := store.Add(first); err != nil {
+		t.Fatal(err)
+	}
+	same, _ := w.transform(newPod("a", "1", nil))
+	if same.(*slimObject).pending.Load() != nil {
+		t.Error("an unchanged object carries a value")
+	}
+	changed, _ := w.transform(newPod("a", "2", nil))
+	if changed.(*slimObject).pending.Load() == nil {
+		t.Error("a changed object carries no value")
 	}
 }
 

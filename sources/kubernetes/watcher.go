@@ -39,13 +39,14 @@ type watcher struct {
 	missing int                  // objects skipped for a missing index path
 }
 
-// item is an informer object as the handler sees it.
+// item is an informer object as the handler sees it: an unstructured
+// object (store = "memory") or a slim object (store = "cached").
 type item interface {
-	id() string
-	key(*kobject.Keyer) (string, error)
-	value() (cty.Value, error)
-	sameAs(old any) bool
-	release()
+	id() string                         // namespace/name, the informer's key
+	key(*kobject.Keyer) (string, error) // the record key; the error wraps kobject.ErrMissing
+	value() (cty.Value, error)          // the record value; a slim object yields it once
+	sameAs(old any) bool                // equal to old apart from resourceVersion
+	release()                           // drops a value that will not be emitted
 }
 
 type memItem struct{ u *unstructured.Unstructured }
@@ -274,4 +275,7 @@ func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstruc
 	return u.DeepCopy(), true, nil
 }
 
-var _ cache.ResourceEventHandler = (*watcher)(nil)
+var (
+	_ cache.ResourceEventHandler = (*watcher)(nil)
+	_ item                       = memItem{}
+)

@@ -1,0 +1,111 @@
+package kubernetes
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func TestDecodeList(t *testing.T) {
+	raw := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[
+		{"metadata":{"name":"a","namespace":"shop"},"spec":{"priority":7,"ratio":0.5}},
+		{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b"}}]}`
+	l, err := decodeList([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.GetResourceVersion() != "42" || len(l.Items) != 2 {
+		t.Fatalf("list rv %q, %d items", l.GetResourceVersion(), len(l.Items))
+	}
+	a := l.Items[0]
+	if a.GetKind() != "Pod" || a.GetAPIVersion() != "v1" {
+		t.Errorf("item kind %q apiVersion %q, want them from the list", a.GetKind(), a.GetAPIVersion())
+	}
+	spec := a.Object["spec"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"priority": int64(7), "ratio": 0.5}, spec); diff != "" {
+		t.Errorf("numbers must decode as int64 and float64 (-want +got)\n%s", diff)
+	}
+	for _, bad := range []string{`{"items":[1]}`, `{"items":`} {
+		if _, err := decodeList([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestListerPath(t *testing.T) {
+	tests := []struct {
+		l    lister
+		want string
+	}{
+		{lister{gvr: podsGVR, ns: "shop"}, "api/v1/namespaces/shop/pods"},
+		{lister{gvr: podsGVR}, "api/v1/pods"},
+		{lister{gvr: kschema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, ns: "x"}, "apis/apps/v1/namespaces/x/deployments"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(tt.l.path(), "/"); got != tt.want {
+			t.Errorf("path %s, want %s", got, tt.want)
+		}
+	}
+}
+
+func TestStreamWatch(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	pr, pw := io.Pipe()
+	w := &streamWatch{body: pr, ch: make(chan watch.Event), done: make(chan struct{})}
+	go w.run()
+	go func() {
+		io.WriteString(pw, `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","generation":3}}}`+"\n")
+		io.WriteString(pw, `{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}`)
+		io.WriteString(pw, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}}`)
+		pw.Close()
+	}()
+	var got []watch.Event
+	for ev := range w.ResultChan() {
+		got = append(got, ev)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d events", len(got))
+	}
+	a := got[0].Object.(*unstructured.Unstructured)
+	if got[0].Type != watch.Added || a.GetName() != "a" || a.GetGeneration() != 3 {
+		t.Errorf("first event %v %v", got[0].Type, a)
+	}
+	if b := got[1].Object.(*unstructured.Unstructured); got[1].Type != watch.Bookmark || b.GetResourceVersion() != "9" {
+		t.Errorf("bookmark %v", got[1])
+	}
+	st, ok := got[2].Object.(*metav1.Status)
+	if got[2].Type != watch.Error || !ok || !apierrors.IsResourceExpired(apierrors.FromObject(st)) {
+		t.Errorf("error event %#v", got[2])
+	}
+}
+
+func TestStreamWatchGarbageAndStop(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	w := &streamWatch{body: io.NopCloser(strings.NewReader(`{"type":"ADDED","object":[1,2]}`)), ch: make(chan watch.Event), done: make(chan struct{})}
+	go w.run()
+	ev, ok := <-w.ResultChan()
+	if !ok || ev.Type != watch.Error {
+		t.Fatalf("want an error event for a non-object, got %v %v", ev, ok)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Error("channel not closed after a decode error")
+	}
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	w = &streamWatch{body: pr, ch: make(chan watch.Event), done: make(chan struct{})}
+	go w.run()
+	w.Stop()
+	w.Stop() // idempotent
+	if _, ok := <-w.ResultChan(); ok {
+		t.Error("channel not closed after Stop")
+	}
+}
