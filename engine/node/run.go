@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -165,4 +166,20 @@ func Events(ctx context.Context, in Input) <-chan Event {
 		}
 	}()
 	return ch
+}
+
+// Consume calls handle with every event of in, in order, until ctx ends
+// (then it returns nil) or the input fails (an error naming address). It is
+// the whole loop of a transform that has no timers.
+func Consume(ctx context.Context, in Input, address string, handle func(Event)) error {
+	for {
+		ev, err := in.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%s: read input: %w", address, err)
+		}
+		handle(ev)
+	}
 }

@@ -26,16 +26,7 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 	if err != nil {
 		return err
 	}
-	for {
-		ev, err := in.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("%s: read input: %w", t.address, err)
-		}
-		r.handle(ev, out)
-	}
+	return node.Consume(ctx, in, t.address, func(ev node.Event) { r.handle(ev, out) })
 }
 
 // change is a record key touched by the current event, with its value
