@@ -46,6 +46,8 @@ type Target struct {
 	zero   []byte
 	isArr  bool
 	health node.State
+	// lastCount is the size of the last read, to size the next one.
+	lastCount int
 }
 
 type targetMetrics struct {
@@ -113,7 +115,7 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	if t.m == nil {
 		return nil, nil
 	}
-	var out []node.Entry
+	out := make([]node.Entry, 0, t.lastCount+t.lastCount/8) // the map rarely shrinks or grows much between reads
 	err := t.readAll(ctx, func(k, v []byte) {
 		if t.isArr && string(v) == string(t.zero) {
 			return // an array slot holding zeros is an absent entry
@@ -124,6 +126,7 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 		return nil, fmt.Errorf("read map %s: %w", t.s.pin, err)
 	}
 	t.setCount(len(out))
+	t.lastCount = len(out)
 	return out, nil
 }
 
