@@ -115,8 +115,11 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	if t.m == nil {
 		return nil, nil
 	}
-	out := make([]node.Entry, 0, t.lastCount+t.lastCount/8) // the map rarely shrinks or grows much between reads
+	var out []node.Entry
 	err := t.readAll(ctx, func(k, v []byte) {
+		if out == nil { // sized by the last read: a map rarely changes much between reads
+			out = make([]node.Entry, 0, max(t.lastCount+t.lastCount/8, 64))
+		}
 		if t.isArr && string(v) == string(t.zero) {
 			return // an array slot holding zeros is an absent entry
 		}
