@@ -53,32 +53,48 @@ func NewPair(subnet int) (*Pair, error) {
 
 // AttachToB attaches prog as XDP on B's veth end, so it filters what A sends.
 func (p *Pair) AttachToB(prog *ebpf.Program) error {
+	return p.inB(func() error {
+		iface, err := net.InterfaceByName(p.DevB)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", p.DevB, err)
+		}
+		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index})
+		if err != nil {
+			return fmt.Errorf("attach XDP to %s: %w", p.DevB, err)
+		}
+		p.links = append(p.links, l)
+		return nil
+	})
+}
+
+// inB runs f on a thread switched into namespace B. The thread goes back to
+// the scheduler only when it is back in its own namespace; otherwise it
+// stays locked and dies with the goroutine, so no other goroutine ever
+// runs in B by accident.
+func (p *Pair) inB(f func() error) error {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("get current netns: %w", err)
 	}
 	defer orig.Close()
 	target, err := netns.GetFromName(p.NSB)
 	if err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("open netns %s: %w", p.NSB, err)
 	}
 	defer target.Close()
 	if err := netns.Set(target); err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("enter netns %s: %w", p.NSB, err)
 	}
-	defer func() { _ = netns.Set(orig) }()
-	iface, err := net.InterfaceByName(p.DevB)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", p.DevB, err)
+	ferr := f()
+	if err := netns.Set(orig); err != nil {
+		return errors.Join(ferr, fmt.Errorf("leave netns %s: %w", p.NSB, err))
 	}
-	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index})
-	if err != nil {
-		return fmt.Errorf("attach XDP to %s: %w", p.DevB, err)
-	}
-	p.links = append(p.links, l)
-	return nil
+	runtime.UnlockOSThread()
+	return ferr
 }
 
 // Ping sends one echo request from A to B and reports whether a reply came

@@ -25,13 +25,16 @@ func benchRecords() []node.Record {
 	return recs
 }
 
-// BenchmarkInitialReconcile measures a full reconcile of 100,000 records
-// (read the map, diff, write the difference in batches) into an empty
-// pinned hash map and into one with 1% drift, against the floor measured in
-// the same run: one raw BatchUpdate of the same pre-encoded keys. It also
-// measures the hand-written baseline (one Map.Put per key). Reported:
-// ns/op of each, and ratio = target / floor (goal <= 1.25).
-func BenchmarkInitialReconcile(b *testing.B) {
+// benchState is a pinned hash map, 100,000 prepared entries, and the same
+// keys and values pre-encoded for the raw floor.
+type benchState struct {
+	tg         *Target
+	entries    []node.Entry
+	desired    map[node.Key]node.Entry
+	keys, vals any // [][4]byte slabs for raw batch calls
+}
+
+func newBenchState(b *testing.B) *benchState {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root (CAP_BPF) and a bpffs")
 	}
@@ -43,109 +46,154 @@ func BenchmarkInitialReconcile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tg := tg0.(*Target)
-	defer tg.Close()
-	recs := benchRecords()
+	st := &benchState{tg: tg0.(*Target), desired: make(map[node.Key]node.Entry, benchN)}
+	b.Cleanup(func() { _ = st.tg.Close() })
 	start := time.Now()
-	entries := make([]node.Entry, len(recs))
-	for i, r := range recs {
-		if entries[i], err = tg.Prepare(r); err != nil {
+	for _, r := range benchRecords() {
+		e, err := st.tg.Prepare(r)
+		if err != nil {
 			b.Fatal(err)
 		}
+		st.entries = append(st.entries, e)
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/benchN, "prepare-ns/record")
-	desired := make(map[node.Key]node.Entry, len(entries))
-	for _, e := range entries {
-		desired[e.Key] = e
+	var kb, vb []byte
+	st.keys, kb = byteSlab(4, benchN)
+	st.vals, vb = byteSlab(4, benchN)
+	for i, e := range st.entries {
+		st.desired[e.Key] = e
+		copy(kb[i*4:], e.Raw.(*raw).key)
+		copy(vb[i*4:], e.Raw.(*raw).value)
 	}
-	keys, kb := byteSlab(4, benchN)
-	vals, vb := byteSlab(4, benchN)
-	for i, e := range entries {
-		copy(kb[i*4:], e.Raw.(raw).key)
-		copy(vb[i*4:], e.Raw.(raw).value)
+	return st
+}
+
+func (st *benchState) clear(b *testing.B) {
+	if _, err := st.tg.m.BatchDelete(st.keys, nil); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		b.Fatal(err)
 	}
-	clearMap := func() {
-		if _, err := tg.m.BatchDelete(keys, nil); err != nil && !isMissing(err) {
-			b.Fatal(err)
+}
+
+// drift damages 1% of the map: 500 entries missing, 500 with a wrong
+// value, and 1000 foreign entries.
+func (st *benchState) drift() {
+	for i := 0; i < benchN/100; i++ {
+		k := st.entries[i*100].Raw.(*raw).key
+		if i%2 == 0 {
+			_ = st.tg.m.Delete(k)
+		} else {
+			_ = st.tg.m.Put(k, uint32(7))
 		}
+		_ = st.tg.m.Put([]byte{11, byte(i >> 8), byte(i), 1}, uint32(1))
 	}
-	var floor, empty, drift, perKey time.Duration
+}
+
+// timed runs f and adds its duration to *d.
+func timed(d *time.Duration, f func()) {
+	t0 := time.Now()
+	f()
+	*d += time.Since(t0)
+}
+
+// BenchmarkInitialReconcile measures, interleaved in each iteration so the
+// ratios share the machine's state:
+//   - floor: one raw BatchUpdate of the 100,000 pre-encoded keys;
+//   - update: the Target's write path, Update of the 100,000 prepared
+//     entries into the empty map (goal: <= 1.25x floor);
+//   - empty: a full reconcile into the empty map (Actual, diff, Update);
+//   - drift1pct: a full reconcile of the full map after 1% drift, and its
+//     parts: actual (the read), diff (the engine's loop, inlined: a node
+//     package does not import the engine) and write;
+//   - put-per-key: the hand-written baseline, one Map.Put per key.
+//
+// Prepare's cost is reported once, per record.
+func BenchmarkInitialReconcile(b *testing.B) {
+	st := newBenchState(b)
+	var floor, update, empty, drift, actual, diff, write, perKey time.Duration
 	for b.Loop() {
-		clearMap()
-		t0 := time.Now()
-		if _, err := tg.m.BatchUpdate(keys, vals, nil); err != nil {
-			b.Fatal(err)
-		}
-		floor += time.Since(t0)
-
-		clearMap()
-		t0 = time.Now()
-		reconcile(b, tg, desired)
-		empty += time.Since(t0)
-
-		// 1% drift: 500 entries missing, 500 with a wrong value, 1000 stale.
-		for i := 0; i < benchN/100; i++ {
-			k := entries[i*100].Raw.(raw).key
-			if i%2 == 0 {
-				_ = tg.m.Delete(k)
-			} else {
-				_ = tg.m.Put(k, uint32(7))
-			}
-			_ = tg.m.Put([]byte{11, byte(i >> 8), byte(i), 1}, uint32(1))
-		}
-		t0 = time.Now()
-		reconcile(b, tg, desired)
-		drift += time.Since(t0)
-
-		clearMap()
-		t0 = time.Now()
-		for _, e := range entries {
-			if err := tg.m.Put(e.Raw.(raw).key, e.Raw.(raw).value); err != nil {
+		st.clear(b)
+		timed(&floor, func() {
+			if _, err := st.tg.m.BatchUpdate(st.keys, st.vals, nil); err != nil {
 				b.Fatal(err)
 			}
-		}
-		perKey += time.Since(t0)
+		})
+		st.clear(b)
+		timed(&update, func() { mustWrite(b, st.tg.Update, st.entries) })
+		st.clear(b)
+		timed(&empty, func() { reconcile(b, st.tg, st.desired, nil, nil, nil) })
+		st.drift()
+		timed(&drift, func() { reconcile(b, st.tg, st.desired, &actual, &diff, &write) })
+		st.clear(b)
+		timed(&perKey, func() {
+			for _, e := range st.entries {
+				if err := st.tg.m.Put(e.Raw.(*raw).key, e.Raw.(*raw).value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 	n := float64(b.N)
-	b.ReportMetric(float64(floor.Nanoseconds())/n, "floor-ns/op")
-	b.ReportMetric(float64(empty.Nanoseconds())/n, "empty-ns/op")
-	b.ReportMetric(float64(drift.Nanoseconds())/n, "drift1pct-ns/op")
-	b.ReportMetric(float64(perKey.Nanoseconds())/n, "put-per-key-ns/op")
+	for _, m := range []struct {
+		d    time.Duration
+		unit string
+	}{{floor, "floor"}, {update, "update"}, {empty, "empty"}, {drift, "drift1pct"}, {actual, "drift-actual"},
+		{diff, "drift-diff"}, {write, "drift-write"}, {perKey, "put-per-key"}} {
+		b.ReportMetric(float64(m.d.Nanoseconds())/n, m.unit+"-ns/op")
+	}
+	b.ReportMetric(float64(update)/float64(floor), "update/floor")
 	b.ReportMetric(float64(empty)/float64(floor), "empty/floor")
+	b.ReportMetric(float64(drift)/float64(floor), "drift/floor")
 	b.ReportMetric(float64(perKey)/float64(floor), "put-per-key/floor")
 }
 
-func isMissing(err error) bool { return errors.Is(err, ebpf.ErrKeyNotExist) }
-
-// reconcile is what the engine's full reconcile does with the target:
-// read, diff (reconcile.Diff's loop, inlined because a node package does not
-// import the engine), write the difference. desired is keyed as the engine
-// keeps it.
-func reconcile(b *testing.B, tg *Target, desired map[node.Key]node.Entry) {
-	actual, err := tg.Actual(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	have := make(map[node.Key]node.Entry, len(actual))
-	for _, e := range actual {
-		have[e.Key] = e
-	}
-	ups, dels := make([]node.Entry, 0, max(len(desired)-len(have), 16)), []node.Entry(nil)
-	for k, e := range desired {
-		if h, ok := have[k]; !ok || !h.Value.RawEquals(e.Value) {
-			ups = append(ups, e)
-		}
-	}
-	for k, e := range have {
-		if _, ok := desired[k]; !ok {
-			dels = append(dels, e)
-		}
-	}
-	tg.Update(context.Background(), ups)
-	tg.Delete(context.Background(), dels)
-	for _, e := range append(ups, dels...) {
+func mustWrite(b *testing.B, write func(context.Context, []node.Entry), es []node.Entry) {
+	write(context.Background(), es)
+	for _, e := range es {
 		if e.Err != nil {
 			b.Fatal(e.Err)
 		}
 	}
+}
+
+// reconcile is what the engine's full reconcile does with the target:
+// read, diff (reconcile.Diff's loop), write the difference. The optional
+// durations receive its parts.
+func reconcile(b *testing.B, tg *Target, desired map[node.Key]node.Entry, read, diff, write *time.Duration) {
+	var part time.Duration
+	mark := func(d *time.Duration, f func()) {
+		timed(&part, f)
+		if d != nil {
+			*d += part
+		}
+		part = 0
+	}
+	var actual []node.Entry
+	mark(read, func() {
+		var err error
+		if actual, err = tg.Actual(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	})
+	var ups, dels []node.Entry
+	mark(diff, func() {
+		have := make(map[node.Key]node.Entry, len(actual))
+		for _, e := range actual {
+			have[e.Key] = e
+		}
+		ups = make([]node.Entry, 0, max(len(desired)-len(have), 16))
+		for k, e := range desired {
+			if h, ok := have[k]; !ok || !h.Value.RawEquals(e.Value) {
+				ups = append(ups, e)
+			}
+		}
+		for k, e := range have {
+			if _, ok := desired[k]; !ok {
+				dels = append(dels, e)
+			}
+		}
+	})
+	mark(write, func() {
+		mustWrite(b, tg.Update, ups)
+		mustWrite(b, tg.Delete, dels)
+	})
 }

@@ -1,6 +1,7 @@
 package ebpfmap
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/pipeline/pipeline/schema"
 )
 
 // encoding turns a cty value into the bytes of one map key, value or
@@ -67,7 +70,11 @@ func parseScalar(name, order string) (*encoding, error) {
 	default:
 		m := sized.FindStringSubmatch(name)
 		if m == nil {
-			return nil, fmt.Errorf("unknown type %q; the types are %s", name, strings.Join(scalarTypes, ", "))
+			msg := fmt.Sprintf("unknown type %q; the types are %s", name, strings.Join(scalarTypes, ", "))
+			if s := schema.DidYouMean(name, scalarTypes); s != "" {
+				msg += fmt.Sprintf(". Did you mean %q?", s)
+			}
+			return nil, errors.New(msg)
 		}
 		n, err := strconv.Atoi(m[2])
 		if err != nil || n < 1 || n > 4096 {
@@ -96,6 +103,19 @@ func layoutStruct(fields []field) *encoding {
 	e.size = alignUp(off, e.align)
 	e.fields = fields
 	return e
+}
+
+// hostOrder reports whether a uN encoding uses the host's byte order.
+func (e *encoding) hostOrder() bool {
+	return e.order == nil || e.order.Uint16([]byte{1, 0}) == binary.NativeEndian.Uint16([]byte{1, 0})
+}
+
+// describe names the encoding with its byte order when not the host's.
+func (e *encoding) describe() string {
+	if e.order != nil && !e.hostOrder() {
+		return e.name + " (byte_order " + map[bool]string{true: "be", false: "le"}[e.order.Uint16([]byte{0, 1}) == 1] + ")"
+	}
+	return e.name
 }
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
@@ -266,41 +286,65 @@ func (e *encoding) encodeBytes(v cty.Value, b []byte) error {
 }
 
 // canonical renders encoded bytes as the key string plan and diff use.
-func (e *encoding) canonical(b []byte) string {
+func (e *encoding) canonical(b []byte) string { return string(e.appendCanonical(nil, b)) }
+
+// appendCanonical appends the canonical string of b to dst: an address or
+// prefix as netip prints it, an integer in decimal, a string up to its NUL,
+// bytes in hex, and a struct as name=value pairs in declaration order.
+func (e *encoding) appendCanonical(dst, b []byte) []byte {
 	switch {
 	case e.name == "struct":
-		parts := make([]string, len(e.fields))
 		for i, f := range e.fields {
-			parts[i] = f.name + "=" + f.enc.canonical(b[f.offset:f.offset+f.enc.size])
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(append(dst, f.name...), '=')
+			dst = f.enc.appendCanonical(dst, b[f.offset:f.offset+f.enc.size])
 		}
-		return strings.Join(parts, ",")
+		return dst
 	case e.name == "ipv4":
-		return netip.AddrFrom4([4]byte(b)).String()
+		return netip.AddrFrom4([4]byte(b)).AppendTo(dst)
 	case e.name == "ipv6":
-		return netip.AddrFrom16([16]byte(b)).String()
+		return netip.AddrFrom16([16]byte(b)).AppendTo(dst)
 	case e.name == "ip":
-		return netip.AddrFrom16([16]byte(b)).Unmap().String()
-	case e.name == "ipv4_prefix":
-		return netip.PrefixFrom(netip.AddrFrom4([4]byte(b[4:])), int(binary.NativeEndian.Uint32(b))).String()
+		return netip.AddrFrom16([16]byte(b)).Unmap().AppendTo(dst)
 	case e.isPrefix():
-		a, bits := netip.AddrFrom16([16]byte(b[4:])), int(binary.NativeEndian.Uint32(b))
-		if a.Is4In6() && e.name == "ip_prefix" && bits >= 96 {
-			return netip.PrefixFrom(a.Unmap(), bits-96).String()
-		}
-		return netip.PrefixFrom(a, bits).String()
+		return e.prefixOf(b).AppendTo(dst)
 	case e.name[0] == 'u':
-		switch e.size {
-		case 1:
-			return strconv.FormatUint(uint64(b[0]), 10)
-		case 2:
-			return strconv.FormatUint(uint64(e.order.Uint16(b)), 10)
-		case 4:
-			return strconv.FormatUint(uint64(e.order.Uint32(b)), 10)
-		}
-		return strconv.FormatUint(e.order.Uint64(b), 10)
+		return strconv.AppendUint(dst, e.uint(b), 10)
 	case strings.HasPrefix(e.name, "string("):
-		s, _, _ := strings.Cut(string(b), "\x00")
-		return s
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		return append(dst, b...)
 	}
-	return hex.EncodeToString(b)
+	return hex.AppendEncode(dst, b)
+}
+
+// prefixOf decodes an LPM key. Bytes the kernel holds but Prepare would
+// never write (a prefix length beyond the address, host bits) still decode
+// to a distinct, printable prefix, so drift shows and is repaired.
+func (e *encoding) prefixOf(b []byte) netip.Prefix {
+	bits := int(binary.NativeEndian.Uint32(b))
+	if e.name == "ipv4_prefix" {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte(b[4:])), bits)
+	}
+	a := netip.AddrFrom16([16]byte(b[4:]))
+	if a.Is4In6() && e.name == "ip_prefix" && bits >= 96 {
+		return netip.PrefixFrom(a.Unmap(), bits-96)
+	}
+	return netip.PrefixFrom(a, bits)
+}
+
+// uint decodes a u8/u16/u32/u64.
+func (e *encoding) uint(b []byte) uint64 {
+	switch e.size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(e.order.Uint16(b))
+	case 4:
+		return uint64(e.order.Uint32(b))
+	}
+	return e.order.Uint64(b)
 }

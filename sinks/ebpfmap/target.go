@@ -2,11 +2,9 @@ package ebpfmap
 
 import (
 	"context"
-	"encoding/hex"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/hashicorp/hcl/v2"
@@ -17,7 +15,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// Sink is a configured ebpf_map sink.
+// Sink is a configured ebpf_map sink. It holds no kernel object: Open does.
 type Sink struct {
 	address  string
 	pin      string
@@ -28,23 +26,23 @@ type Sink struct {
 	ctx      *hcl.EvalContext // var, local and functions for from expressions
 }
 
-var (
-	_ node.Sink   = (*Sink)(nil)
-	_ node.Target = (*Target)(nil)
-)
-
 // batchSize bounds one batch syscall.
 const batchSize = 4096
 
-// Target is an open pinned map.
+// Target is an open pinned map. Its methods are called from one goroutine
+// (the engine's sink loop), as node.Target requires.
 type Target struct {
-	s      *Sink
-	m      *ebpf.Map // nil in plan mode when the map does not exist
-	env    node.Env
-	met    targetMetrics
-	batch  bool // batch syscalls work on this map
-	zero   []byte
-	isArr  bool
+	s     *Sink
+	m     *ebpf.Map // nil in plan mode when the map does not exist
+	plan  bool      // opened read-only for plan: writes are refused
+	env   node.Env
+	met   targetMetrics
+	batch bool // batch syscalls work on this map
+	// ncpu is how many copies of a value the kernel holds: the possible
+	// CPUs for a per-CPU map, else 1.
+	ncpu   int
+	zero   []byte // one value of zeros
+	isArr  bool   // array or percpu_array: every index exists, zero means absent
 	health node.State
 	// lastCount is the size of the last read, to size the next one.
 	lastCount int
@@ -56,81 +54,108 @@ type targetMetrics struct {
 	full           prometheus.Counter
 }
 
-// Open implements node.Sink.
+// Open implements node.Sink. In ModePlan it opens an existing map
+// read-only and creates nothing.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
+	t := &Target{s: s, env: env, batch: true, ncpu: 1, plan: mode == node.ModePlan, zero: make([]byte, s.spec.ValueSize),
+		isArr: s.spec.Type == ebpf.Array || s.spec.Type == ebpf.PerCPUArray}
+	if perCPU(s.spec.Type) {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, fmt.Errorf("open map %s: count possible CPUs: %w", s.pin, err)
+		}
+		t.ncpu = n
+	}
 	m, err := s.openMap(mode == node.ModePlan)
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{s: s, m: m, env: env, batch: true, zero: make([]byte, s.spec.ValueSize), isArr: s.spec.Type == ebpf.Array}
+	t.m = m
 	if mode == node.ModeRun {
 		if err := t.registerMetrics(); err != nil {
 			m.Close()
 			return nil, err
 		}
-		env.Logger.Info("map open", "file", s.pin, "count", s.spec.MaxEntries)
+		env.Logger.Info("map open", "file", s.pin, "type", s.spec.Type.String(), "count", s.spec.MaxEntries)
 	}
 	return t, nil
 }
 
 func (t *Target) registerMetrics() error {
 	t.met = targetMetrics{
-		entries: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_sink_map_entries", Help: "Entries in the BPF map, as last read or written."}),
-		ratio:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_sink_map_capacity_ratio", Help: "Entries divided by max_entries."}),
-		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pipeline_sink_map_batch_size", Help: "Entries per batch syscall.",
+		entries: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_sink_map_entries", Help: "Entries in the BPF map at the last full read."}),
+		ratio:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_sink_map_capacity_ratio", Help: "Entries divided by max_entries at the last full read."}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pipeline_sink_map_batch_size", Help: "Entries written or deleted per batch syscall.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 8)}),
-		full: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_map_full_total", Help: "Writes refused because the map was full."}),
+		full: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_map_full_total", Help: "Entry writes refused because the map was full."}),
 	}
 	for _, c := range []prometheus.Collector{t.met.entries, t.met.ratio, t.met.batch.(prometheus.Histogram), t.met.full} {
 		if err := t.env.Metrics.Register(c); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
+			return fmt.Errorf("open map %s: register metrics: %w", t.s.pin, err)
 		}
 	}
 	return nil
 }
 
-// raw is an entry's encoded key and value.
-type raw struct{ key, value []byte }
+// raw is an entry's encoded key and value (one CPU's copy). Small ones
+// live in the same allocation, so writing a batch touches one object per
+// entry.
+type raw struct {
+	key, value []byte
+	inline     [inlineBytes]byte
+}
+
+// inlineBytes holds an ipv6_prefix key with a u64 value, or an IPv4 key with
+// a 32-byte struct value.
+const inlineBytes = 40
+
+// init points r's key and value at its inline bytes when they fit, else
+// at a new slice.
+func (r *raw) init(ks, vs int) {
+	var b []byte
+	if ks+vs <= inlineBytes {
+		b = r.inline[:ks+vs]
+	} else {
+		b = make([]byte, ks+vs)
+	}
+	r.key, r.value = b[:ks:ks], b[ks:ks+vs:ks+vs]
+}
 
 // Prepare implements node.Target: it encodes the record's key and value.
-func (t *Target) Prepare(r node.Record) (node.Entry, error) {
-	rec := cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(r.Key), "value": r.Value})
-	k, err := t.s.key.build(t.s.ctx, rec)
-	if err != nil {
+// It does no I/O.
+func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
+	ctx := t.s.ctx.NewChild()
+	ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(rec.Key), "value": rec.Value})}
+	r := new(raw)
+	r.init(int(t.s.spec.KeySize), int(t.s.spec.ValueSize))
+	k, v := r.key, r.value
+	if err := t.s.key.encodeInto(ctx, k); err != nil {
 		return node.Entry{}, fmt.Errorf("key: %w", err)
 	}
-	v, err := t.s.value.build(t.s.ctx, rec)
-	if err != nil {
+	if t.isArr {
+		if i := binary.NativeEndian.Uint32(k); i >= t.s.spec.MaxEntries {
+			return node.Entry{}, fmt.Errorf("key: index %d is outside the array (max_entries %d)", i, t.s.spec.MaxEntries)
+		}
+	}
+	if err := t.s.value.encodeInto(ctx, v); err != nil {
 		return node.Entry{}, fmt.Errorf("value: %w", err)
 	}
-	return t.entry(k, v), nil
+	return node.Entry{Key: t.s.key.enc.canonical(k), Value: hexValue(v), Raw: r}, nil
 }
 
-func (t *Target) entry(k, v []byte) node.Entry {
-	return node.Entry{Key: t.s.key.enc.canonical(k), Value: cty.StringVal(hex.EncodeToString(v)), Raw: raw{k, v}}
-}
-
-// Actual implements node.Target: every entry of the map.
+// Actual implements node.Target: every entry of the map, read with batch
+// lookups where the kernel has them. An array slot of zeros is absent.
 func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	if t.m == nil {
 		return nil, nil
 	}
-	var out []node.Entry
-	err := t.readAll(ctx, func(k, v []byte) {
-		if out == nil { // sized by the last read: a map rarely changes much between reads
-			out = make([]node.Entry, 0, max(t.lastCount+t.lastCount/8, 64))
-		}
-		if t.isArr && string(v) == string(t.zero) {
-			return // an array slot holding zeros is an absent entry
-		}
-		out = append(out, t.entry(append([]byte(nil), k...), append([]byte(nil), v...)))
-	})
-	if err != nil {
+	r := newReader(t)
+	if err := t.readAll(ctx, r.chunk); err != nil {
 		return nil, fmt.Errorf("read map %s: %w", t.s.pin, err)
 	}
-	t.setCount(len(out))
-	t.lastCount = len(out)
-	return out, nil
+	t.setCount(len(r.out))
+	t.lastCount = len(r.out)
+	return r.out, nil
 }
 
 func (t *Target) setCount(n int) {
@@ -141,25 +166,27 @@ func (t *Target) setCount(n int) {
 	t.met.ratio.Set(float64(n) / float64(t.s.spec.MaxEntries))
 }
 
-// readAll visits every key/value, with batch lookups where supported.
-func (t *Target) readAll(ctx context.Context, visit func(k, v []byte)) error {
+// readAll passes every key and value to visit, a chunk at a time: n keys
+// in keys and n*ncpu values in vals, valid only during the call. It uses
+// batch lookups where supported, else iterates.
+func (t *Target) readAll(ctx context.Context, visit func(n int, keys, vals []byte)) error {
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	if t.batch {
 		keys, kb := byteSlab(ks, batchSize)
-		vals, vb := byteSlab(vs, batchSize)
+		vals, vb := byteSlab(vs, batchSize*t.ncpu)
 		var cursor ebpf.MapBatchCursor
-		for {
+		for first := true; ; first = false {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			n, err := t.m.BatchLookup(&cursor, keys, vals, nil)
-			for i := range n {
-				visit(kb[i*ks:(i+1)*ks], vb[i*vs:(i+1)*vs])
+			if n > 0 {
+				visit(n, kb[:n*ks], vb[:n*vs*t.ncpu])
 			}
 			if errors.Is(err, ebpf.ErrKeyNotExist) {
 				return nil
 			}
-			if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) && n == 0 {
+			if first && n == 0 && (errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL)) {
 				t.batch = false
 				break
 			}
@@ -168,19 +195,31 @@ func (t *Target) readAll(ctx context.Context, visit func(k, v []byte)) error {
 			}
 		}
 	}
-	k, v := make([]byte, ks), make([]byte, vs)
+	k := make([]byte, ks)
+	vals, vb := byteSlab(vs, t.ncpu)
 	it := t.m.Iterate()
-	for it.Next(&k, &v) {
-		visit(k, v)
+	for i := 0; ; i++ {
+		var ok bool
+		if t.ncpu > 1 {
+			ok = it.Next(&k, vals)
+		} else {
+			ok = it.Next(&k, &vb)
+		}
+		if !ok {
+			break
+		}
+		if i%batchSize == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		visit(1, k, vb)
 	}
 	return it.Err()
 }
 
-// byteSlab returns a slice of n fixed-size byte arrays (what cilium/ebpf's
-// batch calls expect) and a flat view of its memory.
-func byteSlab(size, n int) (any, []byte) {
-	sl := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
-	return sl.Interface(), unsafe.Slice((*byte)(sl.UnsafePointer()), size*n)
+func perCPU(t ebpf.MapType) bool {
+	return t == ebpf.PerCPUHash || t == ebpf.PerCPUArray || t == ebpf.LRUCPUHash
 }
 
 // Close implements node.Target. The map stays pinned with its entries.
@@ -188,5 +227,14 @@ func (t *Target) Close() error {
 	if t.m == nil {
 		return nil
 	}
-	return t.m.Close()
+	if err := t.m.Close(); err != nil {
+		return fmt.Errorf("close map %s: %w", t.s.pin, err)
+	}
+	return nil
 }
+
+// Interface guards.
+var (
+	_ node.Sink   = (*Sink)(nil)
+	_ node.Target = (*Target)(nil)
+)

@@ -7,65 +7,33 @@ import (
 	"reflect"
 
 	"github.com/cilium/ebpf"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// build evaluates the column's expressions for one record and encodes them.
-func (c *column) build(parent *hcl.EvalContext, rec cty.Value) ([]byte, error) {
-	ctx := parent.NewChild()
-	ctx.Variables = map[string]cty.Value{"record": rec}
-	b := make([]byte, c.enc.size)
-	if c.enc.name != "struct" {
-		v, diags := c.from.Value(ctx)
-		if diags.HasErrors() {
-			return nil, diags
-		}
-		return b, c.enc.encode(v, b)
-	}
-	for i, f := range c.enc.fields {
-		v, diags := c.fields[i].Value(ctx)
-		if diags.HasErrors() {
-			return nil, fmt.Errorf("field %s: %w", f.name, diags)
-		}
-		if err := f.enc.encode(v, b[f.offset:f.offset+f.enc.size]); err != nil {
-			return nil, fmt.Errorf("field %s: %w", f.name, err)
-		}
-	}
-	return b, nil
-}
-
 // Update implements node.Target. Entries that fail get Err; the others are
-// written, in batches where the map supports them.
+// written, in batches where the map supports them. A per-CPU map gets the
+// value on every CPU.
 func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 	t.write(ctx, batch, false)
 }
 
 // Delete implements node.Target. Deleting a missing key succeeds. In an
-// array map a delete writes a zero value.
+// array map, where every index exists, a delete writes a zero value.
 func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
-	if t.isArr {
-		for i := range batch {
-			if r, ok := batch[i].Raw.(raw); ok {
-				batch[i].Raw = raw{key: r.key} // nil value: write zeros
-			}
-		}
-	}
-	t.write(ctx, batch, !t.isArr)
+	t.write(ctx, batch, true)
 }
 
 func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
-	if t.m == nil {
+	if t.m == nil || t.plan {
 		for i := range batch {
-			batch[i].Err = errors.New("map not open for writing (plan mode)")
+			batch[i].Err = fmt.Errorf("%s: map %s is not open for writing (plan mode)", t.s.address, t.s.pin)
 		}
 		return
 	}
 	full := false
-	slab := newSlabs(int(t.s.spec.KeySize), int(t.s.spec.ValueSize), min(len(batch), batchSize))
+	sl := newSlabs(int(t.s.spec.KeySize), int(t.s.spec.ValueSize), t.ncpu, min(len(batch), batchSize))
 	for start := 0; start < len(batch); start += batchSize {
 		if err := ctx.Err(); err != nil {
 			for i := start; i < len(batch); i++ {
@@ -76,15 +44,16 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 		chunk := batch[start:min(start+batchSize, len(batch))]
 		prepared := true
 		for i := range chunk {
-			if _, ok := chunk[i].Raw.(raw); !ok {
+			if r, ok := chunk[i].Raw.(*raw); !ok || r == nil {
 				chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
 				prepared = false
 			}
 		}
-		if t.batch && prepared {
-			t.writeBatch(chunk, del, slab)
-		} else {
-			t.writeEach(chunk, del)
+		switch {
+		case t.batch && prepared:
+			t.writeBatch(chunk, del, sl)
+		default:
+			t.writeEach(chunk, del, sl)
 		}
 		for i := range chunk {
 			full = full || isFull(chunk[i].Err)
@@ -106,7 +75,8 @@ func (t *Target) afterWrite(full bool) {
 
 func isFull(err error) bool { return errors.Is(err, unix.E2BIG) || errors.Is(err, unix.ENOSPC) }
 
-// entryErr wraps a kernel error for one entry, naming the map.
+// entryErr wraps a kernel error for one entry, naming the map. The engine
+// logs it with the entry's key and operation.
 func (t *Target) entryErr(err error) error {
 	if isFull(err) {
 		if t.met.full != nil {
@@ -117,44 +87,62 @@ func (t *Target) entryErr(err error) error {
 	return fmt.Errorf("map %s: %w", t.s.pin, explain(err))
 }
 
-// writeBatch writes chunk with batch syscalls. A batch call stops at the
-// first failing element and reports how many it did; that element gets the
-// error (a delete of a missing key succeeds) and the call resumes after it.
-func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
+// fill copies the chunk's keys, and its values (every CPU's copy; zeros
+// for an array delete), into the slabs.
+func (t *Target) fill(chunk []node.Entry, del bool, sl *slabs) {
 	ks, vs := sl.ks, sl.vs
-	keys, kb := sl.keys.Slice(0, len(chunk)).Interface(), sl.kb
-	vals, vb := sl.vals.Slice(0, len(chunk)).Interface(), sl.vb
 	for i, e := range chunk {
-		r, _ := e.Raw.(raw)
-		copy(kb[i*ks:], r.key)
-		if !del {
-			v := r.value
-			if t.isArr && v == nil {
-				v = t.zero
-			}
-			copy(vb[i*vs:], v)
+		r := e.Raw.(*raw)
+		copy(sl.kb[i*ks:], r.key)
+		if del && !t.isArr {
+			continue
+		}
+		v := r.value
+		if del {
+			v = t.zero
+		}
+		for c := range t.ncpu {
+			copy(sl.vb[(i*t.ncpu+c)*vs:], v)
 		}
 	}
-	kv, vv := reflect.ValueOf(keys), reflect.ValueOf(vals)
-	clear(vb[len(chunk)*vs:]) // a reused slab may hold a longer previous chunk
-	for i := 0; i < len(chunk); {
-		var n int
+}
+
+// writeBatch writes chunk with batch syscalls. A batch call stops at the
+// first failing element and reports how many it did; that element gets the
+// error (a delete of a missing key succeeds) and the call resumes after it,
+// so one bad entry never fails the others.
+func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
+	t.fill(chunk, del, sl)
+	n := len(chunk)
+	for i := 0; i < n; {
+		keys := sl.keys.Slice(i, n).Interface()
+		var done int
 		var err error
-		if del {
-			n, err = t.m.BatchDelete(kv.Slice(i, len(chunk)).Interface(), nil)
+		if del && !t.isArr {
+			done, err = t.m.BatchDelete(keys, nil)
 		} else {
-			n, err = t.m.BatchUpdate(kv.Slice(i, len(chunk)).Interface(), vv.Slice(i, len(chunk)).Interface(), nil)
+			done, err = t.m.BatchUpdate(keys, sl.vals.Slice(i*t.ncpu, n*t.ncpu).Interface(), nil)
 		}
-		if t.met.batch != nil && n > 0 {
-			t.met.batch.Observe(float64(n))
+		if err != nil && done >= n-i {
+			// The kernel failed the call before looking at any element
+			// (EPERM, EINVAL) and left the count as requested: find out
+			// per entry.
+			if errors.Is(err, ebpf.ErrNotSupported) {
+				t.batch = false
+			}
+			t.writeEach(chunk[i:], del, sl)
+			return
 		}
-		i += n
-		if err == nil || i >= len(chunk) {
+		if t.met.batch != nil && done > 0 {
+			t.met.batch.Observe(float64(done))
+		}
+		i += done
+		if err == nil || i >= n {
 			return
 		}
 		if errors.Is(err, ebpf.ErrNotSupported) {
 			t.batch = false
-			t.writeEach(chunk[i:], del)
+			t.writeEach(chunk[i:], del, sl)
 			return
 		}
 		if !(del && errors.Is(err, ebpf.ErrKeyNotExist)) {
@@ -164,20 +152,32 @@ func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
 	}
 }
 
-// writeEach writes entries one syscall each (maps without batch support).
-func (t *Target) writeEach(chunk []node.Entry, del bool) {
+// writeEach writes entries one syscall each (maps without batch support,
+// and chunks holding entries this target did not prepare).
+func (t *Target) writeEach(chunk []node.Entry, del bool, sl *slabs) {
+	one := sl.vals.Slice(0, t.ncpu) // a per-CPU value: ncpu copies
+	vb := sl.vb[:t.ncpu*sl.vs]
 	for i := range chunk {
-		r, ok := chunk[i].Raw.(raw)
-		if !ok {
+		r, ok := chunk[i].Raw.(*raw)
+		if !ok || r == nil {
 			continue
 		}
 		var err error
 		switch {
-		case del:
+		case del && !t.isArr:
 			if err = t.m.Delete(r.key); errors.Is(err, ebpf.ErrKeyNotExist) {
 				err = nil
 			}
-		case t.isArr && r.value == nil:
+		case t.ncpu > 1:
+			v := r.value
+			if del {
+				v = t.zero
+			}
+			for c := range t.ncpu {
+				copy(vb[c*sl.vs:], v)
+			}
+			err = t.m.Put(r.key, one.Interface())
+		case del:
 			err = t.m.Put(r.key, t.zero)
 		default:
 			err = t.m.Put(r.key, r.value)
@@ -196,8 +196,12 @@ type slabs struct {
 	kb, vb     []byte
 }
 
-func newSlabs(ks, vs, n int) *slabs {
+func newSlabs(ks, vs, ncpu, n int) *slabs {
+	n = max(n, 1)
 	keys, kb := byteSlab(ks, n)
-	vals, vb := byteSlab(vs, n)
+	vals, vb := byteSlab(vs, n*ncpu)
 	return &slabs{ks: ks, vs: vs, keys: reflect.ValueOf(keys), vals: reflect.ValueOf(vals), kb: kb, vb: vb}
 }
+
+// Interface guards.
+var _ node.Target = (*Target)(nil)

@@ -1,0 +1,325 @@
+package ebpfmap
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+const u8Value = "value {\n type = \"u8\"\n from = 1\n}"
+
+// TestPerCPU writes through the target into every per-CPU type: each CPU
+// holds the value, Actual reads it back as one value, and a CPU edited by
+// hand shows as a different value that Update repairs.
+func TestPerCPU(t *testing.T) {
+	dir := requireBPF(t)
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ mapType, key, record string }{
+		{"percpu_hash", `type = "ipv4"`, "10.0.0.1"},
+		{"lru_percpu_hash", `type = "ipv4"`, "10.0.0.1"},
+		{"percpu_array", "type = \"u32\"\nfrom = 3", "x"},
+	} {
+		for _, batch := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s batch=%v", tc.mapType, batch), func(t *testing.T) {
+				pin := fmt.Sprintf("%s/%s-%v", dir, tc.mapType, batch)
+				tg, _ := open(t, fmt.Sprintf("pin = %q\ntype = %q\nmax_entries = 8\nkey {\n%s\n}\nvalue {\n type = \"u32\"\n from = 9\n}", pin, tc.mapType, tc.key))
+				tg.batch = batch
+				es := put(t, tg, rec(tc.record, cty.EmptyObjectVal))
+				if es[0].Err != nil {
+					t.Fatal(es[0].Err)
+				}
+				key := es[0].Raw.(*raw).key
+				got := make([]uint32, ncpu)
+				if err := tg.m.Lookup(key, got); err != nil {
+					t.Fatal(err)
+				}
+				want := slicesOf(uint32(9), ncpu)
+				if d := cmp.Diff(want, got); d != "" {
+					t.Fatalf("per-CPU values (-want +got):\n%s", d)
+				}
+				checkActual(t, tg, es[0].Key, es[0].Value)
+				if ncpu > 1 {
+					got[ncpu-1] = 5
+					if err := tg.m.Put(key, got); err != nil {
+						t.Fatal(err)
+					}
+					a, _ := tg.Actual(context.Background())
+					if len(a) != 1 || a[0].Value.RawEquals(es[0].Value) {
+						t.Fatalf("a CPU holding another value must show as drift: %v", a)
+					}
+					put(t, tg, rec(tc.record, cty.EmptyObjectVal))
+					checkActual(t, tg, es[0].Key, es[0].Value)
+				}
+				tg.Delete(context.Background(), es)
+				if a, _ := tg.Actual(context.Background()); len(a) != 0 || es[0].Err != nil {
+					t.Fatalf("after delete: %v, %v", a, es[0].Err)
+				}
+			})
+		}
+	}
+}
+
+func slicesOf[T any](v T, n int) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func checkActual(t *testing.T, tg *Target, key string, value cty.Value) {
+	t.Helper()
+	a, err := tg.Actual(context.Background())
+	if err != nil || len(a) != 1 || a[0].Key != key || !a[0].Value.RawEquals(value) {
+		t.Fatalf("Actual = %v, %v; want one entry %s = %#v", a, err, key, value)
+	}
+}
+
+// TestWithoutBatchSyscalls runs the per-key fallbacks (iterate, Put,
+// Delete) that maps without batch support use.
+func TestWithoutBatchSyscalls(t *testing.T) {
+	dir := requireBPF(t)
+	for _, mapType := range []string{"hash", "array"} {
+		t.Run(mapType, func(t *testing.T) {
+			key := `type = "ip"`
+			if mapType == "array" {
+				key = "type = \"u32\"\nfrom = record.value.i"
+			}
+			tg, _ := open(t, fmt.Sprintf("pin = %q\ntype = %q\nmax_entries = 8\nkey {\n%s\n}\n%s", dir+"/nb-"+mapType, mapType, key, u8Value))
+			tg.batch = false
+			var recs []node.Record
+			for i := range 3 {
+				recs = append(recs, rec(fmt.Sprint("10.0.0.", i), cty.ObjectVal(map[string]cty.Value{"i": cty.NumberIntVal(int64(i))})))
+			}
+			es := put(t, tg, recs...)
+			if a, err := tg.Actual(context.Background()); err != nil || len(a) != 3 {
+				t.Fatalf("Actual = %v, %v", a, err)
+			}
+			tg.Delete(context.Background(), es[:2])
+			tg.Delete(context.Background(), es[:2]) // missing keys succeed
+			for _, e := range es {
+				if e.Err != nil {
+					t.Fatal(e.Err)
+				}
+			}
+			checkActual(t, tg, es[2].Key, es[2].Value)
+		})
+	}
+}
+
+// TestBatchPartialFailure: an entry the kernel refuses in the middle of a
+// batch fails alone; the entries after it are written.
+func TestBatchPartialFailure(t *testing.T) {
+	dir := requireBPF(t)
+	tg, _ := open(t, fmt.Sprintf("pin = %q\ntype = \"lpm_trie\"\nkey { type = \"ipv4_prefix\" }\n%s", dir+"/partial", u8Value))
+	es := make([]node.Entry, 0, 5)
+	for i := range 5 {
+		e, err := tg.Prepare(rec(fmt.Sprintf("10.%d.0.0/16", i), cty.EmptyObjectVal))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	bad := es[2].Raw.(*raw)
+	binary.NativeEndian.PutUint32(bad.key, 40) // prefix length beyond an IPv4 address: EINVAL
+	tg.Update(context.Background(), es)
+	for i, e := range es {
+		if (e.Err != nil) != (i == 2) {
+			t.Fatalf("entry %d (%s): err %v; want only entry 2 to fail", i, e.Key, e.Err)
+		}
+	}
+	if !strings.Contains(es[2].Err.Error(), dir+"/partial") {
+		t.Fatalf("error does not name the map: %v", es[2].Err)
+	}
+	if a, _ := tg.Actual(context.Background()); len(a) != 4 {
+		t.Fatalf("want the 4 good entries written, map holds %v", a)
+	}
+}
+
+// TestPlanModeOnExistingMap: plan reads a present map read-only and never
+// writes it.
+func TestPlanModeOnExistingMap(t *testing.T) {
+	dir := requireBPF(t)
+	body := fmt.Sprintf("input = transform.extract.ips\npin = %q\nkey { type = \"ipv4\" }\n%s", dir+"/plan", u8Value)
+	tg, _ := open(t, strings.TrimPrefix(body, "input = transform.extract.ips\n"))
+	if a, err := tg.Actual(context.Background()); err != nil || len(a) != 0 {
+		t.Fatalf("Actual of an empty map = %v, %v", a, err)
+	}
+	put(t, tg, rec("10.0.0.1", cty.EmptyObjectVal))
+	s := nodetest.MustBuild(t, Spec(), body, records).(*Sink)
+	env, _ := nodetest.Env(t, nil)
+	pt, err := s.Open(context.Background(), env, node.ModePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pt.Close()
+	if a, err := pt.Actual(context.Background()); err != nil || len(a) != 1 || a[0].Key != "10.0.0.1" {
+		t.Fatalf("plan Actual = %v, %v", a, err)
+	}
+	e, _ := pt.Prepare(rec("10.0.0.2", cty.EmptyObjectVal))
+	batch := []node.Entry{e}
+	pt.Update(context.Background(), batch)
+	if batch[0].Err == nil {
+		t.Fatal("a plan-mode target wrote the map")
+	}
+	if a, _ := tg.Actual(context.Background()); len(a) != 1 {
+		t.Fatalf("map changed by plan: %v", a)
+	}
+}
+
+// TestMapFlags: declared flags reach the kernel, and a pinned map created
+// with other flags is a mismatch that names them.
+func TestMapFlags(t *testing.T) {
+	dir := requireBPF(t)
+	pin := dir + "/flags"
+	body := func(flags string) string {
+		return fmt.Sprintf("pin = %q\ntype = \"lru_hash\"\nmap_flags = %s\nkey { type = \"ipv4\" }\n%s", pin, flags, u8Value)
+	}
+	tg, _ := open(t, body(`["no_common_lru", "rdonly_prog"]`))
+	if got, want := tg.m.Flags(), uint32(1<<1|1<<7); got != want {
+		t.Fatalf("flags %#x, want %#x", got, want)
+	}
+	tg.Close()
+	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body(`[]`), records).(*Sink)
+	env, _ := nodetest.Env(t, nil)
+	if _, err := s.Open(context.Background(), env, node.ModeRun); err == nil || !strings.Contains(err.Error(), "flags is 130, declared 0") {
+		t.Fatalf("flag mismatch error = %v", err)
+	}
+}
+
+// TestArrayIndexOutOfRange: Prepare refuses an index the array does not
+// have, instead of the kernel's E2BIG looking like a full map.
+func TestArrayIndexOutOfRange(t *testing.T) {
+	dir := requireBPF(t)
+	tg, _ := open(t, fmt.Sprintf("pin = %q\ntype = \"array\"\nmax_entries = 4\nkey {\n type = \"u32\"\n from = record.value.i\n}\n%s", dir+"/arr", u8Value))
+	_, err := tg.Prepare(rec("x", cty.ObjectVal(map[string]cty.Value{"i": cty.NumberIntVal(4)})))
+	if err == nil || !strings.Contains(err.Error(), "outside the array (max_entries 4)") {
+		t.Fatalf("Prepare(index 4) = %v", err)
+	}
+}
+
+// TestMetrics: entries and capacity follow the last read, batch sizes are
+// observed, and refused writes of a full map are counted.
+func TestMetrics(t *testing.T) {
+	dir := requireBPF(t)
+	reg := prometheus.NewRegistry()
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nmax_entries = 4\nkey { type = \"ipv4\" }\n%s", dir+"/met", u8Value), records).(*Sink)
+	env, _ := nodetest.Env(t, reg)
+	tg0, err := s.Open(context.Background(), env, node.ModeRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := tg0.(*Target)
+	defer tg.Close()
+	var recs []node.Record
+	for i := range 5 {
+		recs = append(recs, rec(fmt.Sprint("10.0.0.", i), cty.EmptyObjectVal))
+	}
+	put(t, tg, recs...)
+	if _, err := tg.Actual(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		switch {
+		case m.Gauge != nil:
+			got[mf.GetName()] = m.Gauge.GetValue()
+		case m.Counter != nil:
+			got[mf.GetName()] = m.Counter.GetValue()
+		case m.Histogram != nil:
+			got[mf.GetName()] = m.Histogram.GetSampleSum()
+		}
+	}
+	want := map[string]float64{"pipeline_sink_map_entries": 4, "pipeline_sink_map_capacity_ratio": 1,
+		"pipeline_sink_map_full_total": 1, "pipeline_sink_map_batch_size": 4}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("metrics (-want +got):\n%s", d)
+	}
+}
+
+// TestStructKey: a struct key with padding renders as name=value pairs and
+// round-trips through the map.
+func TestStructKey(t *testing.T) {
+	dir := requireBPF(t)
+	tg, _ := open(t, fmt.Sprintf(`pin = %q
+key {
+  type = "struct"
+  field "proto" {
+    type = "u8"
+    from = record.value.proto
+  }
+  field "port" {
+    type       = "u16"
+    byte_order = "be"
+    from       = record.value.port
+  }
+  field "addr" {
+    type = "ipv4"
+    from = record.value.ip
+  }
+}
+%s`, dir+"/sk", u8Value))
+	es := put(t, tg, rec("web", cty.ObjectVal(map[string]cty.Value{"proto": cty.NumberIntVal(6), "port": cty.NumberIntVal(443), "ip": cty.StringVal("10.0.0.7")})))
+	// struct { __u8 proto; __be16 port; __u32 addr; }: proto at 0, port at 2, addr at 4.
+	wantKey := []byte{6, 0, 0x01, 0xbb, 10, 0, 0, 7}
+	if k := es[0].Raw.(*raw).key; !bytes.Equal(k, wantKey) {
+		t.Fatalf("key bytes %x, want %x", k, wantKey)
+	}
+	if es[0].Key != "proto=6,port=443,addr=10.0.0.7" {
+		t.Fatalf("canonical key %q", es[0].Key)
+	}
+	checkActual(t, tg, es[0].Key, es[0].Value)
+}
+
+// TestBatchRefusedWhole: a batch call the kernel refuses before looking at
+// any element (here EPERM on a read-only descriptor) leaves the count as
+// requested; every entry must still get its own error, none may pass as
+// written.
+func TestBatchRefusedWhole(t *testing.T) {
+	dir := requireBPF(t)
+	pin := dir + "/ro"
+	tg, _ := open(t, fmt.Sprintf("pin = %q\nkey { type = \"ipv4\" }\n%s", pin, u8Value))
+	ro, err := ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := tg.m
+	tg.m = ro
+	defer func() { tg.m = rw; ro.Close() }()
+	for _, del := range []bool{false, true} {
+		var es []node.Entry
+		for i := range 3 {
+			e, _ := tg.Prepare(rec(fmt.Sprint("10.0.0.", i), cty.EmptyObjectVal))
+			es = append(es, e)
+		}
+		if del {
+			tg.Delete(context.Background(), es)
+		} else {
+			tg.Update(context.Background(), es)
+		}
+		for _, e := range es {
+			if e.Err == nil || !strings.Contains(e.Err.Error(), "CAP_BPF") {
+				t.Fatalf("del=%v %s: err %v; want EPERM explained", del, e.Key, e.Err)
+			}
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package ebpfmap
+
+import (
+	"bytes"
+	"encoding/hex"
+	"reflect"
+	"unsafe"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// reader turns the chunks of a full read into entries with few
+// allocations: each chunk's key strings share one string, its bytes one
+// slice, its raws one slice, and equal values share one cty.Value.
+type reader struct {
+	t      *Target
+	out    []node.Entry
+	values map[string]cty.Value // encoded value bytes (every CPU's copy) -> Value
+	sbuf   []byte
+	ends   []int
+}
+
+// maxCachedValues bounds the distinct values a read remembers; maps whose
+// values are all different (counters, IDs) stop caching there.
+const maxCachedValues = 4096
+
+func newReader(t *Target) *reader {
+	return &reader{t: t, values: map[string]cty.Value{}}
+}
+
+// chunk appends the entries of n keys and their n*ncpu values.
+func (r *reader) chunk(n int, keys, vals []byte) {
+	t := r.t
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
+	fvs := vs * t.ncpu
+	if r.out == nil { // sized by the last read: a map rarely changes much between reads
+		r.out = make([]node.Entry, 0, max(t.lastCount+t.lastCount/8, 64))
+	}
+	raws := make([]raw, n)
+	r.sbuf, r.ends = r.sbuf[:0], r.ends[:0]
+	first := len(r.out)
+	for i := range n {
+		k, v := keys[i*ks:(i+1)*ks], vals[i*fvs:(i+1)*fvs]
+		if t.isArr && allZero(v) {
+			continue // an array slot holding zeros is an absent entry
+		}
+		rw := &raws[i]
+		rw.init(ks, vs)
+		copy(rw.key, k)
+		copy(rw.value, v)
+		r.sbuf = t.s.key.enc.appendCanonical(r.sbuf, k)
+		r.ends = append(r.ends, len(r.sbuf))
+		r.out = append(r.out, node.Entry{Value: r.value(v, vs), Raw: rw})
+	}
+	s, prev := string(r.sbuf), 0
+	for j, end := range r.ends {
+		r.out[first+j].Key = s[prev:end]
+		prev = end
+	}
+}
+
+// value returns the Value of one entry's value bytes: the hex of one copy,
+// or for a per-CPU map whose CPUs disagree, every copy's hex joined by
+// commas (which differs from any prepared value, so it is rewritten).
+func (r *reader) value(v []byte, vs int) cty.Value {
+	if c, ok := r.values[string(v)]; ok {
+		return c
+	}
+	same := true
+	for off := vs; off < len(v) && same; off += vs {
+		same = bytes.Equal(v[off:off+vs], v[:vs])
+	}
+	h := hex.AppendEncode(nil, v[:vs])
+	for off := vs; off < len(v) && !same; off += vs {
+		h = hex.AppendEncode(append(h, ','), v[off:off+vs])
+	}
+	c := cty.StringVal(string(h))
+	if len(r.values) < maxCachedValues {
+		r.values[string(v)] = c
+	}
+	return c
+}
+
+// hexValue is the Value of an encoded value: its bytes in hex.
+func hexValue(v []byte) cty.Value { return cty.StringVal(hex.EncodeToString(v)) }
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// byteSlab returns a slice of n fixed-size byte arrays (what cilium/ebpf's
+// batch and per-CPU calls expect) and a flat view of its memory.
+func byteSlab(size, n int) (any, []byte) {
+	sl := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
+	return sl.Interface(), unsafe.Slice((*byte)(sl.UnsafePointer()), size*n)
+}
