@@ -60,6 +60,9 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		diags = append(diags, g.build(n, contents[n], undecoded[n])...)
 	}
 	diags = append(diags, unused(order)...)
+	if !diags.HasErrors() {
+		diags = append(diags, g.project()...)
+	}
 	return g, schema.DropDerived(diags)
 }
 

@@ -34,6 +34,9 @@ type Node struct {
 	Emits node.DataType
 	// Consumers are the nodes whose input is this node.
 	Consumers []*Node
+	// Projection is what the graph reads of a source's objects, for a
+	// source that decodes selectively; nil: whole objects.
+	Projection *node.Paths
 	// Prune and Resync are the common sink attributes.
 	Prune  bool
 	Resync time.Duration

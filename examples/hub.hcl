@@ -5,8 +5,8 @@
 source "kubernetes" "pods" {
   resource      = "pods"
   selector      = "app=backend"
-  metadata_only = false
-  ignore_fields = ["{.metadata.managedFields}", "{.spec}"]
+  # No ignore_fields needed: the source decodes only the fields the
+  # expressions below read (see `pipeline graph`).
 }
 
 transform "extract" "pod_ips" {

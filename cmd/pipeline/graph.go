@@ -47,7 +47,11 @@ func writeDOT(w io.Writer, g *engine.Graph) {
 	fmt.Fprintln(w, "  rankdir=LR;")
 	fmt.Fprintln(w, `  node [fontname="Helvetica"];`)
 	for _, n := range g.Nodes {
-		fmt.Fprintf(w, "  %s [label=%s, shape=%s];\n", dotID(n.Address), dotID(n.Address), shapes[n.Kind])
+		label := dotID(n.Address)
+		if r := reads(n); r != "" {
+			label = strings.TrimSuffix(label, `"`) + `\n` + strings.TrimPrefix(dotID(r), `"`)
+		}
+		fmt.Fprintf(w, "  %s [label=%s, shape=%s];\n", dotID(n.Address), label, shapes[n.Kind])
 	}
 	for _, n := range g.Nodes {
 		if n.Input != nil {
@@ -55,6 +59,18 @@ func writeDOT(w io.Writer, g *engine.Graph) {
 		}
 	}
 	fmt.Fprintln(w, "}")
+}
+
+// reads describes what a selectively decoding source decodes: the fields
+// the graph reads, or whole objects.
+func reads(n *engine.Node) string {
+	if _, ok := n.Impl.(node.Projector); !ok {
+		return ""
+	}
+	if n.Projection == nil {
+		return "reads whole objects"
+	}
+	return "reads " + strings.Join(n.Projection.List(), " ")
 }
 
 func dotID(s string) string {
@@ -73,7 +89,11 @@ func writeMermaid(w io.Writer, g *engine.Graph) {
 		case node.KindSink:
 			open, closing = "[(", ")]"
 		}
-		fmt.Fprintf(w, "  %s%s\"%s\"%s\n", ids[n], open, n.Address, closing)
+		label := n.Address
+		if r := reads(n); r != "" {
+			label += "<br/>" + r
+		}
+		fmt.Fprintf(w, "  %s%s\"%s\"%s\n", ids[n], open, label, closing)
 	}
 	for _, n := range g.Nodes {
 		if n.Input != nil {

@@ -100,3 +100,57 @@ func pathDiag(summary, attr, expr string, err error, rng hcl.Range) *hcl.Diagnos
 		Detail:  fmt.Sprintf("%s entry %q: %s. Write a JSONPath such as \"{.metadata.name}\" or \"{.metadata.labels['app.kubernetes.io/name']}\".", attr, expr, err),
 		Subject: rng.Ptr()}
 }
+
+// ReadPrefixes returns the leading field names of each path a JSONPath
+// template reads ("{.status.podIPs[*].ip}" reads [status podIPs]); an
+// action that is not a plain path (range, a filter, recursive descent)
+// reads the whole object, returned as an empty prefix. ok is false when
+// the template does not parse.
+func ReadPrefixes(template string) (prefixes [][]string, ok bool) {
+	p, err := jsonpath.Parse("read", template)
+	if err != nil {
+		return nil, false
+	}
+	var walk func(nodes []jsonpath.Node)
+	walk = func(nodes []jsonpath.Node) {
+		for _, n := range nodes {
+			switch x := n.(type) {
+			case *jsonpath.ListNode:
+				prefixes = append(prefixes, fieldPrefix(x.Nodes))
+			case *jsonpath.TextNode:
+			default:
+				prefixes = append(prefixes, nil)
+			}
+		}
+	}
+	walk(p.Root.Nodes)
+	return prefixes, true
+}
+
+// fieldPrefix returns the field names at the start of a path's nodes.
+func fieldPrefix(nodes []jsonpath.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		f, ok := n.(*jsonpath.FieldNode)
+		if !ok {
+			return out
+		}
+		if f.Value != "" {
+			out = append(out, f.Value)
+		}
+	}
+	return out
+}
+
+// Prefixes returns the leading field names of each compiled path.
+func (k *Keyer) Prefixes() [][]string {
+	var out [][]string
+	for _, e := range k.exprs {
+		ps, ok := ReadPrefixes(e)
+		if !ok {
+			ps = [][]string{nil}
+		}
+		out = append(out, ps...)
+	}
+	return out
+}

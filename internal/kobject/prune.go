@@ -27,8 +27,9 @@ type step struct {
 // Pruner removes the ignore_fields paths from objects. It is immutable and
 // safe for concurrent use.
 type Pruner struct {
-	paths [][]step
-	exprs []string
+	paths  [][]step
+	exprs  []string
+	ranges []hcl.Range // of each path's list element, when decoded from a config
 }
 
 // NewPruner compiles ignore_fields expressions; errs[i] is the error of
@@ -61,10 +62,12 @@ func DecodeIgnoreFields(c *schema.Content) (*Pruner, hcl.Diagnostics) {
 	}
 	p, errs := NewPruner(exprs)
 	ranges := listElemRanges(c, IgnoreFieldsAttr.Name(), len(exprs), rng)
-	for i, err := range errs {
-		if err != nil {
-			diags = append(diags, pathDiag("Invalid ignore_fields path", "ignore_fields", exprs[i], err, ranges[i]))
+	for i := range exprs {
+		if errs != nil && errs[i] != nil {
+			diags = append(diags, pathDiag("Invalid ignore_fields path", "ignore_fields", exprs[i], errs[i], ranges[i]))
+			continue
 		}
+		p.ranges = append(p.ranges, ranges[i])
 	}
 	return p, diags
 }
@@ -170,4 +173,29 @@ func prune(v any, steps []step) {
 			}
 		}
 	}
+}
+
+// PrunePrefix is one ignore_fields path as far as it names fields.
+type PrunePrefix struct {
+	Fields []string  // leading field names, up to the first [*], [n] or .*
+	Expr   string    // as written
+	Range  hcl.Range // of the list element; zero when not decoded from a config
+}
+
+// Prefixes returns every path's leading fields.
+func (p *Pruner) Prefixes() []PrunePrefix {
+	out := make([]PrunePrefix, len(p.paths))
+	for i, steps := range p.paths {
+		for _, s := range steps {
+			if s.kind != stepField {
+				break
+			}
+			out[i].Fields = append(out[i].Fields, s.name)
+		}
+		out[i].Expr = p.exprs[i]
+		if i < len(p.ranges) {
+			out[i].Range = p.ranges[i]
+		}
+	}
+	return out
 }

@@ -26,6 +26,7 @@ type Source struct {
 	target  target
 	keyer   *kobject.Keyer
 	pruner  *kobject.Pruner
+	proj    *node.Paths // what the graph reads; nil: whole objects (see Project)
 	opts    options
 	// nsFile holds the pod's namespace for namespaced_watch; tests point it elsewhere.
 	nsFile string

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/pipeline/pipeline/engine/node"
 )
 
 // lister lists and watches one resource like the dynamic client, but
@@ -31,6 +33,9 @@ type lister struct {
 	rc  rest.Interface // a REST client built with dynamic.ConfigFor
 	gvr kschema.GroupVersionResource
 	ns  string
+	// proj is what the graph reads of each object (nil: everything); the
+	// rest is skipped on the wire and never allocated.
+	proj *node.Paths
 }
 
 func newRESTClient(c connection) (rest.Interface, error) {
@@ -65,10 +70,13 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructure
 	if err != nil {
 		return nil, err
 	}
-	return decodeList(raw)
+	return decodeList(raw, l.proj)
 }
 
-func decodeList(raw []byte) (*unstructured.UnstructuredList, error) {
+func decodeList(raw []byte, proj *node.Paths) (*unstructured.UnstructuredList, error) {
+	if proj != nil {
+		return decodeProjectedList(raw, proj)
+	}
 	var obj map[string]any
 	if err := utiljson.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("decode list: %w", err)
@@ -93,6 +101,26 @@ func decodeList(raw []byte) (*unstructured.UnstructuredList, error) {
 	return list, nil
 }
 
+// decodeProjectedList decodes a List response keeping only proj's paths of
+// each item.
+func decodeProjectedList(raw []byte, proj *node.Paths) (*unstructured.UnstructuredList, error) {
+	head, items, err := projector{data: raw}.list(proj)
+	if err != nil {
+		return nil, fmt.Errorf("decode list: %w", err)
+	}
+	list := &unstructured.UnstructuredList{Object: head, Items: make([]unstructured.Unstructured, len(items))}
+	kind := strings.TrimSuffix(list.GetKind(), "List")
+	for i, m := range items {
+		u := unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" && u.GetAPIVersion() == "" {
+			u.SetKind(kind)
+			u.SetAPIVersion(list.GetAPIVersion())
+		}
+		list.Items[i] = u
+	}
+	return list, nil
+}
+
 // Watch implements the dynamic client's Watch.
 func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
@@ -100,7 +128,7 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{})}
+	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj}
 	go w.run()
 	return w, nil
 }
@@ -111,6 +139,7 @@ type streamWatch struct {
 	ch   chan watch.Event
 	done chan struct{}
 	once sync.Once
+	proj *node.Paths
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -128,18 +157,11 @@ func (w *streamWatch) run() {
 	dec := json.NewDecoder(w.body)
 	dec.UseNumber()
 	for {
-		var frame struct {
-			Type   watch.EventType `json:"type"`
-			Object map[string]any  `json:"object"`
-		}
-		err := dec.Decode(&frame)
-		if err == nil {
-			err = utiljson.ConvertMapNumbers(frame.Object, 0)
-		}
+		typ, obj, err := w.next(dec)
 		var ev watch.Event
 		switch {
 		case err == nil:
-			ev = event(frame.Type, frame.Object)
+			ev = event(typ, obj)
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			utilnet.IsProbableEOF(err) || errors.Is(err, context.Canceled):
 			return
@@ -155,6 +177,34 @@ func (w *streamWatch) run() {
 			return
 		}
 	}
+}
+
+// next decodes one event; with a projection only the read paths of its
+// object (an ERROR event's status is decoded whole).
+func (w *streamWatch) next(dec *json.Decoder) (watch.EventType, map[string]any, error) {
+	if w.proj == nil {
+		var frame struct {
+			Type   watch.EventType `json:"type"`
+			Object map[string]any  `json:"object"`
+		}
+		if err := dec.Decode(&frame); err != nil {
+			return "", nil, err
+		}
+		return frame.Type, frame.Object, utiljson.ConvertMapNumbers(frame.Object, 0)
+	}
+	var frame struct {
+		Type   watch.EventType `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := dec.Decode(&frame); err != nil {
+		return "", nil, err
+	}
+	proj := w.proj
+	if frame.Type == watch.Error || frame.Type == watch.Bookmark {
+		proj = node.WholeObject()
+	}
+	obj, _, err := projector{data: frame.Object}.object(0, proj)
+	return frame.Type, obj, err
 }
 
 func (w *streamWatch) stopped() bool {

@@ -18,7 +18,7 @@ func TestDecodeList(t *testing.T) {
 	raw := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[
 		{"metadata":{"name":"a","namespace":"shop"},"spec":{"priority":7,"ratio":0.5}},
 		{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b"}}]}`
-	l, err := decodeList([]byte(raw))
+	l, err := decodeList([]byte(raw), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestDecodeList(t *testing.T) {
 		t.Errorf("numbers must decode as int64 and float64 (-want +got)\n%s", diff)
 	}
 	for _, bad := range []string{`{"items":[1]}`, `{"items":`} {
-		if _, err := decodeList([]byte(bad)); err == nil {
+		if _, err := decodeList([]byte(bad), nil); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
+
+	"github.com/pipeline/pipeline/engine/node"
 )
 
 // clients is what a watch needs from the API server. Run builds it from a
@@ -67,7 +69,7 @@ func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 		obs := observedMetadata{Interface: cl.metadata, obs: w.observe}
 		return metadatainformer.NewFilteredMetadataInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 	}
-	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe}
+	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe, proj: w.src.proj}
 	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 }
 
@@ -106,10 +108,11 @@ type observedDynamic struct {
 	dynamic.Interface
 	rest rest.Interface
 	obs  observeFunc
+	proj *node.Paths // nil: whole objects
 }
 
 func (c observedDynamic) Resource(gvr kschema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), gvr: gvr, rest: c.rest, obs: c.obs}
+	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), gvr: gvr, rest: c.rest, obs: c.obs, proj: c.proj}
 }
 
 // IsWatchListSemanticsUnSupported makes the informer start with a LIST
@@ -127,12 +130,13 @@ type observedNamespaceable struct {
 	gvr  kschema.GroupVersionResource
 	rest rest.Interface
 	obs  observeFunc
+	proj *node.Paths
 }
 
 func (r observedNamespaceable) Namespace(ns string) dynamic.ResourceInterface {
 	o := observedResource{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), obs: r.obs}
 	if r.rest != nil {
-		o.fast = &lister{rc: r.rest, gvr: r.gvr, ns: ns}
+		o.fast = &lister{rc: r.rest, gvr: r.gvr, ns: ns, proj: r.proj}
 	}
 	return o
 }

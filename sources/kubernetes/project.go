@@ -1,0 +1,340 @@
+package kubernetes
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// identityPaths are decoded whatever the graph reads: the informer keys
+// objects by namespace/name, compares resourceVersions, and the record's
+// origin names the object.
+var identityPaths = [][]string{
+	{"apiVersion"}, {"kind"},
+	{"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"}, {"metadata", "resourceVersion"},
+}
+
+// Project implements node.Projector: the source decodes only the paths the
+// graph reads, its own index_by paths and the object's identity. It warns
+// about ignore_fields paths that an expression reads (they would read as
+// absent).
+func (s *Source) Project(p *node.Paths) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, pre := range s.pruner.Prefixes() {
+		if len(pre.Fields) == 0 || p.Whole() || !readsBelow(p, pre.Fields) {
+			continue
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Ignored field is read",
+			Detail: fmt.Sprintf("ignore_fields removes %s from every object of %s, but an expression of the graph reads .%s or a field below it, so what it reads will always be absent. Remove it from ignore_fields, or stop reading it.",
+				pre.Expr, s.address, strings.Join(pre.Fields, ".")),
+			Subject: rangePtr(pre.Range)})
+	}
+	if p.Whole() {
+		s.proj = nil
+		return diags
+	}
+	proj := &node.Paths{}
+	proj.Merge(p)
+	for _, path := range identityPaths {
+		proj.Add(path...)
+	}
+	for _, path := range s.keyer.Prefixes() {
+		proj.Add(path...)
+	}
+	if proj.Whole() {
+		s.proj = nil
+		return diags
+	}
+	s.proj = proj
+	return diags
+}
+
+// Projection returns the paths the source decodes; nil means whole objects.
+func (s *Source) Projection() *node.Paths { return s.proj }
+
+// readsBelow reports whether p reads path itself or something below it (a
+// whole parent of path does not count: reading .spec whole while ignoring
+// .spec.x is the point of ignore_fields).
+func readsBelow(p *node.Paths, path []string) bool {
+	for _, f := range path {
+		if p.Whole() {
+			return false
+		}
+		c, ok := p.Field(f)
+		if !ok {
+			return false
+		}
+		p = c
+	}
+	return true
+}
+
+func rangePtr(r hcl.Range) *hcl.Range {
+	if r.Filename == "" {
+		return nil
+	}
+	return &r
+}
+
+// errSyntax reports malformed JSON found while projecting.
+var errSyntax = errors.New("malformed JSON")
+
+// projector decodes the projected paths of JSON objects and skips
+// everything else without allocating it. Kept subtrees are decoded like
+// the rest of client-go's unstructured objects (numbers become int64 or
+// float64).
+type projector struct{ data []byte }
+
+// object decodes the object starting at i (after white space) keeping only
+// p's paths, and returns it with the index after it.
+func (d projector) object(i int, p *node.Paths) (map[string]any, int, error) {
+	i = d.ws(i)
+	if i >= len(d.data) || d.data[i] != '{' {
+		return nil, i, fmt.Errorf("%w: object expected at byte %d", errSyntax, i)
+	}
+	out := map[string]any{}
+	i = d.ws(i + 1)
+	if i < len(d.data) && d.data[i] == '}' {
+		return out, i + 1, nil
+	}
+	for {
+		key, j, err := d.str(d.ws(i))
+		if err != nil {
+			return nil, j, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) || d.data[j] != ':' {
+			return nil, j, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
+		}
+		j = d.ws(j + 1)
+		if sub, ok := p.Field(key); ok {
+			var v any
+			if !sub.Whole() && j < len(d.data) && d.data[j] == '{' {
+				v, j, err = d.object(j, sub)
+			} else {
+				v, j, err = d.value(j)
+			}
+			if err != nil {
+				return nil, j, err
+			}
+			out[key] = v
+		} else if j, err = d.skip(j); err != nil {
+			return nil, j, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) {
+			return nil, j, fmt.Errorf("%w: unexpected end", errSyntax)
+		}
+		switch d.data[j] {
+		case ',':
+			i = j + 1
+		case '}':
+			return out, j + 1, nil
+		default:
+			return nil, j, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
+		}
+	}
+}
+
+// value decodes the whole value at i.
+func (d projector) value(i int) (any, int, error) {
+	if i < len(d.data) && d.data[i] == '"' { // the common leaf: a plain string
+		if end, plain := d.plainString(i); plain {
+			return string(d.data[i+1 : end]), end + 1, nil
+		}
+	}
+	end, err := d.skip(i)
+	if err != nil {
+		return nil, end, err
+	}
+	var v any
+	if err := utiljson.Unmarshal(d.data[i:end], &v); err != nil {
+		return nil, end, fmt.Errorf("decode value at byte %d: %w", i, err)
+	}
+	return v, end, nil
+}
+
+// str decodes the string at i.
+func (d projector) str(i int) (string, int, error) {
+	if i >= len(d.data) || d.data[i] != '"' {
+		return "", i, fmt.Errorf("%w: string expected at byte %d", errSyntax, i)
+	}
+	if end, plain := d.plainString(i); plain {
+		return string(d.data[i+1 : end]), end + 1, nil
+	}
+	v, end, err := d.value(i)
+	if err != nil {
+		return "", end, err
+	}
+	s, _ := v.(string)
+	return s, end, nil
+}
+
+// plainString returns the index of the closing quote of the string at i
+// and whether the string has no escapes.
+func (d projector) plainString(i int) (int, bool) {
+	for j := i + 1; j < len(d.data); j++ {
+		switch d.data[j] {
+		case '"':
+			return j, true
+		case '\\':
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// skip returns the index after the value at i.
+func (d projector) skip(i int) (int, error) {
+	data := d.data
+	if i >= len(data) {
+		return i, fmt.Errorf("%w: value expected at end", errSyntax)
+	}
+	switch data[i] {
+	case '"':
+		return d.skipString(i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, err := d.skipString(j)
+				if err != nil {
+					return end, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return len(data), fmt.Errorf("%w: unterminated value at byte %d", errSyntax, i)
+	}
+	j := i
+	for j < len(data) {
+		c := data[j]
+		if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r' {
+			break
+		}
+		j++
+	}
+	if j == i {
+		return j, fmt.Errorf("%w: value expected at byte %d", errSyntax, i)
+	}
+	return j, nil
+}
+
+func (d projector) skipString(i int) (int, error) {
+	data := d.data
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '"':
+			return j + 1, nil
+		case '\\':
+			j++
+		}
+	}
+	return len(data), fmt.Errorf("%w: unterminated string at byte %d", errSyntax, i)
+}
+
+func (d projector) ws(i int) int {
+	for i < len(d.data) {
+		switch d.data[i] {
+		case ' ', '\n', '\t', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// list decodes a List response keeping p's paths of each item: the list's
+// own fields (apiVersion, kind, metadata) whole, and each item projected.
+func (d projector) list(p *node.Paths) (head map[string]any, items []map[string]any, err error) {
+	i := d.ws(0)
+	if i >= len(d.data) || d.data[i] != '{' {
+		return nil, nil, fmt.Errorf("%w: list object expected", errSyntax)
+	}
+	head = map[string]any{}
+	i = d.ws(i + 1)
+	if i < len(d.data) && d.data[i] == '}' {
+		return head, nil, nil
+	}
+	for {
+		key, j, err := d.str(d.ws(i))
+		if err != nil {
+			return nil, nil, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) || d.data[j] != ':' {
+			return nil, nil, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
+		}
+		j = d.ws(j + 1)
+		if key == "items" {
+			items, j, err = d.items(j, p)
+		} else {
+			var v any
+			v, j, err = d.value(j)
+			head[key] = v
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) {
+			return nil, nil, fmt.Errorf("%w: unexpected end", errSyntax)
+		}
+		switch d.data[j] {
+		case ',':
+			i = j + 1
+		case '}':
+			return head, items, nil
+		default:
+			return nil, nil, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
+		}
+	}
+}
+
+func (d projector) items(i int, p *node.Paths) ([]map[string]any, int, error) {
+	if i < len(d.data) && d.data[i] == 'n' { // "items": null
+		end, err := d.skip(i)
+		return nil, end, err
+	}
+	if i >= len(d.data) || d.data[i] != '[' {
+		return nil, i, fmt.Errorf("%w: items must be a list", errSyntax)
+	}
+	var out []map[string]any
+	i = d.ws(i + 1)
+	if i < len(d.data) && d.data[i] == ']' {
+		return out, i + 1, nil
+	}
+	for {
+		obj, j, err := d.object(i, p)
+		if err != nil {
+			return nil, j, err
+		}
+		out = append(out, obj)
+		j = d.ws(j)
+		if j >= len(d.data) {
+			return nil, j, fmt.Errorf("%w: unexpected end of items", errSyntax)
+		}
+		switch d.data[j] {
+		case ',':
+			i = j + 1
+		case ']':
+			return out, j + 1, nil
+		default:
+			return nil, j, fmt.Errorf("%w: ',' or ']' expected at byte %d", errSyntax, j)
+		}
+	}
+}
