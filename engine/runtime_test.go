@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,8 +218,17 @@ func TestFailedEntriesRetried(t *testing.T) {
 		if d := cmp.Diff([]string{"good"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
 		}
-		if st := h.rt.Readiness(); st.Ready {
+		st := h.rt.Readiness()
+		if st.Ready {
 			t.Fatalf("sink with failing entries reported ready: %+v", st)
+		}
+		// The key's status (attempts, last error) is in the sink's detail.
+		var detail string
+		for _, n := range st.Nodes {
+			detail += n.Detail
+		}
+		if !strings.Contains(detail, "next: bad (attempt 1") || !strings.Contains(detail, "injected failure") {
+			t.Errorf("readiness detail %q does not name the failing key, its attempts and error", detail)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()

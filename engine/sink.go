@@ -28,14 +28,15 @@ type sinkLoop struct {
 	target node.Target
 	idle   atomic.Bool
 
-	prepared map[node.Key]node.Entry // input key -> prepared entry
-	desired  map[node.Key]node.Entry // target key -> entry
-	owners   map[node.Key]int        // target key -> input keys mapping to it
-	applied  map[node.Key]node.Entry // target key -> what the target holds, as far as we know
-	written  map[node.Key]struct{}   // target keys this run wrote (prune = false deletes only these)
-	pending  map[node.Key]time.Time  // target keys to look at; the time of their oldest change
-	attempts map[node.Key]int
-	retryAt  map[node.Key]time.Time
+	// keys holds the state of every target key the loop wants, holds or
+	// still works on (keyState); alias maps an input key to its target
+	// key where the two differ (an input key absent here maps to itself).
+	keys    map[node.Key]*keyState
+	alias   map[node.Key]node.Key
+	dirty   []node.Key // keys to look at in the next incremental pass
+	spare   []node.Key
+	retries retryHeap
+	fullGen uint32
 
 	// fullRetry holds back the next full reconcile after fullFailures
 	// failed reads of the target.
@@ -67,10 +68,16 @@ func newSinkMetrics(m *Metrics, addr string) sinkMetrics {
 	}
 }
 
-func (s *sinkLoop) reset() {
-	s.prepared = map[node.Key]node.Entry{}
-	s.desired = map[node.Key]node.Entry{}
-	s.owners = map[node.Key]int{}
+// disown forgets every input key (a Reset follows): each key wanted so
+// far is looked at again, and deleted if the new state does not want it.
+func (s *sinkLoop) disown() {
+	for k, ks := range s.keys {
+		if ks.owners > 0 {
+			ks.owners, ks.self, ks.want = 0, false, node.Entry{}
+			s.touch(k, ks, time.Time{})
+		}
+	}
+	clear(s.alias)
 }
 
 // run opens the target and reconciles until ctx ends.
@@ -85,10 +92,8 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		}
 	}()
 	s.target = target
-	s.reset()
-	s.applied, s.pending = map[node.Key]node.Entry{}, map[node.Key]time.Time{}
-	s.written = map[node.Key]struct{}{}
-	s.attempts, s.retryAt = map[node.Key]int{}, map[node.Key]time.Time{}
+	s.keys, s.alias = map[node.Key]*keyState{}, map[node.Key]node.Key{}
+	s.dirty, s.retries = nil, retryHeap{}
 	s.synced, s.needFull, s.fulls = false, true, 0
 	s.fullFailures, s.fullRetry = 0, time.Time{}
 	s.h.set(false, node.Pending, "waiting for input to sync")
@@ -113,11 +118,11 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		}
 		if s.needFull && !time.Now().Before(s.fullRetry) {
 			s.full(ctx)
-		} else if !s.needFull && len(s.pending) > 0 {
+		} else if !s.needFull && len(s.dirty) > 0 {
 			s.incremental(ctx)
 		}
 		s.armRetry(retry)
-		s.idle.Store(len(s.pending) == 0 && !s.needFull)
+		s.idle.Store(len(s.dirty) == 0 && !s.needFull)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -133,15 +138,9 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 
 func (s *sinkLoop) handle(ev node.Event) {
 	if ev.Reset {
-		old := s.desired
-		s.reset()
+		s.disown()
 		for _, r := range ev.Snapshot {
 			s.put(r, time.Time{})
-		}
-		for k := range old {
-			if _, ok := s.desired[k]; !ok {
-				s.touch(k, time.Time{})
-			}
 		}
 	}
 	for _, d := range ev.Deltas {
@@ -157,6 +156,27 @@ func (s *sinkLoop) handle(ev node.Event) {
 	}
 }
 
+// state returns the state of target key tk, creating it.
+func (s *sinkLoop) state(tk node.Key) *keyState {
+	ks := s.keys[tk]
+	if ks == nil {
+		ks = &keyState{heapIdx: -1}
+		s.keys[tk] = ks
+	}
+	return ks
+}
+
+// targetOf returns the target key input key k maps to.
+func (s *sinkLoop) targetOf(k node.Key) (node.Key, bool) {
+	if tk, ok := s.alias[k]; ok {
+		return tk, true
+	}
+	if ks := s.keys[k]; ks != nil && ks.self {
+		return k, true
+	}
+	return "", false
+}
+
 func (s *sinkLoop) put(r node.Record, t time.Time) {
 	e, err := s.target.Prepare(r)
 	if err != nil {
@@ -165,72 +185,102 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 		s.del(r.Key, t) // an older, valid version must not linger
 		return
 	}
-	if old, ok := s.prepared[r.Key]; ok {
-		if old.Key == e.Key {
-			s.prepared[r.Key] = e
-			s.desired[e.Key] = e
-			s.touch(e.Key, t)
-			return
-		}
-		s.release(r.Key, t)
+	old, had := s.targetOf(r.Key)
+	if had && old == e.Key {
+		ks := s.keys[e.Key]
+		ks.want = e
+		s.touch(e.Key, ks, t)
+		return
 	}
-	s.prepared[r.Key] = e
-	s.owners[e.Key]++
-	s.desired[e.Key] = e
-	s.touch(e.Key, t)
+	if had {
+		s.release(r.Key, old, t)
+	}
+	ks := s.state(e.Key)
+	ks.owners++
+	ks.want = e
+	if e.Key == r.Key {
+		ks.self = true
+	} else {
+		s.alias[r.Key] = e.Key
+	}
+	s.touch(e.Key, ks, t)
 }
 
 func (s *sinkLoop) del(k node.Key, t time.Time) {
-	if _, ok := s.prepared[k]; ok {
-		s.release(k, t)
+	if tk, ok := s.targetOf(k); ok {
+		s.release(k, tk, t)
 	}
 }
 
-func (s *sinkLoop) release(k node.Key, t time.Time) {
-	old := s.prepared[k]
-	delete(s.prepared, k)
-	s.owners[old.Key]--
-	if s.owners[old.Key] <= 0 {
-		delete(s.owners, old.Key)
-		delete(s.desired, old.Key)
+// release drops input key k's claim on target key tk.
+func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
+	ks := s.keys[tk]
+	if k == tk {
+		ks.self = false
+	} else {
+		delete(s.alias, k)
 	}
-	s.touch(old.Key, t)
+	if ks.owners--; ks.owners <= 0 {
+		ks.owners, ks.want = 0, node.Entry{}
+	}
+	s.touch(tk, ks, t)
 }
 
-func (s *sinkLoop) touch(tk node.Key, t time.Time) {
-	if prev, ok := s.pending[tk]; !ok || (!t.IsZero() && (prev.IsZero() || t.Before(prev))) {
-		s.pending[tk] = t
+// touch lists tk for the next pass, keeping the time of its oldest change.
+func (s *sinkLoop) touch(tk node.Key, ks *keyState, t time.Time) {
+	if !ks.dirty {
+		ks.dirty = true
+		s.dirty = append(s.dirty, tk)
+	}
+	if !t.IsZero() && (ks.changed.IsZero() || t.Before(ks.changed)) {
+		ks.changed = t
 	}
 }
 
-// incremental applies the pending keys. Deletes wait for the input to sync
-// (the full reconcile at sync time handles them).
+// forget drops the state of a key that holds nothing worth keeping.
+func (s *sinkLoop) forget(tk node.Key, ks *keyState) {
+	if ks.idle() && ks.attempts == 0 {
+		delete(s.keys, tk)
+	}
+}
+
+// deletable reports whether a key the input no longer wants may be
+// deleted now: never before the input synced, and with prune = false
+// only when this run wrote it.
+func (s *sinkLoop) deletable(ks *keyState) bool {
+	return s.synced && (s.n.Prune || s.appendOnly || ks.written)
+}
+
 func (s *sinkLoop) incremental(ctx context.Context) {
+	dirty := s.dirty
+	s.dirty, s.spare = s.spare[:0], nil
 	var ups, dels []node.Entry
-	times := s.pending
-	s.pending = map[node.Key]time.Time{}
-	for tk := range times {
-		if _, waiting := s.retryAt[tk]; waiting {
-			s.pending[tk] = times[tk]
+	for _, tk := range dirty {
+		ks := s.keys[tk]
+		if ks == nil || !ks.dirty {
 			continue
 		}
-		if e, ok := s.desired[tk]; ok {
-			if have, ok := s.applied[tk]; !ok || !have.Value.RawEquals(e.Value) {
-				ups = append(ups, e)
-			}
-		} else if have, ok := s.applied[tk]; ok && s.synced && (s.n.Prune || s.appendOnly || s.wrote(tk)) {
-			dels = append(dels, have)
+		ks.dirty = false
+		if ks.heapIdx >= 0 {
+			continue // waiting for its retry, which looks at its latest state
+		}
+		switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
+		case reconcile.Create, reconcile.Update:
+			ups = append(ups, ks.want)
+		case reconcile.Delete:
+			dels = append(dels, ks.have)
+		default:
+			ks.changed = time.Time{}
+			s.forget(tk, ks)
 		}
 	}
-	s.apply(ctx, ups, dels, times)
+	s.spare = dirty[:0]
+	s.apply(ctx, ups, dels)
 }
 
-// full reads the target, diffs it against the desired state and applies the
-// difference. Before the input is synced it only writes, never deletes.
 func (s *sinkLoop) full(ctx context.Context) {
 	start := time.Now()
-	actual, err := s.actual(ctx)
-	if err != nil {
+	if err := s.readActual(ctx); err != nil {
 		s.h.set(false, node.Degraded, "read target: "+err.Error())
 		s.log.Warn("full reconcile failed", "err", err)
 		s.fullRetry = time.Now().Add(backoff(s.fullFailures))
@@ -238,72 +288,65 @@ func (s *sinkLoop) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
-	if s.fulls > 0 && !s.appendOnly {
-		s.countDrift(actual)
-	}
-	prune := s.synced && (s.n.Prune || s.appendOnly)
-	changes := reconcile.Diff(s.n.Address, s.desired, actual, prune)
-	ups, dels := make([]node.Entry, 0, len(changes)), []node.Entry(nil)
-	for _, c := range changes {
-		if c.Action == reconcile.Delete {
-			dels = append(dels, c.Old)
-		} else {
-			ups = append(ups, c.New)
+	var ups, dels []node.Entry
+	for tk, ks := range s.keys {
+		ks.dirty = false
+		switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
+		case reconcile.Create, reconcile.Update:
+			ups = append(ups, ks.want)
+		case reconcile.Delete:
+			dels = append(dels, ks.have)
+		default:
+			ks.changed = time.Time{}
+			s.forget(tk, ks)
 		}
 	}
-	if s.synced && !prune {
-		// Without prune, still delete what this run wrote and no longer wants.
-		for k := range s.written {
-			if _, want := s.desired[k]; !want {
-				if e, there := actual[k]; there {
-					dels = append(dels, e)
-				}
-			}
-		}
-	}
-	s.applied = actual
-	times := s.pending
-	s.pending = map[node.Key]time.Time{}
+	s.dirty = s.dirty[:0]
 	s.needFull = false
-	s.apply(ctx, ups, dels, times)
+	s.apply(ctx, ups, dels)
 	s.fulls++
 	s.met.reconcile.Observe(time.Since(start).Seconds())
 	s.log.Debug("full reconcile", "count", len(ups)+len(dels), "duration", time.Since(start))
 }
 
-func (s *sinkLoop) actual(ctx context.Context) (map[node.Key]node.Entry, error) {
+// readActual replaces what the loop believes the target holds with what
+// Actual reads, counting the differences as drift after the first read.
+// An append-only target keeps what the loop emitted.
+func (s *sinkLoop) readActual(ctx context.Context) error {
 	if s.appendOnly {
-		return s.applied, nil
+		return nil
 	}
 	entries, err := s.target.Actual(ctx)
 	if errors.Is(err, node.ErrNoActualState) {
 		s.appendOnly = true
-		return s.applied, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make(map[node.Key]node.Entry, len(entries))
+	s.fullGen++
+	drift := 0
 	for _, e := range entries {
-		out[e.Key] = e
+		ks := s.state(e.Key)
+		if ks.seen == s.fullGen {
+			continue // a target listing a key twice: keep the first
+		}
+		ks.seen = s.fullGen
+		if ks.applied && !ks.have.Same(e) {
+			drift++
+		}
+		ks.have, ks.applied = e, true
 	}
-	return out, nil
-}
-
-func (s *sinkLoop) countDrift(actual map[node.Key]node.Entry) {
-	n := 0
-	for k, want := range s.applied {
-		if have, ok := actual[k]; !ok || !have.Value.RawEquals(want.Value) {
-			n++
+	for tk, ks := range s.keys {
+		if ks.applied && ks.seen != s.fullGen {
+			drift++ // held before, gone now
+			ks.have, ks.applied = node.Entry{}, false
+			s.forget(tk, ks)
 		}
 	}
-	if n > 0 {
-		s.met.drift.Add(float64(n))
-		s.log.Info("drift found in target", "count", n)
+	if drift > 0 && s.fulls > 0 {
+		s.met.drift.Add(float64(drift))
+		s.log.Info("drift found in target", "count", drift)
 	}
-}
-
-func (s *sinkLoop) wrote(k node.Key) bool {
-	_, ok := s.written[k]
-	return ok
+	return nil
 }

@@ -10,17 +10,17 @@ import (
 
 // apply writes ups and dels, records the outcome per entry and schedules
 // retries for failures. times holds the receipt time of each key's change.
-func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry, times map[node.Key]time.Time) {
+func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
 	if len(ups) > 0 {
 		s.target.Update(ctx, ups)
 		for _, e := range ups {
-			s.outcome(e, false, times)
+			s.outcome(e, false)
 		}
 	}
 	if len(dels) > 0 {
 		s.target.Delete(ctx, dels)
 		for _, e := range dels {
-			s.outcome(e, true, times)
+			s.outcome(e, true)
 		}
 	}
 	if len(ups)+len(dels) > 0 {
@@ -29,44 +29,52 @@ func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry, times map[
 	s.updateHealth()
 }
 
-func (s *sinkLoop) outcome(e node.Entry, del bool, times map[node.Key]time.Time) {
+// outcome records the result of writing e: the key's new state on
+// success, its error, attempt count and next retry on failure.
+func (s *sinkLoop) outcome(e node.Entry, del bool) {
+	ks := s.state(e.Key)
+	op := "update"
+	if del {
+		op = "delete"
+	}
 	if e.Err != nil {
 		if del {
 			s.met.delErr.Inc()
 		} else {
 			s.met.writeErr.Inc()
 		}
-		n := s.attempts[e.Key]
-		s.attempts[e.Key] = n + 1
-		s.retryAt[e.Key] = time.Now().Add(backoff(n))
-		op := "update"
-		if del {
-			op = "delete"
-		}
-		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "count", n+1)
+		now := time.Now()
+		ks.lastErr, ks.lastErrAt = e.Err.Error(), now
+		ks.retryAt = now.Add(backoff(ks.attempts))
+		ks.attempts++
+		s.retries.schedule(e.Key, ks)
+		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "count", ks.attempts)
 		return
 	}
 	if del {
 		s.met.delOK.Inc()
-		delete(s.applied, e.Key)
-		delete(s.written, e.Key)
+		ks.have, ks.applied, ks.written = node.Entry{}, false, false
 	} else {
 		s.met.writeOK.Inc()
 		e.Err = nil
-		s.applied[e.Key] = e
-		s.written[e.Key] = struct{}{}
+		ks.have, ks.applied, ks.written = e, true, true
 	}
-	delete(s.attempts, e.Key)
-	if t := times[e.Key]; !t.IsZero() {
-		s.met.latency.Observe(time.Since(t).Seconds())
+	ks.attempts, ks.lastErr, ks.lastErrAt = 0, "", time.Time{}
+	s.retries.remove(ks)
+	if !ks.changed.IsZero() {
+		s.met.latency.Observe(time.Since(ks.changed).Seconds())
+		ks.changed = time.Time{}
 	}
+	s.forget(e.Key, ks)
 }
 
 func (s *sinkLoop) updateHealth() {
-	failing := len(s.retryAt)
+	failing := s.retries.Len()
 	switch {
 	case failing > 0:
-		s.h.set(false, node.Degraded, fmt.Sprintf("%d entries failing; retrying with backoff", failing))
+		k, ks := s.retries.next()
+		s.h.set(false, node.Degraded, fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
+			failing, k, ks.attempts, ks.lastErrAt.UTC().Format(time.RFC3339), ks.lastErr))
 	case !s.synced:
 		s.h.set(false, node.Pending, "waiting for input to sync")
 	default:
@@ -74,16 +82,13 @@ func (s *sinkLoop) updateHealth() {
 	}
 }
 
-// armRetry points the timer at the earliest due retry.
 func (s *sinkLoop) armRetry(t *time.Timer) {
 	var next time.Time
 	if s.needFull {
 		next = s.fullRetry
 	}
-	for _, due := range s.retryAt {
-		if next.IsZero() || due.Before(next) {
-			next = due
-		}
+	if _, ks := s.retries.next(); ks != nil && (next.IsZero() || ks.retryAt.Before(next)) {
+		next = ks.retryAt
 	}
 	if next.IsZero() {
 		next = time.Now().Add(time.Hour)
@@ -91,16 +96,9 @@ func (s *sinkLoop) armRetry(t *time.Timer) {
 	t.Reset(time.Until(next))
 }
 
-// dueRetries moves due keys back to pending.
+// dueRetries lists every key whose retry is due for the next pass.
 func (s *sinkLoop) dueRetries() {
-	now := time.Now()
-	for k, due := range s.retryAt {
-		if due.After(now) {
-			continue
-		}
-		delete(s.retryAt, k)
-		s.touch(k, time.Time{})
-	}
+	s.retries.due(time.Now(), func(k node.Key, ks *keyState) { s.touch(k, ks, time.Time{}) })
 }
 
 // backoff is exponential from 100ms to 30s.

@@ -121,6 +121,10 @@ type Entry struct {
 	Err error
 }
 
+// Same reports whether e and o hold the same value (their keys are
+// compared by the caller).
+func (e Entry) Same(o Entry) bool { return e.Value.RawEquals(o.Value) }
+
 // ErrNoActualState is returned by Actual of append-only targets (audit, NATS
 // publish, log): they cannot be read back, so plan lists what they would
 // append and the engine never prunes them.

@@ -53,21 +53,35 @@ func (c Change) After() cty.Value { return c.New.Value }
 // Diff returns the changes that make actual equal to desired, in no
 // particular order (Sort them to print). With prune false, keys present only
 // in actual are left alone. Entries compare by Value with RawEquals.
+// Decide is the rule of every reconcile, full or incremental, run or plan:
+// what to do with one key given the entry the input wants there (if
+// wanted) and the entry the target holds (if held). A key held but not
+// wanted is deleted only when deletable (prune, and the input synced).
+// ok is false when nothing is to be done.
+func Decide(want node.Entry, wanted bool, have node.Entry, held, deletable bool) (Action, bool) {
+	switch {
+	case wanted && !held:
+		return Create, true
+	case wanted && !have.Same(want):
+		return Update, true
+	case !wanted && held && deletable:
+		return Delete, true
+	}
+	return 0, false
+}
+
 func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) []Change {
 	out := make([]Change, 0, max(len(desired)-len(actual), 16))
 	for k, want := range desired {
-		have, ok := actual[k]
-		switch {
-		case !ok:
-			out = append(out, Change{Address: address, Action: Create, Key: k, New: want})
-		case !have.Value.RawEquals(want.Value):
-			out = append(out, Change{Address: address, Action: Update, Key: k, Old: have, New: want})
+		have, held := actual[k]
+		if a, ok := Decide(want, true, have, held, prune); ok {
+			out = append(out, Change{Address: address, Action: a, Key: k, Old: have, New: want})
 		}
 	}
-	if prune {
-		for k, have := range actual {
-			if _, ok := desired[k]; !ok {
-				out = append(out, Change{Address: address, Action: Delete, Key: k, Old: have})
+	for k, have := range actual {
+		if _, wanted := desired[k]; !wanted {
+			if a, ok := Decide(node.Entry{}, false, have, true, prune); ok {
+				out = append(out, Change{Address: address, Action: a, Key: k, Old: have})
 			}
 		}
 	}
