@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,10 +171,23 @@ func (o *syncOutput) Apply([]node.Delta)       {}
 func (o *syncOutput) Replace(rs []node.Record) { o.records = len(rs) }
 func (o *syncOutput) MarkSynced()              { o.once.Do(func() { close(o.synced) }) }
 
+// projectFlagship marks a variant whose source decodes only what the
+// flagship extract reads (the compiler's projection).
+const projectFlagship = "# project flagship\n"
+
 // runSource starts a source and returns when it synced, with the time it
 // took and a stop function.
 func runSource(b *testing.B, body string, out node.Output, synced <-chan struct{}) (time.Duration, func()) {
+	project := strings.Contains(body, projectFlagship)
+	body = strings.Replace(body, projectFlagship, "", 1)
 	s := mustBuild(b, clusterBlock(b), "cluster = cluster.k\n"+body)
+	if project { // what the compiler derives for the flagship extract
+		p := &node.Paths{}
+		p.Add("status", "podIP")
+		p.Add("metadata", "name")
+		p.Add("metadata", "namespace")
+		s.Project(p)
+	}
 	env, _ := nodetest.Env(b, nil)
 	env.Logger = slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -199,6 +213,7 @@ func sourceBody(ns, extra string) string {
 
 var variants = []struct{ name, extra string }{
 	{"memory", ""},
+	{"projected", projectFlagship},
 	{"memory-ignore-managedFields", `ignore_fields = ["{.metadata.managedFields}"]`},
 	{"metadata-only", "metadata_only = true"},
 	{"metadata-only-ignore-managedFields", "metadata_only = true\nignore_fields = [\"{.metadata.managedFields}\"]"},

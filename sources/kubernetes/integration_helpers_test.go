@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 )
@@ -121,7 +122,16 @@ type live struct {
 // start runs a source whose body is body (cluster = cluster.k is added).
 func start(t *testing.T, body string) *live {
 	t.Helper()
+	return startProjected(t, body, nil)
+}
+
+// startProjected starts a source that decodes only proj (nil: whole objects).
+func startProjected(t *testing.T, body string, proj *node.Paths) *live {
+	t.Helper()
 	s := mustBuild(t, clusterBlock(t), "cluster = cluster.k\n"+body)
+	if proj != nil {
+		s.Project(proj)
+	}
 	l := &live{src: s, out: nodetest.NewOutput(), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	env, health := nodetest.Env(t, l.reg)
 	l.health = health

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pipeline/pipeline/engine/node"
 )
 
 func TestPods(t *testing.T) {
@@ -217,5 +219,61 @@ func TestMetadataOnly(t *testing.T) {
 	}
 	if attr(v, "spec") != cty.NilVal {
 		t.Error("metadata_only record holds the spec")
+	}
+}
+
+// TestProjectedPods runs the source with the projection the compiler derives
+// for the flagship extract: records hold only what is read (plus identity),
+// a write to a field nobody reads emits nothing, and adds, status changes,
+// selector exits and deletes behave as with whole objects.
+func TestProjectedPods(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	k := newKube(t)
+	defer k.close()
+	ns := k.ns
+	k.pod(t, ns, "a", map[string]string{"app": "web"})
+	proj := &node.Paths{}
+	proj.Add("status", "podIP")
+	l := startProjected(t, fmt.Sprintf("resource = \"pods\"\nnamespace = %q\nselector = \"app=web\"", ns), proj)
+	defer l.stop()
+	l.synced(t)
+	rec := l.out.State()[ns+"/a"]
+	got := map[string]bool{}
+	for name := range rec.Type().AttributeTypes() {
+		got[name] = true
+	}
+	for name := range attr(rec, "metadata").Type().AttributeTypes() {
+		got["metadata."+name] = true
+	}
+	want := map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "status": true,
+		"metadata.name": true, "metadata.namespace": true, "metadata.uid": true, "metadata.resourceVersion": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("projected record fields (-want +got)\n%s", diff)
+	}
+	ctx := context.Background()
+	batches := len(l.out.Batches())
+	k.relabel(t, ns, "a", map[string]string{"app": "web", "unread": "x"}) // nobody reads labels
+	p, err := k.cs.CoreV1().Pods(ns).Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.PodIP = "10.244.0.9"
+	if _, err := k.cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "podIP of a", func() bool {
+		return attr(l.out.State()[ns+"/a"], "status", "podIP") == cty.StringVal("10.244.0.9")
+	})
+	if n := len(l.out.Batches()) - batches; n != 1 {
+		t.Errorf("%d batches for a label write and a podIP write, want 1 (the label is not read)", n)
+	}
+	k.pod(t, ns, "b", map[string]string{"app": "web"})
+	waitFor(t, "add of b", hasKey(l.out, ns+"/b"))
+	k.relabel(t, ns, "b", map[string]string{"app": "db"})
+	waitFor(t, "b leaving the selector", func() bool { return !hasKey(l.out, ns+"/b")() })
+	k.deletePod(t, ns, "a")
+	waitFor(t, "delete of a", func() bool { return !hasKey(l.out, ns+"/a")() })
+	if err := l.stop(); err != nil {
+		t.Errorf("Run = %v", err)
 	}
 }
