@@ -44,14 +44,3 @@ type Node struct {
 
 // Node returns the node with the given address, or nil.
 func (g *Graph) Node(addr string) *Node { return g.byAddr[addr] }
-
-// Sources returns the source nodes upstream of n (n itself for a source).
-func (g *Graph) Sources(n *Node) []*Node {
-	for n.Input != nil {
-		n = n.Input
-	}
-	if n.Kind != node.KindSource {
-		return nil
-	}
-	return []*Node{n}
-}

@@ -91,12 +91,6 @@ func (g *nodeGatherers) set(addr string, reg *prometheus.Registry) {
 	g.regs[addr] = reg
 }
 
-func (g *nodeGatherers) drop(addr string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.regs, addr)
-}
-
 func (g *nodeGatherers) Gather() ([]*dto.MetricFamily, error) {
 	g.mu.Lock()
 	addrs := make([]string, 0, len(g.regs))

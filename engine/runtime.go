@@ -34,9 +34,6 @@ type Runtime struct {
 	sinks   map[*Node]*sinkLoop
 }
 
-// ErrNotImplemented is returned for graphs using types whose runtime does not exist yet.
-var ErrNotImplemented = errors.New("not implemented yet")
-
 // NewRuntime prepares g for running. It refuses graphs that use a type
 // registered as node.Planned.
 func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
@@ -50,7 +47,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		}
 	}
 	if len(planned) > 0 {
-		return nil, fmt.Errorf("%w: the runtime of these node types is not implemented yet: %s", ErrNotImplemented, strings.Join(planned, ", "))
+		return nil, fmt.Errorf("%w: the runtime of these node types: %s", node.ErrPlanned, strings.Join(planned, ", "))
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -93,21 +93,5 @@ func (ix *Index) Winner(key string) (string, bool) {
 	return ids[0], true
 }
 
-// KeyOf returns the key object id claims.
-func (ix *Index) KeyOf(id string) (string, bool) {
-	k, ok := ix.keyOf[id]
-	return k, ok
-}
-
 // Len returns the number of indexed objects (duplicates included).
 func (ix *Index) Len() int { return len(ix.keyOf) }
-
-// Keys returns the number of distinct keys, which is the number of records.
-func (ix *Index) Keys() int { return len(ix.ids) }
-
-// Winners calls fn for every key and its winning id, in no particular order.
-func (ix *Index) Winners(fn func(key, id string)) {
-	for k, ids := range ix.ids {
-		fn(k, ids[0])
-	}
-}
