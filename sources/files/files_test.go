@@ -110,16 +110,23 @@ func TestRecords(t *testing.T) {
 		{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"shop"}},
 		{"kind":"Pod","metadata":{"name":"nover"}}]}`)
 	write(t, filepath.Join(dir, "m", "c.yaml"), pod("a", "web")+"---\nkind: [unclosed\n")
+	write(t, filepath.Join(dir, "n", "a.yaml"), pod("pz", "web"))
+	write(t, filepath.Join(dir, "n", "b.yaml"), pod("py", "web"))
 	tests := []struct {
 		name  string
 		body  string
 		keys  []string
 		skips []string // reason@where-suffix
+		// winner, when set, is the name of the object the first record comes from.
+		winner string
 	}{
 		{name: "all", body: `paths = ["m/*"]`, keys: []string{"shop/a", "shop/b", "shop/c", "shop/cm"},
 			skips: []string{"bad_document@a.yaml document 3", "bad_document@b.json document 0 item 2", "duplicate_key@c.yaml document 0", "bad_document@c.yaml document 1"}},
 		{name: "kind and selector", body: "paths = [\"m/*.yaml\", \"m/*.json\"]\nkind = \"Pod\"\nselector = \"app=web\"", keys: []string{"shop/a", "shop/c"}},
 		{name: "index_by", body: "paths = [\"m/a.yaml\"]\nindex_by = [\"{.metadata.labels.app}\"]", keys: []string{"db", "web"}},
+		// The smallest namespace/name provides a shared key, whatever the file order.
+		{name: "index_by tie", body: "paths = [\"n/*.yaml\"]\nindex_by = [\"{.metadata.labels.app}\"]", keys: []string{"web"},
+			skips: []string{"duplicate_key@a.yaml document 0"}, winner: "py"},
 		{name: "index missing", body: "paths = [\"m/b.json\"]\nindex_by = [\"{.metadata.labels.app}\"]", keys: []string{"web"}},
 	}
 	for _, tt := range tests {
@@ -132,6 +139,11 @@ func TestRecords(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.keys, keys); diff != "" {
 				t.Errorf("keys (-want +got)\n%s", diff)
+			}
+			if tt.winner != "" {
+				if got := records[0].Value.GetAttr("metadata").GetAttr("name").AsString(); got != tt.winner {
+					t.Errorf("key provided by %s, want %s", got, tt.winner)
+				}
 			}
 			if tt.skips == nil {
 				return

@@ -189,10 +189,15 @@ type skip struct {
 }
 
 // records turns the files into records: documents are filtered by kind,
-// apiVersion and selector, pruned, keyed and converted; the first object
-// with a key (by file path, then position) provides it.
+// apiVersion and selector, pruned, keyed and converted. When several
+// objects have one key, the smallest namespace/name provides it (ties: the
+// first by file path, then position), the rule of source "kubernetes".
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
-	byKey := map[string]string{}
+	type claim struct {
+		id, where string
+		at        int
+	}
+	byKey := map[string]claim{}
 	for _, f := range files {
 		for _, d := range parse(f) {
 			if d.err != nil {
@@ -209,8 +214,10 @@ func (s *Source) records(files []file) (records []node.Record, objects int, skip
 				skips = append(skips, skip{d.where, kobject.ReasonIndexMissing, err})
 				continue
 			}
-			if first, dup := byKey[key]; dup {
-				skips = append(skips, skip{d.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, first)})
+			id := objectID(d.obj)
+			first, dup := byKey[key]
+			if dup && first.id <= id {
+				skips = append(skips, skip{d.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, first.where)})
 				continue
 			}
 			v, err := kobject.Value(d.obj)
@@ -218,12 +225,27 @@ func (s *Source) records(files []file) (records []node.Record, objects int, skip
 				skips = append(skips, skip{d.where, kobject.ReasonUnconvertible, err})
 				continue
 			}
-			byKey[key] = d.where
+			if dup { // this object's smaller id takes the key over
+				skips = append(skips, skip{first.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, d.where)})
+				records[first.at] = node.Record{Key: key, Value: v}
+				byKey[key] = claim{id: id, where: d.where, at: first.at}
+				continue
+			}
+			byKey[key] = claim{id: id, where: d.where, at: len(records)}
 			records = append(records, node.Record{Key: key, Value: v})
 		}
 	}
 	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
 	return records, objects, skips
+}
+
+// objectID is an object's namespace/name, the identity index_by ties are
+// decided by.
+func objectID(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return ns + "/" + name
 }
 
 func (s *Source) matches(obj map[string]any) bool {

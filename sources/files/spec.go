@@ -36,8 +36,8 @@ func Spec() node.Spec {
 		Doc: "Each object becomes a record keyed by namespace/name (or index_by) whose value is the object after ignore_fields, " +
 			"exactly as source \"kubernetes\" emits it. The directories are watched; after a change (debounced by 100ms) " +
 			"the whole state is recomputed and only the difference is published. A document that is not a Kubernetes object " +
-			"is skipped, counted and logged with its file and index. When two documents have the same key, the first one (by " +
-			"file path, then position) provides the value.",
+			"is skipped, counted and logged with its file and index. When two documents have the same key, the one with the " +
+			"smallest namespace/name provides the value, as with source \"kubernetes\" (equal names: the first by file path, then position).",
 		Body: schema.Block{
 			Attrs: []schema.Attribute{pathsAttr, kindAttr, apiVersionAttr, kobject.SelectorAttr,
 				kobject.IndexByAttr, kobject.IgnoreFieldsAttr, pollAttr},
