@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
@@ -185,5 +186,38 @@ func Consume(ctx context.Context, in Input, address string, handle func(Event)) 
 			return fmt.Errorf("%s: read input: %w", address, err)
 		}
 		handle(ev)
+	}
+}
+
+// ConsumeTimed is the whole loop of a transform with one timer: it calls
+// handle with every event of in and fire when the time next reports is
+// reached, asking next after each of them (ok false: nothing is due). It
+// returns nil when ctx ends, or an error naming address when the input
+// fails.
+func ConsumeTimed(ctx context.Context, in Input, address string, handle func(Event), fire func(), next func() (due time.Time, ok bool)) error {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	events := Events(ctx, in)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+			fire()
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s: read input: input ended", address)
+			}
+			handle(ev)
+		}
+		if due, ok := next(); ok {
+			timer.Reset(max(time.Until(due), 0))
+		} else {
+			timer.Stop()
+		}
 	}
 }

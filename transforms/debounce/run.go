@@ -24,31 +24,7 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 	if err != nil {
 		return err
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	events := node.Events(ctx, in)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-timer.C:
-			r.flush()
-		case ev, ok := <-events:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("%s: read input: input ended", t.address)
-			}
-			r.handle(ev)
-		}
-		if due, ok := r.due(); ok {
-			timer.Reset(max(time.Until(due), 0))
-		} else {
-			timer.Stop()
-		}
-	}
+	return node.ConsumeTimed(ctx, in, t.address, r.handle, r.flush, r.due)
 }
 
 // runner is the state of one Run.

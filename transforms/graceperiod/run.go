@@ -37,31 +37,8 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 	if err := env.Metrics.Register(gauge); err != nil {
 		return fmt.Errorf("%s: register metrics: %w", t.address, err)
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	events := node.Events(ctx, in)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-timer.C:
-			t.expire(out)
-		case ev, ok := <-events:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("%s: read input: input ended", t.address)
-			}
-			t.handle(ev, out)
-		}
-		if due, ok := t.pending.next(); ok {
-			timer.Reset(max(time.Until(due), 0))
-		} else {
-			timer.Stop()
-		}
-	}
+	return node.ConsumeTimed(ctx, in, t.address, func(ev node.Event) { t.handle(ev, out) },
+		func() { t.expire(out) }, t.pending.next)
 }
 
 // expire passes the deletions whose grace period has ended, as one batch.
