@@ -301,20 +301,22 @@ func BenchmarkRetainedBytes10k(b *testing.B) {
 			})
 		})
 	}
-	b.Run("source-memory-ignore-managedFields+output", func(b *testing.B) {
-		measure(b, func() (any, func()) {
-			out := nodetest.NewOutput()
-			synced := make(chan struct{})
-			go func() {
-				for !out.Synced() {
-					<-out.Changed()
-				}
-				close(synced)
-			}()
-			_, stop := runSource(b, sourceBody(k.ns, variants[1].extra), out, synced)
-			return out, stop
+	for _, v := range []struct{ name, extra string }{{"memory-ignore-managedFields", variants[2].extra}, {"projected", projectFlagship}} {
+		b.Run("source-"+v.name+"+output", func(b *testing.B) {
+			measure(b, func() (any, func()) {
+				out := nodetest.NewOutput()
+				synced := make(chan struct{})
+				go func() {
+					for !out.Synced() {
+						<-out.Changed()
+					}
+					close(synced)
+				}()
+				_, stop := runSource(b, sourceBody(k.ns, v.extra), out, synced)
+				return out, stop
+			})
 		})
-	})
+	}
 }
 
 func typedInformer(b *testing.B, k *kube) (any, func()) {

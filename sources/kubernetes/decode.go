@@ -27,6 +27,7 @@ type Source struct {
 	keyer   *kobject.Keyer
 	pruner  *kobject.Pruner
 	proj    *node.Paths // what the graph reads; nil: whole objects (see Project)
+	readsRV bool        // the graph reads metadata.resourceVersion
 	opts    options
 	// nsFile holds the pod's namespace for namespaced_watch; tests point it elsewhere.
 	nsFile string

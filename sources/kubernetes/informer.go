@@ -234,6 +234,9 @@ func (w *watcher) transform(obj any) (any, error) {
 	if w.src.opts.cached {
 		return newSlim(u, w.src.keyer, !w.cachedUnchanged(u)), nil
 	}
+	if w.src.proj != nil {
+		return newRecordObject(u, w.src.keyer, w.src.readsRV), nil
+	}
 	return u, nil
 }
 

@@ -246,9 +246,18 @@ func TestProjectedPods(t *testing.T) {
 		got["metadata."+name] = true
 	}
 	want := map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "status": true,
-		"metadata.name": true, "metadata.namespace": true, "metadata.uid": true, "metadata.resourceVersion": true}
+		"metadata.name": true, "metadata.namespace": true, "metadata.uid": true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("projected record fields (-want +got)\n%s", diff)
+	}
+	// The cache holds the emitted value itself, not a second copy.
+	for _, obj := range l.src.current.store.List() {
+		if _, ok := obj.(*recordObject); !ok {
+			t.Errorf("cache holds %T, want the record object", obj)
+		}
+	}
+	if u, ok, err := l.src.Lookup(context.Background(), ns+"/a"); err != nil || !ok || u.GetName() != "a" {
+		t.Errorf("Lookup = %v, %v, %v", u, ok, err)
 	}
 	ctx := context.Background()
 	batches := len(l.out.Batches())

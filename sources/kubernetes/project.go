@@ -38,6 +38,7 @@ func (s *Source) Project(p *node.Paths) hcl.Diagnostics {
 		s.proj = nil
 		return diags
 	}
+	s.readsRV = p.Covers("metadata", "resourceVersion")
 	proj := &node.Paths{}
 	proj.Merge(p)
 	for _, path := range identityPaths {

@@ -67,6 +67,8 @@ func toItem(obj any) (item, bool) {
 		return memItem{o}, true
 	case *slimObject:
 		return o, true
+	case *recordObject:
+		return o, true
 	}
 	return nil, false
 }
@@ -268,11 +270,13 @@ func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstruc
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, false, fmt.Errorf("lookup %q: unexpected %T in the cache", key, obj)
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.DeepCopy(), true, nil
+	case *recordObject:
+		return o.unstructured(), true, nil
 	}
-	return u.DeepCopy(), true, nil
+	return nil, false, fmt.Errorf("lookup %q: unexpected %T in the cache", key, obj)
 }
 
 var (
