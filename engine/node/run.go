@@ -116,8 +116,10 @@ type Entry struct {
 	// a BPF map, its encoded bytes); two entries with RawEquals values are
 	// the same and are not rewritten.
 	Value cty.Value
-	// Raw is the target's private encoded form, set by Prepare and Actual.
-	Raw any
+	// Data is the target's encoded form of the entry, set by Prepare and
+	// Actual for targets that write bytes (for a BPF map: the key's bytes
+	// followed by the value's); nil for targets that need none.
+	Data []byte
 	// Err is set by Update and Delete for an entry that failed.
 	Err error
 }

@@ -62,8 +62,9 @@ func newBenchState(b *testing.B) *benchState {
 	st.vals, vb = byteSlab(4, benchN)
 	for i, e := range st.entries {
 		st.desired[e.Key] = e
-		copy(kb[i*4:], e.Raw.(*raw).key)
-		copy(vb[i*4:], e.Raw.(*raw).value)
+		k, v := st.tg.split(e)
+		copy(kb[i*4:], k)
+		copy(vb[i*4:], v)
 	}
 	return st
 }
@@ -78,7 +79,7 @@ func (st *benchState) clear(b *testing.B) {
 // value, and 1000 foreign entries.
 func (st *benchState) drift() {
 	for i := 0; i < benchN/100; i++ {
-		k := st.entries[i*100].Raw.(*raw).key
+		k, _ := st.tg.split(st.entries[i*100])
 		if i%2 == 0 {
 			_ = st.tg.m.Delete(k)
 		} else {
@@ -126,7 +127,7 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		st.clear(b)
 		timed(&perKey, func() {
 			for _, e := range st.entries {
-				if err := st.tg.m.Put(e.Raw.(*raw).key, e.Raw.(*raw).value); err != nil {
+				if err := st.tg.m.Put(st.tg.split(e)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -42,7 +42,7 @@ func TestPerCPU(t *testing.T) {
 				if es[0].Err != nil {
 					t.Fatal(es[0].Err)
 				}
-				key := es[0].Raw.(*raw).key
+				key, _ := tg.split(es[0])
 				got := make([]uint32, ncpu)
 				if err := tg.m.Lookup(key, got); err != nil {
 					t.Fatal(err)
@@ -134,8 +134,8 @@ func TestBatchPartialFailure(t *testing.T) {
 		}
 		es = append(es, e)
 	}
-	bad := es[2].Raw.(*raw)
-	binary.NativeEndian.PutUint32(bad.key, 40) // prefix length beyond an IPv4 address: EINVAL
+	badKey, _ := tg.split(es[2])
+	binary.NativeEndian.PutUint32(badKey, 40) // prefix length beyond an IPv4 address: EINVAL
 	tg.Update(context.Background(), es)
 	for i, e := range es {
 		if (e.Err != nil) != (i == 2) {
@@ -281,7 +281,7 @@ key {
 	es := put(t, tg, rec("web", cty.ObjectVal(map[string]cty.Value{"proto": cty.NumberIntVal(6), "port": cty.NumberIntVal(443), "ip": cty.StringVal("10.0.0.7")})))
 	// struct { __u8 proto; __be16 port; __u32 addr; }: proto at 0, port at 2, addr at 4.
 	wantKey := []byte{6, 0, 0x01, 0xbb, 10, 0, 0, 7}
-	if k := es[0].Raw.(*raw).key; !bytes.Equal(k, wantKey) {
+	if k, _ := tg.split(es[0]); !bytes.Equal(k, wantKey) {
 		t.Fatalf("key bytes %x, want %x", k, wantKey)
 	}
 	if es[0].Key != "proto=6,port=443,addr=10.0.0.7" {

@@ -38,7 +38,7 @@ func (r *reader) chunk(n int, keys, vals []byte) {
 	if r.out == nil { // sized by the last read: a map rarely changes much between reads
 		r.out = make([]node.Entry, 0, max(t.lastCount+t.lastCount/8, 64))
 	}
-	raws := make([]raw, n)
+	data := make([]byte, n*(ks+vs)) // every entry's Data, in one slab
 	r.sbuf, r.ends = r.sbuf[:0], r.ends[:0]
 	first := len(r.out)
 	for i := range n {
@@ -46,13 +46,12 @@ func (r *reader) chunk(n int, keys, vals []byte) {
 		if t.isArr && allZero(v) {
 			continue // an array slot holding zeros is an absent entry
 		}
-		rw := &raws[i]
-		rw.init(ks, vs)
-		copy(rw.key, k)
-		copy(rw.value, v)
+		d := data[i*(ks+vs) : (i+1)*(ks+vs) : (i+1)*(ks+vs)]
+		copy(d, k)
+		copy(d[ks:], v[:vs])
 		r.sbuf = t.s.key.enc.appendCanonical(r.sbuf, k)
 		r.ends = append(r.ends, len(r.sbuf))
-		r.out = append(r.out, node.Entry{Value: r.value(v, vs), Raw: rw})
+		r.out = append(r.out, node.Entry{Value: r.value(v, vs), Data: d})
 	}
 	s, prev := string(r.sbuf), 0
 	for j, end := range r.ends {

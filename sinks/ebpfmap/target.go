@@ -97,28 +97,19 @@ func (t *Target) registerMetrics() error {
 	return nil
 }
 
-// raw is an entry's encoded key and value (one CPU's copy). Small ones
-// live in the same allocation, so writing a batch touches one object per
-// entry.
-type raw struct {
-	key, value []byte
-	inline     [inlineBytes]byte
+// An entry's Data is its encoded key followed by its encoded value (one
+// CPU's copy), in one allocation, so writing a batch touches one small
+// object per entry.
+
+// prepared reports whether e carries this target's encoding.
+func (t *Target) prepared(e node.Entry) bool {
+	return len(e.Data) == int(t.s.spec.KeySize)+int(t.s.spec.ValueSize)
 }
 
-// inlineBytes holds an ipv6_prefix key with a u64 value, or an IPv4 key with
-// a 32-byte struct value.
-const inlineBytes = 40
-
-// init points r's key and value at its inline bytes when they fit, else
-// at a new slice.
-func (r *raw) init(ks, vs int) {
-	var b []byte
-	if ks+vs <= inlineBytes {
-		b = r.inline[:ks+vs]
-	} else {
-		b = make([]byte, ks+vs)
-	}
-	r.key, r.value = b[:ks:ks], b[ks:ks+vs:ks+vs]
+// split returns the encoded key and value of a prepared entry.
+func (t *Target) split(e node.Entry) (key, value []byte) {
+	ks := int(t.s.spec.KeySize)
+	return e.Data[:ks:ks], e.Data[ks:]
 }
 
 // Prepare implements node.Target: it encodes the record's key and value.
@@ -126,9 +117,9 @@ func (r *raw) init(ks, vs int) {
 func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
 	ctx := t.s.ctx.NewChild()
 	ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(rec.Key), "value": rec.Value})}
-	r := new(raw)
-	r.init(int(t.s.spec.KeySize), int(t.s.spec.ValueSize))
-	k, v := r.key, r.value
+	ks := int(t.s.spec.KeySize)
+	data := make([]byte, ks+int(t.s.spec.ValueSize))
+	k, v := data[:ks:ks], data[ks:]
 	if err := t.s.key.encodeInto(ctx, k); err != nil {
 		return node.Entry{}, fmt.Errorf("key: %w", err)
 	}
@@ -140,7 +131,7 @@ func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
 	if err := t.s.value.encodeInto(ctx, v); err != nil {
 		return node.Entry{}, fmt.Errorf("value: %w", err)
 	}
-	return node.Entry{Key: t.s.key.enc.canonical(k), Value: hexValue(v), Raw: r}, nil
+	return node.Entry{Key: t.s.key.enc.canonical(k), Value: hexValue(v), Data: data}, nil
 }
 
 // Actual implements node.Target: every entry of the map, read with batch

@@ -44,7 +44,7 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 		chunk := batch[start:min(start+batchSize, len(batch))]
 		prepared := true
 		for i := range chunk {
-			if r, ok := chunk[i].Raw.(*raw); !ok || r == nil {
+			if !t.prepared(chunk[i]) {
 				chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
 				prepared = false
 			}
@@ -92,12 +92,11 @@ func (t *Target) entryErr(err error) error {
 func (t *Target) fill(chunk []node.Entry, del bool, sl *slabs) {
 	ks, vs := sl.ks, sl.vs
 	for i, e := range chunk {
-		r := e.Raw.(*raw)
-		copy(sl.kb[i*ks:], r.key)
+		copy(sl.kb[i*ks:], e.Data[:ks])
 		if del && !t.isArr {
 			continue
 		}
-		v := r.value
+		v := e.Data[ks:]
 		if del {
 			v = t.zero
 		}
@@ -158,29 +157,29 @@ func (t *Target) writeEach(chunk []node.Entry, del bool, sl *slabs) {
 	one := sl.vals.Slice(0, t.ncpu) // a per-CPU value: ncpu copies
 	vb := sl.vb[:t.ncpu*sl.vs]
 	for i := range chunk {
-		r, ok := chunk[i].Raw.(*raw)
-		if !ok || r == nil {
+		if !t.prepared(chunk[i]) {
 			continue
 		}
+		key, value := t.split(chunk[i])
 		var err error
 		switch {
 		case del && !t.isArr:
-			if err = t.m.Delete(r.key); errors.Is(err, ebpf.ErrKeyNotExist) {
+			if err = t.m.Delete(key); errors.Is(err, ebpf.ErrKeyNotExist) {
 				err = nil
 			}
 		case t.ncpu > 1:
-			v := r.value
+			v := value
 			if del {
 				v = t.zero
 			}
 			for c := range t.ncpu {
 				copy(vb[c*sl.vs:], v)
 			}
-			err = t.m.Put(r.key, one.Interface())
+			err = t.m.Put(key, one.Interface())
 		case del:
-			err = t.m.Put(r.key, t.zero)
+			err = t.m.Put(key, t.zero)
 		default:
-			err = t.m.Put(r.key, r.value)
+			err = t.m.Put(key, value)
 		}
 		if err != nil {
 			chunk[i].Err = t.entryErr(err)
