@@ -18,11 +18,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pipeline ./cmd/pipeline
 
 ## test: everything CI runs: vet, unit, race, integration (real kube-apiserver,
-## real BPF maps as root), the nested harness module, docs freshness, fuzzing.
+## real BPF maps as root), the nested harness module, docs freshness, the
+## container image under podman, fuzzing.
 test: vet kube-assets
 	$(GO) test -count=1 -tags integration ./...
 	$(GO) test -count=1 -race ./engine/... ./transforms/...
 	$(MAKE) docs-check
+	$(MAKE) image-test
 	$(MAKE) fuzz
 
 unit:

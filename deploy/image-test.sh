@@ -6,7 +6,7 @@
 # missing. The runc runtime and ulimits below are for hosts with hybrid
 # cgroups and a low hard RLIMIT_NOFILE, where crun's defaults fail.
 set -euo pipefail
-archive=${1:?usage: image-test.sh ARCHIVE IMAGE}
+archive=$(realpath "${1:?usage: image-test.sh ARCHIVE IMAGE}")
 image=${2:?usage: image-test.sh ARCHIVE IMAGE}
 cd "$(dirname "$0")"
 
