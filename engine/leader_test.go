@@ -79,6 +79,11 @@ func TestLeadershipGatesWrites(t *testing.T) {
 		if got := testutil.ToFloat64(lead.terms); got != 2 {
 			t.Fatalf("pipeline_leader_terms_total = %v, want 2", got)
 		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(lead.Collectors()...)
+		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			t.Fatalf("lint: %v %v", err, problems)
+		}
 	})
 }
 
