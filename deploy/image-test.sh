@@ -21,7 +21,7 @@ fi
 
 name=pipeline-image-test-$$
 port=$((20000 + RANDOM % 20000))
-cleanup() { podman rm -f "$name" >/dev/null 2>&1 || true; }
+cleanup() { podman rm -f "$name" >/dev/null 2>&1 || true; podman rmi -f "$image" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 fail() { echo "image-test: FAIL: $*" >&2; podman logs "$name" >&2 2>&1 || true; exit 1; }
 
@@ -38,9 +38,11 @@ for _ in $(seq 100); do
   get /readyz >/dev/null 2>&1 && break
   sleep 0.1
 done
-get /healthz | grep -qx ok || fail "/healthz did not answer ok"
-get /readyz | grep -q '"ready":true' || fail "/readyz is not ready: $(get /readyz 2>&1 || true)"
-get /metrics | grep -q '^pipeline_build_info' || fail "/metrics has no pipeline_build_info"
+[ "$(get /healthz)" = ok ] || fail "/healthz did not answer ok"
+ready=$(get /readyz || true)
+grep -q '"ready":true' <<<"$ready" || fail "/readyz is not ready: $ready"
+metrics=$(get /metrics)
+grep -q '^pipeline_build_info' <<<"$metrics" || fail "/metrics has no pipeline_build_info"
 
 pid=$(podman inspect -f '{{.State.Pid}}' "$name")
 uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
@@ -51,7 +53,8 @@ podman stop -t 10 "$name" >/dev/null
 stop=$(( $(ms) - t0 ))
 code=$(podman inspect -f '{{.State.ExitCode}}' "$name")
 [ "$code" = 0 ] || fail "exit code $code after SIGTERM (137 means it was killed)"
-podman logs "$name" 2>&1 | grep -q 'msg=stopped' || fail "no 'stopped' log line after SIGTERM"
-podman logs "$name" 2>&1 | grep -q '+ 10.0.0.0/8' || fail "the log sink printed no record"
+logs=$(podman logs "$name" 2>&1)
+grep -q 'msg=stopped' <<<"$logs" || fail "no 'stopped' log line after SIGTERM"
+grep -qF '+ 10.0.0.0/8' <<<"$logs" || fail "the log sink printed no record"
 total=$(( $(ms) - start ))
 echo "image-test: ok: $image answers /healthz /readyz /metrics as uid 65532, stopped on SIGTERM in ${stop} ms (total ${total} ms)"
