@@ -145,9 +145,18 @@ func (s *sinkLoop) standby() bool {
 	if !ok {
 		s.gate.term = 0
 		s.needFull = false
-		clear(s.pending)
-		clear(s.retryAt)
-		clear(s.attempts)
+		for _, tk := range s.dirty {
+			if ks := s.keys[tk]; ks != nil {
+				ks.dirty = false
+				s.forget(tk, ks)
+			}
+		}
+		s.dirty = s.dirty[:0]
+		for tk, ks := s.retries.next(); ks != nil; tk, ks = s.retries.next() {
+			s.retries.remove(ks)
+			ks.attempts = 0
+			s.forget(tk, ks)
+		}
 		s.h.set(false, node.Healthy, "standby: another instance leads; writes wait for the lease")
 		return true
 	}
