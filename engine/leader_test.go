@@ -95,3 +95,27 @@ func statusOf(r Readiness, addr string) NodeStatus {
 	}
 	return NodeStatus{}
 }
+
+// TestFollowerStopsWithoutDrainWait: a follower's sinks hold no work, so
+// shutdown does not wait out the drain timeout for writes it may not make.
+func TestFollowerStopsWithoutDrainWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptSource()
+		g := mustCompile(t, fmt.Sprintf(chain, true), map[string]any{"source.script.s": src, "sink.mem.m": nodetest.NewMemSink()})
+		rt, err := NewRuntime(g, RunOptions{Leader: NewLeadership("follower")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = rt.Run(ctx); close(done) }()
+		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		synctest.Wait()
+		start := time.Now()
+		cancel()
+		<-done
+		if took := time.Since(start); took >= time.Second {
+			t.Fatalf("shutdown took %v: the follower's sink was not idle", took)
+		}
+	})
+}
