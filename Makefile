@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 
 -include mk/kube.mk
 
-.PHONY: all build test unit integration race fuzz vet docs docs-check demo bench clean
+.PHONY: all build test unit integration race fuzz vet docs docs-check demo bench clean image image-test
 
 all: build
 
@@ -18,11 +18,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pipeline ./cmd/pipeline
 
 ## test: everything CI runs: vet, unit, race, integration (real kube-apiserver,
-## real BPF maps as root), the nested harness module, docs freshness, fuzzing.
+## real BPF maps as root), the nested harness module, docs freshness, the
+## container image under podman, fuzzing.
 test: vet kube-assets
 	$(GO) test -count=1 -tags integration ./...
 	$(GO) test -count=1 -race ./engine/... ./transforms/...
 	$(MAKE) docs-check
+	$(MAKE) image-test
 	$(MAKE) fuzz
 
 unit:
@@ -47,6 +49,19 @@ demo: build kube-assets
 
 bench: kube-assets
 	$(GO) test -run '^$$' -bench . -benchmem -tags integration ./...
+
+## image: the container image, assembled offline from a static binary
+## (the Dockerfile builds the same image where base images can be pulled).
+IMAGE ?= localhost/pipeline:$(VERSION)
+IMAGE_TAR ?= bin/pipeline-image.tar
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o bin/image/pipeline ./cmd/pipeline
+	$(GO) run ./deploy/imagebuild -binary bin/image/pipeline -tag $(IMAGE) -version $(VERSION) \
+		-revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) -o $(IMAGE_TAR)
+
+## image-test: run the image with podman: health, metrics, non-root, SIGTERM.
+image-test: image
+	./deploy/image-test.sh $(IMAGE_TAR) $(IMAGE)
 
 clean:
 	rm -rf bin

@@ -64,6 +64,9 @@ type NodeStatus struct {
 type Readiness struct {
 	Ready bool         `json:"ready"`
 	Nodes []NodeStatus `json:"nodes"`
+	// Leader is present with leader election: a follower is ready too
+	// (its sources are synced), its sinks wait in standby.
+	Leader *LeaderStatus `json:"leader_election,omitempty"`
 }
 
 func (h *health) status(addr string, synced bool) NodeStatus {

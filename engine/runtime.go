@@ -22,6 +22,9 @@ type RunOptions struct {
 	// DrainTimeout bounds how long shutdown waits, after the sources
 	// stopped, for in-flight deltas to reach the sinks. Default 5s.
 	DrainTimeout time.Duration
+	// Leader, when set, lets the sinks write only while this instance
+	// leads (leader_election); nil means always.
+	Leader *Leadership
 }
 
 // Runtime runs a compiled graph.
@@ -67,7 +70,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
 			r.sinks[n] = &sinkLoop{n: n, in: r.outs[n.Input], h: r.healths[n],
-				log: r.logger(n), met: r.sinkMetrics(n)}
+				log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}}
 		}
 	}
 	return r, nil
@@ -213,6 +216,9 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 // healthy, with a row per node.
 func (r *Runtime) Readiness() Readiness {
 	out := Readiness{Ready: true}
+	if r.opts.Leader != nil {
+		out.Leader = r.opts.Leader.Status()
+	}
 	for _, n := range r.g.Nodes {
 		synced := true
 		if c, ok := r.outs[n]; ok {

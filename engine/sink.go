@@ -27,6 +27,7 @@ type sinkLoop struct {
 	met    sinkMetrics
 	target node.Target
 	idle   atomic.Bool
+	gate   leaderGate // leader election: write only while leading
 
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
@@ -116,7 +117,9 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 			}
 			s.handle(ev)
 		}
-		if s.needFull && !time.Now().Before(s.fullRetry) {
+		if s.standby() {
+			// Another instance leads: keep the desired state, write nothing.
+		} else if s.needFull && !time.Now().Before(s.fullRetry) {
 			s.full(ctx)
 		} else if !s.needFull && len(s.dirty) > 0 {
 			s.incremental(ctx)
@@ -127,6 +130,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		case <-ctx.Done():
 			return nil
 		case <-sub.Ready():
+		case <-s.gate.changed():
 		case <-tick:
 			s.needFull = true
 		case <-retry.C:

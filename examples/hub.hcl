@@ -22,3 +22,9 @@ sink "nats_kv" "pod_ips" {
   bucket     = "pod-ips"
   key_prefix = "v1."
 }
+
+# Two replicas run this file (`pipeline manifests --mode hub`); both keep the
+# pod list synced, only the holder of the Lease writes to the bucket.
+leader_election {
+  lease_name = "pipeline-hub"
+}

@@ -51,6 +51,8 @@ type Config struct {
 	Variables map[string]*Variable
 	Clusters  map[string]*Cluster
 	Nodes     []*NodeBlock
+	// LeaderElection is the leader_election block; nil when absent.
+	LeaderElection *LeaderElection
 	// Ctx evaluates compile-time expressions: var, local and functions.
 	Ctx *hcl.EvalContext
 	// Sensitive holds the values of sensitive variables and attributes so
@@ -62,6 +64,7 @@ var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "variable", LabelNames: []string{"name"}},
 	{Type: "locals"},
 	{Type: "cluster", LabelNames: []string{"name"}},
+	{Type: "leader_election"},
 	{Type: "source", LabelNames: []string{"type", "name"}},
 	{Type: "transform", LabelNames: []string{"type", "name"}},
 	{Type: "sink", LabelNames: []string{"type", "name"}},
@@ -160,7 +163,7 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 	var diags hcl.Diagnostics
 	cfg := &Config{Dir: dir, Files: l.parser.Files(), Variables: map[string]*Variable{}, Clusters: map[string]*Cluster{}}
 	var localAttrs []*hcl.Attribute
-	var clusterBlocks []*hcl.Block
+	var clusterBlocks, leaderBlocks []*hcl.Block
 	seen := map[string]hcl.Range{}
 	dup := func(what, name string, rng hcl.Range) bool {
 		key := what + "\x00" + name
@@ -194,6 +197,14 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 						localAttrs = append(localAttrs, a)
 					}
 				}
+			case "leader_election":
+				if len(leaderBlocks) > 0 {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate leader_election block",
+						Detail:  fmt.Sprintf("A leader_election block was already declared at %s; a configuration has at most one.", leaderBlocks[0].DefRange),
+						Subject: blk.DefRange.Ptr()})
+					continue
+				}
+				leaderBlocks = append(leaderBlocks, blk)
 			case "cluster":
 				if validName(blk.Labels[0], blk.LabelRanges[0], "cluster", &diags) && !dup("cluster", blk.Labels[0], blk.LabelRanges[0]) {
 					clusterBlocks = append(clusterBlocks, blk)
@@ -225,6 +236,11 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 		if c.Token != "" {
 			cfg.Sensitive = append(cfg.Sensitive, c.Token)
 		}
+	}
+	for _, blk := range leaderBlocks {
+		le, d := decodeLeaderElection(blk, cfg)
+		diags = append(diags, d...)
+		cfg.LeaderElection = le
 	}
 	return cfg, diags
 }

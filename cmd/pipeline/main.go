@@ -52,13 +52,13 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newVersionCmd())
+	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newManifestsCmd(), newVersionCmd())
 	return root
 }
 
 // longFlags are accepted with a single dash too (`-json`, `-var x=1`, `-check`),
 // as Terraform users write them.
-var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive"}
+var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged"}
 
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))

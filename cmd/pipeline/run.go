@@ -65,7 +65,18 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := engine.NewMetrics(reg, version)
 	metrics.SetGeneration(1)
-	rt, err := engine.NewRuntime(l.graph, engine.RunOptions{Logger: logger, Metrics: metrics})
+	opts := engine.RunOptions{Logger: logger, Metrics: metrics}
+	if le := l.cfg.LeaderElection; le != nil {
+		lead, stop, err := startLeaderElection(le, logger, reg)
+		if err != nil {
+			return err
+		}
+		// Deferred before the HTTP server's shutdown and after the
+		// runtime returns: the lease is released only once writes stopped.
+		defer stop()
+		opts.Leader = lead
+	}
+	rt, err := engine.NewRuntime(l.graph, opts)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ func newSchemaCmd() *cobra.Command {
 type schemaDoc struct {
 	FormatVersion string    `json:"format_version"`
 	Cluster       blockDoc  `json:"cluster"`
+	Leader        blockDoc  `json:"leader_election"`
 	Types         []typeDoc `json:"types"`
 }
 
@@ -67,7 +68,8 @@ type nestedDoc struct {
 }
 
 func describe(reg *node.Registry) schemaDoc {
-	d := schemaDoc{FormatVersion: "1.0", Cluster: describeBlock(schema.ClusterBlock)}
+	d := schemaDoc{FormatVersion: "1.0", Cluster: describeBlock(schema.ClusterBlock),
+		Leader: describeBlock(schema.LeaderElectionBlock)}
 	for _, s := range reg.All() {
 		t := typeDoc{Kind: string(s.Kind), Type: s.Type, Summary: s.Summary, Doc: s.Doc, Output: string(s.Output),
 			Status: "ready", Body: describeBlock(s.FullBody())}
@@ -102,6 +104,8 @@ func writeSchemaText(w io.Writer, d schemaDoc) {
 	}
 	fmt.Fprintf(w, "cluster  Kubernetes API server credentials\n")
 	writeAttrsText(w, d.Cluster, "    ")
+	fmt.Fprintf(w, "\nleader_election  only the holder of a Kubernetes Lease writes to the sinks\n")
+	writeAttrsText(w, d.Leader, "    ")
 }
 
 func writeAttrsText(w io.Writer, b blockDoc, indent string) {
@@ -148,6 +152,10 @@ func writeMarkdown(w io.Writer, d schemaDoc) {
 	}
 	fmt.Fprintln(w, "\n## Clusters\n\n### cluster \"NAME\"\n\nCredentials of a Kubernetes API server, referenced as `cluster.NAME`.")
 	writeAttrsMarkdown(w, d.Cluster, "")
+	fmt.Fprintln(w, "\n## Leader election\n\n### leader_election\n\nAt most one block. Several instances of the configuration run side by side "+
+		"(`pipeline manifests --mode hub`); every instance keeps its sources synced, and only the holder of a "+
+		"coordination.k8s.io Lease writes to the sinks. Leadership shows on `/readyz` and as `pipeline_leader_leading`.")
+	writeAttrsMarkdown(w, d.Leader, "")
 }
 
 func writeAttrsMarkdown(w io.Writer, b blockDoc, prefix string) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 	"k8s.io/client-go/discovery"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/pipeline/pipeline/internal/kubeclient"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -52,47 +51,11 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// Client-side rate limits when no cluster block sets them.
-const (
-	defaultQPS   = 50
-	defaultBurst = 100
-	checkTimeout = 15 * time.Second
-)
+const checkTimeout = 15 * time.Second
 
-// restConfig builds the client configuration of a cluster block; nil means
-// the default credentials: the pod's service account when
-// KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config.
-func restConfig(c *schema.Cluster) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	qps, burst := float32(defaultQPS), defaultBurst
-	switch {
-	case c == nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		cfg, err = rest.InClusterConfig()
-	case c == nil:
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
-	case c.InCluster:
-		cfg, err = rest.InClusterConfig()
-	case c.Endpoint != "":
-		cfg = &rest.Config{Host: c.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: c.CACert},
-			BearerToken: c.Token, BearerTokenFile: c.TokenFile}
-	default:
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
-			&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load credentials: %w", err)
-	}
-	if c != nil {
-		qps, burst = c.QPS, c.Burst
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = "pipeline"
-	return cfg, nil
-}
+// restConfig builds the client configuration of a cluster block (nil: the
+// default credentials).
+func restConfig(c *schema.Cluster) (*rest.Config, error) { return kubeclient.RESTConfig(c) }
 
 // connection is a client configuration and the one HTTP client (one
 // connection pool) that every client of a run shares. Its dialer keeps the

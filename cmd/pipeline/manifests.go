@@ -1,0 +1,87 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/deploy/manifests"
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+type manifestFlags struct {
+	vars       []string
+	opts       manifests.Options
+	privileged bool
+}
+
+func newManifestsCmd() *cobra.Command {
+	var f manifestFlags
+	cmd := &cobra.Command{
+		Use:   "manifests [--mode agent|hub] [--namespace NS] [--image REF] PATH...",
+		Short: "Print the Kubernetes objects that run the configuration, with exactly the RBAC it needs",
+		Long: "Compiles the configuration and prints a ServiceAccount, the Roles and ClusterRole its sources\n" +
+			"and sinks need (never a wildcard), their bindings, a ConfigMap holding the configuration files,\n" +
+			"and a DaemonSet (agent: one instance per node, eBPF access) or a Deployment (hub: two replicas\n" +
+			"with leader election). Apply with kubectl apply -f.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := load(args, f.vars)
+			if l.diags.HasErrors() {
+				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
+				return exitError{1}
+			}
+			f.opts.Leader = l.cfg.LeaderElection
+			f.opts.Privileged = f.privileged
+			out, err := manifests.Generate(f.opts, manifestInput(l))
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.vars, "var", nil, "set a variable: -var name=value (repeatable)")
+	fl.StringVar(&f.opts.Mode, "mode", manifests.Agent, "agent (a DaemonSet, one instance per node) or hub (a Deployment of two replicas with leader election)")
+	fl.StringVar(&f.opts.Namespace, "namespace", "pipeline", "namespace of the objects")
+	fl.StringVar(&f.opts.Name, "name", "pipeline", "name of the service account, roles, ConfigMap (NAME-config) and workload")
+	fl.StringVar(&f.opts.Image, "image", "ghcr.io/pipeline/pipeline:"+imageTag(), "container image")
+	fl.StringVar(&f.opts.Seccomp, "seccomp", "", "seccomp profile: RuntimeDefault or Unconfined (default: Unconfined when a sink needs CAP_BPF, else RuntimeDefault)")
+	fl.BoolVar(&f.privileged, "privileged", false, "run the container privileged (not needed by any node type)")
+	return cmd
+}
+
+// imageTag is the image tag matching this binary.
+func imageTag() string {
+	if version == "dev" || version == "" {
+		return "latest"
+	}
+	return version
+}
+
+// manifestInput collects what the compiled graph's nodes declare.
+func manifestInput(l *loaded) manifests.Input {
+	in := manifests.Input{Files: map[string][]byte{}}
+	for _, n := range l.graph.Nodes {
+		in.Needs = append(in.Needs, nodeNeeds(n)...)
+		if h, ok := n.Impl.(node.HostAccess); ok {
+			in.Host = append(in.Host, h.HostNeeds())
+		}
+	}
+	for name, f := range l.cfg.Files {
+		in.Files[name] = f.Bytes
+	}
+	return in
+}
+
+func nodeNeeds(n *engine.Node) []manifests.Need {
+	a, ok := n.Impl.(node.KubeAccess)
+	if !ok {
+		return nil
+	}
+	var out []manifests.Need
+	for _, r := range a.KubeRules() {
+		out = append(out, manifests.Need{Address: n.Address, Rule: r})
+	}
+	return out
+}
