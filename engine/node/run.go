@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -112,21 +113,27 @@ type Sink interface {
 // Entry is one key of a target in the target's own canonical form.
 type Entry struct {
 	Key Key
-	// Value is the entry's value as the target compares and shows it (for
-	// a BPF map, its encoded bytes); two entries with RawEquals values are
-	// the same and are not rewritten.
+	// Value is the entry's value as the target shows it (for a BPF map,
+	// its encoded bytes in hex). Entries without Data compare by Value.
 	Value cty.Value
 	// Data is the target's encoded form of the entry, set by Prepare and
 	// Actual for targets that write bytes (for a BPF map: the key's bytes
-	// followed by the value's); nil for targets that need none.
+	// followed by the value's); entries with Data compare by these bytes
+	// (see Same). nil for targets that need none.
 	Data []byte
 	// Err is set by Update and Delete for an entry that failed.
 	Err error
 }
 
 // Same reports whether e and o hold the same value (their keys are
-// compared by the caller).
-func (e Entry) Same(o Entry) bool { return e.Value.RawEquals(o.Value) }
+// compared by the caller): their encoded bytes when the target encodes,
+// else their values.
+func (e Entry) Same(o Entry) bool {
+	if e.Data != nil || o.Data != nil {
+		return bytes.Equal(e.Data, o.Data)
+	}
+	return e.Value.RawEquals(o.Value)
+}
 
 // ErrNoActualState is returned by Actual of append-only targets (audit, NATS
 // publish, log): they cannot be read back, so plan lists what they would

@@ -30,8 +30,17 @@ func benchRecords() []node.Record {
 type benchState struct {
 	tg         *Target
 	entries    []node.Entry
-	desired    map[node.Key]node.Entry
+	desired    map[node.Key]*benchKey
 	keys, vals any // [][4]byte slabs for raw batch calls
+	gen        uint32
+}
+
+// benchKey is what the engine's sink loop keeps per key: the wanted entry,
+// the held one and the generation of the read that last saw it.
+type benchKey struct {
+	want, have node.Entry
+	held       bool
+	seen       uint32
 }
 
 func newBenchState(b *testing.B) *benchState {
@@ -46,7 +55,7 @@ func newBenchState(b *testing.B) *benchState {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &benchState{tg: tg0.(*Target), desired: make(map[node.Key]node.Entry, benchN)}
+	st := &benchState{tg: tg0.(*Target), desired: make(map[node.Key]*benchKey, benchN)}
 	b.Cleanup(func() { _ = st.tg.Close() })
 	start := time.Now()
 	for _, r := range benchRecords() {
@@ -61,7 +70,7 @@ func newBenchState(b *testing.B) *benchState {
 	st.keys, kb = byteSlab(4, benchN)
 	st.vals, vb = byteSlab(4, benchN)
 	for i, e := range st.entries {
-		st.desired[e.Key] = e
+		st.desired[e.Key] = &benchKey{want: e}
 		k, v := st.tg.split(e)
 		copy(kb[i*4:], k)
 		copy(vb[i*4:], v)
@@ -121,9 +130,9 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		st.clear(b)
 		timed(&update, func() { mustWrite(b, st.tg.Update, st.entries) })
 		st.clear(b)
-		timed(&empty, func() { reconcile(b, st.tg, st.desired, nil, nil, nil) })
+		timed(&empty, func() { reconcile(b, st, nil, nil, nil) })
 		st.drift()
-		timed(&drift, func() { reconcile(b, st.tg, st.desired, &actual, &diff, &write) })
+		timed(&drift, func() { reconcile(b, st, &actual, &diff, &write) })
 		st.clear(b)
 		timed(&perKey, func() {
 			for _, e := range st.entries {
@@ -157,9 +166,10 @@ func mustWrite(b *testing.B, write func(context.Context, []node.Entry), es []nod
 }
 
 // reconcile is what the engine's full reconcile does with the target:
-// read, diff (reconcile.Diff's loop), write the difference. The optional
-// durations receive its parts.
-func reconcile(b *testing.B, tg *Target, desired map[node.Key]node.Entry, read, diff, write *time.Duration) {
+// read, diff (the sink loop's readActual and decide passes over its
+// persistent per-key state), write the difference. The optional durations
+// receive its parts.
+func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	var part time.Duration
 	mark := func(d *time.Duration, f func()) {
 		timed(&part, f)
@@ -171,30 +181,29 @@ func reconcile(b *testing.B, tg *Target, desired map[node.Key]node.Entry, read, 
 	var actual []node.Entry
 	mark(read, func() {
 		var err error
-		if actual, err = tg.Actual(context.Background()); err != nil {
+		if actual, err = st.tg.Actual(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	})
 	var ups, dels []node.Entry
 	mark(diff, func() {
-		have := make(map[node.Key]node.Entry, len(actual))
+		st.gen++
 		for _, e := range actual {
-			have[e.Key] = e
-		}
-		ups = make([]node.Entry, 0, max(len(desired)-len(have), 16))
-		for k, e := range desired {
-			if h, ok := have[k]; !ok || !h.Value.RawEquals(e.Value) {
-				ups = append(ups, e)
-			}
-		}
-		for k, e := range have {
-			if _, ok := desired[k]; !ok {
+			k := st.desired[e.Key]
+			if k == nil { // not wanted: pruned
 				dels = append(dels, e)
+				continue
+			}
+			k.have, k.held, k.seen = e, true, st.gen
+		}
+		for _, k := range st.desired {
+			if k.seen != st.gen || !k.have.Same(k.want) {
+				ups = append(ups, k.want)
 			}
 		}
 	})
 	mark(write, func() {
-		mustWrite(b, tg.Update, ups)
-		mustWrite(b, tg.Delete, dels)
+		mustWrite(b, st.tg.Update, ups)
+		mustWrite(b, st.tg.Delete, dels)
 	})
 }

@@ -49,6 +49,11 @@ func (r *reader) chunk(n int, keys, vals []byte) {
 		d := data[i*(ks+vs) : (i+1)*(ks+vs) : (i+1)*(ks+vs)]
 		copy(d, k)
 		copy(d[ks:], v[:vs])
+		if t.ncpu > 1 && !sameCopies(v, vs) {
+			// CPUs disagree: every copy, so the entry differs from any
+			// prepared one and is rewritten.
+			d = append(append([]byte(nil), k...), v...)
+		}
 		r.sbuf = t.s.key.enc.appendCanonical(r.sbuf, k)
 		r.ends = append(r.ends, len(r.sbuf))
 		r.out = append(r.out, node.Entry{Value: r.value(v, vs), Data: d})
@@ -80,6 +85,17 @@ func (r *reader) value(v []byte, vs int) cty.Value {
 		r.values[string(v)] = c
 	}
 	return c
+}
+
+// sameCopies reports whether every vs-byte copy in v (one per CPU) is
+// equal to the first.
+func sameCopies(v []byte, vs int) bool {
+	for off := vs; off < len(v); off += vs {
+		if !bytes.Equal(v[off:off+vs], v[:vs]) {
+			return false
+		}
+	}
+	return true
 }
 
 // hexValue is the Value of an encoded value: its bytes in hex.
