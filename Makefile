@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 
 -include mk/kube.mk
 
-.PHONY: all build test unit integration race fuzz vet docs docs-check demo bench clean image image-test
+.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench clean image image-test
 
 all: build
 
@@ -18,19 +18,34 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pipeline ./cmd/pipeline
 
 ## test: everything CI runs: vet, unit, race, integration (real kube-apiserver,
-## real BPF maps as root), the nested harness module, docs freshness, the
-## container image under podman, fuzzing.
-test: vet kube-assets
+## real BPF maps as root), docs freshness, the container image under podman,
+## fuzzing. scripts/setup.sh first installs what a fresh Debian machine lacks
+## (as root) and mounts the bpffs.
+test:
+	./scripts/setup.sh
+	@$(MAKE) --no-print-directory vet
+	@echo '==> kube-apiserver and etcd for the integration tests ($(KUBE_ASSETS))'
+	@$(MAKE) --no-print-directory kube-assets
+	@echo '==> tests of every package with -tags integration (real kube-apiserver, BPF maps, XDP)'
 	$(GO) test -count=1 -tags integration ./...
+	@echo '==> engine and transforms under -race'
 	$(GO) test -count=1 -race ./engine/... ./transforms/...
-	$(MAKE) docs-check
-	$(MAKE) image-test
-	$(MAKE) fuzz
+	@echo '==> docs/reference.md is fresh'
+	@$(MAKE) --no-print-directory docs-check
+	@echo '==> the container image under podman (make image-test)'
+	@$(MAKE) --no-print-directory image-test
+	@echo '==> fuzzing the parser and compiler for $(FUZZTIME)'
+	@$(MAKE) --no-print-directory fuzz
+
+## setup: what make test needs on this machine (packages, bpffs, Go modules).
+setup:
+	./scripts/setup.sh
 
 unit:
 	$(GO) test ./...
 
 vet:
+	@echo '==> gofmt and go vet (with and without -tags integration)'
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...

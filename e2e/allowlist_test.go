@@ -23,6 +23,7 @@ import (
 // the grace period has passed.
 func TestAllowListEnforcedInKernel(t *testing.T) {
 	requireRoot(t)
+	xdptest.Require(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
 	ns := kubeapitest.NewNamespace(t, cs)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -34,16 +35,31 @@ func registry() *node.Registry {
 	return node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), debounce.Spec(), graceperiod.Spec(), ebpfmap.Spec())
 }
 
-// requireRoot fails in CI (which runs as root) and skips elsewhere.
+// requireRoot checks up front what the eBPF tests need, root and a bpffs
+// at /sys/fs/bpf, so that a missing one is named instead of showing up as a
+// graph that never gets ready. It fails in CI (which runs as root, with
+// the bpffs mounted by make test) and skips elsewhere.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
+	var miss string
+	switch {
+	case os.Geteuid() != 0:
+		miss = "not root: the eBPF tests need root (CAP_BPF, CAP_NET_ADMIN)"
+	case !bpffsMounted("/sys/fs/bpf"):
+		miss = "no bpffs at /sys/fs/bpf: mount -t bpf bpf /sys/fs/bpf (make test does it as root)"
+	default:
 		return
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("end-to-end eBPF tests need root, and CI runs as root")
+		t.Fatalf("end-to-end eBPF test cannot run in CI: %s", miss)
 	}
-	t.Skip("skipping: needs root (CAP_BPF, CAP_NET_ADMIN) and a bpffs")
+	t.Skipf("skipping: %s", miss)
+}
+
+// bpffsMounted reports whether dir is the root of a mounted bpffs.
+func bpffsMounted(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.BPF_FS_MAGIC
 }
 
 func pinDir(t *testing.T) string {

@@ -26,8 +26,12 @@ type Pair struct {
 }
 
 // NewPair creates the namespaces and the veth pair. subnet picks the /24
-// 10.199.<subnet>.0 used inside the namespaces (test hosts only).
+// 10.199.<subnet>.0 used inside the namespaces (test hosts only). It fails
+// first, naming the command and its package, when ip or ping is missing.
 func NewPair(subnet int) (*Pair, error) {
+	if err := lookTools(); err != nil {
+		return nil, err
+	}
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
@@ -99,6 +103,7 @@ func (p *Pair) inB(f func() error) error {
 
 // Ping sends one echo request from A to B and reports whether a reply came
 // within a second.
+// NewPair has checked that ping exists, so a false is a lost packet.
 func (p *Pair) Ping() bool {
 	err := exec.Command("ip", "netns", "exec", p.NSA, "ping", "-c", "1", "-W", "1", p.AddrB.String()).Run()
 	return err == nil

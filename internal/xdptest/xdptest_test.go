@@ -2,6 +2,7 @@ package xdptest
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -72,7 +73,7 @@ func TestProgramLogic(t *testing.T) {
 }
 
 func TestPingEnforced(t *testing.T) {
-	requireRoot(t)
+	Require(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -113,5 +114,20 @@ func TestPingEnforced(t *testing.T) {
 	}
 	if p.Ping() {
 		t.Fatal("ping A->B passes after A was removed")
+	}
+}
+
+// TestMissingNamesTools: without ip and ping on PATH, Missing and NewPair
+// name each command and the package that provides it.
+func TestMissingNamesTools(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	miss := Missing()
+	for _, want := range []string{"the ip command: apt-get install iproute2", "the ping command: apt-get install iputils-ping"} {
+		if !strings.Contains(miss, want) {
+			t.Errorf("Missing() = %q, want it to name %q", miss, want)
+		}
+	}
+	if _, err := NewPair(250); err == nil || !strings.Contains(err.Error(), "install the iproute2 package") {
+		t.Errorf("NewPair without ip: %v", err)
 	}
 }

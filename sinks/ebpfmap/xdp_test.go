@@ -19,6 +19,7 @@ import (
 // ipv4_prefix.
 func TestXDPEnforcement(t *testing.T) {
 	dir := requireBPF(t)
+	xdptest.Require(t)
 	for i, tc := range []struct {
 		name, mapType, keyType string
 		lpm                    bool

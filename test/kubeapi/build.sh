@@ -12,9 +12,13 @@ fi
 cd "$(dirname "$0")"
 echo "building kube-apiserver $version and etcd from Go modules into $out (cold: several minutes)" >&2
 start=$(date +%s)
+echo "downloading the modules of k8s.io/kubernetes and etcd (go mod download in test/kubeapi)" >&2
+go mod download
+echo "modules ready in $(( $(date +%s) - start ))s; compiling kube-apiserver" >&2
 go build -o "$out/kube-apiserver.tmp" \
   -ldflags "-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" \
   k8s.io/kubernetes/cmd/kube-apiserver
+echo "compiling etcd" >&2
 go build -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
 mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
 mv "$out/etcd.tmp" "$out/etcd"
