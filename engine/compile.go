@@ -23,10 +23,12 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	undecoded := map[*Node]bool{} // the body did not decode cleanly
 	inputs := map[*Node]hcl.Traversal{}
 	var all []*Node
+	unknown := map[string]bool{} // addresses of blocks of an unknown type
 	for _, b := range cfg.Nodes {
 		spec, ok := reg.Lookup(b.Kind, b.Type)
 		if !ok {
 			diags = append(diags, unknownType(reg, b))
+			unknown[b.Address()] = true
 			continue
 		}
 		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
@@ -49,7 +51,8 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		all = append(all, n)
 	}
 	for _, n := range all {
-		if tr, ok := inputs[n]; ok && tr != nil {
+		// A reference to a block of an unknown type restates that error.
+		if tr, ok := inputs[n]; ok && tr != nil && !unknown[strings.Join(traversalNames(tr), ".")] {
 			diags = append(diags, g.resolveInput(n, tr)...)
 		}
 	}
@@ -59,7 +62,9 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	for _, n := range order {
 		diags = append(diags, g.build(n, contents[n], undecoded[n])...)
 	}
-	diags = append(diags, unused(order)...)
+	if !brokenInputs(cfg, all) {
+		diags = append(diags, unused(order)...)
+	}
 	if !diags.HasErrors() {
 		diags = append(diags, g.project()...)
 	}
@@ -287,6 +292,22 @@ func mismatchHint(want []node.DataType, got node.DataType) string {
 		return "Put a transform \"extract\" between them to turn objects into records."
 	}
 	return "Connect it to a node that emits what it accepts."
+}
+
+// brokenInputs reports whether some input is unknown: a node of an unknown
+// type, or a transform or sink whose input did not resolve. Its upstream
+// then looks unused only because of that error, so unused warnings wait
+// until the references are fixed.
+func brokenInputs(cfg *schema.Config, built []*Node) bool {
+	if len(built) < len(cfg.Nodes) {
+		return true
+	}
+	for _, n := range built {
+		if n.Kind != node.KindSource && n.Input == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // unused warns about sources and transforms nothing consumes.

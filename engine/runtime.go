@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // RunOptions configure a Runtime.
@@ -46,7 +47,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
 		}
 		if n.Spec.Status == node.Planned {
-			planned = append(planned, fmt.Sprintf("%s (%s)", n.Address, n.Block.DeclRange))
+			planned = append(planned, fmt.Sprintf("%s (%s)", n.Address, schema.Pos(n.Block.DeclRange)))
 		}
 	}
 	if len(planned) > 0 {

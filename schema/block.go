@@ -93,7 +93,7 @@ func Decode(body hcl.Body, b Block, ctx *hcl.EvalContext, declRange hcl.Range) (
 			if first != nil && !bt.Many {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
 					Summary: fmt.Sprintf("Duplicate %s block", bt.Name),
-					Detail:  fmt.Sprintf("Only one %s block is allowed here; the first one is at %s.", bt.Name, first.DefRange),
+					Detail:  fmt.Sprintf("Only one %s block is allowed here; the first one is at %s.", bt.Name, Pos(first.DefRange)),
 					Subject: blk.DefRange.Ptr()})
 				continue
 			}

@@ -170,7 +170,7 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 		if first, ok := seen[key]; ok {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
 				Summary: fmt.Sprintf("Duplicate %s", what),
-				Detail:  fmt.Sprintf("A %s named %q was already declared at %s. Names must be unique across all files.", what, name, first),
+				Detail:  fmt.Sprintf("A %s named %q was already declared at %s. Names must be unique across all files.", what, name, Pos(first)),
 				Subject: rng.Ptr()})
 			return true
 		}
@@ -274,4 +274,10 @@ func validName(name string, rng hcl.Range, what string, diags *hcl.Diagnostics) 
 			Subject: rng.Ptr()})
 	}
 	return ok
+}
+
+// Pos is a range's start as file:line:col, the one way messages name a
+// position (hcl.Range's String gives file:line,col-col).
+func Pos(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
 }

@@ -41,9 +41,14 @@ func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnosti
 	}
 }
 
+// sortDiags orders errors before warnings, then each by file and position
+// (those without a position first).
 func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 	out := append(hcl.Diagnostics(nil), diags...)
 	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Severity != out[j].Severity {
+			return out[i].Severity == hcl.DiagError
+		}
 		a, b := out[i].Subject, out[j].Subject
 		switch {
 		case a == nil || b == nil:

@@ -17,7 +17,7 @@ func newGraphCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "graph [--format dot|mermaid] PATH...",
 		Short: "Print the compiled graph as Graphviz DOT or Mermaid",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := load(args, vars)
 			if l.diags.HasErrors() {

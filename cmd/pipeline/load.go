@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pipeline/pipeline/engine"
@@ -27,6 +29,7 @@ func loadWith(paths []string, opts schema.Options, reg *node.Registry) *loaded {
 	l := schema.NewLoader()
 	cfg, diags := l.Load(paths, opts)
 	out := &loaded{files: l.Files(), cfg: cfg, diags: diags}
+	defer func() { positions(out.diags) }()
 	if cfg == nil {
 		return out
 	}
@@ -35,6 +38,19 @@ func loadWith(paths []string, opts schema.Options, reg *node.Registry) *loaded {
 	// A derived diagnostic restates an error of the load (a failed variable).
 	out.diags = dedupe(schema.DropDerived(append(out.diags, d...)))
 	return out
+}
+
+// rangeText matches a range as hcl.Range's String writes it inside
+// messages of the HCL library ("file:7,3-9", "file:7,3-8,1").
+var rangeText = regexp.MustCompile(`([^\s:]+):(\d+),(\d+)-\d+(?:,\d+)?\b`)
+
+// positions rewrites ranges in diagnostic texts to file:line:col, the one
+// way every message names a position.
+func positions(diags hcl.Diagnostics) {
+	for _, d := range diags {
+		d.Summary = rangeText.ReplaceAllString(d.Summary, "$1:$2:$3")
+		d.Detail = rangeText.ReplaceAllString(d.Detail, "$1:$2:$3")
+	}
 }
 
 // dedupe drops repeated diagnostics, such as the same error reported once

@@ -44,12 +44,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:              "pipeline",
-		Short:            "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
+		Use:   "pipeline",
+		Short: "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
+		Long: "pipeline runs declarative pipelines: HCL files declaring sources (Kubernetes, files, static records),\n" +
+			"transforms (extract, filter, debounce, grace_period) and sinks (pinned eBPF maps, logs), compiled\n" +
+			"into a graph that keeps every sink equal to what the sources say.\n\n" +
+			"A PATH is a .hcl file or a directory of them; blocks of all files of a directory merge into one\n" +
+			"configuration. Every block and attribute: `pipeline schema`, or docs/reference.md in the\n" +
+			"source tree (README.md there is the guide).",
+		Example: "  pipeline validate examples/*                  check every example, each on its own\n" +
+			"  pipeline graph examples/flagship | dot -Tsvg  draw a configuration's graph\n" +
+			"  pipeline run -var kubeconfig=~/.kube/config examples/demo\n" +
+			"                                                run it, serving /metrics and /readyz on 127.0.0.1:9464\n" +
+			"  pipeline schema                               every node type with its attributes",
+		Version:          version,
 		SilenceUsage:     true,
 		SilenceErrors:    true,
 		PersistentPreRun: tuneGC,
 	}
+	root.SetVersionTemplate("pipeline {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newManifestsCmd(), newVersionCmd())
@@ -58,7 +71,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 
 // longFlags are accepted with a single dash too (`-json`, `-var x=1`, `-check`),
 // as Terraform users write them.
-var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged"}
+var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version"}
 
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))
@@ -78,6 +91,17 @@ func normalizeArgs(args []string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// needPaths requires at least one PATH and, without one, says what to give.
+func needPaths() cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return nil
+		}
+		return fmt.Errorf("%s needs a configuration: give one or more .hcl files or directories of them, "+
+			"such as `pipeline %[1]s examples/flagship` (see `pipeline %[1]s --help`)", cmd.Name())
+	}
 }
 
 func newVersionCmd() *cobra.Command {

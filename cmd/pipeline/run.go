@@ -21,13 +21,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/schema"
 )
 
 type runFlags struct {
-	vars      []string
-	listen    string
-	logFormat string
-	logLevel  string
+	vars       []string
+	queueLimit int
+	listen     string
+	logFormat  string
+	logLevel   string
 	// onListen, when set, receives the HTTP address once serving (tests).
 	onListen func(addr string)
 }
@@ -37,14 +39,26 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [-var name=value]... [--listen ADDR] PATH...",
 		Short: "Run the pipeline: keep every sink equal to what the sources say",
-		Args:  cobra.MinimumNArgs(1),
+		Long: "Compiles the configuration (as validate does) and runs it until SIGINT or SIGTERM: sources watch,\n" +
+			"transforms compute, and sinks reconcile their targets with what the sources say. A failing node is\n" +
+			"restarted with backoff and never stops the others. On shutdown, in-flight changes drain to the sinks\n" +
+			"(at most 5s); targets keep their state.\n\n" +
+			"Variables: -var name=value, or the environment variable PIPELINE_VAR_name (-var wins).\n" +
+			"HTTP on --listen: /metrics (Prometheus), /healthz, and /readyz (200 once every source synced and\n" +
+			"every sink is healthy; its JSON body names each node's state).\n" +
+			"Each node's input queue holds --queue-limit deltas; a consumer that falls further behind is\n" +
+			"resynchronised from a snapshot (pipeline_node_overflow_resyncs_total), never fed dropped events.",
+		Example: "  pipeline run examples/flagship\n" +
+			"  PIPELINE_VAR_kubeconfig=$HOME/.kube/config pipeline run --log-level debug examples/demo",
+		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runPipeline(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f)
 		},
 	}
-	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a variable: -var name=value (repeatable)")
+	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a variable: -var name=value (repeatable); PIPELINE_VAR_name also works")
+	cmd.Flags().IntVar(&f.queueLimit, "queue-limit", engine.DefaultQueueLimit, "deltas each node's input queue holds before the node is resynchronised from a snapshot")
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz; empty disables")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -52,10 +66,16 @@ func newRunCmd() *cobra.Command {
 }
 
 func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, f runFlags) error {
+	if f.queueLimit < 0 {
+		return fmt.Errorf("--queue-limit %d: give a number of deltas, or 0 for the default %d", f.queueLimit, engine.DefaultQueueLimit)
+	}
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
 		writeDiagsText(stderr, l.files, l.diags)
 		return exitError{1}
+	}
+	if err := preflight(l.graph); err != nil {
+		return err
 	}
 	logger, err := newLogger(stderr, f.logFormat, f.logLevel, l.cfg.Sensitive)
 	if err != nil {
@@ -65,7 +85,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := engine.NewMetrics(reg, version)
 	metrics.SetGeneration(1)
-	opts := engine.RunOptions{Logger: logger, Metrics: metrics}
+	opts := engine.RunOptions{Logger: logger, Metrics: metrics, QueueLimit: f.queueLimit}
 	if le := l.cfg.LeaderElection; le != nil {
 		lead, stop, err := startLeaderElection(le, logger, reg)
 		if err != nil {
@@ -93,6 +113,25 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	}
 	logger.Info("running", "count", len(l.graph.Nodes), "generation", 1)
 	return rt.Run(ctx)
+}
+
+// credentialChecker is a node that can tell, before running, that its
+// credentials cannot exist (the kubernetes source: no kubeconfig anywhere).
+type credentialChecker interface {
+	CheckCredentials() error
+}
+
+// preflight fails at start on what retrying cannot fix, naming every node.
+func preflight(g *engine.Graph) error {
+	var errs []error
+	for _, n := range g.Nodes {
+		if c, ok := n.Impl.(credentialChecker); ok {
+			if err := c.CheckCredentials(); err != nil {
+				errs = append(errs, fmt.Errorf("%w (%s)", err, schema.Pos(n.Block.DeclRange)))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func newLogger(w io.Writer, format, level string, secrets []string) (*slog.Logger, error) {

@@ -146,7 +146,7 @@ sink "audit" "trail" {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"run", "--listen", "", cfg}, &stdout, &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "not implemented yet") || !strings.Contains(stderr.String(), "sink.audit.trail") {
+	if code != 1 || strings.Count(stderr.String(), "not implemented yet") != 1 || !strings.Contains(stderr.String(), "sink.audit.trail (") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -98,7 +98,11 @@ func describeBlock(b schema.Block) blockDoc {
 
 func writeSchemaText(w io.Writer, d schemaDoc) {
 	for _, t := range d.Types {
-		fmt.Fprintf(w, "%s %q  %s\n", t.Kind, t.Type, t.Summary)
+		planned := ""
+		if t.Status != "ready" {
+			planned = " [planned: validates; run refuses it]"
+		}
+		fmt.Fprintf(w, "%s %q  %s%s\n", t.Kind, t.Type, t.Summary, planned)
 		writeAttrsText(w, t.Body, "    ")
 		fmt.Fprintln(w)
 	}

@@ -18,9 +18,9 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check configuration files; exit 0 when valid, 1 when not",
 		Long: "Parses, evaluates variables and compiles the graph without touching any cluster, map or server. " +
 			"Every problem is reported at once with file:line:col. Each PATH is validated as its own configuration: " +
-			"a file, or a directory whose *.hcl files merge into one (so `pipeline validate examples/*.hcl` checks " +
-			"every example separately). run, plan and graph merge all their PATHs into one configuration.",
-		Args: cobra.MinimumNArgs(1),
+			"a file, or a directory whose *.hcl files merge into one (so `pipeline validate examples/*` checks " +
+			"every example separately). run and graph merge all their PATHs into one configuration.",
+		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files := map[string]*hcl.File{}
 			var all hcl.Diagnostics

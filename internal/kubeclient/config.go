@@ -4,8 +4,11 @@
 package kubeclient
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,6 +22,10 @@ const (
 	DefaultBurst = 100
 )
 
+// ErrNoCredentials means no source of Kubernetes credentials exists: no
+// kubeconfig file where one was looked for, and not in a pod.
+var ErrNoCredentials = errors.New("no Kubernetes credentials")
+
 // RESTConfig builds the client configuration of a cluster block; nil means
 // the default credentials: the pod's service account when
 // KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config.
@@ -30,14 +37,26 @@ func RESTConfig(c *schema.Cluster) (*rest.Config, error) {
 	case c == nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
 		cfg, err = rest.InClusterConfig()
 	case c == nil:
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("%w: with no cluster block it looked for %s, and for a pod's "+
+				"service account (KUBERNETES_SERVICE_HOST is unset); none exists. Set cluster = cluster.NAME with a "+
+				"cluster block (kubeconfig, in_cluster or endpoint), or set KUBECONFIG", ErrNoCredentials, lookedAt(rules))
+		}
 	case c.InCluster:
 		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("%w: cluster %q sets in_cluster = true, but this process does not run in a pod "+
+				"(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset)", ErrNoCredentials, c.Name)
+		}
 	case c.Endpoint != "":
 		cfg = &rest.Config{Host: c.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: c.CACert},
 			BearerToken: c.Token, BearerTokenFile: c.TokenFile}
 	default:
+		if _, serr := os.Stat(c.Kubeconfig); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: cluster %q names the kubeconfig %s, which does not exist", ErrNoCredentials, c.Name, c.Kubeconfig)
+		}
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 			&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
 			&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
@@ -52,4 +71,14 @@ func RESTConfig(c *schema.Cluster) (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "pipeline"
 	return cfg, nil
+}
+
+// lookedAt names the kubeconfig files the default rules read: $KUBECONFIG's
+// entries when it is set, else ~/.kube/config.
+func lookedAt(rules *clientcmd.ClientConfigLoadingRules) string {
+	files := rules.GetLoadingPrecedence()
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
+		return fmt.Sprintf("the kubeconfig files of $KUBECONFIG (%s)", strings.Join(files, ", "))
+	}
+	return fmt.Sprintf("$KUBECONFIG (unset), then %s", strings.Join(files, ", "))
 }

@@ -37,7 +37,7 @@ func Spec() node.Spec {
 		Kind:    node.KindSink,
 		Type:    "ebpf_map",
 		Summary: "Keeps a pinned kernel BPF map equal to its input records.",
-		Doc: "Needs root or CAP_BPF and a bpffs (`mount -t bpf bpf /sys/fs/bpf`); validate and plan of an absent map need neither. " +
+		Doc: "Needs root or CAP_BPF and a bpffs (`mount -t bpf bpf /sys/fs/bpf`); validate needs neither. " +
 			"A record that cannot be encoded is skipped, counted and logged, never written half. " +
 			"Metrics: pipeline_sink_map_entries, pipeline_sink_map_capacity_ratio, pipeline_sink_map_batch_size, pipeline_sink_map_full_total.",
 		Body: schema.Block{

@@ -57,6 +57,18 @@ const checkTimeout = 15 * time.Second
 // default credentials).
 func restConfig(c *schema.Cluster) (*rest.Config, error) { return kubeclient.RESTConfig(c) }
 
+// CheckCredentials loads the credentials Run would use, without network
+// I/O, and returns an error wrapping kubeclient.ErrNoCredentials, naming
+// every place looked at, when none can exist. Retrying cannot help then,
+// so `pipeline run` fails at start with it.
+func (s *Source) CheckCredentials() error {
+	_, err := restConfig(s.cluster)
+	if errors.Is(err, kubeclient.ErrNoCredentials) {
+		return fmt.Errorf("%s: %w", s.address, err)
+	}
+	return nil
+}
+
 // connection is a client configuration and the one HTTP client (one
 // connection pool) that every client of a run shares. Its dialer keeps the
 // run's connections, so that close ends them all, watches included, when
