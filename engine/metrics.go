@@ -52,9 +52,9 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_drift_repaired_total",
 			Help: "Entries found wrong or missing in the target at a full reconcile and repaired."}, []string{"node"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_config_generation",
-			Help: "Generation of the running configuration; rises with every good reload."}),
+			Help: "Generation of the running configuration; the configuration loaded at start is generation 1."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_config_reloads_total",
-			Help: "Configuration reloads by result."}, []string{"result"}),
+			Help: "Configuration reloads by result (ok, error). A configuration is loaded once, at start, so this stays 0."}, []string{"result"}),
 		nodeGatherer: &nodeGatherers{regs: map[string]*prometheus.Registry{}},
 	}
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_build_info",
@@ -64,6 +64,9 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		goVersion = bi.GoVersion
 	}
 	info.WithLabelValues(version, goVersion).Set(1)
+	for _, result := range []string{"ok", "error"} {
+		m.reloads.WithLabelValues(result) // exported at 0 from the start
+	}
 	reg.MustRegister(m.records, m.deltas, m.queueDepth, m.overflows, m.restarts, m.writes, m.reconcile,
 		m.latency, m.skipped, m.drift, m.generation, m.reloads, info)
 	return m
@@ -106,13 +109,16 @@ func (g *nodeGatherers) Gather() ([]*dto.MetricFamily, error) {
 	return gs.Gather()
 }
 
-// nodeStats are the metric children of one node; a nil *nodeStats does nothing.
+// nodeStats are the metric children of one node; a nil *nodeStats does
+// nothing. statsFor creates every child, so each node's metrics exist at 0
+// from the start rather than appearing at their first change.
 type nodeStats struct {
 	records    prometheus.Gauge
 	deltasIn   prometheus.Counter
 	deltasOut  prometheus.Counter
 	queueDepth prometheus.Gauge
 	overflows  prometheus.Counter
+	restarts   prometheus.Counter
 }
 
 func (m *Metrics) statsFor(addr string) *nodeStats {
@@ -125,6 +131,7 @@ func (m *Metrics) statsFor(addr string) *nodeStats {
 		deltasOut:  m.deltas.WithLabelValues(addr, "out"),
 		queueDepth: m.queueDepth.WithLabelValues(addr),
 		overflows:  m.overflows.WithLabelValues(addr),
+		restarts:   m.restarts.WithLabelValues(addr),
 	}
 }
 

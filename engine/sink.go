@@ -279,7 +279,7 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 		}
 	}
 	s.spare = dirty[:0]
-	s.apply(ctx, ups, dels)
+	s.applyBatch(ctx, ups, dels)
 }
 
 func (s *sinkLoop) full(ctx context.Context) {
@@ -310,7 +310,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 	s.apply(ctx, ups, dels)
 	s.fulls++
 	s.met.reconcile.Observe(time.Since(start).Seconds())
-	s.log.Debug("full reconcile", "count", len(ups)+len(dels), "duration", time.Since(start))
+	s.logFull(start, ups, dels)
 }
 
 // readActual replaces what the loop believes the target holds with what
@@ -350,7 +350,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 	}
 	if drift > 0 && s.fulls > 0 {
 		s.met.drift.Add(float64(drift))
-		s.log.Info("drift found in target", "count", drift)
+		s.log.Info("drift found in target", "entries", drift)
 	}
 	return nil
 }

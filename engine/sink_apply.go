@@ -23,9 +23,6 @@ func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
 			s.outcome(e, true)
 		}
 	}
-	if len(ups)+len(dels) > 0 {
-		s.log.Debug("applied", "op", "batch", "count", len(ups)+len(dels))
-	}
 	s.updateHealth()
 }
 
@@ -48,7 +45,7 @@ func (s *sinkLoop) outcome(e node.Entry, del bool) {
 		ks.retryAt = now.Add(backoff(ks.attempts))
 		ks.attempts++
 		s.retries.schedule(e.Key, ks)
-		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "count", ks.attempts)
+		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", ks.attempts)
 		return
 	}
 	if del {

@@ -111,7 +111,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 			f.onListen(srv.Addr)
 		}
 	}
-	logger.Info("running", "count", len(l.graph.Nodes), "generation", 1)
+	logger.Info("running", "nodes", len(l.graph.Nodes), "config_generation", 1)
 	return rt.Run(ctx)
 }
 

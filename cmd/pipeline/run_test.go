@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
@@ -73,9 +74,19 @@ func TestRunServesMetricsAndHealth(t *testing.T) {
 	}
 	for _, name := range []string{"pipeline_node_records", "pipeline_node_deltas_total", "pipeline_node_queue_depth",
 		"pipeline_node_overflow_resyncs_total", "pipeline_sink_writes_total", "pipeline_sink_reconcile_duration_seconds",
-		"pipeline_change_latency_seconds", "pipeline_config_generation", "pipeline_build_info"} {
+		"pipeline_change_latency_seconds", "pipeline_config_generation", "pipeline_build_info",
+		"pipeline_node_restarts_total", "pipeline_config_reloads_total"} {
 		if _, ok := families[name]; !ok {
 			t.Errorf("metric %s missing", name)
+		}
+	}
+	// Every node has every node metric from the start, at 0 when nothing happened.
+	for _, name := range []string{"pipeline_node_records", "pipeline_node_deltas_total", "pipeline_node_queue_depth",
+		"pipeline_node_overflow_resyncs_total", "pipeline_node_restarts_total"} {
+		for _, addr := range []string{"source.static.nets", "sink.log.out"} {
+			if !hasNode(families[name], addr) {
+				t.Errorf("metric %s has no series for %s", name, addr)
+			}
 		}
 	}
 	problems, err := promlint.New(strings.NewReader(metrics)).Lint()
@@ -91,10 +102,28 @@ func TestRunServesMetricsAndHealth(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	// The log says what it counts: nodes, and what each sink round wrote.
+	for _, want := range []string{`"msg":"running","nodes":2,"config_generation":1`,
+		`"msg":"full reconcile","node":"sink.log.out","upserts":1,"deletes":0,"failed":0,"duration":`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, stderr.String())
+		}
+	}
 	out, _ := os.ReadFile(filepath.Join(dir, "out.log"))
 	if got := string(out); got != "+ 10.0.0.0/8 {\"network\":\"internal\"}\n" {
 		t.Fatalf("log sink wrote %q", got)
 	}
+}
+
+func hasNode(mf *dto.MetricFamily, addr string) bool {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "node" && l.GetValue() == addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func waitReady(t *testing.T, c *http.Client, url string) engine.Readiness {

@@ -76,7 +76,7 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 			m.Close()
 			return nil, err
 		}
-		env.Logger.Info("map open", "file", s.pin, "type", s.spec.Type.String(), "count", s.spec.MaxEntries)
+		env.Logger.Info("map open", "pin", s.pin, "type", s.spec.Type.String(), "max_entries", s.spec.MaxEntries)
 	}
 	return t, nil
 }

@@ -106,7 +106,7 @@ func (r *run) reload() {
 		return
 	}
 	if len(snap.files) == 0 && len(snap.readErr) == 0 {
-		r.env.Logger.Warn("no file matches paths", "count", len(r.src.patterns))
+		r.env.Logger.Warn("no file matches paths", "patterns", len(r.src.patterns))
 	}
 	records, objects, skips := r.src.records(snap.files)
 	for _, sk := range skips {
@@ -118,9 +118,9 @@ func (r *run) reload() {
 	r.m.LastSync.SetToCurrentTime()
 	if !r.loaded {
 		r.out.MarkSynced()
-		r.env.Logger.Info("files loaded", "count", len(records), "files", len(snap.files))
+		r.env.Logger.Info("files loaded", "records", len(records), "files", len(snap.files))
 	} else {
-		r.env.Logger.Info("files changed", "count", len(records), "files", len(snap.files))
+		r.env.Logger.Info("files changed", "records", len(records), "files", len(snap.files))
 	}
 	r.hash, r.loaded = snap.hash, true
 }

@@ -226,7 +226,7 @@ func (w *watcher) markSynced() {
 	w.out.MarkSynced()
 	w.synced, w.initial = true, nil
 	w.mon.setSynced()
-	w.log.Info("initial sync complete", "count", len(records))
+	w.log.Info("initial sync complete", "records", len(records))
 }
 
 func (w *watcher) skip(objID, reason string, err error) {

@@ -148,7 +148,7 @@ func (r *runner) yields(k node.Key, obj cty.Value) []yield {
 	if n := r.ev.skipped; n > 0 {
 		r.ev.skipped = 0
 		r.skips.Add(float64(n))
-		r.env.Logger.Debug("null or empty key; record skipped", "key", k, "count", n)
+		r.env.Logger.Debug("null or empty key; record skipped", "key", k, "skipped", n)
 	}
 	if err == nil {
 		delete(r.failing, k)
