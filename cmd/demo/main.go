@@ -1,6 +1,6 @@
 // Command demo runs the flagship job for real on this machine, for
 // `make demo`: it starts a kube-apiserver and etcd built from Go modules
-// (internal/kubeapitest), runs `pipeline run examples/demo.hcl` against it,
+// (internal/kubeapitest), runs `pipeline run examples/demo` against it,
 // creates backend pods with IPs, and shows their IPs arrive in a pinned eBPF
 // map, a deleted pod's IP drained after the grace period, and a restart that
 // writes nothing. It needs root (CAP_BPF) and a bpffs.

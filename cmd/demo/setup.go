@@ -78,10 +78,10 @@ func ensureBPFFS() error {
 	return nil
 }
 
-// startPipelineProcess runs bin/pipeline on examples/demo.hcl.
+// startPipelineProcess runs bin/pipeline on examples/demo.
 func (d *demo) startPipelineProcess() error {
 	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", "warn",
-		"-var", "kubeconfig=" + d.kubeconfig, "-var", "pin=" + d.pin, "-var", "grace=5s", "examples/demo.hcl"}
+		"-var", "kubeconfig=" + d.kubeconfig, "-var", "pin=" + d.pin, "-var", "grace=5s", "examples/demo"}
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")

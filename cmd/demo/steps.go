@@ -24,7 +24,7 @@ var pods = []struct{ name, app, ip string }{
 }
 
 func (d *demo) startPipeline(ctx context.Context) error {
-	say("running the flagship job (examples/demo.hcl): kubernetes -> extract -> debounce -> grace_period -> ebpf_map + log")
+	say("running the flagship job (examples/demo): kubernetes -> extract -> debounce -> grace_period -> ebpf_map + log")
 	if err := d.startPipelineProcess(); err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func FuzzCompile(f *testing.F) {
 			}
 		}
 	}
-	examples, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.hcl"))
+	examples, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*", "*.hcl"))
 	for _, file := range examples {
 		src, err := os.ReadFile(file)
 		if err != nil {

@@ -1,6 +1,6 @@
 # Scale past one machine, hub side: one leader-elected instance watches the
 # API server and publishes pod IPs to a NATS key-value bucket. Every node runs
-# agent.hcl. (nats_kv validates today; its runtime lands with the NATS issue.)
+# examples/agent. (nats_kv validates today; `pipeline run` refuses it until its runtime lands.)
 
 source "kubernetes" "pods" {
   resource      = "pods"
