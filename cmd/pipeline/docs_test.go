@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +26,26 @@ func TestReferenceDocsFresh(t *testing.T) {
 	}
 	if !bytes.Equal(have, buf.Bytes()) {
 		t.Fatal("docs/reference.md is stale: run `make docs`")
+	}
+}
+
+// TestDocsStandAlone: the user docs point at nothing a user does not have
+// (the project's internal notes, tracker numbers, CI scripts).
+func TestDocsStandAlone(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := regexp.MustCompile(`\.\./shared|STYLE\.md|STYLE §|\bissues? \d+|issue notes|\.ci/run`)
+	for _, p := range append(docs, "../../README.md") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := forbidden.FindString(line); m != "" {
+				t.Errorf("%s:%d mentions %q, which users do not have", filepath.Base(p), i+1, m)
+			}
+		}
 	}
 }
