@@ -59,7 +59,9 @@ docs: build
 docs-check: build
 	./bin/pipeline schema --markdown | diff -u docs/reference.md - || { echo 'docs/reference.md is stale: run make docs'; exit 1; }
 
-demo: build kube-assets
+## demo: the flagship job against a real kube-apiserver (root: a real pinned
+## eBPF map). Removes what it created at the end; KEEP=1 keeps it.
+demo:
 	./scripts/demo.sh
 
 bench: kube-assets
@@ -78,5 +80,7 @@ image:
 image-test: image
 	./deploy/image-test.sh $(IMAGE_TAR) $(IMAGE)
 
+## clean: build outputs and demo leftovers (not .cache/kube, the API server build).
 clean:
-	rm -rf bin
+	rm -rf bin .cache/demo
+	-[ ! -e /sys/fs/bpf/pipeline-demo ] || rm -rf /sys/fs/bpf/pipeline-demo

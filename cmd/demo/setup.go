@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -23,31 +25,45 @@ type demo struct {
 	srv        *kubeapitest.Server
 	cs         kubernetes.Interface
 	kubeconfig string
+	// ebpf is true as root: the job programs a pinned map at pin. Otherwise
+	// a log sink appends the allow-list's changes to allowedLog.
+	ebpf       bool
 	pin        string
+	allowedLog string
 	bin        string
 	pipeline   *exec.Cmd
 	exited     chan struct{}
 	metricsURL string
 }
 
+// entry is one allowed IP and its value as the target holds it.
+type entry struct{ key, value string }
+
 func setup(ctx context.Context) (*demo, error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("the demo programs a real eBPF map: run it as root (CAP_BPF), e.g. sudo make demo")
-	}
-	if err := ensureBPFFS(); err != nil {
+	wd, err := os.Getwd()
+	if err != nil {
 		return nil, err
 	}
-	wd, _ := os.Getwd()
-	d := &demo{dir: filepath.Join(wd, ".cache", "demo"), pin: "/sys/fs/bpf/pipeline-demo/allowed", bin: filepath.Join(wd, "bin", "pipeline")}
+	d := &demo{dir: filepath.Join(wd, ".cache", "demo"), pin: "/sys/fs/bpf/pipeline-demo/allowed",
+		bin: filepath.Join(wd, "bin", "pipeline"), ebpf: os.Geteuid() == 0}
+	d.allowedLog = filepath.Join(d.dir, "allowed.jsonl")
 	if _, err := os.Stat(d.bin); err != nil {
 		return nil, fmt.Errorf("%s missing: run `make build` (make demo does)", d.bin)
 	}
+	if d.ebpf {
+		if err := ensureBPFFS(); err != nil {
+			return nil, err
+		}
+		_ = os.Remove(d.pin) // a fresh map for a fresh cluster
+	} else {
+		say("not root: creating BPF maps needs root (CAP_BPF), so this run has no eBPF sink")
+		fmt.Println("    a log sink takes the map's place (examples/demo-unprivileged); sudo make demo shows the real map")
+	}
 	_ = os.RemoveAll(d.dir)
-	_ = os.Remove(d.pin) // a fresh map for a fresh cluster
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return nil, err
 	}
-	say("starting a real kube-apiserver %s + etcd, built from Go modules (.cache/kube)", kubeapitest.Version)
+	say("starting a real kube-apiserver %s + etcd, built from Go modules (.cache/kube), data in .cache/demo", kubeapitest.Version)
 	start := time.Now()
 	srv, err := kubeapitest.Start(ctx, kubeapitest.Options{Dir: filepath.Join(d.dir, "apiserver")})
 	if err != nil {
@@ -57,7 +73,7 @@ func setup(ctx context.Context) (*demo, error) {
 	fmt.Printf("    API server ready at %s in %s\n", srv.URL, time.Since(start).Round(time.Millisecond))
 	d.kubeconfig = filepath.Join(d.dir, "kubeconfig")
 	if err := srv.WriteKubeconfig(d.kubeconfig, "demo"); err != nil {
-		d.teardown()
+		d.teardown(false)
 		return nil, err
 	}
 	d.cs = kubernetes.NewForConfigOrDie(srv.RESTConfig())
@@ -66,9 +82,10 @@ func setup(ctx context.Context) (*demo, error) {
 
 func ensureBPFFS() error {
 	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/bpf", &st); err == nil && st.Type == 0xcafe4a11 {
+	if err := unix.Statfs("/sys/fs/bpf", &st); err == nil && st.Type == unix.BPF_FS_MAGIC {
 		return nil
 	}
+	say("mounting a bpffs at /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)")
 	if err := os.MkdirAll("/sys/fs/bpf", 0o755); err != nil {
 		return err
 	}
@@ -78,10 +95,16 @@ func ensureBPFFS() error {
 	return nil
 }
 
-// startPipelineProcess runs bin/pipeline on examples/demo.
-func (d *demo) startPipelineProcess() error {
-	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", "warn",
-		"-var", "kubeconfig=" + d.kubeconfig, "-var", "pin=" + d.pin, "-var", "grace=5s", "examples/demo"}
+// startPipelineProcess runs bin/pipeline on examples/demo, or on
+// examples/demo-unprivileged without root.
+func (d *demo) startPipelineProcess(logLevel string) error {
+	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel,
+		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s"}
+	if d.ebpf {
+		args = append(args, "-var", "pin="+d.pin, "examples/demo")
+	} else {
+		args = append(args, "-var", "allowed_log="+d.allowedLog, "examples/demo-unprivileged")
+	}
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")
@@ -108,26 +131,94 @@ func (d *demo) stopPipeline() {
 	d.pipeline = nil
 }
 
-func (d *demo) teardown() {
+// teardown stops what the demo started and, unless keep, removes what it
+// created: the API server's data, keys and tokens, and the pinned map.
+func (d *demo) teardown(keep bool) {
 	d.stopPipeline()
 	if d.srv != nil {
 		d.srv.Stop()
 	}
+	leftovers := []string{d.dir}
+	if d.ebpf {
+		leftovers = append(leftovers, filepath.Dir(d.pin))
+	}
+	if keep {
+		say("kept %s; remove them with make clean", strings.Join(leftovers, " and "))
+		return
+	}
+	say("cleaning up: API server stopped; removing %s (etcd data, TLS keys, tokens, kubeconfig)", rel(d.dir))
+	for _, p := range leftovers {
+		if err := os.RemoveAll(p); err != nil {
+			fmt.Printf("    could not remove %s: %v (make clean removes it)\n", p, err)
+		}
+	}
+	if d.ebpf {
+		fmt.Printf("    unpinned %s\n", d.pin)
+	}
 }
 
-// mapEntries reads the pinned map: IPv4 keys.
-func (d *demo) mapEntries() ([]string, error) {
+func rel(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, p); err == nil {
+			return r
+		}
+	}
+	return p
+}
+
+// allowed reads the allow-list: the pinned map's entries (an IPv4 key and
+// a u32 value in host order), or the log sink's changes replayed.
+func (d *demo) allowed() ([]entry, error) {
+	if !d.ebpf {
+		return d.replayLog()
+	}
 	m, err := ebpf.LoadPinnedMap(d.pin, &ebpf.LoadPinOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	var out []string
+	var out []entry
 	var k [4]byte
 	var v uint32
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		out = append(out, fmt.Sprintf("%d.%d.%d.%d", k[0], k[1], k[2], k[3]))
+		out = append(out, entry{fmt.Sprintf("%d.%d.%d.%d", k[0], k[1], k[2], k[3]), fmt.Sprint(v)})
 	}
-	return sortIPs(out), it.Err()
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out, it.Err()
+}
+
+// replayLog applies the log sink's JSON lines (op upsert or delete) in order.
+func (d *demo) replayLog() ([]entry, error) {
+	f, err := os.Open(d.allowedLog)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	state := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l struct {
+			Op    string          `json:"op"`
+			Key   string          `json:"key"`
+			Value json.RawMessage `json:"value"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue // a line still being written
+		}
+		if l.Op == "delete" {
+			delete(state, l.Key)
+		} else {
+			state[l.Key] = string(l.Value)
+		}
+	}
+	out := make([]entry, 0, len(state))
+	for k, v := range state {
+		out = append(out, entry{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out, sc.Err()
 }

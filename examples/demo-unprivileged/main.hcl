@@ -1,0 +1,56 @@
+# What `make demo` runs when it is not root: the flagship job with the log
+# sink in place of the eBPF map (creating BPF maps needs root or CAP_BPF).
+# kubernetes -> extract -> debounce -> grace_period -> log (JSON lines).
+
+variable "kubeconfig" {
+  type    = string
+  default = "~/.kube/config"
+}
+
+variable "grace" {
+  type    = string
+  default = "5s"
+}
+
+variable "allowed_log" {
+  type        = string
+  default     = "allowed.jsonl"
+  description = "File the log sink appends each change of the allow-list to."
+}
+
+cluster "local" {
+  kubeconfig = var.kubeconfig
+}
+
+source "kubernetes" "backend_pods" {
+  cluster       = cluster.local
+  resource      = "pods"
+  selector      = "app=backend"
+  ignore_fields = ["{.metadata.managedFields}"]
+}
+
+transform "extract" "pod_ips" {
+  input    = source.kubernetes.backend_pods
+  for_each = try(object.status.podIPs, [])
+  key      = each.value.ip
+  value = {
+    pod       = object.metadata.name
+    namespace = object.metadata.namespace
+  }
+}
+
+transform "debounce" "batch" {
+  input    = transform.extract.pod_ips
+  interval = "100ms"
+}
+
+transform "grace_period" "drain" {
+  input = transform.debounce.batch
+  delay = var.grace
+}
+
+sink "log" "allowed" {
+  input  = transform.grace_period.drain
+  path   = var.allowed_log
+  format = "json"
+}
