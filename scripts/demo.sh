@@ -7,10 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "==> $*"; }
 
-if [ "$(id -u)" != 0 ]; then
-  say "not root: the demo runs without the eBPF sink (creating BPF maps needs root or CAP_BPF); sudo make demo shows it"
-fi
-
 say "building bin/pipeline and bin/demo (go build; a cold machine first downloads the Go modules: minutes)"
 start=$(date +%s)
 go mod download
