@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -182,5 +184,39 @@ current-context: ctx-a
 	}
 	if _, err := restConfig(&schema.Cluster{InCluster: true}); err == nil {
 		t.Error("in_cluster outside a pod accepted")
+	}
+}
+
+// TestNoCredentials: when no credentials can exist, CheckCredentials says
+// so before anything runs, naming what was looked for; a kubeconfig that
+// exists is not its business (Run checks the rest).
+func TestNoCredentials(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	tests := []struct {
+		name    string
+		cluster *schema.Cluster
+		want    string // "" when credentials may exist
+	}{
+		// client-go reads the home directory once, at start: ~/.kube/config is clientcmd.RecommendedHomeFile.
+		{"no cluster block, nothing found", nil, "looked for $KUBECONFIG (unset), then " + clientcmd.RecommendedHomeFile + ", and for a pod's service account"},
+		{"kubeconfig file missing", &schema.Cluster{Name: "c", Kubeconfig: filepath.Join(home, "nope")}, `cluster "c" names the kubeconfig ` + filepath.Join(home, "nope") + ", which does not exist"},
+		{"in_cluster outside a pod", &schema.Cluster{Name: "c", InCluster: true}, `cluster "c" sets in_cluster = true, but this process does not run in a pod`},
+		{"endpoint", &schema.Cluster{Name: "c", Endpoint: "https://127.0.0.1:1", Token: "t"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := os.Stat(clientcmd.RecommendedHomeFile); tt.cluster == nil && err == nil {
+				t.Skipf("%s exists on this machine", clientcmd.RecommendedHomeFile)
+			}
+			err := (&Source{address: "source.kubernetes.pods", cluster: tt.cluster}).CheckCredentials()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("CheckCredentials: %v", err)
+			case tt.want != "" && (!errors.Is(err, ErrNoCredentials) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("CheckCredentials = %v, want ErrNoCredentials naming %q", err, tt.want)
+			}
+		})
 	}
 }
