@@ -200,7 +200,7 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 			case "leader_election":
 				if len(leaderBlocks) > 0 {
 					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate leader_election block",
-						Detail:  fmt.Sprintf("A leader_election block was already declared at %s; a configuration has at most one.", leaderBlocks[0].DefRange),
+						Detail:  fmt.Sprintf("A leader_election block was already declared at %s; a configuration has at most one.", Pos(leaderBlocks[0].DefRange)),
 						Subject: blk.DefRange.Ptr()})
 					continue
 				}

@@ -24,6 +24,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/pipeline/pipeline/internal/kubeclient"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -214,8 +215,8 @@ func TestNoCredentials(t *testing.T) {
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("CheckCredentials: %v", err)
-			case tt.want != "" && (!errors.Is(err, ErrNoCredentials) || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("CheckCredentials = %v, want ErrNoCredentials naming %q", err, tt.want)
+			case tt.want != "" && (!errors.Is(err, kubeclient.ErrNoCredentials) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("CheckCredentials = %v, want kubeclient.ErrNoCredentials naming %q", err, tt.want)
 			}
 		})
 	}
