@@ -36,6 +36,7 @@ type Runtime struct {
 	healths map[*Node]*health
 	stats   map[*Node]*nodeStats
 	sinks   map[*Node]*sinkLoop
+	dec     *decisions
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -60,7 +61,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		opts.DrainTimeout = 5 * time.Second
 	}
 	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
-		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sinkLoop{}}
+		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sinkLoop{}, dec: newDecisions(g, opts.Logger)}
 	for _, n := range g.Nodes {
 		r.stats[n] = opts.Metrics.statsFor(n.Address)
 		r.healths[n] = &health{since: time.Now()}
@@ -71,7 +72,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
 			r.sinks[n] = &sinkLoop{n: n, in: r.outs[n.Input], h: r.healths[n],
-				log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}}
+				log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec}
 		}
 	}
 	return r, nil
@@ -97,6 +98,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	defer stopSources()
 	restCtx, stopRest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRest()
+	r.configLoaded()
 	var sources, rest sync.WaitGroup
 	for _, n := range r.g.Nodes {
 		wg, c := &rest, restCtx
@@ -196,7 +198,7 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 			r.logger(n).Error("node panicked", "err", err, "stack", string(debug.Stack()))
 		}
 	}()
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}}
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
 	if m := r.opts.Metrics; m != nil {
 		env.Metrics = m.nodeRegistry(n.Address)
 	}

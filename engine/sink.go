@@ -28,6 +28,7 @@ type sinkLoop struct {
 	target node.Target
 	idle   atomic.Bool
 	gate   leaderGate // leader election: write only while leading
+	dec    *decisions // hands decisions to audit trails; holds writes at a shut gate
 
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
@@ -95,6 +96,8 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.target = target
 	s.keys, s.alias = map[node.Key]*keyState{}, map[node.Key]node.Key{}
 	s.dirty, s.retries = nil, retryHeap{}
+	s.dec.attach(s.n.Address, target)
+	defer s.dec.detach(s.n.Address)
 	s.synced, s.needFull, s.fulls = false, true, 0
 	s.fullFailures, s.fullRetry = 0, time.Time{}
 	s.h.set(false, node.Pending, "waiting for input to sync")
@@ -286,6 +289,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 	start := time.Now()
 	if err := s.readActual(ctx); err != nil {
 		s.h.set(false, node.Degraded, "read target: "+err.Error())
+		s.noteHealth()
 		s.log.Warn("full reconcile failed", "err", err)
 		s.fullRetry = time.Now().Add(backoff(s.fullFailures))
 		s.fullFailures++
@@ -350,6 +354,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 	}
 	if drift > 0 && s.fulls > 0 {
 		s.met.drift.Add(float64(drift))
+		s.noteDrift(drift)
 		s.log.Info("drift found in target", "entries", drift)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 // apply writes ups and dels, records the outcome per entry and schedules
 // retries for failures. times holds the receipt time of each key's change.
 func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
+	s.hold(ctx, len(ups)+len(dels))
 	if len(ups) > 0 {
 		s.target.Update(ctx, ups)
 		for _, e := range ups {
@@ -77,6 +78,7 @@ func (s *sinkLoop) updateHealth() {
 	default:
 		s.h.set(false, node.Healthy, "")
 	}
+	s.noteHealth()
 }
 
 func (s *sinkLoop) armRetry(t *time.Timer) {

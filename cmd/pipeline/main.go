@@ -65,7 +65,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("pipeline {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newManifestsCmd(), newVersionCmd())
+	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newManifestsCmd(), newAuditCmd(), newVersionCmd())
 	return root
 }
 

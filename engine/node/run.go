@@ -24,6 +24,8 @@ type Env struct {
 	Health Health
 	// Address is the node's KIND.TYPE.NAME.
 	Address string
+	// Decisions receives the node's decisions (see Decide); nil in tests.
+	Decisions Decider
 }
 
 // State is a node's health.

@@ -38,12 +38,12 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 		return fmt.Errorf("%s: register metrics: %w", t.address, err)
 	}
 	return node.ConsumeTimed(ctx, in, t.address, func(ev node.Event) { t.handle(ev, out) },
-		func() { t.expire(out) }, t.pending.next)
+		func() { t.expire(env, out) }, t.pending.next)
 }
 
 // expire passes the deletions whose grace period has ended, as one batch.
 // Each carries the Time of the delete it comes from.
-func (t *Transform) expire(out node.Output) {
+func (t *Transform) expire(env node.Env, out node.Output) {
 	var dels []node.Delta
 	for _, it := range t.pending.popDue(time.Now()) {
 		delete(t.passed, it.key)
@@ -51,6 +51,7 @@ func (t *Transform) expire(out node.Output) {
 	}
 	if len(dels) > 0 {
 		out.Apply(dels)
+		env.Decide(node.Decision{Kind: node.DecisionGraceDeletion, Node: t.address, Detail: fmt.Sprintf("%d deletions passed after their grace period", len(dels)), Attrs: map[string]string{"count": fmt.Sprint(len(dels))}})
 	}
 }
 

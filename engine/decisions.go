@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// decisionBacklog bounds the decisions kept for recorders that are not open
+// yet (or are restarting).
+const decisionBacklog = 1024
+
+// decisions hands the engine's and the nodes' decisions to the open targets
+// that record them (node.DecisionRecorder), and holds every sink's writes
+// while a gate (node.Gate: audit with fail = "closed") is shut.
+//
+// Decisions are numbered; each recorder address remembers the last one it
+// received, so a recorder opened late or restarted gets what it missed
+// (bounded by decisionBacklog) and never gets one twice.
+type decisions struct {
+	log   *slog.Logger
+	gates map[string]node.Gate // sink address -> gate; fixed at NewRuntime
+
+	mu        sync.Mutex // serialises delivery, so recorders see one order
+	seq       uint64
+	backlog   []numbered
+	recorders map[string]node.DecisionRecorder
+	delivered map[string]uint64
+	states    map[string]node.State // last sink state reported as a decision
+	gen       uint64
+}
+
+type numbered struct {
+	seq uint64
+	d   node.Decision
+}
+
+func newDecisions(g *Graph, log *slog.Logger) *decisions {
+	d := &decisions{log: log, gates: map[string]node.Gate{}, recorders: map[string]node.DecisionRecorder{},
+		delivered: map[string]uint64{}, states: map[string]node.State{}, gen: 1}
+	for _, n := range g.Nodes {
+		if gate, ok := n.Impl.(node.Gate); ok && n.Kind == node.KindSink {
+			d.gates[n.Address] = gate
+		}
+	}
+	return d
+}
+
+// Decide implements node.Decider.
+func (d *decisions) Decide(x node.Decision) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if x.Time.IsZero() {
+		x.Time = time.Now()
+	}
+	if x.ConfigGeneration == 0 {
+		x.ConfigGeneration = d.gen
+	}
+	d.seq++
+	d.backlog = append(d.backlog, numbered{d.seq, x})
+	if len(d.backlog) > decisionBacklog {
+		d.backlog = d.backlog[len(d.backlog)-decisionBacklog:]
+	}
+	for addr, r := range d.recorders {
+		d.deliverLocked(addr, r, numbered{d.seq, x})
+	}
+}
+
+func (d *decisions) deliverLocked(addr string, r node.DecisionRecorder, x numbered) {
+	d.delivered[addr] = x.seq
+	if err := r.RecordDecision(x.d); err != nil {
+		d.log.Warn("decision not recorded", "node", addr, "kind", string(x.d.Kind), "err", err)
+	}
+}
+
+// attach starts handing decisions to t when it records them, beginning with
+// the backlog it has not seen.
+func (d *decisions) attach(addr string, t node.Target) {
+	r, ok := t.(node.DecisionRecorder)
+	if d == nil || !ok {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, x := range d.backlog {
+		if x.seq > d.delivered[addr] {
+			d.deliverLocked(addr, r, x)
+		}
+	}
+	d.recorders[addr] = r
+}
+
+// detach stops handing decisions to the target of addr.
+func (d *decisions) detach(addr string) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.recorders, addr)
+}
+
+// hold blocks the sink, before it writes, while any other sink's gate is shut. A gate
+// never waits for a gate, so two closed audit trails cannot deadlock.
+func (s *sinkLoop) hold(ctx context.Context, writes int) {
+	d := s.dec
+	if d == nil || len(d.gates) == 0 || writes == 0 {
+		return
+	}
+	if _, self := d.gates[s.n.Address]; self {
+		return
+	}
+	for addr, g := range d.gates {
+		if g.Held() == nil {
+			continue
+		}
+		s.h.set(false, node.Degraded, "holding writes until "+addr+" can record them")
+		s.log.Warn("holding writes: audit trail cannot record", "node", s.n.Address, "err", addr)
+		if node.WaitGate(ctx, g) == nil {
+			s.log.Info("writes released", "node", s.n.Address)
+		}
+	}
+}
+
+// noteHealth turns a sink's move into or out of Degraded into a decision.
+func (s *sinkLoop) noteHealth() {
+	d := s.dec
+	if d == nil {
+		return
+	}
+	s.h.mu.Lock()
+	now, detail := s.h.eng, s.h.engMsg
+	s.h.mu.Unlock()
+	d.mu.Lock()
+	before, seen := d.states[s.n.Address]
+	d.states[s.n.Address] = now
+	d.mu.Unlock()
+	switch {
+	case now == node.Degraded && before != node.Degraded:
+		d.Decide(node.Decision{Kind: node.DecisionSinkDegraded, Node: s.n.Address, Detail: detail})
+	case seen && before == node.Degraded && now == node.Healthy:
+		d.Decide(node.Decision{Kind: node.DecisionSinkRecovered, Node: s.n.Address})
+	}
+}
+
+// noteDrift records that a full reconcile found count entries of the target
+// changed behind the engine's back and is writing them back.
+func (s *sinkLoop) noteDrift(count int) {
+	s.dec.Decide(node.Decision{Kind: node.DecisionDriftRepaired, Node: s.n.Address,
+		Detail: fmt.Sprintf("%d entries differed from what was written; repairing", count),
+		Attrs:  map[string]string{"count": strconv.Itoa(count)}})
+}
+
+// configLoaded records that the runtime starts with its graph.
+func (r *Runtime) configLoaded() {
+	var names []string
+	if r.g.Config != nil {
+		for f := range r.g.Config.Files {
+			names = append(names, f)
+		}
+	}
+	sort.Strings(names)
+	files := strings.Join(names, ",")
+	r.dec.Decide(node.Decision{Kind: node.DecisionConfigLoaded,
+		Detail: fmt.Sprintf("configuration loaded with %d nodes", len(r.g.Nodes)),
+		Attrs:  map[string]string{"nodes": strconv.Itoa(len(r.g.Nodes)), "files": files}})
+}
+
+// Decide records a decision taken outside the graph (reload, leader
+// election) with every audit trail of the running graph.
+func (r *Runtime) Decide(d node.Decision) { r.dec.Decide(d) }

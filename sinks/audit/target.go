@@ -1,0 +1,420 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+)
+
+// Sink is a configured audit sink.
+type Sink struct {
+	address string
+	cfg     config
+	gate    *gate
+	// Stdout and Now replace standard output and the clock (tests).
+	Stdout io.Writer
+	Now    func() time.Time
+}
+
+// Held implements node.Gate: with fail = "closed", the other sinks of the
+// graph hold their writes from start until the trail is open, and again
+// whenever a trail write fails, until one succeeds.
+func (s *Sink) Held() <-chan struct{} { return s.gate.held() }
+
+// Open implements node.Sink. With ModePlan it touches nothing. With ModeRun
+// it never fails because of the trail: a trail that cannot be opened is
+// reported in health (and holds the graph with fail = "closed"), and the
+// target retries opening it every fsync_interval and before each write.
+func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
+	t := &target{address: s.address, cfg: &s.cfg, gate: s.gate, env: env, log: env.Logger,
+		plan: mode == node.ModePlan, gen: 1}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	t.tr = &trail{cfg: &s.cfg, addr: s.address, now: now, gen: t.gen}
+	t.stdout = s.Stdout
+	if t.stdout == nil {
+		t.stdout = os.Stdout
+	}
+	if t.plan {
+		return t, nil
+	}
+	if err := t.registerMetrics(); err != nil {
+		return nil, fmt.Errorf("%s: register metrics: %w", s.address, err)
+	}
+	t.mu.Lock()
+	if err := t.ensureOpen(); err != nil {
+		t.failed(err, 0)
+	}
+	t.mu.Unlock()
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go t.tick()
+	return t, nil
+}
+
+// target appends lines for the entries and decisions it receives. mu
+// serialises the engine's sink loop, the engine's decision delivery and the
+// flush ticker.
+type target struct {
+	address string
+	cfg     *config
+	gate    *gate
+	env     node.Env
+	log     *slog.Logger
+	stdout  io.Writer
+	plan    bool
+
+	mu      sync.Mutex
+	tr      *trail
+	gen     uint64 // config generation of the last decision seen
+	failing bool
+	counted trailEvents
+	met     metrics
+	head    atomic.Uint64
+
+	stop, done chan struct{}
+}
+
+type metrics struct {
+	lines, failures, rotations, removed prometheus.Counter
+}
+
+func (t *target) registerMetrics() error {
+	t.met = metrics{
+		lines:     prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_lines_total", Help: "Lines appended to the audit trail."}),
+		failures:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_write_failures_total", Help: "Lines the audit trail failed to write (they are retried)."}),
+		rotations: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_rotations_total", Help: "Trail files rotated."}),
+		removed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_files_removed_total", Help: "Rotated trail files deleted by retention."}),
+	}
+	head := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pipeline_sink_audit_head_seq",
+		Help: "Seq of the newest line of the audit trail."}, func() float64 { return float64(t.head.Load()) })
+	if t.env.Metrics == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{t.met.lines, t.met.failures, t.met.rotations, t.met.removed, head} {
+		if err := t.env.Metrics.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Prepare implements node.Target.
+func (t *target) Prepare(r node.Record) (node.Entry, error) {
+	return node.Entry{Key: r.Key, Value: r.Value}, nil
+}
+
+// Actual implements node.Target: a trail is append-only.
+func (t *target) Actual(context.Context) ([]node.Entry, error) { return nil, node.ErrNoActualState }
+
+// Update implements node.Target: one upsert line per entry.
+func (t *target) Update(_ context.Context, batch []node.Entry) { t.writeEntries(opUpsert, batch) }
+
+// Delete implements node.Target: one delete line per entry.
+func (t *target) Delete(_ context.Context, batch []node.Entry) { t.writeEntries(opDelete, batch) }
+
+func (t *target) writeEntries(op string, batch []node.Entry) {
+	if t.plan || len(batch) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.ensureOpen()
+	failed := 0
+	for i := range batch {
+		if err == nil {
+			l := t.entryLine(op, batch[i])
+			err = t.tr.append(&l)
+		}
+		if err != nil {
+			batch[i].Err = fmt.Errorf("%s: %s %s: %w", t.address, op, batch[i].Key, err)
+			failed++
+		}
+	}
+	if failed == 0 && t.cfg.fsync == fsyncAlways {
+		if err = t.tr.flush(); err != nil {
+			for i := range batch {
+				batch[i].Err = fmt.Errorf("%s: %s %s: %w", t.address, op, batch[i].Key, err)
+			}
+			failed = len(batch)
+		}
+	}
+	t.settle(err, failed)
+}
+
+// RecordDecision implements node.DecisionRecorder.
+func (t *target) RecordDecision(d node.Decision) error {
+	if t.plan {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d.ConfigGeneration > 0 {
+		t.gen, t.tr.gen = d.ConfigGeneration, d.ConfigGeneration
+	}
+	err := t.ensureOpen()
+	if err == nil {
+		l := t.decisionLine(d)
+		err = t.tr.append(&l)
+	}
+	if err == nil && t.cfg.fsync == fsyncAlways {
+		err = t.tr.flush()
+	}
+	failed := 0
+	if err != nil {
+		failed = 1
+	}
+	t.settle(err, failed)
+	if err != nil {
+		return fmt.Errorf("%s: record %s: %w", t.address, d.Kind, err)
+	}
+	return nil
+}
+
+// ensureOpen opens the trail when it is not open and writes the open line.
+func (t *target) ensureOpen() error {
+	if t.tr.isOpen() {
+		return nil
+	}
+	if err := t.tr.open(t.stdout); err != nil {
+		return err
+	}
+	l := line{op: opOpen, time: t.tr.now(), node: t.address, gen: t.gen, reason: "sink opened the trail"}
+	if err := t.tr.append(&l); err != nil {
+		t.tr.close()
+		return err
+	}
+	t.publish()
+	return nil
+}
+
+// settle updates metrics, health and the gate after a write.
+func (t *target) settle(err error, failed int) {
+	t.publish()
+	if err != nil {
+		t.failed(err, failed)
+		return
+	}
+	if t.failing {
+		t.log.Info("audit trail writable again")
+	}
+	t.failing = false
+	t.gate.open()
+	if t.env.Health != nil {
+		t.env.Health.Set(node.Healthy, "")
+	}
+}
+
+func (t *target) failed(err error, lines int) {
+	if t.met.failures != nil {
+		t.met.failures.Add(float64(lines))
+	}
+	if !t.failing {
+		t.log.Error("audit trail write failed", "err", err, "count", lines)
+	}
+	t.failing = true
+	t.gate.shut()
+	if t.env.Health != nil {
+		t.env.Health.Set(node.Degraded, "cannot write the audit trail: "+err.Error())
+	}
+}
+
+// publish moves the trail's counts to the metrics.
+func (t *target) publish() {
+	t.head.Store(t.tr.seq)
+	if t.met.lines == nil {
+		return
+	}
+	ev := t.tr.events
+	t.met.lines.Add(float64(ev.lines - t.counted.lines))
+	t.met.rotations.Add(float64(ev.rotations - t.counted.rotations))
+	t.met.removed.Add(float64(ev.removed - t.counted.removed))
+	t.counted = ev
+}
+
+// tick flushes every fsync_interval (fsync = "interval"; the checkpoint for
+// every mode), applies max_age, and retries opening a trail that failed.
+func (t *target) tick() {
+	defer close(t.done)
+	tk := time.NewTicker(t.cfg.interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tk.C:
+		}
+		t.mu.Lock()
+		err := t.ensureOpen()
+		if err == nil {
+			err = t.tr.flush()
+		}
+		if err == nil && t.cfg.maxAge > 0 {
+			err = t.tr.retention()
+		}
+		if err == nil && t.failing {
+			t.settle(nil, 0)
+		} else if err != nil {
+			t.failed(err, 0)
+		} else {
+			t.publish()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// Close implements node.Target: it stops the ticker, flushes and closes.
+func (t *target) Close() error {
+	if t.plan {
+		return nil
+	}
+	close(t.stop)
+	<-t.done
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.tr.close(); err != nil {
+		return fmt.Errorf("%s: close: %w", t.address, err)
+	}
+	return nil
+}
+
+// entryLine is the line of one applied change: the one place a record
+// becomes a line.
+func (t *target) entryLine(op string, e node.Entry) line {
+	l := line{op: op, time: t.tr.now(), node: t.address, key: scrubString(e.Key, t.cfg.sensitive), gen: t.gen,
+		reason: "desired by the input"}
+	if op == opDelete {
+		l.reason = "no longer desired by the input"
+	}
+	if e.Value == cty.NilVal {
+		return l
+	}
+	v := scrub(ctyconv.FromCty(e.Value), t.cfg.sensitive)
+	l.source = sourceRef(v)
+	v = t.redact("value", v)
+	if m, ok := t.redact("source", l.source).(map[string]any); ok {
+		l.source = m
+	}
+	if t.cfg.values {
+		l.value, l.hasVal = v, true
+	} else {
+		b, _ := json.Marshal(v)
+		sum := sha256.Sum256(b)
+		l.digest = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return l
+}
+
+// decisionLine is the line of an engine decision.
+func (t *target) decisionLine(d node.Decision) line {
+	l := line{op: string(d.Kind), time: d.Time, node: d.Node, gen: d.ConfigGeneration,
+		reason: scrubString(d.Detail, t.cfg.sensitive)}
+	if l.time.IsZero() {
+		l.time = t.tr.now()
+	}
+	if len(d.Attrs) > 0 {
+		l.detail = make(map[string]any, len(d.Attrs))
+		for k, v := range d.Attrs {
+			l.detail[k] = scrubString(v, t.cfg.sensitive)
+		}
+		if m, ok := t.redact("detail", l.detail).(map[string]any); ok {
+			l.detail = m
+		}
+	}
+	return l
+}
+
+func (t *target) redact(field string, v any) any {
+	for _, p := range t.cfg.redact {
+		if p.field == field {
+			v = remove(v, p.steps)
+		}
+	}
+	return v
+}
+
+// sourceRef is the Kubernetes object a value comes from, when the value is
+// an object (or holds its metadata).
+func sourceRef(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range []string{"namespace", "name", "uid", "resourceVersion"} {
+		if s, ok := meta[k].(string); ok && s != "" {
+			out[k] = s
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// gate is the fail = "closed" switch other sinks wait on.
+type gate struct {
+	mu      sync.Mutex
+	enabled bool
+	ch      chan struct{} // non-nil while shut
+}
+
+func newGate(closed bool) *gate {
+	g := &gate{enabled: closed}
+	if closed {
+		g.ch = make(chan struct{}) // shut until the trail first opens
+	}
+	return g
+}
+
+func (g *gate) held() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		return nil
+	}
+	return g.ch
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.enabled && g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
+}
+
+var (
+	_ node.Sink             = (*Sink)(nil)
+	_ node.Gate             = (*Sink)(nil)
+	_ node.Target           = (*target)(nil)
+	_ node.DecisionRecorder = (*target)(nil)
+)
