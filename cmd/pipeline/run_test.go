@@ -165,9 +165,10 @@ func TestRunRefusesPlannedTypes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "p.hcl")
 	src := staticToLog + `
-sink "audit" "trail" {
-  input = source.static.nets
-  path  = "audit.jsonl"
+sink "nats_kv" "state" {
+  input  = source.static.nets
+  url    = "nats://127.0.0.1:4222"
+  bucket = "nets"
 }
 `
 	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
@@ -175,7 +176,7 @@ sink "audit" "trail" {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"run", "--listen", "", cfg}, &stdout, &stderr)
-	if code != 1 || strings.Count(stderr.String(), "not implemented yet") != 1 || !strings.Contains(stderr.String(), "sink.audit.trail (") {
+	if code != 1 || strings.Count(stderr.String(), "not implemented yet") != 1 || !strings.Contains(stderr.String(), "sink.nats_kv.state (") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -61,9 +61,7 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 		return nil, fmt.Errorf("%s: register metrics: %w", s.address, err)
 	}
 	t.mu.Lock()
-	if err := t.ensureOpen(); err != nil {
-		t.failed(err, 0)
-	}
+	t.settle(t.ensureOpen(), 0)
 	t.mu.Unlock()
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go t.tick()
@@ -86,6 +84,8 @@ type target struct {
 	tr      *trail
 	gen     uint64 // config generation of the last decision seen
 	failing bool
+	lastErr error
+	owed    []line // lines not written yet, oldest first
 	counted trailEvents
 	met     metrics
 	head    atomic.Uint64
@@ -137,30 +137,20 @@ func (t *target) writeEntries(op string, batch []node.Entry) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	err := t.ensureOpen()
-	failed := 0
+	room := maxOwed - len(t.owed)
 	for i := range batch {
-		if err == nil {
-			l := t.entryLine(op, batch[i])
-			err = t.tr.append(&l)
+		batch[i].Err = nil
+		if i >= room {
+			batch[i].Err = fmt.Errorf("%s: %s %s: %d lines wait for the trail to accept writes: %w", t.address, op, batch[i].Key, maxOwed, t.lastErr)
+			continue
 		}
-		if err != nil {
-			batch[i].Err = fmt.Errorf("%s: %s %s: %w", t.address, op, batch[i].Key, err)
-			failed++
-		}
+		t.owed = append(t.owed, t.entryLine(op, batch[i]))
 	}
-	if failed == 0 && t.cfg.fsync == fsyncAlways {
-		if err = t.tr.flush(); err != nil {
-			for i := range batch {
-				batch[i].Err = fmt.Errorf("%s: %s %s: %w", t.address, op, batch[i].Key, err)
-			}
-			failed = len(batch)
-		}
-	}
-	t.settle(err, failed)
+	t.drain(min(len(batch), max(room, 0)))
 }
 
-// RecordDecision implements node.DecisionRecorder.
+// RecordDecision implements node.DecisionRecorder. A decision the trail
+// cannot take yet waits with the other owed lines.
 func (t *target) RecordDecision(d node.Decision) error {
 	if t.plan {
 		return nil
@@ -170,23 +160,37 @@ func (t *target) RecordDecision(d node.Decision) error {
 	if d.ConfigGeneration > 0 {
 		t.gen, t.tr.gen = d.ConfigGeneration, d.ConfigGeneration
 	}
+	if len(t.owed) >= maxOwed {
+		return fmt.Errorf("%s: record %s: %d lines wait for the trail to accept writes: %w", t.address, d.Kind, maxOwed, t.lastErr)
+	}
+	t.owed = append(t.owed, t.decisionLine(d))
+	t.drain(1)
+	return nil
+}
+
+// maxOwed bounds the lines kept in memory while the trail cannot be written;
+// beyond it, entries fail and the engine retries them with backoff.
+const maxOwed = 100_000
+
+// drain writes the owed lines in order, and flushes with fsync = "always".
+// added is how many of them are new, for the failure count. The trail's
+// state (health, gate) follows the outcome: the gate opens only when every
+// owed line is written.
+func (t *target) drain(added int) {
 	err := t.ensureOpen()
-	if err == nil {
-		l := t.decisionLine(d)
-		err = t.tr.append(&l)
+	for err == nil && len(t.owed) > 0 {
+		if err = t.tr.append(&t.owed[0]); err == nil {
+			t.owed[0] = line{}
+			t.owed = t.owed[1:]
+		}
+	}
+	if len(t.owed) == 0 {
+		t.owed = nil
 	}
 	if err == nil && t.cfg.fsync == fsyncAlways {
 		err = t.tr.flush()
 	}
-	failed := 0
-	if err != nil {
-		failed = 1
-	}
-	t.settle(err, failed)
-	if err != nil {
-		return fmt.Errorf("%s: record %s: %w", t.address, d.Kind, err)
-	}
-	return nil
+	t.settle(err, added)
 }
 
 // ensureOpen opens the trail when it is not open and writes the open line.
@@ -224,6 +228,7 @@ func (t *target) settle(err error, failed int) {
 }
 
 func (t *target) failed(err error, lines int) {
+	t.lastErr = err
 	if t.met.failures != nil {
 		t.met.failures.Add(float64(lines))
 	}
@@ -263,16 +268,14 @@ func (t *target) tick() {
 		case <-tk.C:
 		}
 		t.mu.Lock()
-		err := t.ensureOpen()
-		if err == nil {
-			err = t.tr.flush()
+		if t.failing || len(t.owed) > 0 {
+			t.drain(0)
 		}
+		err := t.tr.flush()
 		if err == nil && t.cfg.maxAge > 0 {
 			err = t.tr.retention()
 		}
-		if err == nil && t.failing {
-			t.settle(nil, 0)
-		} else if err != nil {
+		if err != nil {
 			t.failed(err, 0)
 		} else {
 			t.publish()
@@ -290,6 +293,12 @@ func (t *target) Close() error {
 	<-t.done
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.owed) > 0 {
+		t.drain(0)
+	}
+	if n := len(t.owed); n > 0 {
+		t.log.Error("audit lines lost: the trail could not take them before the sink stopped", "count", n, "err", t.lastErr)
+	}
 	if err := t.tr.close(); err != nil {
 		return fmt.Errorf("%s: close: %w", t.address, err)
 	}
