@@ -125,9 +125,9 @@ func (s *sinkLoop) hold(ctx context.Context, writes int) {
 			continue
 		}
 		s.h.set(false, node.Degraded, "holding writes until "+addr+" can record them")
-		s.log.Warn("holding writes: audit trail cannot record", "node", s.n.Address, "err", addr)
+		s.log.Warn("holding writes until the audit trail records again", "err", addr+" cannot record changes")
 		if node.WaitGate(ctx, g) == nil {
-			s.log.Info("writes released", "node", s.n.Address)
+			s.log.Info("writes released")
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"go.uber.org/goleak"
 )
 
@@ -114,6 +115,15 @@ func TestAuditFailClosedHoldsSinks(t *testing.T) {
 	eventually(t, "the head seq in /metrics", func() bool {
 		return strings.Contains(get(t, client, "http://"+addr+"/metrics"), `pipeline_sink_audit_head_seq{node="sink.audit.trail"}`)
 	})
+	problems, err := promlint.New(strings.NewReader(get(t, client, "http://"+addr+"/metrics"))).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "pipeline_sink_audit") {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	}
 	stop()
 	trail := filepath.Join(dir, "blocker", "trail.jsonl")
 	b, _ := os.ReadFile(trail)
