@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -62,7 +61,7 @@ const lookahead = 64
 // writes about itself.
 type parsed struct {
 	seq        uint64
-	op         string
+	op         []byte // points into the line: valid while the line is
 	prev, hash [sha256.Size]byte
 	body       []byte // the line without its hash suffix
 }
@@ -75,11 +74,12 @@ func parseLine(b []byte) (parsed, bool) {
 		return p, false
 	}
 	i := 0
-	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+	var seq uint64
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' && i < 19 {
+		seq = seq*10 + uint64(rest[i]-'0')
 		i++
 	}
-	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
-	if err != nil {
+	if i == 0 {
 		return p, false
 	}
 	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"op":"`))
@@ -88,7 +88,7 @@ func parseLine(b []byte) (parsed, bool) {
 	if !ok || end < 0 || n < hashSuffixLen+prevSuffixLen+len(`{"seq":0,"op":""}`) {
 		return p, false
 	}
-	p.seq, p.op = seq, string(rest[:end])
+	p.seq, p.op = seq, rest[:end]
 	hs, ps := b[n-hashSuffixLen:], b[n-hashSuffixLen-prevSuffixLen:n-hashSuffixLen]
 	if !bytes.HasPrefix(hs, []byte(`,"hash":"`)) || !bytes.HasSuffix(hs, []byte(`"}`)) ||
 		!bytes.HasPrefix(ps, []byte(`,"prev":"`)) || ps[len(ps)-1] != '"' {
@@ -265,7 +265,7 @@ func (v *verifier) accept(at position, p *parsed) {
 	v.prev, v.expect = p.hash, p.seq+1
 	v.rep.Lines++
 	v.rep.HeadSeq, v.rep.Head = p.seq, hex.EncodeToString(p.hash[:])
-	if p.op == opRetention {
+	if string(p.op) == opRetention {
 		d := p.detail()
 		s, _ := d["cut_seq"].(float64)
 		h, _ := d["cut_hash"].(string)
@@ -284,7 +284,7 @@ func (v *verifier) classify(at position, p *parsed) bool {
 			return v.fail(at, Reordered, "seq %d comes before seq %d", p.seq, v.expect)
 		}
 		missing := fmt.Sprintf("seq %d to %d are missing", v.expect, p.seq-1)
-		if p.op == opRotate && at.line == 1 {
+		if string(p.op) == opRotate && at.line == 1 {
 			if prev, _ := p.detail()["previous_file"].(string); prev != "" {
 				missing += fmt.Sprintf("; this file follows %s, which is not among the files verified", prev)
 			}
