@@ -110,15 +110,16 @@ func (d *decisions) detach(addr string) {
 	delete(d.recorders, addr)
 }
 
-// hold blocks the sink, before it writes, while any other sink's gate is shut. A gate
-// never waits for a gate, so two closed audit trails cannot deadlock.
-func (s *sinkLoop) hold(ctx context.Context, writes int) {
+// hold blocks the sink, before it writes, while any other sink's gate is
+// shut. It returns false when ctx ended first: the sink must not write then.
+// A gate never waits for a gate, so two closed audit trails cannot deadlock.
+func (s *sinkLoop) hold(ctx context.Context, writes int) bool {
 	d := s.dec
 	if d == nil || len(d.gates) == 0 || writes == 0 {
-		return
+		return true
 	}
 	if _, self := d.gates[s.n.Address]; self {
-		return
+		return true
 	}
 	for addr, g := range d.gates {
 		if g.Held() == nil {
@@ -126,10 +127,12 @@ func (s *sinkLoop) hold(ctx context.Context, writes int) {
 		}
 		s.h.set(false, node.Degraded, "holding writes until "+addr+" can record them")
 		s.log.Warn("holding writes until the audit trail records again", "err", addr+" cannot record changes")
-		if node.WaitGate(ctx, g) == nil {
-			s.log.Info("writes released")
+		if node.WaitGate(ctx, g) != nil {
+			return false
 		}
+		s.log.Info("writes released")
 	}
+	return true
 }
 
 // noteHealth turns a sink's move into or out of Degraded into a decision.

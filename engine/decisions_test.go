@@ -148,3 +148,19 @@ func TestGateHoldsOtherSinks(t *testing.T) {
 		}
 	})
 }
+
+// TestShutdownWhileHeldWritesNothing: a sink held by a shut gate when the
+// runtime stops gives up its writes instead of making them unaudited.
+func TestShutdownWhileHeldWritesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := gate{&recorder{MemSink: nodetest.NewMemSink(), shut: make(chan struct{})}}
+		m := nodetest.NewMemSink()
+		h, _ := startWith(t, g, m)
+		h.send(func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() })
+		synctest.Wait()
+		h.shutdown()
+		if updates, _, _ := m.Counts(); updates != 0 {
+			t.Fatalf("the held sink wrote %d entries at shutdown", updates)
+		}
+	})
+}

@@ -11,7 +11,9 @@ import (
 // apply writes ups and dels, records the outcome per entry and schedules
 // retries for failures. times holds the receipt time of each key's change.
 func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
-	s.hold(ctx, len(ups)+len(dels))
+	if !s.hold(ctx, len(ups)+len(dels)) {
+		return // stopped while a closed audit trail held the writes
+	}
 	if len(ups) > 0 {
 		s.target.Update(ctx, ups)
 		for _, e := range ups {
