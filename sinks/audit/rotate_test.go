@@ -146,3 +146,28 @@ func TestFsyncModes(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeAfterPartialLine: a file ending mid-line (a crash mid-write) is
+// rotated away as it is; new lines chain on in a new file, and verify names
+// the partial line, nothing else.
+func TestResumeAfterPartialLine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	writeTrail(t, build(t, dir, ""), 5)
+	path := filepath.Join(dir, "trail.jsonl")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":7,"op":"ups`)
+	f.Close()
+	writeTrail(t, build(t, dir, ""), 3)
+	files := trailFiles(t, dir)
+	if len(files) != 2 {
+		t.Fatalf("files %v, want the partial file rotated away", files)
+	}
+	p := verifyDir(t, dir)
+	if p == nil || filepath.Base(p.File) != "trail.jsonl.1" || p.Line != 7 || p.Kind != Truncated {
+		t.Fatalf("verify: %v, want trail.jsonl.1:7 truncated", p)
+	}
+}
