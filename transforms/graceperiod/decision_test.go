@@ -18,6 +18,12 @@ type decisions struct {
 	got []node.Decision
 }
 
+func (d *decisions) all() []node.Decision {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]node.Decision(nil), d.got...)
+}
+
 func (d *decisions) Decide(x node.Decision) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -40,8 +46,8 @@ func TestGraceDeletionIsADecision(t *testing.T) {
 		in.Send(node.Event{Deltas: []node.Delta{up("a"), up("b")}, Synced: true})
 		in.Send(node.Event{Deltas: []node.Delta{del("a"), del("b")}, Synced: true})
 		synctest.Wait()
-		if len(dec.got) != 0 {
-			t.Fatalf("a decision before the grace period ended: %+v", dec.got)
+		if got := dec.all(); len(got) != 0 {
+			t.Fatalf("a decision before the grace period ended: %+v", got)
 		}
 		time.Sleep(31 * time.Second)
 		synctest.Wait()
@@ -49,8 +55,9 @@ func TestGraceDeletionIsADecision(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if len(dec.got) != 1 || dec.got[0].Kind != node.DecisionGraceDeletion || dec.got[0].Attrs["count"] != "2" || dec.got[0].Node != "transform.grace_period.test" {
-			t.Fatalf("decisions: %+v", dec.got)
+		got := dec.all()
+		if len(got) != 1 || got[0].Kind != node.DecisionGraceDeletion || got[0].Attrs["count"] != "2" || got[0].Node != "transform.grace_period.test" {
+			t.Fatalf("decisions: %+v", got)
 		}
 	})
 }
