@@ -30,6 +30,7 @@ type demo struct {
 	ebpf       bool
 	pin        string
 	allowedLog string
+	audit      string // the audit trail's path
 	bin        string
 	pipeline   *exec.Cmd
 	exited     chan struct{}
@@ -47,6 +48,7 @@ func setup(ctx context.Context) (*demo, error) {
 	d := &demo{dir: filepath.Join(wd, ".cache", "demo"), pin: "/sys/fs/bpf/pipeline-demo/allowed",
 		bin: filepath.Join(wd, "bin", "pipeline"), ebpf: os.Geteuid() == 0}
 	d.allowedLog = filepath.Join(d.dir, "allowed.jsonl")
+	d.audit = filepath.Join(d.dir, "audit.jsonl")
 	if _, err := os.Stat(d.bin); err != nil {
 		return nil, fmt.Errorf("%s missing: run `make build` (make demo does)", d.bin)
 	}
@@ -99,7 +101,7 @@ func ensureBPFFS() error {
 // examples/demo-unprivileged without root.
 func (d *demo) startPipelineProcess(logLevel string) error {
 	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel,
-		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s"}
+		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit}
 	if d.ebpf {
 		args = append(args, "-var", "pin="+d.pin, "examples/demo")
 	} else {

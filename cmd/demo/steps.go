@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -184,4 +185,20 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// verifyAudit stops the pipeline and checks its audit trail's hash chain
+// with `pipeline audit verify`.
+func (d *demo) verifyAudit(ctx context.Context) error {
+	say("stopping the pipeline and verifying its audit trail (every change and decision, hash-chained)")
+	d.stopPipeline()
+	args := []string{"audit", "verify", d.audit}
+	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, d.bin, args...)
+	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("audit verify: %w", err)
+	}
+	fmt.Println("    edit, insert, delete or cut any line of it and verify names the first broken line (file:line) and what was done")
+	return nil
 }

@@ -7,6 +7,11 @@ variable "kubeconfig" {
   default = "~/.kube/config"
 }
 
+variable "audit" {
+  type    = string
+  default = "/var/lib/pipeline/audit.jsonl"
+}
+
 variable "grace" {
   type    = string
   default = "5s"
@@ -53,4 +58,12 @@ sink "log" "allowed" {
   input  = transform.grace_period.drain
   path   = var.allowed_log
   format = "json"
+}
+
+# Every change the allow-list goes through, and the engine's own decisions,
+# as a hash-chained trail that `pipeline audit verify` checks.
+sink "audit" "trail" {
+  input = transform.grace_period.drain
+  path  = var.audit
+  fsync = "always"
 }

@@ -11,6 +11,11 @@ variable "pin" {
   default = "/sys/fs/bpf/pipeline-demo/allowed"
 }
 
+variable "audit" {
+  type    = string
+  default = "/var/lib/pipeline/audit.jsonl"
+}
+
 variable "grace" {
   type    = string
   default = "5s"
@@ -62,4 +67,12 @@ sink "ebpf_map" "allowed" {
 
 sink "log" "changes" {
   input = transform.grace_period.drain
+}
+
+# Every change the allow-list goes through, and the engine's own decisions,
+# as a hash-chained trail that `pipeline audit verify` checks.
+sink "audit" "trail" {
+  input = transform.grace_period.drain
+  path  = var.audit
+  fsync = "always"
 }
