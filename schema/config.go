@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,6 +92,9 @@ func (l *Loader) Files() map[string]*hcl.File { return l.parser.Files() }
 
 // ParseSource parses one in-memory file (used by tests and the fuzzer).
 func (l *Loader) ParseSource(name string, src []byte, opts Options) (*Config, hcl.Diagnostics) {
+	if diags := CheckNesting(src, name); diags.HasErrors() {
+		return nil, diags
+	}
 	f, diags := l.parser.ParseHCL(src, name)
 	if f == nil || diags.HasErrors() {
 		return nil, diags
@@ -109,7 +113,7 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 	}
 	var parsed []*hcl.File
 	for _, name := range files {
-		f, d := l.parser.ParseHCLFile(name)
+		f, d := l.parseFile(name)
 		diags = append(diags, d...)
 		if f != nil {
 			parsed = append(parsed, f)
@@ -130,6 +134,38 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 	}
 	cfg, d := l.build(parsed, dir, opts)
 	return cfg, append(diags, d...)
+}
+
+// parseFile reads one file, refuses one too large or nested too deeply
+// (CheckNesting), and parses it.
+func (l *Loader) parseFile(name string) (*hcl.File, hcl.Diagnostics) {
+	src, err := readHCLFile(name)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration file", Detail: err.Error(),
+			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}}}
+	}
+	if diags := CheckNesting(src, name); diags.HasErrors() {
+		return nil, diags
+	}
+	return l.parser.ParseHCL(src, name)
+}
+
+// readHCLFile reads a regular file of at most MaxConfigBytes (one byte
+// more is read so that CheckNesting reports the size).
+func readHCLFile(name string) ([]byte, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
 }
 
 func expandPaths(paths []string) ([]string, error) {

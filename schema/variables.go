@@ -160,7 +160,11 @@ func parseVarValue(v *Variable, s, origin string) (cty.Value, hcl.Diagnostics) {
 	}
 	val := cty.StringVal(s)
 	if v.Type != cty.String && v.Type != cty.DynamicPseudoType {
-		expr, diags := hclsyntax.ParseExpression([]byte(s), origin, hcl.InitialPos)
+		diags := CheckNesting([]byte(s), origin)
+		var expr hclsyntax.Expression
+		if !diags.HasErrors() {
+			expr, diags = hclsyntax.ParseExpression([]byte(s), origin, hcl.InitialPos)
+		}
 		if !diags.HasErrors() {
 			val, diags = expr.Value(nil)
 		}

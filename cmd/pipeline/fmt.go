@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/schema"
 )
 
 // fmt behaves like terraform fmt: it rewrites files in canonical style and
@@ -106,6 +108,9 @@ func fmtFiles(args []string, recursive bool) ([]string, error) {
 
 // format returns src in canonical form, or the syntax errors.
 func format(name string, src []byte) ([]byte, error) {
+	if diags := schema.CheckNesting(src, name); diags.HasErrors() {
+		return nil, parseError{files: map[string]*hcl.File{name: {Bytes: src}}, diags: diags}
+	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, parseError{files: map[string]*hcl.File{name: f}, diags: diags}
