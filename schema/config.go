@@ -262,9 +262,10 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 	vars, sensitive, d := evalVariables(cfg.Variables, opts.Vars, environ)
 	diags = append(diags, d...)
 	cfg.Sensitive = sensitive
-	cfg.Ctx = newEvalContext(dir, environ)
+	var bud *budget
+	cfg.Ctx, bud = newEvalContext(dir, environ)
 	cfg.Ctx.Variables["var"] = vars
-	diags = append(diags, evalLocals(cfg.Ctx, localAttrs)...)
+	diags = append(diags, evalLocals(cfg.Ctx, bud, localAttrs)...)
 	for _, blk := range clusterBlocks {
 		c, d := decodeCluster(blk, cfg.Ctx, dir)
 		diags = append(diags, d...)

@@ -17,17 +17,21 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-func newEvalContext(dir string, environ []string) *hcl.EvalContext {
+func newEvalContext(dir string, environ []string) (*hcl.EvalContext, *budget) {
 	env := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
 	}
-	return &hcl.EvalContext{
-		Variables: map[string]cty.Value{},
-		Functions: Functions(dir, env),
+	b := &budget{}
+	funcs := Functions(dir, env)
+	for name, f := range funcs {
+		if name != "try" && name != "can" { // they return a value built elsewhere
+			funcs[name] = budgeted(f, b)
+		}
 	}
+	return &hcl.EvalContext{Variables: map[string]cty.Value{}, Functions: funcs}, b
 }
 
 // Functions returns the functions available in every expression. dir is the

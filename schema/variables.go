@@ -181,7 +181,7 @@ func parseVarValue(v *Variable, s, origin string) (cty.Value, hcl.Diagnostics) {
 
 // evalLocals evaluates locals in dependency order, reporting cycles and
 // references to undeclared locals.
-func evalLocals(ctx *hcl.EvalContext, attrs []*hcl.Attribute) hcl.Diagnostics {
+func evalLocals(ctx *hcl.EvalContext, bud *budget, attrs []*hcl.Attribute) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	byName := map[string]*hcl.Attribute{}
 	for _, a := range attrs {
@@ -224,7 +224,10 @@ func evalLocals(ctx *hcl.EvalContext, attrs []*hcl.Attribute) hcl.Diagnostics {
 			visit(dep)
 		}
 		if _, done := vals[a.Name]; !done {
-			vals[a.Name] = evalLocal(ctx, a, vals, undeclared, &diags)
+			v := evalLocal(ctx, a, vals, undeclared, &diags)
+			v, d := bud.chargeLocal(a, v)
+			diags = append(diags, d...)
+			vals[a.Name] = v
 		}
 		state[a.Name] = 2
 	}

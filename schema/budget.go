@@ -1,0 +1,105 @@
+package schema
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// The evaluation budget bounds what compile-time expressions may build, so
+// that locals doubling a list forty times (a "billion laughs") end in a
+// diagnostic instead of gigabytes. A value's size is its string bytes plus
+// elementCost per element; one value (a function's result or a local) may
+// reach MaxValueSize, and all of one load's values together MaxEvalSize.
+const (
+	MaxValueSize = 32 << 20
+	MaxEvalSize  = 256 << 20
+	elementCost  = 128
+)
+
+// budget counts the size of the values built by one configuration's
+// expressions. It is shared by the functions of one EvalContext.
+type budget struct{ used atomic.Int64 }
+
+// charge adds a value's size, or says why it does not fit.
+func (b *budget) charge(v cty.Value) error {
+	n, ok := valueSize(v, MaxValueSize)
+	if !ok {
+		return fmt.Errorf("the value is larger than the limit of %d MiB (string bytes plus %d bytes per element)", MaxValueSize>>20, elementCost)
+	}
+	if used := b.used.Add(n); used > MaxEvalSize {
+		return fmt.Errorf("the configuration's values together exceed the limit of %d MiB", MaxEvalSize>>20)
+	}
+	return nil
+}
+
+// valueSize measures v, stopping as soon as it exceeds limit.
+func valueSize(v cty.Value, limit int64) (int64, bool) {
+	var n int64
+	var walk func(v cty.Value) bool
+	walk = func(v cty.Value) bool {
+		n += elementCost
+		if n > limit {
+			return false
+		}
+		if !v.IsKnown() || v.IsNull() {
+			return true
+		}
+		v, _ = v.Unmark()
+		ty := v.Type()
+		switch {
+		case ty == cty.String:
+			n += int64(len(v.AsString()))
+		case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
+			for it := v.ElementIterator(); it.Next(); {
+				k, e := it.Element()
+				if ty.IsMapType() || ty.IsObjectType() {
+					n += int64(len(k.AsString()))
+				}
+				if !walk(e) {
+					return false
+				}
+			}
+		}
+		return n <= limit
+	}
+	ok := walk(v)
+	return n, ok
+}
+
+// budgeted wraps a function so that its result is charged to b: a result
+// over the budget is an error at the call.
+func budgeted(f function.Function, b *budget) function.Function {
+	spec := &function.Spec{
+		Description:  f.Description(),
+		Params:       f.Params(),
+		VarParam:     f.VarParam(),
+		Type:         func(args []cty.Value) (cty.Type, error) { return f.ReturnTypeForValues(args) },
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			v, err := f.Call(args)
+			if err != nil {
+				return v, err
+			}
+			if err := b.charge(v); err != nil {
+				return cty.NilVal, err
+			}
+			return v, nil
+		},
+	}
+	return function.New(spec)
+}
+
+// chargeLocal charges a local's value, which may have been built without a
+// function (a template or a for expression); over the budget, the local
+// fails with a diagnostic at its expression.
+func (b *budget) chargeLocal(a *hcl.Attribute, v cty.Value) (cty.Value, hcl.Diagnostics) {
+	if err := b.charge(v); err != nil {
+		return failed(cty.DynamicPseudoType), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Value too large",
+			Detail:  fmt.Sprintf("Local value %q is too large: %s. Build smaller values, or read large data with a source.", a.Name, err),
+			Subject: a.Expr.Range().Ptr()}}
+	}
+	return v, nil
+}
