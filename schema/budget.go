@@ -74,10 +74,10 @@ func valueSize(v cty.Value, limit int64) (int64, bool) {
 // over the budget is an error at the call.
 func budgeted(f function.Function, b *budget) function.Function {
 	spec := &function.Spec{
-		Description:  f.Description(),
-		Params:       f.Params(),
-		VarParam:     f.VarParam(),
-		Type:         func(args []cty.Value) (cty.Type, error) { return f.ReturnTypeForValues(args) },
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type:        func(args []cty.Value) (cty.Type, error) { return f.ReturnTypeForValues(args) },
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			v, err := f.Call(args)
 			if err != nil {
