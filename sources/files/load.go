@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"k8s.io/apimachinery/pkg/labels"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -21,18 +22,31 @@ import (
 	"github.com/pipeline/pipeline/internal/kobject"
 )
 
+// maxFileSize bounds one manifest file, like file() in the configuration:
+// a glob that matches /dev/zero or a huge file must not exhaust memory.
+const maxFileSize = 16 << 20
+
 // file is one matched file's content.
 type file struct {
-	path string
-	data []byte
+	path    string
+	pattern int // index of the first pattern that matched it
+	data    []byte
+}
+
+// readError is a matched file that could not be read.
+type readError struct {
+	path    string
+	pattern int
+	err     error
 }
 
 // snapshot is what one read of the files found.
 type snapshot struct {
-	files   []file
-	hash    [sha256.Size]byte
-	readErr []error // files that matched but could not be read
-	dirs    []string
+	files     []file
+	hash      [sha256.Size]byte
+	readErr   []readError // files that matched but could not be read
+	unmatched []int       // patterns that matched no file
+	dirs      []string
 }
 
 // read expands the patterns and reads every matched regular file, in path
@@ -41,24 +55,31 @@ func (s *Source) read() snapshot {
 	var snap snapshot
 	seen := map[string]bool{}
 	dirs := map[string]bool{}
-	for _, p := range s.patterns {
+	for i, p := range s.patterns {
 		dirs[watchDir(p)] = true
 		matches, _ := filepath.Glob(p) // patterns were checked when decoding
+		found := false
 		for _, m := range matches {
 			if seen[m] {
+				found = true
 				continue
 			}
 			seen[m] = true
-			if st, err := os.Stat(m); err != nil || st.IsDir() {
+			st, err := os.Stat(m)
+			if err != nil || st.IsDir() {
 				continue // a dangling symlink or a directory (ConfigMap volume internals)
 			}
+			found = true
 			dirs[filepath.Dir(m)] = true
-			data, err := os.ReadFile(m)
+			data, err := readRegular(m)
 			if err != nil {
-				snap.readErr = append(snap.readErr, err)
+				snap.readErr = append(snap.readErr, readError{path: m, pattern: i, err: err})
 				continue
 			}
-			snap.files = append(snap.files, file{path: m, data: data})
+			snap.files = append(snap.files, file{path: m, pattern: i, data: data})
+		}
+		if !found {
+			snap.unmatched = append(snap.unmatched, i)
 		}
 	}
 	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].path < snap.files[j].path })
@@ -67,12 +88,59 @@ func (s *Source) read() snapshot {
 		fmt.Fprintf(h, "%s\x00%d\x00", f.path, len(f.data))
 		h.Write(f.data)
 	}
+	for _, e := range snap.readErr {
+		fmt.Fprintf(h, "%s\x00%s\x00", e.path, e.err)
+	}
+	fmt.Fprintf(h, "%v", snap.unmatched)
 	h.Sum(snap.hash[:0])
 	for d := range dirs {
 		snap.dirs = append(snap.dirs, d)
 	}
 	sort.Strings(snap.dirs)
 	return snap
+}
+
+// readRegular reads a regular file of at most maxFileSize bytes. It opens
+// with O_NONBLOCK and checks the opened file, so a FIFO or device matched by
+// a glob (or swapped in after a Stat) can neither block nor stream forever.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file but %s", path, fileType(st.Mode()))
+	}
+	if st.Size() > maxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes, larger than the limit of %d MiB", path, st.Size(), maxFileSize>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s: larger than the limit of %d MiB", path, maxFileSize>>20)
+	}
+	return data, nil
+}
+
+func fileType(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }
 
 // watchDir returns the directory to watch for a pattern: its longest
@@ -97,9 +165,20 @@ func watchDir(pattern string) string {
 
 // document is one object found in a file, or why it is not one.
 type document struct {
-	where string // "path document N" (and "item M" inside a List)
-	obj   map[string]any
-	err   error
+	where  string // "path document N" (and "item M" inside a List)
+	obj    map[string]any
+	err    error
+	broken bool // err is a YAML or JSON syntax error: the file itself is bad
+}
+
+// brokenDoc returns the first document of docs that does not parse.
+func brokenDoc(docs []document) *document {
+	for i := range docs {
+		if docs[i].broken {
+			return &docs[i]
+		}
+	}
+	return nil
 }
 
 // parse splits a file into documents. YAML files may hold several
@@ -114,7 +193,7 @@ func parse(f file) []document {
 			return out
 		}
 		if err != nil {
-			out = append(out, document{where: where, err: err})
+			out = append(out, document{where: where, err: err, broken: true})
 			var syntax utilyaml.YAMLSyntaxError
 			if !errors.As(err, &syntax) {
 				return out
@@ -128,11 +207,11 @@ func parse(f file) []document {
 func decode(where string, raw []byte) []document {
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return []document{{where: where, err: err}}
+		return []document{{where: where, err: err, broken: true}}
 	}
 	var v any
 	if err := utiljson.Unmarshal(js, &v); err != nil {
-		return []document{{where: where, err: err}}
+		return []document{{where: where, err: err, broken: true}}
 	}
 	if v == nil {
 		return nil // empty document: only comments or whitespace
@@ -193,13 +272,22 @@ type skip struct {
 // objects have one key, the smallest namespace/name provides it (ties: the
 // first by file path, then position), the rule of source "kubernetes".
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
+	parsed := make([][]document, len(files))
+	for i, f := range files {
+		parsed[i] = parse(f)
+	}
+	return s.recordsOf(parsed)
+}
+
+// recordsOf is records on files already parsed.
+func (s *Source) recordsOf(files [][]document) (records []node.Record, objects int, skips []skip) {
 	type claim struct {
 		id, where string
 		at        int
 	}
 	byKey := map[string]claim{}
-	for _, f := range files {
-		for _, d := range parse(f) {
+	for _, docs := range files {
+		for _, d := range docs {
 			if d.err != nil {
 				skips = append(skips, skip{d.where, kobject.ReasonBadDocument, d.err})
 				continue

@@ -2,8 +2,8 @@ package files
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +26,7 @@ type run struct {
 	fw     *fsnotify.Watcher // nil in tests that feed events directly
 	hash   [32]byte
 	loaded bool
+	good   map[string]file // the last content of each file that parsed
 }
 
 // Run implements node.Source. It reads the files, publishes their objects
@@ -101,14 +102,23 @@ func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
 func (r *run) reload() {
 	snap := r.src.read()
 	r.watch(snap.dirs)
-	r.health(snap.readErr)
 	if r.loaded && snap.hash == r.hash {
 		return
 	}
-	if len(snap.files) == 0 && len(snap.readErr) == 0 {
-		r.env.Logger.Warn("no file matches paths", "patterns", len(r.src.patterns))
+	st := r.settle(snap)
+	r.setHealth(st)
+	if len(st.empty) > 0 {
+		// Nothing to publish yet: publishing an empty set would let the
+		// sinks prune what an earlier run wrote.
+		r.env.Logger.Error("no file matches paths; waiting", "file", st.empty[0], "patterns", len(st.empty))
+		r.hash = snap.hash
+		return
 	}
-	records, objects, skips := r.src.records(snap.files)
+	for _, p := range st.problems {
+		r.m.Skipped.WithLabelValues(reasonKeptLastGood).Inc()
+		r.env.Logger.Warn("keeping last good content", "err", p)
+	}
+	records, objects, skips := r.src.recordsOf(st.docs)
 	for _, sk := range skips {
 		r.m.Skipped.WithLabelValues(sk.reason).Inc()
 		r.env.Logger.Warn("object skipped", "file", sk.where, "reason", sk.reason, "err", sk.err)
@@ -118,12 +128,16 @@ func (r *run) reload() {
 	r.m.LastSync.SetToCurrentTime()
 	if !r.loaded {
 		r.out.MarkSynced()
-		r.env.Logger.Info("files loaded", "records", len(records), "files", len(snap.files))
+		r.env.Logger.Info("files loaded", "records", len(records), "files", st.files)
 	} else {
-		r.env.Logger.Info("files changed", "records", len(records), "files", len(snap.files))
+		r.env.Logger.Info("files changed", "records", len(records), "files", st.files)
 	}
 	r.hash, r.loaded = snap.hash, true
 }
+
+// reasonKeptLastGood counts, in pipeline_source_objects_skipped_total, each
+// reload that kept a file's last good content instead of what it holds now.
+const reasonKeptLastGood = "kept_last_good"
 
 // watch adds the directories not watched yet. A deleted directory loses
 // its watch, so the set is read back from the watcher every time.
@@ -145,12 +159,15 @@ func (r *run) watch(dirs []string) {
 	}
 }
 
-func (r *run) health(readErr []error) {
-	if len(readErr) > 0 {
-		r.env.Health.Set(node.Degraded, fmt.Sprintf("%d file(s) unreadable: %v", len(readErr), errors.Join(readErr...)))
-		return
+func (r *run) setHealth(st settled) {
+	switch {
+	case len(st.empty) > 0:
+		r.env.Health.Set(node.Down, fmt.Sprintf("no file matches %s; set allow_empty = true if an empty match is expected", strings.Join(st.empty, ", ")))
+	case len(st.problems) > 0:
+		r.env.Health.Set(node.Degraded, fmt.Sprintf("%d problem(s): %s", len(st.problems), strings.Join(st.problems, "; ")))
+	default:
+		r.env.Health.Set(node.Healthy, "")
 	}
-	r.env.Health.Set(node.Healthy, "")
 }
 
 var _ node.Source = (*Source)(nil)

@@ -23,6 +23,8 @@ var (
 			Doc("Only objects of this kind.").Example(`"Pod"`)
 	apiVersionAttr = schema.String("api_version").
 			Doc("Only objects of this apiVersion.").Example(`"v1"`)
+	allowEmptyAttr = schema.Bool("allow_empty").Default(false, "false").
+			Doc("Whether a pattern may match no file. When false (the default), a pattern that matches nothing is an error: at start the source waits (and is not synced, so no sink prunes), and later it keeps the files the pattern matched last, so a deleted or unmounted directory empties nothing.")
 	pollAttr = schema.Duration("poll_interval").Default(30*time.Second, `"30s"`).
 			Doc("Interval of a full re-read in case a change notification was missed (content hashes make it cheap). \"0s\" disables it.")
 )
@@ -40,7 +42,7 @@ func Spec() node.Spec {
 			"smallest namespace/name provides the value, as with source \"kubernetes\" (equal names: the first by file path, then position).",
 		Body: schema.Block{
 			Attrs: []schema.Attribute{pathsAttr, kindAttr, apiVersionAttr, kobject.SelectorAttr,
-				kobject.IndexByAttr, kobject.IgnoreFieldsAttr, pollAttr},
+				kobject.IndexByAttr, kobject.IgnoreFieldsAttr, allowEmptyAttr, pollAttr},
 			Blocks: []*schema.BlockType{kobject.SelectorBlock},
 		},
 		Output: node.Objects,
@@ -58,6 +60,7 @@ type Source struct {
 	keyer      *kobject.Keyer
 	pruner     *kobject.Pruner
 	poll       time.Duration
+	allowEmpty bool
 }
 
 func newSource(b node.Build) (*Source, hcl.Diagnostics) {
@@ -96,6 +99,8 @@ func newSource(b node.Build) (*Source, hcl.Diagnostics) {
 	s.keyer, d = kobject.DecodeIndexBy(b.Content)
 	diags = append(diags, d...)
 	s.pruner, d = kobject.DecodeIgnoreFields(b.Content)
+	diags = append(diags, d...)
+	s.allowEmpty, _, d = allowEmptyAttr.Get(b.Content)
 	diags = append(diags, d...)
 	s.poll, rng, d = pollAttr.Get(b.Content)
 	diags = append(diags, d...)

@@ -1,0 +1,153 @@
+package files
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/kobject"
+)
+
+// faultRun is a run fed by direct reload calls, without a watcher.
+type faultRun struct {
+	*run
+	out    *nodetest.Output
+	health *nodetest.HealthRecorder
+}
+
+func newFaultRun(t *testing.T, dir, body string) faultRun {
+	t.Helper()
+	s := mustBuild(t, dir, body+"\npoll_interval = \"0s\"")
+	env, health := nodetest.Env(t, prometheus.NewRegistry())
+	m, err := kobject.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := nodetest.NewOutput()
+	return faultRun{run: &run{src: s, env: env, out: out, m: m}, out: out, health: health}
+}
+
+// reloadWithin fails the test when one reload takes longer than a FIFO or
+// /dev/zero could make it last unbounded (seconds, not the nanoseconds
+// a regular read takes: this only catches a hang).
+func (f faultRun) reloadWithin(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { f.reload(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("reload hangs")
+	}
+}
+
+// Special files matched by a glob are refused by name, never opened for a
+// blocking read or read without end.
+func TestSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "m", "a.yaml"), pod("a", "web"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "m", "fifo.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "m", "zero.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("#", maxFileSize+1)
+	write(t, filepath.Join(dir, "m", "big.yaml"), big)
+	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
+	f.reloadWithin(t)
+	if diff := cmp.Diff([]string{"shop/a"}, f.out.Keys()); diff != "" {
+		t.Errorf("keys (-want +got)\n%s", diff)
+	}
+	if !f.out.Synced() || f.health.State() != node.Degraded {
+		t.Errorf("synced %v, health %s", f.out.Synced(), f.health.State())
+	}
+	for _, want := range []string{"fifo.yaml: not a regular file but a named pipe", "zero.yaml: not a regular file but a character device", "big.yaml: 16777217 bytes, larger than the limit of 16 MiB"} {
+		if !strings.Contains(f.health.Detail, want) {
+			t.Errorf("health detail %q lacks %q", f.health.Detail, want)
+		}
+	}
+}
+
+// A file edited into invalid YAML keeps its last good content, and the
+// source says so; once fixed, the new content is published.
+func TestFileTurnedInvalid(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m", "a.yaml")
+	write(t, path, pod("a", "web")+"---\n"+pod("b", "web"))
+	write(t, filepath.Join(dir, "m", "new.yaml"), "kind: [broken\n") // never good: nothing to keep
+	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
+	f.reloadWithin(t)
+	write(t, path, "apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n")
+	f.reloadWithin(t)
+	if diff := cmp.Diff([]string{"shop/a", "shop/b"}, f.out.Keys()); diff != "" {
+		t.Errorf("keys after the bad edit (-want +got)\n%s", diff)
+	}
+	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml document 0 does not parse") {
+		t.Errorf("health %s %q", f.health.State(), f.health.Detail)
+	}
+	write(t, path, pod("c", "web"))
+	f.reloadWithin(t)
+	if diff := cmp.Diff([]string{"shop/c"}, f.out.Keys()); diff != "" {
+		t.Errorf("keys after the fix (-want +got)\n%s", diff)
+	}
+	if f.health.State() != node.Healthy {
+		t.Errorf("health %s %q after the fix", f.health.State(), f.health.Detail)
+	}
+}
+
+// A directory that disappears empties nothing unless allow_empty says an
+// empty match is fine.
+func TestDirectoryRemoved(t *testing.T) {
+	for _, allowEmpty := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "allow_empty"}[allowEmpty], func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "m", "a.yaml"), pod("a", "web"))
+			body := `paths = ["m/*.yaml"]`
+			if allowEmpty {
+				body += "\nallow_empty = true"
+			}
+			f := newFaultRun(t, dir, body)
+			f.reloadWithin(t)
+			if err := os.RemoveAll(filepath.Join(dir, "m")); err != nil {
+				t.Fatal(err)
+			}
+			f.reloadWithin(t)
+			want, state := []string{"shop/a"}, node.Degraded
+			if allowEmpty {
+				want, state = nil, node.Healthy
+			}
+			if diff := cmp.Diff(want, f.out.Keys(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("keys (-want +got)\n%s", diff)
+			}
+			if f.health.State() != state {
+				t.Errorf("health %s %q, want %s", f.health.State(), f.health.Detail, state)
+			}
+		})
+	}
+}
+
+// At start, a pattern that matches nothing leaves the source unsynced (so
+// no sink prunes what an earlier run wrote) until a file appears.
+func TestNothingMatchesAtStart(t *testing.T) {
+	dir := t.TempDir()
+	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
+	f.reloadWithin(t)
+	if f.out.Synced() || f.health.State() != node.Down || !strings.Contains(f.health.Detail, "allow_empty") {
+		t.Fatalf("synced %v, health %s %q", f.out.Synced(), f.health.State(), f.health.Detail)
+	}
+	write(t, filepath.Join(dir, "m", "a.yaml"), pod("a", "web"))
+	f.reloadWithin(t)
+	if !f.out.Synced() || f.health.State() != node.Healthy || len(f.out.Keys()) != 1 {
+		t.Fatalf("synced %v, health %s, keys %v", f.out.Synced(), f.health.State(), f.out.Keys())
+	}
+}

@@ -1,0 +1,87 @@
+package files
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Bad input must lose nothing. A file that was read and parsed once keeps
+// that content while it cannot be read or no longer parses, and a pattern
+// that suddenly matches nothing (a directory deleted or unmounted) keeps the
+// files it matched last, unless the configuration says an empty match is
+// fine (allow_empty). Each kept file is a problem: counted, named in the
+// node's health, logged.
+
+// settled is what a reload publishes: every file's documents, and the
+// problems that made it keep older content.
+type settled struct {
+	docs     [][]document
+	files    int
+	problems []string
+	// empty holds the patterns that match nothing on the first read, with
+	// allow_empty off: the source does not mark itself synced.
+	empty []string
+}
+
+// settle combines a snapshot with the last good content of each file.
+func (r *run) settle(snap snapshot) settled {
+	var out settled
+	good := map[string]file{}
+	keep := func(path, why string) bool {
+		prev, ok := r.good[path]
+		if !ok {
+			return false
+		}
+		good[path] = prev
+		out.docs = append(out.docs, parse(prev))
+		out.problems = append(out.problems, why+"; keeping its last good content")
+		return true
+	}
+	for _, f := range snap.files {
+		docs := parse(f)
+		if b := brokenDoc(docs); b != nil {
+			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.where, b.err)) {
+				out.docs = append(out.docs, docs) // never good: its documents are skipped, as bad ones
+			}
+			continue
+		}
+		good[f.path] = f
+		out.docs = append(out.docs, docs)
+	}
+	for _, e := range snap.readErr {
+		if !keep(e.path, fmt.Sprintf("cannot read %v", e.err)) {
+			out.problems = append(out.problems, fmt.Sprintf("cannot read %v", e.err))
+		}
+	}
+	for _, i := range snap.unmatched {
+		if r.src.allowEmpty {
+			continue
+		}
+		pattern := r.src.patterns[i]
+		if !r.loaded {
+			out.empty = append(out.empty, pattern)
+			continue
+		}
+		kept := 0
+		for _, path := range sortedPaths(r.good) {
+			if r.good[path].pattern == i && keep(path, fmt.Sprintf("no file matches %s (set allow_empty = true if that is expected): %s", pattern, path)) {
+				kept++
+			}
+		}
+		if kept == 0 {
+			out.problems = append(out.problems, fmt.Sprintf("no file matches %s (set allow_empty = true if that is expected)", pattern))
+		}
+	}
+	r.good = good
+	out.files = len(good)
+	return out
+}
+
+func sortedPaths(m map[string]file) []string {
+	out := make([]string, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
