@@ -184,7 +184,7 @@ func redactor(secrets []string) func([]string, slog.Attr) slog.Attr {
 func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, fmt.Errorf("admin endpoint: %w", err) // the error names the address
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
@@ -200,13 +200,36 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime) (*http.Se
 		}
 		_ = json.NewEncoder(w).Encode(r)
 	})
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: limitConcurrency(mux, maxAdminRequests),
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
 		}
 	}()
 	return srv, nil
+}
+
+// maxAdminRequests bounds the admin endpoint's requests in flight: each
+// /metrics scrape gathers every metric family, so a thousand at once would
+// cost hundreds of megabytes.
+const maxAdminRequests = 8
+
+// limitConcurrency answers 503 (with Retry-After) to a request that finds
+// n requests already in flight, instead of queueing it.
+func limitConcurrency(h http.Handler, n int) http.Handler {
+	sem := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests in flight", http.StatusServiceUnavailable)
+		}
+	})
 }
 
 func shutdownHTTP(srv *http.Server) {
