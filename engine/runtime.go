@@ -121,7 +121,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 	return nil
 }
 
-// drain waits until no subscription holds deltas and every sink is idle.
+// drain waits until no subscription holds deltas and every started sink
+// is idle. A sink still in its first write is not waited for: it stops
+// when its context ends, so a signal during start-up is honoured at once.
 func (r *Runtime) drain(limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -148,7 +150,7 @@ func (r *Runtime) quiet() bool {
 		}
 	}
 	for _, s := range r.sinks {
-		if !s.idle.Load() {
+		if !s.idle.Load() && s.started.Load() {
 			return false
 		}
 	}

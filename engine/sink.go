@@ -29,6 +29,10 @@ type sinkLoop struct {
 	idle   atomic.Bool
 	gate   leaderGate // leader election: write only while leading
 	dec    *decisions // hands decisions to audit trails; holds writes at a shut gate
+	// started is set once a full reconcile after the input synced has
+	// finished: shutdown drains started sinks only, so a signal during
+	// start-up does not wait for the whole first write.
+	started atomic.Bool
 
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
@@ -313,6 +317,9 @@ func (s *sinkLoop) full(ctx context.Context) {
 	s.needFull = false
 	s.apply(ctx, ups, dels)
 	s.fulls++
+	if s.synced && ctx.Err() == nil {
+		s.started.Store(true)
+	}
 	s.met.reconcile.Observe(time.Since(start).Seconds())
 	s.logFull(start, ups, dels)
 }

@@ -16,6 +16,9 @@ func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
 	}
 	if len(ups) > 0 {
 		s.target.Update(ctx, ups)
+		if ctx.Err() != nil {
+			return // stopping: the entries not written are no failures to retry or log
+		}
 		for _, e := range ups {
 			s.outcome(e, false)
 		}
