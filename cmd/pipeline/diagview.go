@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -20,11 +22,12 @@ func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnosti
 		if d.Severity == hcl.DiagWarning {
 			sev = "Warning"
 		}
-		fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+		fmt.Fprintf(w, "%s: %s\n", sev, printable(d.Summary))
 		if d.Subject != nil {
 			r := *d.Subject
-			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", r.Filename, r.Start.Line, r.Start.Column)
+			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", printable(r.Filename), r.Start.Line, r.Start.Column)
 			if line, ok := sourceLine(files, r); ok {
+				line = printable(line)
 				prefix := fmt.Sprintf("  %4d: ", r.Start.Line)
 				fmt.Fprintf(w, "%s%s\n", prefix, line)
 				width := max(1, r.End.Column-r.Start.Column) // an empty range (a missing item) gets one caret
@@ -35,10 +38,37 @@ func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnosti
 			}
 		}
 		if d.Detail != "" {
-			fmt.Fprintf(w, "\n%s\n", d.Detail)
+			fmt.Fprintf(w, "\n%s\n", printable(d.Detail))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// printable escapes control characters (terminal escapes, carriage
+// returns, C1 controls) that a configuration could carry into a diagnostic,
+// so that printing it cannot retitle or clear the terminal. Newlines stay.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isUnsafe) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			b.WriteString(`\ufffd`)
+		case !isUnsafe(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+func isUnsafe(r rune) bool {
+	return r != '\n' && r != '\t' && (r == utf8.RuneError || unicode.IsControl(r) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Bidi_Control, r))
 }
 
 // sortDiags orders errors before warnings, then each by file and position

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -77,7 +77,8 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	if err := preflight(l.graph); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, f.logFormat, f.logLevel, l.cfg.Sensitive)
+	secrets := redact.New(l.cfg.Sensitive)
+	logger, err := newLogger(stderr, f.logFormat, f.logLevel, secrets)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 		return err
 	}
 	if f.listen != "" {
-		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, metrics.NodeGatherer()}, rt)
+		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, metrics.NodeGatherer()}, rt, secrets)
 		if err != nil {
 			return err
 		}
@@ -134,7 +135,7 @@ func preflight(g *engine.Graph) error {
 	return errors.Join(errs...)
 }
 
-func newLogger(w io.Writer, format, level string, secrets []string) (*slog.Logger, error) {
+func newLogger(w io.Writer, format, level string, secrets *redact.Redactor) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
@@ -149,16 +150,10 @@ func newLogger(w io.Writer, format, level string, secrets []string) (*slog.Logge
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
-// redactor replaces every secret value that reaches a log attribute.
-func redactor(secrets []string) func([]string, slog.Attr) slog.Attr {
-	var live []string
-	for _, s := range secrets {
-		if len(s) >= 4 {
-			live = append(live, s)
-		}
-	}
+// redactor masks every secret that reaches a log attribute.
+func redactor(r *redact.Redactor) func([]string, slog.Attr) slog.Attr {
 	return func(_ []string, a slog.Attr) slog.Attr {
-		if len(live) == 0 {
+		if r.Empty() {
 			return a
 		}
 		var s string
@@ -174,14 +169,14 @@ func redactor(secrets []string) func([]string, slog.Attr) slog.Attr {
 		default:
 			return a
 		}
-		for _, secret := range live {
-			s = strings.ReplaceAll(s, secret, "(sensitive)")
+		if m := r.String(s); m != s {
+			return slog.String(a.Key, m)
 		}
-		return slog.String(a.Key, s)
+		return a
 	}
 }
 
-func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime) (*http.Server, error) {
+func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *redact.Redactor) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin endpoint: %w", err) // the error names the address
@@ -194,6 +189,9 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime) (*http.Se
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		r := rt.Readiness()
+		for i := range r.Nodes {
+			r.Nodes[i].Detail = secrets.String(r.Nodes[i].Detail)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if !r.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)

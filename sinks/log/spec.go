@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -40,7 +41,8 @@ type Sink struct {
 	json bool
 	path string
 	// Out overrides the destination (tests).
-	Out io.Writer
+	Out     io.Writer
+	secrets *redact.Redactor // values of sensitive variables, masked in every line
 }
 
 func newSink(b node.Build) (any, hcl.Diagnostics) {
@@ -50,12 +52,16 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 	if path != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(b.Config.Dir, path)
 	}
-	return &Sink{json: format == "json", path: path}, diags
+	var secrets *redact.Redactor
+	if b.Config != nil {
+		secrets = redact.New(b.Config.Sensitive)
+	}
+	return &Sink{json: format == "json", path: path, secrets: secrets}, diags
 }
 
 // Open implements node.Sink. In plan mode nothing is opened.
 func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target, error) {
-	t := &target{json: s.json, w: s.Out}
+	t := &target{json: s.json, w: s.Out, secrets: s.secrets}
 	if t.w == nil {
 		t.w = os.Stdout
 	}
@@ -70,10 +76,11 @@ func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target,
 }
 
 type target struct {
-	mu     sync.Mutex
-	json   bool
-	w      io.Writer
-	closer io.Closer
+	mu      sync.Mutex
+	json    bool
+	w       io.Writer
+	closer  io.Closer
+	secrets *redact.Redactor
 }
 
 func (t *target) Prepare(r node.Record) (node.Entry, error) {
@@ -91,21 +98,22 @@ func (t *target) write(op string, batch []node.Entry) {
 	defer t.mu.Unlock()
 	for i := range batch {
 		e := &batch[i]
+		key, value := t.secrets.String(e.Key), t.secrets.Value(e.Value)
 		var err error
 		switch {
 		case t.json:
-			line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "key": e.Key}
+			line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "key": key}
 			if op == "upsert" {
-				line["value"] = ctyconv.FromCty(e.Value)
+				line["value"] = ctyconv.FromCty(value)
 			}
 			var b []byte
 			if b, err = json.Marshal(line); err == nil {
 				_, err = fmt.Fprintf(t.w, "%s\n", b)
 			}
 		case op == "upsert":
-			_, err = fmt.Fprintf(t.w, "+ %s %s\n", e.Key, ctyconv.String(e.Value))
+			_, err = fmt.Fprintf(t.w, "+ %s %s\n", key, ctyconv.String(value))
 		default:
-			_, err = fmt.Fprintf(t.w, "- %s\n", e.Key)
+			_, err = fmt.Fprintf(t.w, "- %s\n", key)
 		}
 		e.Err = err
 	}

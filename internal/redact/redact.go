@@ -1,0 +1,94 @@
+// Package redact masks the values of sensitive variables and attributes in
+// text and values bound for an output: logs, /readyz, the log sink. It
+// matches a secret wherever it stands alone (a whole string, a whole value,
+// at any length) and, from minLen characters on, inside longer text in
+// every spelling an output gives it: raw, Go-quoted and JSON-escaped.
+// Matching a shorter secret inside text would mask unrelated letters.
+//
+// It is for views; the configuration's own evaluation is schema's.
+package redact
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Mask replaces a secret.
+const Mask = "(sensitive)"
+
+// minLen is the shortest secret masked inside longer text.
+const minLen = 4
+
+// Redactor masks a fixed set of secrets. The zero value and nil mask nothing.
+type Redactor struct {
+	exact map[string]bool
+	inner []string // spellings matched inside text, longest first
+}
+
+// New returns a Redactor for secrets (empty ones are ignored).
+func New(secrets []string) *Redactor {
+	r := &Redactor{exact: map[string]bool{}}
+	seen := map[string]bool{}
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		quoted := strconv.Quote(s)
+		js, _ := json.Marshal(s)
+		for i, v := range []string{s, quoted[1 : len(quoted)-1], string(js[1 : len(js)-1]), quoted, string(js)} {
+			r.exact[v] = true
+			if i < 3 && len(s) >= minLen && !seen[v] {
+				seen[v] = true
+				r.inner = append(r.inner, v)
+			}
+		}
+	}
+	// Longest first, so an escaped form is masked whole before its core.
+	for i := 1; i < len(r.inner); i++ {
+		for j := i; j > 0 && len(r.inner[j]) > len(r.inner[j-1]); j-- {
+			r.inner[j], r.inner[j-1] = r.inner[j-1], r.inner[j]
+		}
+	}
+	return r
+}
+
+// Empty reports whether r masks nothing.
+func (r *Redactor) Empty() bool { return r == nil || len(r.exact) == 0 }
+
+// String masks the secrets in s.
+func (r *Redactor) String(s string) string {
+	if r.Empty() {
+		return s
+	}
+	if r.exact[s] || r.exact[strings.TrimSpace(s)] {
+		return Mask
+	}
+	for _, v := range r.inner {
+		s = strings.ReplaceAll(s, v, Mask)
+	}
+	return s
+}
+
+// Value masks the secrets in every string of v. Only strings change, so
+// every collection keeps its type.
+func (r *Redactor) Value(v cty.Value) cty.Value {
+	if r.Empty() {
+		return v
+	}
+	out, err := cty.Transform(v, func(_ cty.Path, v cty.Value) (cty.Value, error) {
+		if v.Type() != cty.String || !v.IsKnown() || v.IsNull() || v.IsMarked() {
+			return v, nil
+		}
+		if s := v.AsString(); r.String(s) != s {
+			return cty.StringVal(r.String(s)), nil
+		}
+		return v, nil
+	})
+	if err != nil {
+		return v
+	}
+	return out
+}
