@@ -225,11 +225,18 @@ func (r *Runtime) Readiness() Readiness {
 		out.Leader = r.opts.Leader.Status()
 	}
 	for _, n := range r.g.Nodes {
-		synced := true
+		var synced bool
 		if c, ok := r.outs[n]; ok {
 			synced = c.isSynced()
+		} else if s, ok := r.sinks[n]; ok {
+			synced = s.started.Load() // the target holds the synced input
 		}
 		st := r.healths[n].status(n.Address, synced)
+		if n.Kind != node.KindSink && synced && st.State == node.Pending.String() && st.Detail == "" {
+			// A node that reports no health of its own is healthy once its
+			// output is synced.
+			st.State = node.Healthy.String()
+		}
 		switch n.Kind {
 		case node.KindSource:
 			st.Ready = synced && st.State != node.Down.String()

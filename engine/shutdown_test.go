@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -65,5 +67,46 @@ func TestStopDuringStartup(t *testing.T) {
 		if got := len(mem.Keys()); got > n/10 {
 			t.Errorf("%d of %d entries written after the signal", got, n)
 		}
+	})
+}
+
+// failingSink cannot open its target.
+type failingSink struct{}
+
+func (failingSink) Open(context.Context, node.Env, node.Mode) (node.Target, error) {
+	return nil, errors.New("no such map")
+}
+
+// /readyz rows: a sink that cannot open is down and not synced; a transform
+// that reports no health of its own is healthy once its output syncs.
+func TestReadinessRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptSource()
+		g := mustCompile(t, fmt.Sprintf(chain, true), map[string]any{"source.script.s": src, "sink.mem.m": failingSink{}})
+		rt, err := NewRuntime(g, RunOptions{Metrics: NewMetrics(prometheus.NewRegistry(), "test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = rt.Run(ctx); close(done) }()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		got := map[string]string{}
+		for _, n := range rt.Readiness().Nodes {
+			got[n.Address] = fmt.Sprintf("%s synced=%v", n.State, n.Synced)
+		}
+		want := map[string]string{
+			"source.script.s":  "healthy synced=true",
+			"transform.pass.a": "healthy synced=true",
+			"transform.pass.b": "healthy synced=true",
+			"sink.mem.m":       "down synced=false",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		cancel()
+		<-done
 	})
 }
