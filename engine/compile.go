@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -43,9 +44,15 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		if b.Kind == node.KindSink {
 			var d1, d2 hcl.Diagnostics
 			n.Prune, _, d1 = node.PruneAttr.Get(content)
-			n.Resync, _, d2 = node.ResyncAttr.Get(content)
+			var rrng hcl.Range
+			n.Resync, rrng, d2 = node.ResyncAttr.Get(content)
 			diags = append(diags, d1...)
 			diags = append(diags, d2...)
+			if !d2.HasErrors() && n.Resync > 0 && n.Resync < MinResync {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Resync too frequent",
+					Detail:  fmt.Sprintf("resync must be \"0s\" (off) or at least %s: each resync reads and compares the whole target.", MinResync),
+					Subject: rrng.Ptr()})
+			}
 		}
 		g.byAddr[n.Address] = n
 		all = append(all, n)
@@ -65,11 +72,16 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	if !brokenInputs(cfg, all) {
 		diags = append(diags, unused(order)...)
 	}
+	diags = append(diags, checkClaims(order)...)
 	if !diags.HasErrors() {
 		diags = append(diags, g.project()...)
 	}
 	return g, schema.DropDerived(diags)
 }
+
+// MinResync is the shortest periodic full reconcile: a shorter one only
+// burns CPU re-reading the target.
+const MinResync = time.Second
 
 func unknownType(reg *node.Registry, b *schema.NodeBlock) *hcl.Diagnostic {
 	types := reg.Types(b.Kind)

@@ -78,10 +78,18 @@ func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, 
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Conflicting credentials",
 			Detail: "Set token or token_file, not both.", Subject: rng.Ptr()})
 	}
-	qps, _, d := clusterQPS.Get(content)
+	qps, qrng, d := clusterQPS.Get(content)
 	get(d)
-	burst, _, d := clusterBurst.Get(content)
+	if !d.HasErrors() && (qps < 1 || qps > 100_000) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid qps",
+			Detail: "qps must be between 1 and 100000 requests per second.", Subject: qrng.Ptr()})
+	}
+	burst, brng, d := clusterBurst.Get(content)
 	get(d)
+	if !d.HasErrors() && (burst < 1 || burst > 100_000) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid burst",
+			Detail: "burst must be between 1 and 100000 requests.", Subject: brng.Ptr()})
+	}
 	c.QPS, c.Burst = float32(qps), int(burst)
 	diags = append(diags, c.checkMode()...)
 	if strings.HasPrefix(c.Kubeconfig, "~/") {

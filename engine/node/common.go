@@ -15,7 +15,7 @@ var (
 	PruneAttr = schema.Bool("prune").Default(true, "true").
 			Doc("Delete entries of the target that no input record wants. Never happens before every upstream source has synced. With false, foreign entries are left alone.")
 	ResyncAttr = schema.Duration("resync").Default(5*time.Minute, `"5m"`).
-			Doc("Interval of the full reconcile that reads the target, diffs it against the desired state and repairs drift. \"0s\" disables the periodic reconcile.")
+			Doc("Interval of the full reconcile that reads the target, diffs it against the desired state and repairs drift. \"0s\" disables the periodic reconcile; otherwise it is at least \"1s\".")
 )
 
 // FullBody is the spec's body plus the attributes the engine handles for

@@ -94,6 +94,10 @@ func decodeScalar(bc *schema.Content, typ string, trng hcl.Range, diags *hcl.Dia
 	}
 	from, _, d := colFrom.Get(bc)
 	*diags = append(*diags, d...)
+	if !d.HasErrors() {
+		d = checkConstant(enc, from, bc.Ctx)
+		*diags = append(*diags, d...)
+	}
 	return enc, from, !d.HasErrors()
 }
 

@@ -91,8 +91,8 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	typ, typeRange, d := typeAttr.Get(c)
 	diags = append(diags, d...)
-	maxEntries, maxRange, d := maxEntriesAttr.Get(c)
-	diags = append(diags, d...)
+	maxEntries, maxRange, maxDiags := maxEntriesAttr.Get(c)
+	diags = append(diags, maxDiags...)
 	mismatch, _, d := onMismatchAttr.Get(c)
 	diags = append(diags, d...)
 	flagList, flagsRange, d := mapFlagsAttr.Get(c)
@@ -102,7 +102,13 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid pin path",
 			Detail: "pin must be an absolute path on a bpffs, such as /sys/fs/bpf/pipeline/allowed.", Subject: pinRange.Ptr()})
 	}
-	if maxEntries < 1 || maxEntries > 1<<28 {
+	s.pinRange = pinRange
+	if s.pin != "" && filepath.IsAbs(s.pin) && !underBPFFS(s.pin) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Pin path outside the BPF filesystem",
+			Detail: fmt.Sprintf("%s is not under %s, where a bpffs is usually mounted; pinning fails unless a bpffs is mounted there.", s.pin, bpffsRoot),
+			Subject: pinRange.Ptr()})
+	}
+	if !maxDiags.HasErrors() && (maxEntries < 1 || maxEntries > 1<<28) { // one message per attribute
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid max_entries",
 			Detail: "max_entries must be between 1 and 268435456.", Subject: maxRange.Ptr()})
 	}

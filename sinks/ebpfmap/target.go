@@ -24,6 +24,7 @@ type Sink struct {
 	key      *column
 	value    *column
 	ctx      *hcl.EvalContext // var, local and functions for from expressions
+	pinRange hcl.Range        // for Claims
 }
 
 // batchSize bounds one batch syscall.

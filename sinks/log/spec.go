@@ -41,13 +41,23 @@ type Sink struct {
 	json bool
 	path string
 	// Out overrides the destination (tests).
-	Out     io.Writer
-	secrets *redact.Redactor // values of sensitive variables, masked in every line
+	Out       io.Writer
+	secrets   *redact.Redactor // values of sensitive variables, masked in every line
+	pathRange hcl.Range
+}
+
+// Claims names the file: two sinks appending to one file are refused by
+// validate. Standard output may be shared.
+func (s *Sink) Claims() []node.Claim {
+	if s.path == "" {
+		return nil
+	}
+	return []node.Claim{{What: "log file", Name: filepath.Clean(s.path), Range: s.pathRange}}
 }
 
 func newSink(b node.Build) (any, hcl.Diagnostics) {
 	format, _, diags := formatAttr.Get(b.Content)
-	path, _, d := pathAttr.Get(b.Content)
+	path, pathRange, d := pathAttr.Get(b.Content)
 	diags = append(diags, d...)
 	if path != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(b.Config.Dir, path)
@@ -56,7 +66,7 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 	if b.Config != nil {
 		secrets = redact.New(b.Config.Sensitive)
 	}
-	return &Sink{json: format == "json", path: path, secrets: secrets}, diags
+	return &Sink{json: format == "json", path: path, pathRange: pathRange, secrets: secrets}, diags
 }
 
 // Open implements node.Sink. In plan mode nothing is opened.
