@@ -105,7 +105,7 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 	s.pinRange = pinRange
 	if s.pin != "" && filepath.IsAbs(s.pin) && !underBPFFS(s.pin) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Pin path outside the BPF filesystem",
-			Detail: fmt.Sprintf("%s is not under %s, where a bpffs is usually mounted; pinning fails unless a bpffs is mounted there.", s.pin, bpffsRoot),
+			Detail:  fmt.Sprintf("%s is not under %s, where a bpffs is usually mounted; pinning fails unless a bpffs is mounted there.", s.pin, bpffsRoot),
 			Subject: pinRange.Ptr()})
 	}
 	if !maxDiags.HasErrors() && (maxEntries < 1 || maxEntries > 1<<28) { // one message per attribute
