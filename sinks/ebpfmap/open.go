@@ -30,10 +30,13 @@ func checkBPFFS(dir string) error {
 
 // explain turns permission errors into what to do.
 func explain(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, os.ErrPermission) {
-		return fmt.Errorf("%w: creating and writing BPF maps needs root or CAP_BPF (kernel.unprivileged_bpf_disabled forbids it to others)", err)
+	if !errors.Is(err, unix.EPERM) && !errors.Is(err, os.ErrPermission) {
+		return err
 	}
-	return err
+	if os.Geteuid() == 0 {
+		return fmt.Errorf("%w: refused although running as root (which has CAP_BPF): the map may be read-only, or an LSM or kernel lockdown forbids it", err)
+	}
+	return fmt.Errorf("%w: creating and writing BPF maps needs root or CAP_BPF (kernel.unprivileged_bpf_disabled forbids it to others)", err)
 }
 
 // openMap opens the pinned map, creating it when absent (not in plan mode)
@@ -51,6 +54,9 @@ func (s *Sink) openMap(plan bool) (*ebpf.Map, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", dir, explain(err))
 		}
+	}
+	if st, err := os.Stat(s.pin); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("pin %s is a directory: name a map inside it, such as %s", s.pin, filepath.Join(s.pin, "allowed"))
 	}
 	m, err := ebpf.LoadPinnedMap(s.pin, &ebpf.LoadPinOptions{ReadOnly: plan})
 	switch {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/cilium/ebpf"
 	"github.com/hashicorp/hcl/v2"
@@ -47,6 +48,7 @@ type Target struct {
 	health node.State
 	// lastCount is the size of the last read, to size the next one.
 	lastCount int
+	lock      *os.File // held while open in run mode (pinguard.go)
 }
 
 type targetMetrics struct {
@@ -67,14 +69,23 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 		}
 		t.ncpu = n
 	}
+	if mode == node.ModeRun {
+		lock, err := lockPin(s.pin)
+		if err != nil {
+			return nil, err
+		}
+		t.lock = lock
+	}
 	m, err := s.openMap(mode == node.ModePlan)
 	if err != nil {
+		t.unlock()
 		return nil, err
 	}
 	t.m = m
 	if mode == node.ModeRun {
 		if err := t.registerMetrics(); err != nil {
 			m.Close()
+			t.unlock()
 			return nil, err
 		}
 		env.Logger.Info("map open", "pin", s.pin, "type", s.spec.Type.String(), "max_entries", s.spec.MaxEntries)
@@ -140,6 +151,9 @@ func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
 func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	if t.m == nil {
 		return nil, nil
+	}
+	if err := t.checkPin(); err != nil {
+		return nil, err
 	}
 	r := newReader(t)
 	if err := t.readAll(ctx, r.chunk); err != nil {
@@ -216,6 +230,7 @@ func perCPU(t ebpf.MapType) bool {
 
 // Close implements node.Target. The map stays pinned with its entries.
 func (t *Target) Close() error {
+	t.unlock()
 	if t.m == nil {
 		return nil
 	}

@@ -1,0 +1,131 @@
+package ebpfmap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Two guards keep the map we write the one the pin names.
+//
+// A lock: two processes writing one pin would flip the map between their
+// record sets every resync while both report ready. The bpffs holds only
+// maps and directories, so the lock is a file in the run directory named
+// after the pin, held with flock(2) for the life of the target; the kernel
+// drops it when the process dies, so a crash leaves nothing stale.
+//
+// An identity check at every full read: a pin deleted by hand is pinned
+// again, and a pin that now names another map (recreated by someone else)
+// is adopted, so the engine's reconcile repairs it instead of writing to a
+// map nobody can find.
+
+// lockDir is where pin locks live: /run/pipeline for root, else a
+// directory under the temporary directory.
+func lockDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/pipeline/locks"
+	}
+	return filepath.Join(os.TempDir(), "pipeline-locks")
+}
+
+// lockName turns a pin path into a file name.
+func lockName(pin string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(filepath.Clean(pin), "/"), "/", "%") + ".lock"
+}
+
+// lockPin takes the pin's lock or says which process holds it.
+func lockPin(pin string) (*os.File, error) {
+	dir := lockDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock pin %s: %w", pin, err)
+	}
+	path := filepath.Join(dir, lockName(pin))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock pin %s: %w", pin, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another pipeline (pid %s) writes the map pinned at %s (lock %s): two writers would undo each other's changes; stop it or use another pin",
+				strings.TrimSpace(string(holder)), pin, path)
+		}
+		return nil, fmt.Errorf("lock pin %s: %w", pin, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		fmt.Fprintf(f, "%d\n", os.Getpid())
+	}
+	return f, nil
+}
+
+// mapID is the kernel's ID of m.
+func mapID(m *ebpf.Map) (ebpf.MapID, error) {
+	info, err := m.Info()
+	if err != nil {
+		return 0, err
+	}
+	id, ok := info.ID()
+	if !ok {
+		return 0, errors.New("the kernel does not report map IDs")
+	}
+	return id, nil
+}
+
+// checkPin makes sure the pin still names t.m. It pins t.m again when the
+// pin is gone, and adopts the map now pinned there when it matches the
+// declaration (the next reconcile fills it).
+func (t *Target) checkPin() error {
+	if t.m == nil || t.plan {
+		return nil
+	}
+	pinned, err := ebpf.LoadPinnedMap(t.s.pin, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		// Unpin forgets the old path (the file is gone already), so that
+		// Pin writes it again instead of seeing it as pinned.
+		if err := t.m.Unpin(); err != nil {
+			return fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(t.s.pin), 0o755); err != nil {
+			return fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, explain(err))
+		}
+		if err := t.m.Pin(t.s.pin); err != nil {
+			return fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, explain(err))
+		}
+		t.env.Logger.Warn("pin was removed; map pinned again", "file", t.s.pin)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check pin %s: %w", t.s.pin, explain(err))
+	}
+	have, err1 := mapID(t.m)
+	now, err2 := mapID(pinned)
+	if err := errors.Join(err1, err2); err != nil {
+		pinned.Close()
+		return fmt.Errorf("check pin %s: %w", t.s.pin, err)
+	}
+	if have == now {
+		pinned.Close()
+		return nil
+	}
+	if diff := t.s.mismatch(pinned); diff != "" {
+		pinned.Close()
+		return fmt.Errorf("pin %s now names another map that differs from the declaration (%s)", t.s.pin, diff)
+	}
+	t.m.Close()
+	t.m, t.batch = pinned, true
+	t.env.Logger.Warn("pin names another map; writing to it", "file", t.s.pin)
+	return nil
+}
+
+func (t *Target) unlock() {
+	if t.lock != nil {
+		t.lock.Close() // closing the descriptor releases the flock
+		t.lock = nil
+	}
+}
