@@ -36,6 +36,16 @@ var fuzzEdgeCases = []string{
 	"locals {\n x = <<EOT\n${\nEOT\n}",
 	"\ufeffsource \"static\" \"bom\" { records = {} }",
 	`source "static" "ünïcödé" { records = { "🙂" = "🙂" } }`,
+	// Nesting around the limit (schema.MaxNesting): the parser recurses
+	// once per level, and the fuzzer mutates these deeper.
+	"locals { x = " + strings.Repeat("(", 255) + "1" + strings.Repeat(")", 255) + " }",
+	"locals { x = " + strings.Repeat("[", 300) + "1" + strings.Repeat("]", 300) + " }",
+	"locals { x = \"" + strings.Repeat("${", 200) + "1" + strings.Repeat("}", 200) + "\" }",
+	"locals { x = " + strings.Repeat("{a=", 200) + "1" + strings.Repeat("}", 200) + " }",
+	"locals { x = " + strings.Repeat("!", 300) + "true }",
+	"locals { x = 1" + strings.Repeat("+1", 1100) + " }",
+	"locals { x = " + strings.Repeat("true ? 1 : ", 999) + "1 }",
+	"locals { x = [for a in [1]: " + strings.Repeat("[for b in [1]: ", 100) + "1" + strings.Repeat("]", 101) + " }",
 	"sink \"nats\" \"n\" {\n input = source.static.s\n url = \"x\"\n subject = \"${record.key[0]}\"\n}\nsource \"static\" \"s\" { records = {} }",
 }
 

@@ -1,0 +1,5 @@
+# run: validate -> 1
+# summary: Invalid function argument
+locals {
+  x = file("/dev/zero")
+}
