@@ -90,7 +90,7 @@ func (s *sinkLoop) disown() {
 func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) error {
 	target, err := s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
 	if err != nil {
-		return fmt.Errorf("%s: open: %w", s.n.Address, err)
+		return fmt.Errorf("%s: open target: %w", s.n.Address, err)
 	}
 	defer func() {
 		if err := target.Close(); err != nil {

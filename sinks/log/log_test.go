@@ -3,6 +3,8 @@ package log
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,16 @@ func TestFormats(t *testing.T) {
 				t.Errorf("%s: output %q lacks %q", format, buf.String(), w)
 			}
 		}
+	}
+}
+
+// An open error names the operation and path once.
+func TestOpenErrorNamedOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "out.log")
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\npath = %q", path), up).(*Sink)
+	env, _ := nodetest.Env(t, nil)
+	_, err := s.Open(context.Background(), env, node.ModeRun)
+	if err == nil || strings.Count(err.Error(), "open") != 1 || strings.Count(err.Error(), path) != 1 {
+		t.Fatalf("open error %v", err)
 	}
 }

@@ -78,7 +78,7 @@ func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target,
 	if s.path != "" && mode == node.ModeRun {
 		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", s.path, err)
+			return nil, err // a *PathError: "open PATH: reason"
 		}
 		t.w, t.closer = f, f
 	}
