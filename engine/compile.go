@@ -35,6 +35,8 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
 		content, d := schema.Decode(b.Body, spec.FullBody(), cfg.Ctx, b.DeclRange)
 		diags = append(diags, d...)
+		// Views mask sensitive attributes' values (tokens) like sensitive variables.
+		cfg.Sensitive = append(cfg.Sensitive, spec.FullBody().SensitiveValues(content)...)
 		contents[n], undecoded[n] = content, d.HasErrors()
 		if b.Kind != node.KindSource {
 			tr, rng, d := node.InputAttr.Get(content)
