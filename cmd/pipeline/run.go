@@ -209,27 +209,6 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 	return srv, nil
 }
 
-// maxAdminRequests bounds the admin endpoint's requests in flight: each
-// /metrics scrape gathers every metric family, so a thousand at once would
-// cost hundreds of megabytes.
-const maxAdminRequests = 8
-
-// limitConcurrency answers 503 (with Retry-After) to a request that finds
-// n requests already in flight, instead of queueing it.
-func limitConcurrency(h http.Handler, n int) http.Handler {
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-			h.ServeHTTP(w, r)
-		default:
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many requests in flight", http.StatusServiceUnavailable)
-		}
-	})
-}
-
 func shutdownHTTP(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
