@@ -218,6 +218,9 @@ func TestFailedEntriesRetried(t *testing.T) {
 		if d := cmp.Diff([]string{"good"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
 		}
+		if n := sink.HeldCount(); n != 1 {
+			t.Errorf("target told it holds %d entries right after the write, want 1", n)
+		}
 		st := h.rt.Readiness()
 		if st.Ready {
 			t.Fatalf("sink with failing entries reported ready: %+v", st)
@@ -237,6 +240,9 @@ func TestFailedEntriesRetried(t *testing.T) {
 		synctest.Wait()
 		if d := cmp.Diff([]string{"bad", "good"}, sink.Keys()); d != "" {
 			t.Fatalf("after retry (-want +got):\n%s", d)
+		}
+		if n := sink.HeldCount(); n != 2 {
+			t.Errorf("target told it holds %d entries after the retry, want 2", n)
 		}
 		if !h.rt.Readiness().Ready {
 			t.Fatalf("not ready after recovery: %+v", h.rt.Readiness())

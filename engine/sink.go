@@ -38,6 +38,7 @@ type sinkLoop struct {
 	// still works on (keyState); alias maps an input key to its target
 	// key where the two differ (an input key absent here maps to itself).
 	keys    map[node.Key]*keyState
+	held    int // keys the target holds as far as the loop knows
 	alias   map[node.Key]node.Key
 	dirty   []node.Key // keys to look at in the next incremental pass
 	spare   []node.Key
@@ -98,7 +99,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		}
 	}()
 	s.target = target
-	s.keys, s.alias = map[node.Key]*keyState{}, map[node.Key]node.Key{}
+	s.keys, s.alias, s.held = map[node.Key]*keyState{}, map[node.Key]node.Key{}, 0
 	s.dirty, s.retries = nil, retryHeap{}
 	s.dec.attach(s.n.Address, target)
 	defer s.dec.detach(s.n.Address)
@@ -350,15 +351,16 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		if ks.applied && !ks.have.Same(e) {
 			drift++
 		}
-		ks.have, ks.applied = e, true
+		s.holdEntry(ks, e)
 	}
 	for tk, ks := range s.keys {
 		if ks.applied && ks.seen != s.fullGen {
 			drift++ // held before, gone now
-			ks.have, ks.applied = node.Entry{}, false
+			s.dropEntry(ks)
 			s.forget(tk, ks)
 		}
 	}
+	s.reportHeld()
 	if drift > 0 && s.fulls > 0 {
 		s.met.drift.Add(float64(drift))
 		s.noteDrift(drift)

@@ -30,6 +30,7 @@ func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
 		}
 	}
 	s.updateHealth()
+	s.reportHeld()
 }
 
 // outcome records the result of writing e: the key's new state on
@@ -56,11 +57,13 @@ func (s *sinkLoop) outcome(e node.Entry, del bool) {
 	}
 	if del {
 		s.met.delOK.Inc()
-		ks.have, ks.applied, ks.written = node.Entry{}, false, false
+		s.dropEntry(ks)
+		ks.written = false
 	} else {
 		s.met.writeOK.Inc()
 		e.Err = nil
-		ks.have, ks.applied, ks.written = e, true, true
+		s.holdEntry(ks, e)
+		ks.written = true
 	}
 	ks.attempts, ks.lastErr, ks.lastErrAt = 0, "", time.Time{}
 	s.retries.remove(ks)
@@ -115,4 +118,27 @@ func backoff(attempt int) time.Duration {
 		d = 30 * time.Second
 	}
 	return d
+}
+
+// holdEntry records that the target holds e at ks's key.
+func (s *sinkLoop) holdEntry(ks *keyState, e node.Entry) {
+	if !ks.applied {
+		s.held++
+	}
+	ks.have, ks.applied = e, true
+}
+
+// dropEntry records that the target no longer holds ks's key.
+func (s *sinkLoop) dropEntry(ks *keyState) {
+	if ks.applied {
+		s.held--
+	}
+	ks.have, ks.applied = node.Entry{}, false
+}
+
+// reportHeld tells a target that counts its entries how many it holds.
+func (s *sinkLoop) reportHeld() {
+	if c, ok := s.target.(node.HeldCounter); ok {
+		c.Held(s.held)
+	}
 }

@@ -137,6 +137,13 @@ func (e Entry) Same(o Entry) bool {
 	return e.Value.RawEquals(o.Value)
 }
 
+// HeldCounter is implemented by a target that shows how many entries it
+// holds (a BPF map's fill level): after every write round and full read
+// the engine tells it how many entries it knows the target holds.
+type HeldCounter interface {
+	Held(n int)
+}
+
 // ErrNoActualState is returned by Actual of append-only targets (audit, NATS
 // publish, log): they cannot be read back, so plan lists what they would
 // append and the engine never prunes them.

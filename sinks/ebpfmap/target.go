@@ -164,6 +164,11 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	return r.out, nil
 }
 
+// Held implements node.HeldCounter: the engine's count of the entries the
+// map holds, after each write round (a hash map cannot be counted without
+// reading it whole).
+func (t *Target) Held(n int) { t.setCount(n) }
+
 func (t *Target) setCount(n int) {
 	if t.met.entries == nil {
 		return
@@ -242,6 +247,7 @@ func (t *Target) Close() error {
 
 // Interface guards.
 var (
-	_ node.Sink   = (*Sink)(nil)
-	_ node.Target = (*Target)(nil)
+	_ node.Sink        = (*Sink)(nil)
+	_ node.Target      = (*Target)(nil)
+	_ node.HeldCounter = (*Target)(nil)
 )

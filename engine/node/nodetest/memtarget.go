@@ -19,6 +19,7 @@ type MemSink struct {
 	updates int
 	deletes int
 	reads   int
+	held    int // what the engine last said the target holds (node.HeldCounter)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
 	// Reject, when set, makes Prepare refuse a record.
@@ -33,9 +34,24 @@ type MemSink struct {
 func NewMemSink() *MemSink { return &MemSink{state: map[node.Key]cty.Value{}} }
 
 var (
-	_ node.Sink   = (*MemSink)(nil)
-	_ node.Target = (*memTarget)(nil)
+	_ node.Sink        = (*MemSink)(nil)
+	_ node.Target      = (*memTarget)(nil)
+	_ node.HeldCounter = (*memTarget)(nil)
 )
+
+// Held implements node.HeldCounter.
+func (t *memTarget) Held(n int) {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	t.m.held = n
+}
+
+// HeldCount returns what the engine last reported the target holds.
+func (m *MemSink) HeldCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held
+}
 
 // Open implements node.Sink.
 func (m *MemSink) Open(context.Context, node.Env, node.Mode) (node.Target, error) {
