@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 
 -include mk/kube.mk
 
-.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench clean image image-test
+.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke clean image image-test
 
 all: build
 
@@ -36,6 +36,8 @@ test:
 	@$(MAKE) --no-print-directory image-test
 	@echo '==> fuzzing the parser and compiler for $(FUZZTIME)'
 	@$(MAKE) --no-print-directory fuzz
+	@echo '==> every row of make bench at tiny sizes (make bench-smoke)'
+	@$(MAKE) --no-print-directory bench-smoke
 
 ## setup: what make test needs on this machine (packages, bpffs, Go modules).
 setup:
@@ -64,8 +66,14 @@ docs-check: build
 demo:
 	./scripts/demo.sh
 
-bench: kube-assets
-	$(GO) test -run '^$$' -bench . -benchmem -tags integration ./...
+## bench: the performance table (real kube-apiserver; BPF rows need root),
+## written to bench/results.json. BENCHFLAGS="-pods 50000 -runs 3" etc.
+bench: build kube-assets
+	$(GO) run ./bench/cmd/benchtable $(BENCHFLAGS)
+
+## bench-smoke: every row of the table at tiny sizes, one run (make test runs it).
+bench-smoke: build kube-assets
+	$(GO) run ./bench/cmd/benchtable -smoke -json '' $(BENCHFLAGS)
 
 ## image: the container image, assembled offline from a static binary
 ## (the Dockerfile builds the same image where base images can be pulled).

@@ -1,6 +1,27 @@
-// Package bench holds benchmarks that run whole graphs through the engine
-// with real node types (no cluster, no root): the throughput of the
-// extract -> debounce -> grace_period chain into a discarding sink. Sink
-// and source benchmarks against their physical floors live beside their
-// types (sinks/ebpfmap, sources/kubernetes). No non-test code.
+// Package bench is pipeline's performance table: the scenarios behind
+// `make bench` (command bench/cmd/benchtable), and benchmarks that run
+// whole graphs through the engine (chain_test.go).
+//
+// Each scenario measures its rows and the floor or peer each row is
+// compared with in the same run, with the contenders interleaved so they
+// share the machine's state: the initial sync of 10,000 pods from a real
+// kube-apiserver into a pinned BPF map by a raw LIST + BatchUpdate (the
+// floor), by a hand-written client-go controller and by `pipeline run`
+// (P1), the resident memory those pods add (P4), the latency of one change
+// against a raw watch (P2), sustained churn through extract -> debounce ->
+// ebpf_map in process (P3), validate of 1,000 blocks (P8) and the ebpf_map
+// reconcile rows. Contenders run as fresh processes (the controller and the
+// floor are this program re-run, see Child); inputs are built before a
+// clock starts.
+//
+// Adding a row: write one function `func name(ctx context.Context, e *Env)
+// ([]Row, error)` in a file of its own (p5_reload.go), build its rows with
+// measured(...) and .against(ref, goal), and put it in the scenarios list
+// in rows.go in place of its notLanded line. Env gives the shared API
+// server and pods (e.kube), processes (e.startProc) and the sizes
+// (e.opts); a scenario that needs root returns skipped rows saying why.
+//
+// Not here: micro-benchmarks of one node type against its physical floor
+// live beside the type (sinks/ebpfmap, sources/kubernetes); the table
+// runs some of them through `go test -bench` (gobench.go).
 package bench

@@ -1,0 +1,86 @@
+// Command benchtable prints the performance table of pipeline: one row per
+// scenario, each with its median, min and max over the runs and its ratio
+// to a floor or peer measured in the same run, and writes the rows to a
+// JSON file. `make bench` runs the full sizes, `make bench-smoke` tiny ones.
+// See package bench for the scenarios.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pipeline/pipeline/bench"
+)
+
+func main() {
+	if ok, err := bench.Child(os.Args[1:]); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	o := bench.Options{}
+	flag.IntVar(&o.Runs, "runs", 5, "runs per scenario (the table shows median, min and max)")
+	flag.IntVar(&o.Pods, "pods", 10000, "matching pods for the initial sync and memory rows (try 50000)")
+	flag.IntVar(&o.Changes, "changes", 200, "pod changes per change-latency run")
+	flag.IntVar(&o.ChurnRate, "churn-rate", 5000, "updates/s offered in the churn row")
+	flag.DurationVar(&o.ChurnDuration, "churn-duration", 30*time.Second, "length of one churn run")
+	flag.IntVar(&o.ChurnPods, "churn-pods", 5000, "objects the churn row updates in turn")
+	flag.StringVar(&o.Pipeline, "pipeline", "bin/pipeline", "the pipeline binary under test (make build)")
+	flag.StringVar(&o.Only, "only", "", "run only the scenarios whose name matches this regexp")
+	flag.BoolVar(&o.Smoke, "smoke", false, "tiny sizes and one run: checks every row works, in seconds")
+	jsonPath := flag.String("json", "bench/results.json", "write the rows here (empty: do not)")
+	markdown := flag.Bool("markdown", false, "print the table as Markdown")
+	flag.Parse()
+	if o.Smoke {
+		o.Runs, o.Pods, o.Changes, o.ChurnRate, o.ChurnDuration, o.ChurnPods = 1, 200, 10, 5000, time.Second, 500
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Self = self
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	start := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	res := bench.Results{Date: start.UTC().Truncate(time.Second), Machine: bench.ThisMachine(), Options: o}
+	logf("machine: %s", res.Machine)
+	res.Rows, err = bench.Run(ctx, o, logf)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pipeline benchmarks, %s, %s, %d run(s) per row\n\n", res.Date.Format("2006-01-02 15:04 MST"), res.Machine, o.Runs)
+	if *markdown {
+		bench.Markdown(os.Stdout, res.Rows)
+	} else {
+		bench.Print(os.Stdout, res.Rows)
+	}
+	if *jsonPath != "" {
+		if err := bench.WriteJSON(*jsonPath, res); err != nil {
+			return err
+		}
+	}
+	for _, r := range res.Rows {
+		if strings.HasPrefix(r.Skipped, "failed") {
+			return fmt.Errorf("row %s failed: %s", r.ID, r.Skipped)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// changeLatency measures P2: a pod's status update giving it a new podIP,
+// from just before the UPDATE call to the new IP in the pinned map of a
+// running pipeline (flagship chain, debounce off), against a raw watch of
+// the same pods seeing the same change (the peer), with 10,000 pods
+// resident. Each run makes opts.Changes changes one at a time.
+func changeLatency(ctx context.Context, e *Env) ([]Row, error) {
+	const id = "P2"
+	if why := needRoot(); why != "" {
+		return []Row{skipped(id, "change latency", why)}, nil
+	}
+	if err := e.kube(ctx); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid()))
+	defer os.RemoveAll(dir)
+	pin := filepath.Join(dir, "latency")
+	_ = os.Remove(pin)
+	p, err := e.startProc("pipeline-latency", e.opts.Pipeline, "run", "--listen", "", "--log-level", "warn",
+		e.flagship(pin, benchLabel, 4*e.opts.Pods+4*e.opts.Changes, false))
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	if _, err := waitFull(ctx, p, pin, e.opts.Pods, samples(e.opts.Pods, 8), 5*time.Minute); err != nil {
+		return nil, err
+	}
+	m, err := ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
+	if err != nil {
+		return nil, err
+	}
+	w, err := e.cs.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel, ResourceVersion: pods.ResourceVersion})
+	if err != nil {
+		return nil, err
+	}
+	seen := watchIPs(w)
+	defer w.Stop()
+
+	var p50, p99, w50, w99 []float64
+	for run := range e.opts.Runs {
+		var viaMap, viaWatch []time.Duration
+		for i := range e.opts.Changes {
+			pod := &pods.Items[(run*e.opts.Changes+i)%len(pods.Items)]
+			ip := [4]byte{10, byte(100 + run), byte(i >> 8), byte(i)}
+			next := pod.DeepCopy() // built before the clock starts
+			setIP(next, ipString(ip))
+			t0 := time.Now()
+			got, err := e.cs.CoreV1().Pods(e.ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("update pod status: %w", err)
+			}
+			*pod = *got
+			dm, dw, err := waitChange(ctx, p, m, seen, ip, t0)
+			if err != nil {
+				return nil, err
+			}
+			viaMap, viaWatch = append(viaMap, dm), append(viaWatch, dw)
+		}
+		a, b := percentiles(viaMap), percentiles(viaWatch)
+		p50, p99, w50, w99 = append(p50, a[0]), append(p99, a[1]), append(w50, b[0]), append(w99, b[1])
+		e.logf("change latency run %d/%d: pipeline p50 %.2f ms p99 %.2f ms, watch p50 %.2f ms p99 %.2f ms",
+			run+1, e.opts.Runs, a[0], a[1], b[0], b[1])
+	}
+	name := fmt.Sprintf("change latency %s, %d changes/run", "%s", e.opts.Changes)
+	watch50 := measured("P2a", fmt.Sprintf(name, "p50: raw watch sees it"), "ms", w50)
+	watch99 := measured("P2a'", fmt.Sprintf(name, "p99: raw watch sees it"), "ms", w99)
+	pipe50 := measured("P2b", fmt.Sprintf(name, "p50: in the pipeline's map"), "ms", p50).against(watch50, "+<= 0.5 ms over P2a")
+	pipe99 := measured("P2b'", fmt.Sprintf(name, "p99: in the pipeline's map"), "ms", p99).against(watch99, "+<= 2 ms over P2a'")
+	pipe50.Note = fmt.Sprintf("+%s ms over the watch", num(pipe50.Median-watch50.Median))
+	pipe99.Note = fmt.Sprintf("+%s ms over the watch", num(pipe99.Median-watch99.Median))
+	watch50.Note = "status update (new podIP) to event, 10k pods resident"
+	return []Row{watch50, pipe50, watch99, pipe99}, nil
+}
+
+// watchIPs records when the watch first delivered each podIP.
+func watchIPs(w watch.Interface) *sync.Map {
+	var seen sync.Map
+	go func() {
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Status.PodIP != "" {
+				seen.LoadOrStore(pod.Status.PodIP, time.Now())
+			}
+		}
+	}()
+	return &seen
+}
+
+// waitChange polls the map (every ~50 µs) until ip is in it and the watch
+// has seen it, and returns both delays from t0.
+func waitChange(ctx context.Context, p *proc, m *ebpf.Map, seen *sync.Map, ip [4]byte, t0 time.Time) (time.Duration, time.Duration, error) {
+	var inMap time.Time
+	var v uint32
+	deadline := t0.Add(30 * time.Second)
+	for {
+		now := time.Now()
+		if inMap.IsZero() && m.Lookup(&ip, &v) == nil {
+			inMap = now
+		}
+		if at, ok := seen.Load(ipString(ip)); ok && !inMap.IsZero() {
+			return inMap.Sub(t0), at.(time.Time).Sub(t0), nil
+		}
+		if now.After(deadline) {
+			return 0, 0, fmt.Errorf("change to %s not seen after 30s (map: %v)", ipString(ip), !inMap.IsZero())
+		}
+		if err := p.exited(); err != nil {
+			return 0, 0, err
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// percentiles returns p50 and p99 in milliseconds (nearest rank).
+func percentiles(ds []time.Duration) [2]float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(s))+0.5) - 1
+		return float64(s[max(0, min(i, len(s)-1))].Microseconds()) / 1000
+	}
+	return [2]float64{at(0.50), at(0.99)}
+}

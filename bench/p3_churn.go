@@ -1,0 +1,278 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
+	"github.com/pipeline/pipeline/sinks/ebpfmap"
+	"github.com/pipeline/pipeline/transforms/debounce"
+	"github.com/pipeline/pipeline/transforms/extract"
+)
+
+// churnResult is what a churn child prints.
+type churnResult struct {
+	Updates   int     `json:"updates"`
+	Rate      float64 `json:"rate"`     // updates/s accepted by the source's output while sending
+	LagMS     float64 `json:"lag_ms"`   // from the last update to the map equal to the desired state
+	Lost      int     `json:"lost"`     // desired keys missing from the map plus stale keys left in it
+	PeakRSSMB float64 `json:"peak_rss"` // the process's VmHWM
+}
+
+// churn measures P3 in a child process (so its peak RSS is its own).
+func churn(ctx context.Context, e *Env) ([]Row, error) {
+	const id = "P3"
+	name := fmt.Sprintf("sustained churn, %d updates/s offered for %s over %d pods", e.opts.ChurnRate, e.opts.ChurnDuration, e.opts.ChurnPods)
+	if why := needRoot(); why != "" {
+		return []Row{skipped(id, name, why)}, nil
+	}
+	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid()))
+	defer os.RemoveAll(dir)
+	var rates, lags, rss []float64
+	lost := 0
+	for run := range e.opts.Runs {
+		p, err := e.startProc("churn", e.opts.Self, "churn", "-pin", filepath.Join(dir, "churn"),
+			"-rate", fmt.Sprint(e.opts.ChurnRate), "-duration", e.opts.ChurnDuration.String(), "-pods", fmt.Sprint(e.opts.ChurnPods))
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		}
+		out, _ := os.ReadFile(p.log)
+		var r churnResult
+		if !p.cmd.ProcessState.Success() || json.Unmarshal(lastLine(out), &r) != nil {
+			return nil, fmt.Errorf("churn: %s: %s", p.cmd.ProcessState, firstLine(string(out)))
+		}
+		rates, lags, rss = append(rates, r.Rate), append(lags, r.LagMS), append(rss, r.PeakRSSMB)
+		lost += r.Lost
+		e.logf("churn run %d/%d: %.0f updates/s, drained %.1f ms after the last, %d lost, peak RSS %.0f MB",
+			run+1, e.opts.Runs, r.Rate, r.LagMS, r.Lost, r.PeakRSSMB)
+	}
+	goal := measured("goal", "", "", []float64{float64(e.opts.ChurnRate)})
+	goal.ID = fmt.Sprintf("%d/s", e.opts.ChurnRate)
+	row := measured(id, name, "updates/s", rates).against(goal, ">= 5000/s, 0 lost")
+	row.Note = fmt.Sprintf("in-process engine, feed source -> extract -> debounce 100ms -> ebpf_map; lost %d; drain %s ms; peak RSS %s MB",
+		lost, num(measured("", "", "", lags).Median), num(measured("", "", "", rss).Median))
+	return []Row{row}, nil
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+// churnFeed is a source the churn child drives.
+type churnFeed struct{ ops chan func(node.Output) }
+
+func (f *churnFeed) Run(ctx context.Context, _ node.Env, out node.Output) error {
+	out.MarkSynced()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case op := <-f.ops:
+			op(out)
+		}
+	}
+}
+
+const churnGraph = `
+source "feed" "pods" {}
+transform "extract" "ips" {
+  input = source.feed.pods
+  where = try(object.status.podIP, "") != ""
+  key   = object.status.podIP
+}
+transform "debounce" "batch" {
+  input    = transform.extract.ips
+  interval = "100ms"
+}
+sink "ebpf_map" "allowed" {
+  input       = transform.debounce.batch
+  pin         = %q
+  max_entries = %d
+  key {
+    type = "ipv4"
+  }
+  value {
+    type = "u32"
+    from = 1
+  }
+}
+`
+
+// churnIP is pod i's address in generation g (4 generations in turn).
+func churnIP(i, g int) [4]byte { return [4]byte{10, byte(g % 4), byte(i >> 8), byte(i)} }
+
+// podRecord is the one place the churn encodes an object as a record.
+func podRecord(i int, ip [4]byte) node.Delta {
+	key := fmt.Sprintf("bench/pod-%05d", i)
+	v, _ := ctyconv.ToCty(map[string]any{
+		"metadata": map[string]any{"name": fmt.Sprintf("pod-%05d", i), "namespace": "bench", "labels": map[string]any{"app": "bench"}},
+		"status":   map[string]any{"phase": "Running", "podIP": ipString(ip)},
+	})
+	return node.Upsert(key, v, time.Time{})
+}
+
+func churnChild(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("churn", flag.ContinueOnError)
+	pin := fs.String("pin", "", "")
+	rate := fs.Int("rate", 5000, "")
+	duration := fs.Duration("duration", 30*time.Second, "")
+	pods := fs.Int("pods", 5000, "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_ = os.Remove(*pin)
+	f := &churnFeed{ops: make(chan func(node.Output), 1)}
+	rt, err := churnRuntime(f, *pin, 8**pods)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// Every update is built before the clock starts (4 generations).
+	gens := make([][]node.Delta, 4)
+	for g := range gens {
+		gens[g] = make([]node.Delta, *pods)
+		for i := range *pods {
+			gens[g][i] = podRecord(i, churnIP(i, g))
+		}
+	}
+	total := int(float64(*rate) * duration.Seconds())
+	start := time.Now()
+	sent := 0
+	for sent < total {
+		due := min(total, int(float64(*rate)*time.Since(start).Seconds()))
+		if due > sent {
+			batch := make([]node.Delta, 0, due-sent)
+			for u := sent; u < due; u++ {
+				batch = append(batch, gens[(u / *pods)%4][u%*pods])
+			}
+			select {
+			case f.ops <- func(o node.Output) { o.Apply(batch) }:
+			case err := <-done:
+				return fmt.Errorf("engine stopped: %v", err)
+			}
+			sent = due
+		}
+		time.Sleep(time.Millisecond)
+	}
+	sending := time.Since(start)
+	last := time.Now()
+	want := map[[4]byte]bool{}
+	for i := range min(*pods, total) {
+		u := total - 1 - ((total - 1 - i) % *pods) // the last update of pod i
+		want[churnIP(i, u / *pods)] = true
+	}
+	lost, err := waitDesired(ctx, *pin, want, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	hwm, err := rssMB(os.Getpid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+	out, _ := json.Marshal(churnResult{Updates: total, Rate: float64(total) / sending.Seconds(),
+		LagMS: float64(time.Since(last).Microseconds()) / 1000, Lost: lost, PeakRSSMB: hwm})
+	fmt.Println(string(out))
+	return nil
+}
+
+func churnRuntime(f *churnFeed, pin string, maxEntries int) (*engine.Runtime, error) {
+	pick := func(impl any) func(node.Build) (any, hcl.Diagnostics) {
+		return func(node.Build) (any, hcl.Diagnostics) { return impl, nil }
+	}
+	reg := node.NewRegistry(extract.Spec(), debounce.Spec(), ebpfmap.Spec(),
+		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects, New: pick(f)})
+	cfg, diags := schema.NewLoader().ParseSource("churn.hcl", fmt.Appendf(nil, churnGraph, pin, maxEntries), schema.Options{Environ: []string{}})
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	g, diags := engine.Compile(cfg, reg)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return engine.NewRuntime(g, engine.RunOptions{Logger: slog.New(slog.DiscardHandler),
+		Metrics: engine.NewMetrics(prometheus.NewRegistry(), "bench")})
+}
+
+// waitDesired polls the map until its keys are exactly want, or until
+// limit; it returns the keys that differ then.
+func waitDesired(ctx context.Context, pin string, want map[[4]byte]bool, limit time.Duration) (int, error) {
+	deadline := time.Now().Add(limit)
+	var m *ebpf.Map
+	defer func() {
+		if m != nil {
+			m.Close()
+		}
+	}()
+	diff := len(want)
+	for {
+		if m == nil {
+			m, _ = ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
+		}
+		if m != nil {
+			var err error
+			if diff, err = mapDiff(m, want); err != nil {
+				return 0, err
+			}
+			if diff == 0 {
+				return 0, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return diff, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// mapDiff counts keys missing from the map plus keys in it not wanted.
+func mapDiff(m *ebpf.Map, want map[[4]byte]bool) (int, error) {
+	const chunk = 8192
+	keys, vals := make([][4]byte, chunk), make([]uint32, chunk)
+	var cur ebpf.MapBatchCursor
+	have := 0
+	diff := 0
+	for {
+		n, err := m.BatchLookup(&cur, keys, vals, nil)
+		for _, k := range keys[:n] {
+			if want[k] {
+				have++
+			} else {
+				diff++
+			}
+		}
+		if err != nil {
+			if errorsIsKeyNotExist(err) {
+				return diff + len(want) - have, nil
+			}
+			return 0, fmt.Errorf("read map: %w", err)
+		}
+	}
+}

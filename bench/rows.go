@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options size a run of the table.
+type Options struct {
+	Runs          int           `json:"runs"`           // runs per scenario; the table shows their median, min and max
+	Pods          int           `json:"pods"`           // matching pods for P1 and P4
+	Changes       int           `json:"changes"`        // changes per P2 run
+	ChurnRate     int           `json:"churn_rate"`     // offered updates/s in P3
+	ChurnDuration time.Duration `json:"churn_duration"` // length of one P3 run
+	ChurnPods     int           `json:"churn_pods"`     // objects P3 updates in turn
+	ReconcileKeys int           `json:"reconcile_keys"` // keys of the ebpf reconcile rows
+	Pipeline      string        `json:"pipeline"`       // the pipeline binary under test
+	Self          string        `json:"-"`              // this program, re-run for the controller, floor and churn processes
+	Only          string        `json:"only,omitempty"` // regexp over scenario names
+	Smoke         bool          `json:"smoke"`
+}
+
+// A scenario measures one or more rows. It gets the shared environment
+// (the API server and its pods are started once, on first use) and
+// returns its rows, each with its reference measured in the same call.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, e *Env) ([]Row, error)
+}
+
+// scenarios is the table, in order. To add a row, write its function in
+// a file of its own (p5_reload.go: func reload(ctx, e) ([]Row, error))
+// and put it here in place of its notLanded line.
+var scenarios = []scenario{
+	{"initial-sync", initialSync}, // P1a..P1c and P4
+	{"change-latency", changeLatency},
+	{"churn", churn},
+	notLanded("P5", "reload: config edit to new graph serving"),
+	notLanded("P6", "plan of the flagship config"),
+	notLanded("P7", "NATS KV mirror of 10,000 keys"),
+	{"validate", validate},
+	notLanded("P9", "hub + 50 agents"),
+	notLanded("audit", "audit append and verify"),
+	{"ebpf-reconcile", ebpfReconcile},
+}
+
+func notLanded(id, name string) scenario {
+	return scenario{name: id, run: func(context.Context, *Env) ([]Row, error) {
+		return []Row{skipped(id, name, "not landed")}, nil
+	}}
+}
+
+// Run measures every scenario selected by o.Only and returns the rows. A
+// scenario that fails gives a row saying why; the others still run.
+func Run(ctx context.Context, o Options, logf func(format string, args ...any)) ([]Row, error) {
+	var only *regexp.Regexp
+	if o.Only != "" {
+		var err error
+		if only, err = regexp.Compile(o.Only); err != nil {
+			return nil, fmt.Errorf("-only: %w", err)
+		}
+	}
+	e := &Env{opts: o, logf: logf}
+	defer e.Close()
+	var rows []Row
+	for _, s := range scenarios {
+		if only != nil && !only.MatchString(s.name) {
+			continue
+		}
+		logf("scenario %s", s.name)
+		start := time.Now()
+		rs, err := s.run(ctx, e)
+		if err != nil {
+			if ctx.Err() != nil {
+				return rows, ctx.Err()
+			}
+			logf("scenario %s failed: %v", s.name, err)
+			rs = append(rs, skipped(s.name, s.name, "failed: "+firstLine(err.Error())))
+		}
+		logf("scenario %s took %s", s.name, time.Since(start).Round(time.Millisecond))
+		rows = append(rows, rs...)
+	}
+	return rows, nil
+}
+
+// needRoot says why a BPF row cannot run, or "" when it can.
+func needRoot() string {
+	if os.Geteuid() != 0 {
+		return "skipped: needs root (CAP_BPF) and a bpffs at /sys/fs/bpf"
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil || st.Type != unix.BPF_FS_MAGIC {
+		return "skipped: no bpffs at /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
+	}
+	return ""
+}
+
+// ThisMachine describes the machine.
+func ThisMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+				var kb float64
+				fmt.Sscan(f[1], &kb)
+				m.Memory = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+			}
+		}
+	}
+	return m
+}
