@@ -59,23 +59,9 @@ func changeLatency(ctx context.Context, e *Env) ([]Row, error) {
 
 	var p50, p99, w50, w99 []float64
 	for run := range e.opts.Runs {
-		var viaMap, viaWatch []time.Duration
-		for i := range e.opts.Changes {
-			pod := &pods.Items[(run*e.opts.Changes+i)%len(pods.Items)]
-			ip := [4]byte{10, byte(100 + run), byte(i >> 8), byte(i)}
-			next := pod.DeepCopy() // built before the clock starts
-			setIP(next, ipString(ip))
-			t0 := time.Now()
-			got, err := e.cs.CoreV1().Pods(e.ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("update pod status: %w", err)
-			}
-			*pod = *got
-			dm, dw, err := waitChange(ctx, p, m, seen, ip, t0)
-			if err != nil {
-				return nil, err
-			}
-			viaMap, viaWatch = append(viaMap, dm), append(viaWatch, dw)
+		viaMap, viaWatch, err := e.latencyRun(ctx, p, m, pods.Items, seen, run)
+		if err != nil {
+			return nil, err
 		}
 		a, b := percentiles(viaMap), percentiles(viaWatch)
 		p50, p99, w50, w99 = append(p50, a[0]), append(p99, a[1]), append(w50, b[0]), append(w99, b[1])
@@ -91,6 +77,29 @@ func changeLatency(ctx context.Context, e *Env) ([]Row, error) {
 	pipe99.Note = fmt.Sprintf("+%s ms over the watch", num(pipe99.Median-watch99.Median))
 	watch50.Note = "status update (new podIP) to event, 10k pods resident"
 	return []Row{watch50, pipe50, watch99, pipe99}, nil
+}
+
+// latencyRun makes opts.Changes changes one at a time, each giving a pod a
+// new IP, and returns each change's delay to the map and to the watch.
+func (e *Env) latencyRun(ctx context.Context, p *proc, m *ebpf.Map, pods []corev1.Pod, seen *sync.Map, run int) (viaMap, viaWatch []time.Duration, err error) {
+	for i := range e.opts.Changes {
+		pod := &pods[(run*e.opts.Changes+i)%len(pods)]
+		ip := [4]byte{10, byte(100 + run), byte(i >> 8), byte(i)}
+		next := pod.DeepCopy() // built before the clock starts
+		setIP(next, ipString(ip))
+		t0 := time.Now()
+		got, err := e.cs.CoreV1().Pods(e.ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("update pod status: %w", err)
+		}
+		*pod = *got
+		dm, dw, err := waitChange(ctx, p, m, seen, ip, t0)
+		if err != nil {
+			return nil, nil, err
+		}
+		viaMap, viaWatch = append(viaMap, dm), append(viaWatch, dw)
+	}
+	return viaMap, viaWatch, nil
 }
 
 // watchIPs records when the watch first delivered each podIP.
