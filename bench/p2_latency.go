@@ -73,9 +73,9 @@ func changeLatency(ctx context.Context, e *Env) ([]Row, error) {
 	watch99 := measured("P2a'", fmt.Sprintf(name, "p99: raw watch sees it"), "ms", w99)
 	pipe50 := measured("P2b", fmt.Sprintf(name, "p50: in the pipeline's map"), "ms", p50).against(watch50, "+<= 0.5 ms over P2a")
 	pipe99 := measured("P2b'", fmt.Sprintf(name, "p99: in the pipeline's map"), "ms", p99).against(watch99, "+<= 2 ms over P2a'")
-	pipe50.Note = fmt.Sprintf("+%s ms over the watch", num(pipe50.Median-watch50.Median))
-	pipe99.Note = fmt.Sprintf("+%s ms over the watch", num(pipe99.Median-watch99.Median))
-	watch50.Note = "status update (new podIP) to event, 10k pods resident"
+	pipe50.Note = fmt.Sprintf("%+.2f ms over the watch", pipe50.Median-watch50.Median)
+	pipe99.Note = fmt.Sprintf("%+.2f ms over the watch", pipe99.Median-watch99.Median)
+	watch50.Note = fmt.Sprintf("status update (new podIP) to event, %d pods resident", e.opts.Pods)
 	return []Row{watch50, pipe50, watch99, pipe99}, nil
 }
 
