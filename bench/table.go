@@ -137,6 +137,19 @@ func WriteJSON(path string, res Results) error {
 	return nil
 }
 
+// ReadJSON reads results written by WriteJSON.
+func ReadJSON(path string) (Results, error) {
+	var res Results
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return res, err
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return res, fmt.Errorf("read %s: %w", path, err)
+	}
+	return res, nil
+}
+
 // Machine describes where the table was measured.
 type Machine struct {
 	CPUs   int    `json:"cpus"`

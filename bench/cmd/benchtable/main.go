@@ -45,7 +45,16 @@ func run() error {
 	flag.BoolVar(&o.Smoke, "smoke", false, "tiny sizes and one run: checks every row works, in seconds")
 	jsonPath := flag.String("json", "bench/results.json", "write the rows here (empty: do not)")
 	markdown := flag.Bool("markdown", false, "print the table as Markdown")
+	from := flag.String("from", "", "print the table of a results file written earlier, measuring nothing")
 	flag.Parse()
+	if *from != "" {
+		res, err := bench.ReadJSON(*from)
+		if err != nil {
+			return err
+		}
+		printTable(res, *markdown)
+		return nil
+	}
 	if o.Smoke {
 		o.Runs, o.Pods, o.Changes, o.ChurnRate, o.ChurnDuration, o.ChurnPods = 1, 200, 10, 5000, time.Second, 500
 	}
@@ -66,12 +75,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("pipeline benchmarks, %s, %s, %d run(s) per row\n\n", res.Date.Format("2006-01-02 15:04 MST"), res.Machine, o.Runs)
-	if *markdown {
-		bench.Markdown(os.Stdout, res.Rows)
-	} else {
-		bench.Print(os.Stdout, res.Rows)
-	}
+	printTable(res, *markdown)
 	if *jsonPath != "" {
 		if err := bench.WriteJSON(*jsonPath, res); err != nil {
 			return err
@@ -83,4 +87,13 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+func printTable(res bench.Results, markdown bool) {
+	fmt.Printf("pipeline benchmarks, %s, %s, %d run(s) per row\n\n", res.Date.Format("2006-01-02 15:04 MST"), res.Machine, res.Options.Runs)
+	if markdown {
+		bench.Markdown(os.Stdout, res.Rows)
+	} else {
+		bench.Print(os.Stdout, res.Rows)
+	}
 }
