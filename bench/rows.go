@@ -47,7 +47,7 @@ var scenarios = []scenario{
 	notLanded("P7", "NATS KV mirror of 10,000 keys"),
 	{"validate", validate},
 	notLanded("P9", "hub + 50 agents"),
-	notLanded("audit", "audit append and verify"),
+	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
 }
 
