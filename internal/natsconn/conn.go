@@ -1,0 +1,366 @@
+package natsconn
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Status is the state of a connection.
+type Status int
+
+// Connection states.
+const (
+	// Connecting: the first connect has not succeeded yet.
+	Connecting Status = iota
+	// Connected to a server.
+	Connected
+	// Reconnecting after the connection was lost; publishes are buffered.
+	Reconnecting
+	// Closed: the client gave up; Conn dials a new connection with backoff.
+	Closed
+)
+
+func (s Status) String() string {
+	return [...]string{"connecting", "connected", "reconnecting", "closed"}[s]
+}
+
+// Options are what a node hands Dial besides the decoded Config.
+type Options struct {
+	// Name is the client name when Config.Name is empty (the node address).
+	Name   string
+	Logger *slog.Logger
+	// Metrics, when set, gets pipeline_node_nats_connected and
+	// pipeline_node_nats_reconnects_total.
+	Metrics prometheus.Registerer
+	// Report, when set, is called on every status change. It must not block.
+	Report func(s Status, detail string)
+}
+
+// Conn is a NATS connection that never stays dead: when the client closes
+// it (reconnect attempts exhausted, an authorization failure), Conn dials a
+// new one with backoff until Close. Callers fetch the current connection
+// with JetStream or NC on every use and re-create their subscriptions when
+// Changed fires.
+type Conn struct {
+	cfg Config
+	opt Options
+
+	mu     sync.Mutex
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	status Status
+
+	changed   chan struct{} // a new or reconnected connection: re-create watches
+	closedSig chan struct{} // the client closed the current connection
+	stop      chan struct{}
+	done      chan struct{}
+	embedded  string // listen address of the acquired embedded server
+
+	connected  prometheus.Gauge
+	reconnects prometheus.Counter
+}
+
+// Dial connects (the first connect may precede the server: it retries in the
+// background, reporting Connecting) and starts the supervisor that re-dials
+// a closed connection. It fails only on configuration errors (an unreadable
+// credentials file, an embedded server that cannot start).
+func Dial(cfg Config, opt Options) (*Conn, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Conn{cfg: cfg, opt: opt, changed: make(chan struct{}, 1), closedSig: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := c.registerMetrics(); err != nil {
+		return nil, err
+	}
+	var ns *server.Server
+	if cfg.Embedded != nil {
+		var err error
+		if ns, err = acquire(cfg.Embedded); err != nil {
+			c.unregisterMetrics()
+			return nil, err
+		}
+		c.embedded = cfg.Embedded.Listen
+		opt.Logger.Info("embedded nats-server started", "addr", ns.ClientURL(), "file", cfg.Embedded.StoreDir)
+	}
+	nc, err := c.connect(ns)
+	if err != nil {
+		c.releaseAll()
+		return nil, err
+	}
+	c.setConn(nc)
+	go c.supervise(ns)
+	return c, nil
+}
+
+func (c *Conn) registerMetrics() error {
+	c.connected = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_node_nats_connected",
+		Help: "1 while the node's NATS connection is up, 0 while it connects, reconnects or is re-dialled."})
+	c.reconnects = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_node_nats_reconnects_total",
+		Help: "Times the node's NATS connection was re-established after a loss."})
+	if c.opt.Metrics == nil {
+		return nil
+	}
+	for _, m := range []prometheus.Collector{c.connected, c.reconnects} {
+		if err := c.opt.Metrics.Register(m); err != nil {
+			return fmt.Errorf("register nats metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *Conn) unregisterMetrics() {
+	if c.opt.Metrics != nil {
+		c.opt.Metrics.Unregister(c.connected)
+		c.opt.Metrics.Unregister(c.reconnects)
+	}
+}
+
+func (c *Conn) releaseAll() {
+	c.unregisterMetrics()
+	if c.embedded != "" {
+		release(c.embedded)
+	}
+}
+
+// connect opens one client connection. ns is the embedded server to use in
+// process, or nil.
+func (c *Conn) connect(ns *server.Server) (*nats.Conn, error) {
+	opts, err := c.options()
+	if err != nil {
+		return nil, err
+	}
+	url := strings.Join(c.cfg.URLs, ",")
+	if ns != nil {
+		opts = append(opts, nats.InProcessServer(ns))
+		url = ""
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats connect: %w", redact(err, c.cfg))
+	}
+	return nc, nil
+}
+
+func (c *Conn) options() ([]nats.Option, error) {
+	cfg := c.cfg
+	name := cfg.Name
+	if name == "" {
+		name = c.opt.Name
+	}
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.Timeout(cfg.ConnectTimeout),
+		nats.ReconnectWait(cfg.ReconnectWait),
+		nats.MaxReconnects(cfg.MaxReconnects),
+		nats.ReconnectBufSize(cfg.ReconnectBuffer),
+		nats.RetryOnFailedConnect(true),
+		nats.ConnectHandler(func(*nats.Conn) { c.report(Connected, "connected", true) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			detail := "disconnected"
+			if err != nil {
+				detail += ": " + redact(err, c.cfg).Error()
+			}
+			c.report(Reconnecting, detail, false)
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			c.reconnects.Inc()
+			c.report(Connected, "reconnected", true)
+		}),
+		nats.ClosedHandler(func(*nats.Conn) {
+			select {
+			case c.closedSig <- struct{}{}:
+			default:
+			}
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			c.opt.Logger.Warn("nats async error", "err", redact(err, c.cfg))
+		}),
+	}
+	switch {
+	case cfg.CredentialsFile != "":
+		opts = append(opts, nats.UserCredentials(cfg.CredentialsFile))
+	case cfg.NKeySeedFile != "":
+		o, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("nkey_seed_file %s: %w", cfg.NKeySeedFile, redact(err, cfg))
+		}
+		opts = append(opts, o)
+	}
+	if cfg.Token != "" {
+		opts = append(opts, nats.Token(cfg.Token))
+	}
+	if cfg.User != "" || cfg.Password != "" {
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
+	if cfg.CAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.CAFile))
+	}
+	if cfg.CertFile != "" {
+		opts = append(opts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
+	}
+	return opts, nil
+}
+
+// supervise re-dials after the client closed the connection, until Close.
+func (c *Conn) supervise(ns *server.Server) {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.closedSig:
+		}
+		select {
+		case <-c.stop:
+			return // our own Close
+		default:
+		}
+		c.report(Closed, "connection closed by the client; dialling again", false)
+		for attempt := 0; ; attempt++ {
+			nc, err := c.connect(ns)
+			if err == nil {
+				c.opt.Logger.Info("nats connection dialled again")
+				c.setConn(nc)
+				break
+			}
+			c.opt.Logger.Warn("nats dial failed", "err", err)
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(backoff(attempt)):
+			}
+		}
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := 250 * time.Millisecond << min(attempt, 7)
+	return min(d, 30*time.Second)
+}
+
+func (c *Conn) setConn(nc *nats.Conn) {
+	js, _ := jetstream.New(nc) // fails only on invalid options; there are none
+	c.mu.Lock()
+	c.nc, c.js = nc, js
+	c.mu.Unlock()
+	if nc.Status() == nats.CONNECTED {
+		c.report(Connected, "connected", true)
+	} else {
+		c.report(Connecting, "connecting to "+c.cfg.safeURLs(), false)
+	}
+}
+
+func (c *Conn) report(s Status, detail string, changed bool) {
+	c.mu.Lock()
+	same := c.status == s && !changed
+	c.status = s
+	c.mu.Unlock()
+	if s == Connected {
+		c.connected.Set(1)
+	} else {
+		c.connected.Set(0)
+	}
+	if changed {
+		select {
+		case c.changed <- struct{}{}:
+		default:
+		}
+	}
+	if same {
+		return
+	}
+	if s == Connected {
+		c.opt.Logger.Info("nats "+detail, "addr", c.connectedURL())
+	} else {
+		c.opt.Logger.Warn("nats connection lost", "err", detail)
+	}
+	if c.opt.Report != nil {
+		c.opt.Report(s, detail)
+	}
+}
+
+func (c *Conn) connectedURL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc == nil {
+		return ""
+	}
+	return c.nc.ConnectedUrlRedacted()
+}
+
+// Status returns the connection's current state.
+func (c *Conn) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Changed fires (at most one pending signal) when the connection was
+// established, re-established or replaced: watches and consumers bound to
+// the old one should be re-created.
+func (c *Conn) Changed() <-chan struct{} { return c.changed }
+
+// JetStream returns the JetStream context of the current connection.
+func (c *Conn) JetStream() jetstream.JetStream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.js
+}
+
+// NC returns the current client connection.
+func (c *Conn) NC() *nats.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nc
+}
+
+// Close closes the connection, stops the supervisor and releases the
+// embedded server. It flushes buffered publishes for at most a second.
+func (c *Conn) Close() {
+	close(c.stop)
+	nc := c.NC()
+	if nc != nil {
+		_ = nc.FlushTimeout(time.Second)
+		nc.Close()
+	}
+	<-c.done
+	c.connected.Set(0)
+	c.releaseAll()
+}
+
+// redact removes the configuration's secrets from an error's text (the
+// client library may echo a URL with user info or a server's auth reply).
+func redact(err error, cfg Config) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	out := msg
+	secrets := []string{cfg.Token, cfg.Password}
+	for _, raw := range cfg.URLs {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			p, _ := u.User.Password()
+			secrets = append(secrets, p)
+		}
+	}
+	for _, s := range secrets {
+		if s != "" {
+			out = strings.ReplaceAll(out, s, "[redacted]")
+		}
+	}
+	if out == msg {
+		return err
+	}
+	return errors.New(out)
+}
