@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,7 +183,7 @@ func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 	}
 	if len(cfg.URLs) == 0 && cfg.Embedded == nil {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing NATS server",
-			Detail: `Set url = ["nats://HOST:4222"], or add an embedded { store_dir = "..." } block to run a server in this process.`,
+			Detail:  `Set url = ["nats://HOST:4222"], or add an embedded { store_dir = "..." } block to run a server in this process.`,
 			Subject: urlRange.Ptr()})
 	}
 	if len(cfg.URLs) == 0 && cfg.Embedded != nil {
