@@ -262,8 +262,13 @@ func (c *Conn) setConn(nc *nats.Conn) {
 }
 
 func (c *Conn) report(s Status, detail string, changed bool) {
+	select {
+	case <-c.stop:
+		return // our own Close: nothing to report
+	default:
+	}
 	c.mu.Lock()
-	same := c.status == s && !changed
+	same := c.status == s
 	c.status = s
 	c.mu.Unlock()
 	if s == Connected {
