@@ -9,6 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 30s
 
 -include mk/kube.mk
+-include mk/nats.mk
 
 .PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke clean image image-test
 
@@ -26,7 +27,9 @@ test:
 	@$(MAKE) --no-print-directory vet
 	@echo '==> kube-apiserver and etcd for the integration tests ($(KUBE_ASSETS))'
 	@$(MAKE) --no-print-directory kube-assets
-	@echo '==> tests of every package with -tags integration (real kube-apiserver, BPF maps, XDP)'
+	@echo '==> nats-server for the NATS tests (.cache/nats)'
+	@$(MAKE) --no-print-directory nats-assets
+	@echo '==> tests of every package with -tags integration (real kube-apiserver, nats-server, BPF maps, XDP)'
 	$(GO) test -count=1 -tags integration ./...
 	@echo '==> engine and transforms under -race'
 	$(GO) test -count=1 -race ./engine/... ./transforms/...

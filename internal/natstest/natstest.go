@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,6 +157,19 @@ func binary() (string, error) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
+	}
+	// Test binaries of several packages run at once: one builds, the
+	// others wait for it.
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", dir, err)
+	}
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, "github.com/nats-io/nats-server/v2")

@@ -1,6 +1,7 @@
-// Package nats declares sink "nats": every change published to a NATS
-// subject derived from the record, with core NATS or JetStream
-// acknowledgements. The key-value mirror is sink "nats_kv". Its schema is
-// complete so configurations validate; its runtime is not written yet, so
-// `pipeline run` refuses it (Status Planned).
+// Package nats implements sink "nats": one message per delta published to a
+// subject derived from the record, over core NATS (fire and forget, flushed
+// per batch) or JetStream (acknowledged, de-duplicated by message id). It
+// is append-only: it cannot read back what it sent, so plan lists what it
+// would publish and the engine never prunes it. The key-value mirror is
+// sinks/natskv; the connection is internal/natsconn.
 package nats

@@ -28,7 +28,7 @@ var buckets atomic.Int64
 func open(t *testing.T, srv *natstest.Server, extra string) (*Target, string) {
 	t.Helper()
 	bucket := fmt.Sprintf("b%d", buckets.Add(1))
-	body := fmt.Sprintf("input = transform.extract.ips\nurl = [%q]\nbucket = %q\nkey_prefix = \"v1.\"\nreconnect_wait = \"50ms\"\nwrite_timeout = \"2s\"\n%s", srv.URL(), bucket, extra)
+	body := fmt.Sprintf("input = transform.extract.ips\nurl = [%q]\nbucket = %q\nkey_prefix = \"v1.\"\nreconnect_wait = \"50ms\"\n%s", srv.URL(), bucket, extra)
 	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Type: node.Records}).(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	tg, err := s.Open(context.Background(), env, node.ModeRun)
@@ -178,3 +178,61 @@ func actualKeys(t *testing.T, tg node.Target) []string {
 	sort.Strings(out)
 	return out
 }
+
+// restartConverges writes batches while the server restarts (same store),
+// retrying failed entries as the engine does: the bucket ends holding every
+// key with its value.
+func restartConverges(t *testing.T, srv *natstest.Server) {
+	tg, _ := open(t, srv, `write_timeout = "1s"`)
+	defer tg.Close()
+	ctx := context.Background()
+	done := make(chan struct{})
+	want := map[string]string{}
+	retries := 0
+	for b := range 10 {
+		var recs []node.Record
+		for i := range 50 {
+			recs = append(recs, node.Record{Key: fmt.Sprintf("10.0.%d.%d", b, i), Value: cty.NumberIntVal(int64(b*100 + i))})
+		}
+		if b == 4 {
+			go func() { defer close(done); srv.Restart(200 * time.Millisecond) }()
+		}
+		pending := prepare(t, tg, recs)
+		for _, e := range pending {
+			want[e.Key] = string(e.Raw.([]byte))
+		}
+		for attempt := 0; len(pending) > 0; attempt++ {
+			if attempt > 200 {
+				t.Fatalf("%d writes never succeeded: %v", len(pending), pending[0].Err)
+			}
+			tg.Update(ctx, pending)
+			var again []node.Entry
+			for _, e := range pending {
+				if e.Err != nil {
+					e.Err = nil
+					again = append(again, e)
+				}
+			}
+			retries += len(again)
+			pending = again
+			if len(again) > 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	<-done
+	t.Logf("%d writes retried", retries)
+	actual, err := tg.Actual(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range actual {
+		got[e.Key] = string(e.Raw.([]byte))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("bucket after the restart (-want +got):\n%s", diff)
+	}
+}
+
+func TestRestartEmbedded(t *testing.T) { restartConverges(t, natstest.Embedded(t)) }

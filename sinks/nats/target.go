@@ -1,0 +1,260 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/natsconn"
+)
+
+// Target publishes. Prepare may be called from the engine's goroutine only,
+// like every Target method.
+type Target struct {
+	s           *Sink
+	env         node.Env
+	conn        *natsconn.Conn
+	plan        bool
+	generation  atomic.Uint64
+	unconfirmed prometheus.Counter
+}
+
+// message is an entry's private form: what to publish and under which id.
+type message struct {
+	subject string
+	value   []byte
+	id      string
+	gen     uint64
+}
+
+// Open implements node.Sink. In ModePlan nothing is connected: the sink has
+// no state to read.
+func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan}
+	if t.plan {
+		return t, nil
+	}
+	t.unconfirmed = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_nats_unconfirmed_total",
+		Help: "Messages whose receipt the server did not confirm in ack_timeout (no ack, or no flush for core NATS); each is retried."})
+	if err := env.Metrics.Register(t.unconfirmed); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	conn, err := natsconn.Dial(s.conn, natsconn.Options{Name: s.address, Logger: env.Logger, Metrics: env.Metrics, Report: reportTo(env.Health)})
+	if err != nil {
+		env.Metrics.Unregister(t.unconfirmed)
+		return nil, err
+	}
+	t.conn = conn
+	return t, nil
+}
+
+func reportTo(h node.Health) func(natsconn.Status, string) {
+	return func(s natsconn.Status, detail string) {
+		switch s {
+		case natsconn.Connected:
+			h.Set(node.Healthy, detail)
+		case natsconn.Closed:
+			h.Set(node.Down, detail)
+		default:
+			h.Set(node.Degraded, detail)
+		}
+	}
+}
+
+// Prepare implements node.Target: it evaluates the subject and encodes the
+// value. The message id is fixed here, so every retry of this version of
+// the record carries the same Nats-Msg-Id.
+func (t *Target) Prepare(r node.Record) (node.Entry, error) {
+	ctx := t.s.ctx.NewChild()
+	ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(r.Key), "value": r.Value})}
+	v, diags := t.s.subject.Value(ctx)
+	if diags.HasErrors() {
+		return node.Entry{}, fmt.Errorf("subject: %s", diags.Error())
+	}
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return node.Entry{}, fmt.Errorf("subject is %s, not a string", v.Type().FriendlyName())
+	}
+	subject := v.AsString()
+	if !validSubject(subject) {
+		return node.Entry{}, fmt.Errorf("invalid subject %q: tokens separated by dots, no spaces or wildcards", subject)
+	}
+	value, err := natsconn.EncodeValue(r.Value)
+	if err != nil {
+		return node.Entry{}, err
+	}
+	m := &message{subject: subject, value: value, id: nuid.Next(), gen: t.generation.Add(1)}
+	return node.Entry{Key: r.Key, Value: cty.StringVal(string(value)), Raw: m}, nil
+}
+
+func validSubject(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t\r\n*>") {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Actual implements node.Target: published messages cannot be read back.
+func (t *Target) Actual(context.Context) ([]node.Entry, error) { return nil, node.ErrNoActualState }
+
+// Update implements node.Target: one upsert message per entry.
+func (t *Target) Update(ctx context.Context, batch []node.Entry) { t.publish(ctx, "upsert", batch) }
+
+// Delete implements node.Target: one delete message per entry, to the
+// subject of the key's last upsert.
+func (t *Target) Delete(ctx context.Context, batch []node.Entry) { t.publish(ctx, "delete", batch) }
+
+// body is the JSON of one message.
+type body struct {
+	Op         string          `json:"op"`
+	Key        string          `json:"key"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	Source     string          `json:"source,omitempty"`
+	Generation uint64          `json:"generation"`
+	Time       string          `json:"time"`
+}
+
+// encode builds the message of one entry.
+func (t *Target) encode(op string, e node.Entry) (*nats.Msg, error) {
+	m, ok := e.Raw.(*message)
+	if !ok {
+		return nil, errors.New("entry was not prepared by this sink")
+	}
+	b := body{Op: op, Key: e.Key, Source: t.s.source, Generation: m.gen, Time: time.Now().UTC().Format(time.RFC3339Nano)}
+	id := m.id
+	if op == "upsert" {
+		b.Value = m.value
+	} else {
+		id += "-d" // a delete of this version: its own id, stable across retries
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode message: %w", err)
+	}
+	msg := nats.NewMsg(m.subject)
+	msg.Data = data
+	msg.Header.Set("Pipeline-Op", op)
+	msg.Header.Set("Pipeline-Key", e.Key)
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	return msg, nil
+}
+
+func (t *Target) publish(ctx context.Context, op string, batch []node.Entry) {
+	if t.plan {
+		failAll(batch, errors.New("target opened for plan: publishing refused"))
+		return
+	}
+	msgs := make([]*nats.Msg, len(batch))
+	for i := range batch {
+		msgs[i], batch[i].Err = t.encode(op, batch[i])
+	}
+	if t.s.jetstream {
+		t.publishJS(ctx, batch, msgs)
+	} else {
+		t.publishCore(batch, msgs)
+	}
+}
+
+// publishCore publishes and flushes once: a failed flush fails the batch
+// (the engine retries it, so a subscriber may see a message twice).
+func (t *Target) publishCore(batch []node.Entry, msgs []*nats.Msg) {
+	nc := t.conn.NC()
+	sent := 0
+	for i, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if err := nc.PublishMsg(m); err != nil {
+			batch[i].Err = fmt.Errorf("publish %s: %w", m.Subject, err)
+			continue
+		}
+		sent++
+	}
+	if sent == 0 {
+		return
+	}
+	if err := nc.FlushTimeout(t.s.ackTimeout); err != nil {
+		t.unconfirmed.Add(float64(sent))
+		for i, m := range msgs {
+			if m != nil && batch[i].Err == nil {
+				batch[i].Err = fmt.Errorf("publish %s: not confirmed by the server: %w", m.Subject, err)
+			}
+		}
+	}
+}
+
+// publishJS publishes asynchronously, at most max_in_flight at a time, and
+// waits for every acknowledgement (bounded by ack_timeout per window).
+func (t *Target) publishJS(ctx context.Context, batch []node.Entry, msgs []*nats.Msg) {
+	js := t.conn.JetStream()
+	for start := 0; start < len(msgs); start += t.s.inFlight {
+		end := min(start+t.s.inFlight, len(msgs))
+		futures := make([]jetstream.PubAckFuture, end-start)
+		for i := start; i < end; i++ {
+			if msgs[i] == nil {
+				continue
+			}
+			f, err := js.PublishMsgAsync(msgs[i])
+			if err != nil {
+				batch[i].Err = fmt.Errorf("publish %s: %w", msgs[i].Subject, err)
+				continue
+			}
+			futures[i-start] = f
+		}
+		wctx, cancel := context.WithTimeout(ctx, t.s.ackTimeout)
+		for j, f := range futures {
+			if f == nil {
+				continue
+			}
+			i := start + j
+			select {
+			case ack := <-f.Ok():
+				if ack.Duplicate {
+					t.env.Logger.Debug("duplicate dropped by the stream", "key", batch[i].Key)
+				}
+			case err := <-f.Err():
+				batch[i].Err = fmt.Errorf("publish %s: %w", msgs[i].Subject, err)
+			case <-wctx.Done():
+				t.unconfirmed.Inc()
+				batch[i].Err = fmt.Errorf("publish %s: no acknowledgement in %s", msgs[i].Subject, t.s.ackTimeout)
+			}
+		}
+		cancel()
+	}
+}
+
+func failAll(batch []node.Entry, err error) {
+	for i := range batch {
+		batch[i].Err = err
+	}
+}
+
+// Close implements node.Target: it flushes and closes the connection.
+func (t *Target) Close() error {
+	if t.plan {
+		return nil
+	}
+	t.conn.Close()
+	t.env.Metrics.Unregister(t.unconfirmed)
+	return nil
+}
+
+var (
+	_ node.Sink   = (*Sink)(nil)
+	_ node.Target = (*Target)(nil)
+)

@@ -1,0 +1,13 @@
+//go:build integration
+
+package natskv
+
+import (
+	"testing"
+
+	"github.com/pipeline/pipeline/internal/natstest"
+)
+
+// The same restart checks against a nats-server process built from its Go
+// module, killed with SIGKILL and started again on the same store.
+func TestRestartExternal(t *testing.T) { restartMidStream(t, natstest.External(t)) }
