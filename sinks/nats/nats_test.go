@@ -38,7 +38,9 @@ func rec(k, ns string) node.Record {
 	return node.Record{Key: k, Value: cty.ObjectVal(map[string]cty.Value{"ns": cty.StringVal(ns)})}
 }
 
-func records() []node.Record { return []node.Record{rec("10.0.0.1", "a"), rec("10.0.0.2", "b"), rec("fd00::1", "a")} }
+func records() []node.Record {
+	return []node.Record{rec("10.0.0.1", "a"), rec("10.0.0.2", "b"), rec("fd00::1", "a")}
+}
 
 func client(t *testing.T, srv *natstest.Server) *nats.Conn {
 	t.Helper()
