@@ -138,6 +138,24 @@ func StringList(name string) *Attr[[]string] {
 	return a
 }
 
+// Strings declares an attribute holding one string or a list of strings
+// (url = "nats://a:4222" or url = ["nats://a:4222", "nats://b:4222"]).
+func Strings(name string) *Attr[[]string] {
+	list := StringList(name)
+	a := &Attr[[]string]{info: AttrInfo{Name: name, Type: "string or list(string)"}}
+	a.decode = func(v cty.Value, rng hcl.Range) ([]string, hcl.Diagnostics) {
+		if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+			return []string{v.AsString()}, nil
+		}
+		out, diags := list.decode(v, rng)
+		if diags.HasErrors() {
+			return nil, typeErr(name, "string or list of strings", rng, nil)
+		}
+		return out, nil
+	}
+	return a
+}
+
 // StringMap declares a map(string) attribute.
 func StringMap(name string) *Attr[map[string]string] {
 	a := &Attr[map[string]string]{info: AttrInfo{Name: name, Type: "map(string)"}}

@@ -16,7 +16,7 @@ import (
 
 // The connection attributes, declared once for every NATS node.
 var (
-	urlAttr = schema.StringList("url").
+	urlAttr = schema.Strings("url").
 		Doc("NATS server URLs; the client fails over between them. Required unless the block has an embedded server, which it then defaults to.").
 		Example(`["nats://nats-1.pipeline.svc:4222", "nats://nats-2.pipeline.svc:4222"]`)
 	nameAttr = schema.String("name").Default("", `""`).
@@ -181,7 +181,7 @@ func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 		diags = append(diags, checkListen(e.Listen, sub)...)
 		cfg.Embedded = e
 	}
-	if len(cfg.URLs) == 0 && cfg.Embedded == nil {
+	if len(cfg.URLs) == 0 && cfg.Embedded == nil && !urlAttr.Has(c) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing NATS server",
 			Detail:  `Set url = ["nats://HOST:4222"], or add an embedded { store_dir = "..." } block to run a server in this process.`,
 			Subject: urlRange.Ptr()})

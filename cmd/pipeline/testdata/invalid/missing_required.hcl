@@ -9,6 +9,6 @@ sink "audit" "trail" { # ERROR: Missing required argument
   input = source.static.nets
 }
 
-sink "nats" "events" { # ERROR: Missing required argument # ERROR: Missing required argument
+sink "nats" "events" { # ERROR: Missing required argument
   input = source.static.more
 }
