@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// hubAndAgent is a hub (static -> nats_kv with an embedded server) and an
+// agent (nats_kv -> log) in one process, the agent connecting over TCP.
+const hubAndAgent = `
+source "static" "ips" {
+  records = { "10.0.0.1" = { pod = "a" }, "fd00::1" = { pod = "b" } }
+}
+sink "nats_kv" "hub" {
+  input      = source.static.ips
+  bucket     = "pod-ips"
+  key_prefix = "v1."
+  embedded {
+    listen    = "127.0.0.1:%d"
+    store_dir = "nats"
+  }
+}
+source "nats_kv" "agent" {
+  url        = "nats://127.0.0.1:%d"
+  bucket     = "pod-ips"
+  key_prefix = "v1."
+}
+sink "log" "out" {
+  input  = source.nats_kv.agent
+  path   = "out.log"
+  format = "json"
+}
+`
+
+// TestRunEmbeddedNATS runs hub and agent against the embedded server and
+// checks the agent's sink receives the hub's records and /readyz is ready.
+func TestRunEmbeddedNATS(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(hubAndAgent, port, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- runPipeline(ctx, io.Discard, &stderr, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
+			logLevel: "info", onListen: func(a string) { addrc <- a }})
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("run ended early: %v\n%s", err, stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.log"))
+		if strings.Contains(string(b), `"key":"10.0.0.1"`) && strings.Contains(string(b), `"key":"fd00::1"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("agent never logged the hub's records; out.log:\n%s\nstderr:\n%s", b, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := waitReady(t, client, "http://"+addr+"/readyz"); !r.Ready {
+		t.Errorf("not ready: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nats", "jetstream")); err != nil {
+		t.Errorf("store_dir not used: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+}
