@@ -55,10 +55,11 @@ type Conn struct {
 	cfg Config
 	opt Options
 
-	mu     sync.Mutex
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	status Status
+	mu      sync.Mutex
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	status  Status
+	lastErr string // last connect error reported, to report each once
 
 	changed   chan struct{} // a new or reconnected connection: re-create watches
 	closedSig chan struct{} // the client closed the current connection
@@ -177,6 +178,13 @@ func (c *Conn) options() ([]nats.Option, error) {
 			c.reconnects.Inc()
 			c.report(Connected, "reconnected", true)
 		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			// A failed attempt (refused, authorization violation):
+			// each distinct error is logged and shown in health once.
+			if err != nil {
+				c.attemptFailed(redact(err, c.cfg).Error())
+			}
+		}),
 		nats.ClosedHandler(func(*nats.Conn) {
 			select {
 			case c.closedSig <- struct{}{}:
@@ -270,6 +278,9 @@ func (c *Conn) report(s Status, detail string, changed bool) {
 	c.mu.Lock()
 	same := c.status == s
 	c.status = s
+	if s == Connected {
+		c.lastErr = ""
+	}
 	c.mu.Unlock()
 	if s == Connected {
 		c.connected.Set(1)
@@ -302,6 +313,23 @@ func (c *Conn) connectedURL() string {
 		return ""
 	}
 	return c.nc.ConnectedUrlRedacted()
+}
+
+// attemptFailed reports a failed (re)connect attempt once per distinct
+// error, so health and logs say why the node cannot connect.
+func (c *Conn) attemptFailed(msg string) {
+	c.mu.Lock()
+	if c.lastErr == msg {
+		c.mu.Unlock()
+		return
+	}
+	c.lastErr = msg
+	st := c.status
+	c.mu.Unlock()
+	c.opt.Logger.Warn("nats connect attempt failed", "err", msg)
+	if c.opt.Report != nil && st != Connected {
+		c.opt.Report(st, "connect failed: "+msg)
+	}
 }
 
 // Status returns the connection's current state.
