@@ -1,5 +1,6 @@
 # Scale past one machine, node side: read the hub's bucket, drain removals,
-# program this node's allow-list. No API server watch per node.
+# program this node's allow-list. No API server watch per node; a restarted
+# agent over an unchanged bucket writes nothing to its map.
 
 source "nats_kv" "pod_ips" {
   url        = "nats://nats.pipeline.svc:4222"

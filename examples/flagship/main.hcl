@@ -1,7 +1,6 @@
 # The flagship job: keep an eBPF allow-list of backend pod IPs in sync with
 # Kubernetes, drain removals after a grace period, mirror the list to NATS and
-# audit every change. (The nats sink validates today; `pipeline run` refuses
-# it until its runtime lands: run examples/demo instead.)
+# audit every change.
 
 variable "kubeconfig" {
   type        = string

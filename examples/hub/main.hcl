@@ -1,10 +1,11 @@
 # Scale past one machine, hub side: one leader-elected instance watches the
-# API server and publishes pod IPs to a NATS key-value bucket. Every node runs
-# examples/agent. (nats_kv validates today; `pipeline run` refuses it until its runtime lands.)
+# API server and mirrors pod IPs into a NATS key-value bucket. Every node runs
+# examples/agent. A single-replica hub can serve the bucket itself: replace
+# url with an embedded { listen = "0.0.0.0:4222", store_dir = "..." } block.
 
 source "kubernetes" "pods" {
-  resource      = "pods"
-  selector      = "app=backend"
+  resource = "pods"
+  selector = "app=backend"
   # No ignore_fields needed: the source decodes only the fields the
   # expressions below read (see `pipeline graph`).
 }
