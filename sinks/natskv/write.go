@@ -16,13 +16,23 @@ import (
 // then waits for the acknowledgements up to write_timeout. A write whose ack
 // did not come has an unknown outcome (it may sit in the reconnect buffer
 // and land later): the key is read back and reported failed only when the
-// bucket does not hold the value.
+// bucket does not hold the value. At most inFlight writes await an ack.
 func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 	kv, err := t.writable(ctx)
 	if err != nil {
 		failAll(batch, err)
 		return
 	}
+	for start := 0; start < len(batch); start += inFlight {
+		t.put(ctx, kv, batch[start:min(start+inFlight, len(batch))])
+	}
+}
+
+// inFlight bounds the publishes awaiting an ack at once (the client stalls
+// beyond 4000).
+const inFlight = 1024
+
+func (t *Target) put(ctx context.Context, kv jetstream.KeyValue, batch []node.Entry) {
 	js := t.conn.JetStream()
 	futures := make([]jetstream.PubAckFuture, len(batch))
 	for i := range batch {
