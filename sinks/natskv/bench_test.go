@@ -67,7 +67,7 @@ func BenchmarkRawAsyncPuts10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
-	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(benchKeys))
 	keys := make([]string, benchKeys)
 	vals := make([][]byte, benchKeys)
 	for i, r := range benchRecords() {
