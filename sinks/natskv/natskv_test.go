@@ -236,3 +236,32 @@ func restartConverges(t *testing.T, srv *natstest.Server) {
 }
 
 func TestRestartEmbedded(t *testing.T) { restartConverges(t, natstest.Embedded(t)) }
+
+func TestPlanModeCreatesNothing(t *testing.T) {
+	srv := natstest.Embedded(t)
+	body := fmt.Sprintf("input = transform.extract.ips\nurl = %q\nbucket = \"planned\"", srv.URL())
+	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Type: node.Records}).(*Sink)
+	env, _ := nodetest.Env(t, nil)
+	tg, err := s.Open(context.Background(), env, node.ModePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if es, err := tg.Actual(context.Background()); err != nil || len(es) != 0 {
+		t.Fatalf("Actual of a missing bucket = %v, %v", es, err)
+	}
+	es := prepare(t, tg, records())
+	tg.Update(context.Background(), es)
+	if es[0].Err == nil {
+		t.Fatal("plan-mode target accepted a write")
+	}
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.KeyValue(context.Background(), "planned"); err == nil {
+		t.Fatal("plan mode created the bucket")
+	}
+}
