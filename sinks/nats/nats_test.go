@@ -72,8 +72,12 @@ func prepare(t *testing.T, tg node.Target, recs []node.Record) []node.Entry {
 
 func TestCorePublishBodyAndHeaders(t *testing.T) {
 	srv := natstest.Embedded(t)
-	sub, err := client(t, srv).SubscribeSync("pods.>")
+	nc := client(t, srv)
+	sub, err := nc.SubscribeSync("pods.>")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the server knows the interest before the sink publishes
 		t.Fatal(err)
 	}
 	tg := open(t, srv, "")
