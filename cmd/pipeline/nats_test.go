@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 )
 
@@ -93,6 +96,33 @@ func TestRunEmbeddedNATS(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nats", "jetstream")); err != nil {
 		t.Errorf("store_dir not used: %v", err)
+	}
+	metrics := get(t, client, "http://"+addr+"/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	for _, name := range []string{"pipeline_node_nats_connected", "pipeline_node_nats_reconnects_total",
+		"pipeline_source_nats_kv_revision_lag", "pipeline_source_nats_kv_skipped_total",
+		"pipeline_sink_nats_kv_full_total", "pipeline_sink_nats_kv_unknown_outcomes_total"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	for _, m := range families["pipeline_node_nats_connected"].GetMetric() {
+		if m.GetGauge().GetValue() != 1 {
+			t.Errorf("pipeline_node_nats_connected %v = %v", m.GetLabel(), m.GetGauge().GetValue())
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(metrics)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "pipeline_") {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
