@@ -32,8 +32,8 @@ func Spec() node.Spec {
 		Summary: "Publishes every change to a NATS subject (core or JetStream).",
 		Doc: "Each upsert and delete becomes one message whose body is JSON: " +
 			"`{\"op\":\"upsert\",\"key\":…,\"value\":…,\"source\":…,\"generation\":…,\"time\":…}` " +
-			"(`value` is absent for a delete; `source` is the input's address; `generation` counts the messages this sink " +
-			"prepared since it started; `time` is when it was published, RFC 3339). Headers: `Pipeline-Op` (upsert or delete), " +
+			"(`value` is absent for a delete; `source` is the input's address; `generation` numbers the messages this sink " +
+			"published since it started, a retry keeping its number; `time` is when it was published, RFC 3339). Headers: `Pipeline-Op` (upsert or delete), " +
 			"`Pipeline-Key` and `Nats-Msg-Id`. The sink is append-only: a restart re-publishes the current state " +
 			"once the input syncs.",
 		Accepts: []node.DataType{node.Records},

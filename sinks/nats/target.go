@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,20 +29,23 @@ type Target struct {
 	plan        bool
 	generation  atomic.Uint64
 	unconfirmed prometheus.Counter
+	// pending holds the id and generation of each message not yet
+	// confirmed, by op and key: a retry of the same message (same Data)
+	// reuses its Nats-Msg-Id so JetStream drops the copy, while a new
+	// version of the key, even one equal to an older version, gets a new id.
+	pending map[string]pendingMsg
 }
 
-// message is an entry's private form: what to publish and under which id.
-type message struct {
-	subject string
-	value   []byte
-	id      string
-	gen     uint64
+type pendingMsg struct {
+	data []byte
+	id   string
+	gen  uint64
 }
 
 // Open implements node.Sink. In ModePlan nothing is connected: the sink has
 // no state to read.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, pending: map[string]pendingMsg{}}
 	if t.plan {
 		return t, nil
 	}
@@ -73,8 +77,8 @@ func reportTo(h node.Health) func(natsconn.Status, string) {
 }
 
 // Prepare implements node.Target: it evaluates the subject and encodes the
-// value. The message id is fixed here, so every retry of this version of
-// the record carries the same Nats-Msg-Id.
+// value. The entry's Data is the subject, a NUL and the value's JSON, so an
+// unchanged record is not published again.
 func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	ctx := t.s.ctx.NewChild()
 	ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(r.Key), "value": r.Value})}
@@ -93,12 +97,13 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	if err != nil {
 		return node.Entry{}, err
 	}
-	m := &message{subject: subject, value: value, id: nuid.Next(), gen: t.generation.Add(1)}
-	return node.Entry{Key: r.Key, Value: cty.StringVal(string(value)), Raw: m}, nil
+	data := make([]byte, 0, len(subject)+1+len(value))
+	data = append(append(append(data, subject...), 0), value...)
+	return node.Entry{Key: r.Key, Value: cty.StringVal(string(value)), Data: data}, nil
 }
 
 func validSubject(s string) bool {
-	if s == "" || strings.ContainsAny(s, " \t\r\n*>") {
+	if s == "" || strings.ContainsAny(s, " \t\r\n*>\x00") {
 		return false
 	}
 	for _, tok := range strings.Split(s, ".") {
@@ -129,28 +134,32 @@ type body struct {
 	Time       string          `json:"time"`
 }
 
-// encode builds the message of one entry.
+// encode builds the message of one entry, reusing the id of the same
+// message when it is a retry.
 func (t *Target) encode(op string, e node.Entry) (*nats.Msg, error) {
-	m, ok := e.Raw.(*message)
+	subject, value, ok := bytes.Cut(e.Data, []byte{0})
 	if !ok {
 		return nil, errors.New("entry was not prepared by this sink")
 	}
-	b := body{Op: op, Key: e.Key, Source: t.s.source, Generation: m.gen, Time: time.Now().UTC().Format(time.RFC3339Nano)}
-	id := m.id
+	pk := op + "\x00" + e.Key
+	p, retry := t.pending[pk]
+	if !retry || !bytes.Equal(p.data, e.Data) {
+		p = pendingMsg{data: e.Data, id: nuid.Next(), gen: t.generation.Add(1)}
+		t.pending[pk] = p
+	}
+	b := body{Op: op, Key: e.Key, Source: t.s.source, Generation: p.gen, Time: time.Now().UTC().Format(time.RFC3339Nano)}
 	if op == "upsert" {
-		b.Value = m.value
-	} else {
-		id += "-d" // a delete of this version: its own id, stable across retries
+		b.Value = value
 	}
 	data, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("encode message: %w", err)
 	}
-	msg := nats.NewMsg(m.subject)
+	msg := nats.NewMsg(string(subject))
 	msg.Data = data
 	msg.Header.Set("Pipeline-Op", op)
 	msg.Header.Set("Pipeline-Key", e.Key)
-	msg.Header.Set(jetstream.MsgIDHeader, id)
+	msg.Header.Set(jetstream.MsgIDHeader, p.id)
 	return msg, nil
 }
 
@@ -167,6 +176,11 @@ func (t *Target) publish(ctx context.Context, op string, batch []node.Entry) {
 		t.publishJS(ctx, batch, msgs)
 	} else {
 		t.publishCore(batch, msgs)
+	}
+	for i := range batch {
+		if batch[i].Err == nil {
+			delete(t.pending, op+"\x00"+batch[i].Key)
+		}
 	}
 }
 

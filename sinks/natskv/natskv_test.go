@@ -199,7 +199,7 @@ func restartConverges(t *testing.T, srv *natstest.Server) {
 		}
 		pending := prepare(t, tg, recs)
 		for _, e := range pending {
-			want[e.Key] = string(e.Raw.([]byte))
+			want[e.Key] = string(e.Data)
 		}
 		for attempt := 0; len(pending) > 0; attempt++ {
 			if attempt > 200 {
@@ -228,7 +228,7 @@ func restartConverges(t *testing.T, srv *natstest.Server) {
 	}
 	got := map[string]string{}
 	for _, e := range actual {
-		got[e.Key] = string(e.Raw.([]byte))
+		got[e.Key] = string(e.Data)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("bucket after the restart (-want +got):\n%s", diff)

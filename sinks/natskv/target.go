@@ -157,7 +157,7 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 
 // entry is the one place an Entry is built, from what the bucket holds.
 func entry(kvKey string, value []byte) node.Entry {
-	return node.Entry{Key: kvKey, Value: cty.StringVal(string(value)), Raw: value}
+	return node.Entry{Key: kvKey, Value: cty.StringVal(string(value)), Data: value}
 }
 
 // Actual implements node.Target: every key under the prefix with its value,

@@ -36,7 +36,7 @@ func (t *Target) put(ctx context.Context, kv jetstream.KeyValue, batch []node.En
 	js := t.conn.JetStream()
 	futures := make([]jetstream.PubAckFuture, len(batch))
 	for i := range batch {
-		raw, _ := batch[i].Raw.([]byte)
+		raw := batch[i].Data
 		futures[i], batch[i].Err = js.PublishAsync(t.subject(batch[i].Key), raw)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
@@ -61,7 +61,7 @@ func (t *Target) readBack(kv jetstream.KeyValue, e node.Entry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.conn.ConnectTimeout)
 	defer cancel()
 	got, err := kv.Get(ctx, e.Key)
-	raw, _ := e.Raw.([]byte)
+	raw := e.Data
 	if err == nil && string(got.Value()) == string(raw) {
 		return nil
 	}
