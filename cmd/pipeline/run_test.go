@@ -161,26 +161,6 @@ func get(t *testing.T, c *http.Client, url string) string {
 	return string(b)
 }
 
-func TestRunRefusesPlannedTypes(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "p.hcl")
-	src := staticToLog + `
-sink "nats_kv" "state" {
-  input  = source.static.nets
-  url    = "nats://127.0.0.1:4222"
-  bucket = "nets"
-}
-`
-	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"run", "--listen", "", cfg}, &stdout, &stderr)
-	if code != 1 || strings.Count(stderr.String(), "not implemented yet") != 1 || !strings.Contains(stderr.String(), "sink.nats_kv.state (") {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
-	}
-}
-
 // TestReadyzBeforeSync: a source that cannot reach its API server never
 // syncs, so /readyz answers 503 and names it; the token appears nowhere.
 func TestReadyzBeforeSync(t *testing.T) {
