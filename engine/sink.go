@@ -302,6 +302,9 @@ func (s *sinkLoop) full(ctx context.Context) {
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
 	var ups, dels []node.Entry
+	if s.held == 0 { // an empty target: everything wanted is written
+		ups = make([]node.Entry, 0, len(s.keys))
+	}
 	for tk, ks := range s.keys {
 		ks.dirty = false
 		switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {

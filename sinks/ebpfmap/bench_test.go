@@ -187,6 +187,7 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	})
 	var ups, dels []node.Entry
 	mark(diff, func() {
+		ups = make([]node.Entry, 0, max(len(st.desired)-len(actual), 16))
 		st.gen++
 		for _, e := range actual {
 			k := st.desired[e.Key]
