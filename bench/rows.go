@@ -44,7 +44,7 @@ var scenarios = []scenario{
 	{"churn", churn},
 	notLanded("P5", "reload: config edit to new graph serving"),
 	notLanded("P6", "plan of the flagship config"),
-	notLanded("P7", "NATS KV mirror of 10,000 keys"),
+	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},
 	notLanded("P9", "hub + 50 agents"),
 	{"audit", audit},

@@ -243,7 +243,18 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
 					up.Address, up.Type, mismatchHint(n.Spec.Accepts, up.Type)),
 				Subject: n.InputRange.Ptr()})
-			return append(diags, n.Spec.Body.Check(content)...)
+			if undecoded {
+				return append(diags, n.Spec.Body.Check(content)...)
+			}
+			// The node's own errors too, so one run shows all of them; the
+			// node is not used.
+			_, d := n.Spec.New(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
+			for _, e := range d {
+				if e.Severity == hcl.DiagError {
+					diags = append(diags, e)
+				}
+			}
+			return diags
 		}
 	}
 	if undecoded {

@@ -37,3 +37,18 @@ sink "nats_kv" "ok" {
   url    = "nats://localhost:4222"
   bucket = "pods"
 }
+
+# A mismatched input does not hide the sink's own errors: both show at once.
+sink "ebpf_map" "direct" {
+  input       = source.kubernetes.pods # ERROR: Type mismatch between nodes
+  pin         = "/sys/fs/bpf/pipeline/direct"
+  type        = "lpm_trie" # ERROR: Key encoding does not fit the map type
+  max_entries = 16
+  key {
+    type = "ipv4"
+  }
+  value {
+    type = "u8"
+    from = 1
+  }
+}
