@@ -276,18 +276,26 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 		if ks.heapIdx >= 0 {
 			continue // waiting for its retry, which looks at its latest state
 		}
-		switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
-		case reconcile.Create, reconcile.Update:
-			ups = append(ups, ks.want)
-		case reconcile.Delete:
-			dels = append(dels, ks.have)
-		default:
-			ks.changed = time.Time{}
-			s.forget(tk, ks)
-		}
+		ups, dels = s.decide(tk, ks, ups, dels)
 	}
 	s.spare = dirty[:0]
 	s.applyBatch(ctx, ups, dels)
+}
+
+// decide appends what key tk needs (reconcile.Decide) to ups or dels; a
+// key that needs nothing forgets its change time and, when it holds
+// nothing worth keeping, its state.
+func (s *sinkLoop) decide(tk node.Key, ks *keyState, ups, dels []node.Entry) ([]node.Entry, []node.Entry) {
+	switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
+	case reconcile.Create, reconcile.Update:
+		ups = append(ups, ks.want)
+	case reconcile.Delete:
+		dels = append(dels, ks.have)
+	default:
+		ks.changed = time.Time{}
+		s.forget(tk, ks)
+	}
+	return ups, dels
 }
 
 func (s *sinkLoop) full(ctx context.Context) {
@@ -307,15 +315,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 	}
 	for tk, ks := range s.keys {
 		ks.dirty = false
-		switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
-		case reconcile.Create, reconcile.Update:
-			ups = append(ups, ks.want)
-		case reconcile.Delete:
-			dels = append(dels, ks.have)
-		default:
-			ks.changed = time.Time{}
-			s.forget(tk, ks)
-		}
+		ups, dels = s.decide(tk, ks, ups, dels)
 	}
 	s.dirty = s.dirty[:0]
 	s.needFull = false
