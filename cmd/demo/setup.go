@@ -31,6 +31,10 @@ type demo struct {
 	pin        string
 	allowedLog string
 	audit      string // the audit trail's path
+	agentLog   string // what the agent (examples/demo-agent) logs
+	natsStore  string // the hub's embedded NATS server's storage
+	agent      *exec.Cmd
+	agentDone  chan struct{}
 	bin        string
 	pipeline   *exec.Cmd
 	exited     chan struct{}
@@ -49,6 +53,8 @@ func setup(ctx context.Context) (*demo, error) {
 		bin: filepath.Join(wd, "bin", "pipeline"), ebpf: os.Geteuid() == 0}
 	d.allowedLog = filepath.Join(d.dir, "allowed.jsonl")
 	d.audit = filepath.Join(d.dir, "audit.jsonl")
+	d.agentLog = filepath.Join(d.dir, "agent.jsonl")
+	d.natsStore = filepath.Join(d.dir, "nats")
 	if _, err := os.Stat(d.bin); err != nil {
 		return nil, fmt.Errorf("%s missing: run `make build` (make demo does)", d.bin)
 	}
@@ -101,7 +107,8 @@ func ensureBPFFS() error {
 // examples/demo-unprivileged without root.
 func (d *demo) startPipelineProcess(logLevel string) error {
 	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel,
-		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit}
+		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit,
+		"-var", "nats_listen=" + demoNATS, "-var", "nats_store=" + d.natsStore}
 	if d.ebpf {
 		args = append(args, "-var", "pin="+d.pin, "examples/demo")
 	} else {
@@ -133,9 +140,43 @@ func (d *demo) stopPipeline() {
 	d.pipeline = nil
 }
 
+// demoNATS is where the hub's embedded NATS server listens for agents.
+const demoNATS = "127.0.0.1:14222"
+
+// startAgent runs bin/pipeline on examples/demo-agent.
+func (d *demo) startAgent() error {
+	args := []string{"run", "--listen", "127.0.0.1:19465", "--log-level", "warn",
+		"-var", "nats_url=nats://" + demoNATS, "-var", "agent_log=" + d.agentLog, "examples/demo-agent"}
+	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.bin, args...)
+	cmd.Stdout, cmd.Stderr = prefixWriter("    agent| "), prefixWriter("    agent| ")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	d.agent, d.agentDone = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); close(d.agentDone) }()
+	return nil
+}
+
+func (d *demo) stopAgent() {
+	if d.agent == nil {
+		return
+	}
+	_ = d.agent.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.agentDone:
+	case <-time.After(10 * time.Second):
+		_ = d.agent.Process.Kill()
+		<-d.agentDone
+	}
+	d.agent = nil
+}
+
 // teardown stops what the demo started and, unless keep, removes what it
 // created: the API server's data, keys and tokens, and the pinned map.
 func (d *demo) teardown(keep bool) {
+	d.stopAgent()
 	d.stopPipeline()
 	if d.srv != nil {
 		d.srv.Stop()
@@ -172,7 +213,7 @@ func rel(p string) string {
 // a u32 value in host order), or the log sink's changes replayed.
 func (d *demo) allowed() ([]entry, error) {
 	if !d.ebpf {
-		return d.replayLog()
+		return replayLog(d.allowedLog)
 	}
 	m, err := ebpf.LoadPinnedMap(d.pin, &ebpf.LoadPinOptions{ReadOnly: true})
 	if err != nil {
@@ -190,9 +231,9 @@ func (d *demo) allowed() ([]entry, error) {
 	return out, it.Err()
 }
 
-// replayLog applies the log sink's JSON lines (op upsert or delete) in order.
-func (d *demo) replayLog() ([]entry, error) {
-	f, err := os.Open(d.allowedLog)
+// replayLog applies a log sink's JSON lines (op upsert or delete) in order.
+func replayLog(path string) ([]entry, error) {
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}

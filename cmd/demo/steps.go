@@ -64,6 +64,42 @@ func (d *demo) createPods(ctx context.Context) error {
 	return d.expectMap(ctx, "the three backend IPs allowed", "10.244.1.11", "10.244.1.12", "10.244.2.13")
 }
 
+// startAgentStep runs an agent that reads the hub's NATS bucket: the same
+// allow-list reaches it without its own API server watch.
+func (d *demo) startAgentStep(ctx context.Context) error {
+	say("starting an agent (examples/demo-agent): it reads the pod IPs the pipeline mirrors into a NATS key-value bucket on its embedded server")
+	if err := d.startAgent(); err != nil {
+		return err
+	}
+	return d.expectAgent(ctx, "the agent has the three backend IPs", "10.244.1.11", "10.244.1.12", "10.244.2.13")
+}
+
+// expectAgent waits until the agent's allow-list holds exactly want.
+func (d *demo) expectAgent(ctx context.Context, what string, want ...string) error {
+	var keys []string
+	err := waitFor(ctx, 15*time.Second, what, func() (bool, error) {
+		got, err := replayLog(d.agentLog)
+		keys = keys[:0]
+		for _, e := range got {
+			keys = append(keys, e.key)
+		}
+		return strings.Join(keys, ",") == strings.Join(want, ","), err
+	})
+	if err != nil {
+		return fmt.Errorf("%w (agent holds %s)", err, strings.Join(keys, ","))
+	}
+	fmt.Printf("    agent: %s\n", strings.Join(keys, ", "))
+	return nil
+}
+
+// agentFollowed checks that the agent followed the removals and stops it.
+func (d *demo) agentFollowed(ctx context.Context) error {
+	say("the agent followed the removals through NATS (an agent drains with its own grace_period in examples/agent)")
+	err := d.expectAgent(ctx, "the agent has only backend-1's IP", "10.244.1.11")
+	d.stopAgent()
+	return err
+}
+
 func (d *demo) deletePod(ctx context.Context) error {
 	say("deleting pod backend-2: its IP stays allowed for the 5s grace period, then is drained")
 	start := time.Now()

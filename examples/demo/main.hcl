@@ -16,6 +16,16 @@ variable "audit" {
   default = "/var/lib/pipeline/audit.jsonl"
 }
 
+variable "nats_listen" {
+  type    = string
+  default = "127.0.0.1:4222"
+}
+
+variable "nats_store" {
+  type    = string
+  default = "/var/lib/pipeline/nats"
+}
+
 variable "grace" {
   type    = string
   default = "5s"
@@ -75,4 +85,16 @@ sink "audit" "trail" {
   input = transform.grace_period.drain
   path  = var.audit
   fsync = "always"
+}
+
+# The hub side of hub + agents: the pod IPs mirrored into a NATS key-value
+# bucket on an embedded server; agents (examples/demo-agent) read it.
+sink "nats_kv" "pod_ips" {
+  input      = transform.debounce.batch
+  bucket     = "pod-ips"
+  key_prefix = "v1."
+  embedded {
+    listen    = var.nats_listen
+    store_dir = var.nats_store
+  }
 }
