@@ -111,9 +111,12 @@ func (mo *monitor) fail(err error) {
 }
 
 // down reports a failure that ends the run (connection checks, discovery).
+// It does not log: the run returns the error, and the engine logs it once
+// with the restart it schedules.
 func (mo *monitor) down(err error) {
 	mo.mu.Lock()
 	defer mo.mu.Unlock()
+	mo.reported = false // a run that never watched has no "down" transition to log
 	mo.set(node.Down, err.Error(), statusDisconnected)
 }
 
