@@ -143,6 +143,9 @@ func newLogger(w io.Writer, format, level string, secrets *redact.Redactor) (*sl
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redactor(secrets)}
 	switch format {
 	case "text":
+		if colourful(w) {
+			w = colourWriter{w}
+		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
