@@ -24,6 +24,7 @@ func TestGrants(t *testing.T) {
 		{"source.kubernetes.c", node.KubeRule{Group: "apps", Resource: "deployments", Namespace: "shop", Verbs: []string{"list", "watch"}}},
 		{"source.kubernetes.d", node.KubeRule{Resource: "configmaps", OwnNamespace: true, Names: []string{"cfg"}, Verbs: []string{"list", "watch"}}},
 		{"source.kubernetes.e", node.KubeRule{Resource: "secrets", Verbs: []string{"list", "watch"}, Remote: true}},
+		{"sink.audit.trail", node.KubeRule{Resource: "events", Namespace: "shop", Verbs: []string{"create", "patch"}}},
 	}
 	cluster, roles, remote := o.grants(needs)
 	if d := cmp.Diff([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
@@ -40,7 +41,10 @@ func TestGrants(t *testing.T) {
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"hub"}, Verbs: []string{"get", "update"}},
 		},
-		"shop": {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch"}}},
+		"shop": {
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch"}},
+		},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Roles (-want +got):\n%s", d)

@@ -83,7 +83,7 @@ func mustVerify(t testing.TB, dir string) Report {
 }
 
 func TestTargetSuite(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	recs := []node.Record{{Key: "a", Value: cty.StringVal("1")}, {Key: "b", Value: cty.EmptyObjectVal}, {Key: "c", Value: cty.NumberIntVal(3)}}
 	nodetest.RunTargetSuite(t, func(t *testing.T) node.Target {
 		tg, _, _ := open(t, build(t, t.TempDir(), ""))
@@ -94,7 +94,7 @@ func TestTargetSuite(t *testing.T) {
 // TestLines checks the lines of a delta and of a decision, the source
 // reference, redaction, sensitive values and digests.
 func TestLines(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	dir := t.TempDir()
 	s := build(t, dir, `redact = ["$.value.metadata.annotations", "$.source.uid", "$.detail.files"]`)
 	s.cfg.sensitive = []string{"hunter2"}
@@ -172,7 +172,7 @@ func mustGauge(t testing.TB, reg *prometheus.Registry, name string) prometheus.C
 }
 
 func TestDigestWithoutValues(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	dir := t.TempDir()
 	tg, _, _ := open(t, build(t, dir, "include_values = false"))
 	tg.Update(context.Background(), []node.Entry{rec(1)})
@@ -188,7 +188,7 @@ func TestDigestWithoutValues(t *testing.T) {
 }
 
 func TestStdout(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	s := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"-\"", up).(*Sink)
 	var out bytes.Buffer
 	s.Stdout = &out

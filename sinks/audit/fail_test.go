@@ -38,7 +38,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestFailOpen(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	s, blocker := blocked(t, "open")
 	tg, h, _ := open(t, s)
 	if h.State() != node.Degraded {
@@ -71,7 +71,7 @@ func TestFailOpen(t *testing.T) {
 }
 
 func TestFailClosedGate(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	s, blocker := blocked(t, "closed")
 	if s.Held() == nil {
 		t.Fatal("fail = closed lets writes go before the trail opened")

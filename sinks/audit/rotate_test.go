@@ -56,7 +56,7 @@ func countOps(t testing.TB, files []string, op string) int {
 }
 
 func TestRotationAndRetentionVerify(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	dir := t.TempDir()
 	writeTrail(t, build(t, dir, `max_size = "2KiB"`+"\nmax_files = 3"), 200)
 	files := trailFiles(t, dir)
@@ -85,7 +85,7 @@ func TestRotationAndRetentionVerify(t *testing.T) {
 }
 
 func TestRetentionByAge(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	dir := t.TempDir()
 	clock := time.Now()
 	s := build(t, dir, `max_size = "2KiB"`+"\nmax_files = 0\nmax_age = \"1h\"")
@@ -107,7 +107,7 @@ func TestRetentionByAge(t *testing.T) {
 }
 
 func TestFsyncModes(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	for _, mode := range []string{"always", "interval", "never"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -151,7 +151,7 @@ func TestFsyncModes(t *testing.T) {
 // rotated away as it is; new lines chain on in a new file, and verify names
 // the partial line, nothing else.
 func TestResumeAfterPartialLine(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions()...)
 	dir := t.TempDir()
 	writeTrail(t, build(t, dir, ""), 5)
 	path := filepath.Join(dir, "trail.jsonl")

@@ -39,7 +39,7 @@ var (
 // Spec declares sink "audit".
 func Spec() node.Spec {
 	body := schema.Block{Attrs: []schema.Attribute{pathAttr, maxSizeAttr, maxFilesAttr, maxAgeAttr, includeValuesAttr,
-		fsyncAttr, fsyncIntervalAttr, failAttr, redactAttr, checkpointAttr}}
+		fsyncAttr, fsyncIntervalAttr, failAttr, redactAttr, checkpointAttr}, Blocks: []*schema.BlockType{eventsBlock}}
 	return node.Spec{
 		Kind:    node.KindSink,
 		Type:    "audit",
@@ -63,6 +63,7 @@ type config struct {
 	closed           bool
 	redact           []jsonPath
 	sensitive        []string
+	events           *eventsConfig // nil without an events block
 }
 
 func newSink(b node.Build) (any, hcl.Diagnostics) {
@@ -114,6 +115,8 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 		c.redact = append(c.redact, jp)
 	}
 	c.checkpoint, _, d = checkpointAttr.Get(b.Content)
+	get(d)
+	c.events, d = decodeEvents(b)
 	get(d)
 	c.resolve(b)
 	return &Sink{address: b.Address, cfg: c, gate: newGate(c.closed)}, diags

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
@@ -28,6 +29,9 @@ type Sink struct {
 	// Stdout and Now replace standard output and the clock (tests).
 	Stdout io.Writer
 	Now    func() time.Time
+	// Clientset replaces the client the events block builds from its
+	// cluster (tests).
+	Clientset kubernetes.Interface
 }
 
 // Held implements node.Gate: with fail = "closed", the other sinks of the
@@ -60,6 +64,7 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 	if err := t.registerMetrics(); err != nil {
 		return nil, fmt.Errorf("%s: register metrics: %w", s.address, err)
 	}
+	t.startEvents(s)
 	t.mu.Lock()
 	t.settle(t.ensureOpen(), 0)
 	t.mu.Unlock()
@@ -90,11 +95,35 @@ type target struct {
 	met     metrics
 	head    atomic.Uint64
 
+	events *emitter // nil without an events block
+
 	stop, done chan struct{}
+}
+
+// startEvents starts the Kubernetes Events of the events block. Events are
+// best effort: without a client, the trail goes on and the error is logged.
+func (t *target) startEvents(s *Sink) {
+	ec := s.cfg.events
+	if ec == nil {
+		return
+	}
+	cs := s.Clientset
+	var closeIdle func()
+	if cs == nil {
+		var err error
+		if cs, closeIdle, err = newClientset(ec); err != nil {
+			t.met.eventFailures.Inc()
+			t.log.Error("audit Kubernetes Events disabled: no client", "err", err)
+			return
+		}
+	}
+	t.events = newEmitter(ec, cs, t.log, t.met.events, t.met.eventFailures)
+	t.events.closeIdle = closeIdle
 }
 
 type metrics struct {
 	lines, failures, rotations, removed prometheus.Counter
+	events, eventFailures               prometheus.Counter
 }
 
 func (t *target) registerMetrics() error {
@@ -103,13 +132,17 @@ func (t *target) registerMetrics() error {
 		failures:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_write_failures_total", Help: "Lines the audit trail failed to write (they are retried)."}),
 		rotations: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_rotations_total", Help: "Trail files rotated."}),
 		removed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_files_removed_total", Help: "Rotated trail files deleted by retention."}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_events_total",
+			Help: "Kubernetes Events handed to the event recorder (its spam filter may still drop some)."}),
+		eventFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_audit_event_failures_total",
+			Help: "Kubernetes Event API calls that failed (Events are best effort)."}),
 	}
 	head := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pipeline_sink_audit_head_seq",
 		Help: "Seq of the newest line of the audit trail."}, func() float64 { return float64(t.head.Load()) })
 	if t.env.Metrics == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{t.met.lines, t.met.failures, t.met.rotations, t.met.removed, head} {
+	for _, c := range []prometheus.Collector{t.met.lines, t.met.failures, t.met.rotations, t.met.removed, t.met.events, t.met.eventFailures, head} {
 		if err := t.env.Metrics.Register(c); err != nil {
 			return err
 		}
@@ -180,6 +213,7 @@ func (t *target) drain(added int) {
 	err := t.ensureOpen()
 	for err == nil && len(t.owed) > 0 {
 		if err = t.tr.append(&t.owed[0]); err == nil {
+			t.events.emit(&t.owed[0], t.gen)
 			t.owed[0] = line{}
 			t.owed = t.owed[1:]
 		}
@@ -206,6 +240,7 @@ func (t *target) ensureOpen() error {
 		t.tr.close()
 		return err
 	}
+	t.events.emit(&l, t.gen)
 	t.publish()
 	return nil
 }
@@ -296,6 +331,7 @@ func (t *target) Close() error {
 	if len(t.owed) > 0 {
 		t.drain(0)
 	}
+	t.events.close()
 	if n := len(t.owed); n > 0 {
 		t.log.Error("audit lines lost: the trail could not take them before the sink stopped", "count", n, "err", t.lastErr)
 	}

@@ -1,0 +1,173 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/zclconf/go-cty/cty"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+const eventsBody = `events {
+  namespace = "pipeline"
+  ops       = ["delete", "sink_degraded"]
+}`
+
+// waitEvents polls the fake clientset until n Events exist.
+func waitEvents(t *testing.T, cs *fake.Clientset, n int) []corev1.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := cs.CoreV1().Events("pipeline").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) >= n || time.Now().After(deadline) {
+			return l.Items
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEventsSelectAndRedact checks that only the selected ops become Events,
+// with their reason, node, key, generation, and no sensitive value.
+func TestEventsSelectAndRedact(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	s := build(t, t.TempDir(), eventsBody)
+	s.cfg.sensitive = []string{"hunter2"}
+	cs := fake.NewClientset()
+	s.Clientset = cs
+	tg, _, _ := open(t, s)
+	if err := tg.RecordDecision(node.Decision{Kind: node.DecisionConfigLoaded, ConfigGeneration: 3}); err != nil {
+		t.Fatal(err)
+	}
+	secret := node.Entry{Key: "token-hunter2", Value: cty.ObjectVal(map[string]cty.Value{"password": cty.StringVal("hunter2")})}
+	tg.Update(context.Background(), []node.Entry{rec(1), secret})
+	tg.Delete(context.Background(), []node.Entry{secret})
+	if err := tg.RecordDecision(node.Decision{Kind: node.DecisionSinkDegraded, Node: "sink.ebpf.x", Detail: "map full: hunter2"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitEvents(t, cs, 2)
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 {
+		t.Fatalf("got %d Events, want 2 (delete, sink_degraded): %+v", len(evs), evs)
+	}
+	got := map[string]string{}
+	for _, e := range evs {
+		got[e.Reason] = e.Type + " " + e.Annotations[GenerationAnnotation] + " " + e.Message
+		if strings.Contains(e.Message, "hunter2") || strings.Contains(fmt.Sprint(e), "hunter2") {
+			t.Errorf("Event carries a sensitive value: %+v", e)
+		}
+		if e.InvolvedObject.Namespace != "pipeline" || e.Namespace != "pipeline" {
+			t.Errorf("Event %s in namespace %q about %+v, want pipeline", e.Name, e.Namespace, e.InvolvedObject)
+		}
+	}
+	want := map[string]string{
+		"Deleted":      `Normal 3 node sink.audit.test: delete key "(sensitive)": no longer desired by the input`,
+		"SinkDegraded": `Warning 3 node sink.ebpf.x: sink_degraded: (sensitive)`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Events (-want +got):\n%s", d)
+	}
+	if n := testutil.ToFloat64(tg.met.events); n != 2 {
+		t.Errorf("events_total = %v, want 2", n)
+	}
+}
+
+// TestEventsNeverBlock holds every API call of a fake API server: the trail
+// still takes every line, Close returns and no goroutine is left behind.
+// Failures are counted.
+func TestEventsNeverBlock(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	s := build(t, t.TempDir(), eventsBody)
+	cs := fake.NewClientset()
+	release := make(chan struct{})
+	var calls int
+	cs.PrependReactor("*", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		if calls == 1 {
+			<-release // the first call hangs until the test ends
+		}
+		return true, nil, errors.New("api server down")
+	})
+	s.Clientset = cs
+	tg, _, _ := open(t, s)
+	for i := range 3000 {
+		tg.Delete(context.Background(), []node.Entry{rec(i)})
+	}
+	close(release)
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, s.cfg.path)
+	if len(lines) != 3001 { // open + 3000 deletes
+		t.Fatalf("trail has %d lines, want 3001", len(lines))
+	}
+}
+
+// TestEventsFailuresCounted checks a failing API server is counted.
+func TestEventsFailuresCounted(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	s := build(t, t.TempDir(), eventsBody)
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("api server down")
+	})
+	s.Clientset = cs
+	tg, _, _ := open(t, s)
+	tg.Delete(context.Background(), []node.Entry{rec(1)})
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(tg.met.eventFailures) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(tg.met.eventFailures); n == 0 {
+		t.Error("event_failures_total = 0 after a failed create")
+	}
+}
+
+func TestEventsConfig(t *testing.T) {
+	_, diags := nodetest.Build(t, Spec(), "input = source.static.x\npath = \"t\"\nevents {\n  ops = [\"delete\", \"sink_degrade\"]\n}\n", up)
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), `"sink_degrade"`) || !strings.Contains(diags.Error(), "sink_degraded") ||
+		!strings.Contains(diags.Error(), ":5,") {
+		t.Errorf("unknown op: diagnostics %v, want an error at line 4 naming the valid ops", diags)
+	}
+	_, diags = nodetest.Build(t, Spec(), "input = source.static.x\npath = \"t\"\nevents {\n  cluster = cluster.nope\n  ops = [\"delete\"]\n}\n", up)
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "nope") {
+		t.Errorf("undeclared cluster: diagnostics %v", diags)
+	}
+	s := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"t\"\nevents {\n  ops = [\"delete\"]\n}\n", up).(*Sink)
+	want := []node.KubeRule{{Resource: "events", OwnNamespace: true, Verbs: []string{"create", "patch"}}}
+	if d := cmp.Diff(want, s.KubeRules()); d != "" {
+		t.Errorf("KubeRules (-want +got):\n%s", d)
+	}
+	if r := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"t\"\n", up).(*Sink).KubeRules(); r != nil {
+		t.Errorf("KubeRules without events = %v, want none", r)
+	}
+}
+
+// leakOptions ignores the goroutines that exist when a test starts (with the
+// integration tag, the API server's process watchers and the admin clients'
+// connections of earlier tests).
+func leakOptions() []goleak.Option {
+	return []goleak.Option{goleak.IgnoreCurrent(),
+		goleak.IgnoreAnyFunction("github.com/pipeline/pipeline/internal/kubeapitest.(*Server).spawn.func1")}
+}
