@@ -39,7 +39,7 @@ var (
 			Example(`["delete", "sink_degraded", "drift_repaired"]`)
 
 	eventsBlock = schema.Nested("events", schema.Block{Attrs: []schema.Attribute{eventsClusterAttr, eventsNamespaceAttr, eventsOpsAttr}}).
-			WithDoc("Also emits a Kubernetes Event for each written line whose op is listed, best effort: Events never hold or fail the trail, and client-go's spam filter bounds them (a burst of 25 per reason, then one every 5 s).")
+			WithDoc("Also emits a Kubernetes Event for each written line whose op is listed, best effort: Events never hold or fail the trail, and client-go's spam filter bounds them (a burst of 25 Events per type, Normal or Warning, then one every 5 s; repeats are aggregated).")
 )
 
 // eventReasons maps every op an Event may be made of to its reason, a short
