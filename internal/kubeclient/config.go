@@ -1,6 +1,7 @@
 // Package kubeclient turns a cluster block into a client-go configuration.
-// It is shared by the kubernetes source and leader election (cmd/pipeline);
-// connecting, discovery and watching belong to sources/kubernetes.
+// It is shared by the kubernetes source, the audit sink's Events and leader
+// election (cmd/pipeline); connecting, discovery and watching belong to
+// sources/kubernetes.
 package kubeclient
 
 import (

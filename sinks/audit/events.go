@@ -310,7 +310,7 @@ func (s *eventSink) failed(verb string, err error) error {
 	}
 	s.mu.Unlock()
 	if first {
-		s.log.Warn("audit Kubernetes Event failed (logged once per error)", "verb", verb, "namespace", s.ns, "err", err)
+		s.log.Warn("audit kubernetes event failed", "verb", verb, "namespace", s.ns, "err", err)
 	}
 	return err
 }

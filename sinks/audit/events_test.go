@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
@@ -170,4 +172,22 @@ func TestEventsConfig(t *testing.T) {
 func leakOptions() []goleak.Option {
 	return []goleak.Option{goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/pipeline/pipeline/internal/kubeapitest.(*Server).spawn.func1")}
+}
+
+// TestEventFailureLoggedOnce: a failing API server is counted per call and
+// logged once per distinct error.
+func TestEventFailureLoggedOnce(t *testing.T) {
+	var buf strings.Builder
+	failures := prometheus.NewCounter(prometheus.CounterOpts{Name: "f"})
+	s := &eventSink{ctx: context.Background(), log: slog.New(slog.NewTextHandler(&buf, nil)), failures: failures, seen: map[string]bool{}}
+	for range 5 {
+		_ = s.failed("create", errors.New("connection refused"))
+	}
+	_ = s.failed("patch", errors.New("forbidden"))
+	if n := testutil.ToFloat64(failures); n != 6 {
+		t.Errorf("failures = %v, want 6", n)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Errorf("logged %d lines, want 2 (one per distinct error):\n%s", n, buf.String())
+	}
 }

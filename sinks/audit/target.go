@@ -113,7 +113,7 @@ func (t *target) startEvents(s *Sink) {
 		var err error
 		if cs, closeIdle, err = newClientset(ec); err != nil {
 			t.met.eventFailures.Inc()
-			t.log.Error("audit Kubernetes Events disabled: no client", "err", err)
+			t.log.Error("audit kubernetes events disabled: no client", "err", err)
 			return
 		}
 	}
