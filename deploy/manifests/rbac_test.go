@@ -70,7 +70,7 @@ func TestNoAPIAccessNoToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"automountServiceAccountToken: false", "- BPF", "type: Unconfined", "path: /sys/fs/bpf", "a.hcl: |"} {
+	for _, want := range []string{"automountServiceAccountToken: false", "fieldPath: metadata.name", "- BPF", "type: Unconfined", "path: /sys/fs/bpf", "a.hcl: |"} {
 		if !contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -43,6 +43,10 @@ func (o Options) podTemplate(host []node.HostNeeds, api bool) (corev1.PodTemplat
 		Image: o.Image,
 		Args:  []string{"run", "--listen", "0.0.0.0:9464", "--log-format", "json", configDir},
 		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP}},
+		// The pod's identity, for the audit sink's Events (their involved
+		// object) and its own namespace.
+		Env: []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+			fieldEnv("POD_UID", "metadata.uid")},
 		// A directory mount (never subPath), so a ConfigMap update reaches
 		// the running process through kubelet's ..data swap.
 		VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: configDir, ReadOnly: true}, {Name: "tmp", MountPath: "/tmp"}},
@@ -150,3 +154,9 @@ func httpGet(path string) corev1.ProbeHandler {
 }
 
 func int64Ptr(i int64) *int64 { return &i }
+
+// fieldEnv is an environment variable set from a field of the pod (the
+// downward API).
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
