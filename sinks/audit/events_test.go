@@ -191,3 +191,27 @@ func TestEventFailureLoggedOnce(t *testing.T) {
 		t.Errorf("logged %d lines, want 2 (one per distinct error):\n%s", n, buf.String())
 	}
 }
+
+// TestEventsAboutOwnPod: with POD_NAME and POD_NAMESPACE set and no
+// namespace, Events go to the pod's namespace and are about the pod.
+func TestEventsAboutOwnPod(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	t.Setenv("POD_NAME", "pl-0")
+	t.Setenv("POD_NAMESPACE", "pipeline")
+	t.Setenv("POD_UID", "u-1")
+	s := build(t, t.TempDir(), "events {\n  ops = [\"open\"]\n}")
+	cs := fake.NewClientset()
+	s.Clientset = cs
+	tg, _, _ := open(t, s)
+	evs := waitEvents(t, cs, 1)
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("got %d Events, want the open one", len(evs))
+	}
+	want := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "pipeline", Name: "pl-0", UID: "u-1"}
+	if d := cmp.Diff(want, evs[0].InvolvedObject); d != "" || evs[0].Reason != "TrailOpened" {
+		t.Errorf("Event %s about (-want +got):\n%s", evs[0].Reason, d)
+	}
+}
