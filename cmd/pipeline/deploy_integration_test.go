@@ -185,12 +185,13 @@ func leaderElection(t *testing.T, admin kubernetes.Interface, ns, hubDir, dir, k
 	killed := time.Now()
 	_ = leader.cmd.Wait()
 	createPods(t, admin, ns, "d")
+	// client-go's bound: the follower takes the lease once it has seen it
+	// unrenewed for lease_duration, polling every retry_period with up to
+	// 1.2x jitter, so up to lease_duration + 2 x 2.2 retry periods after the
+	// last renewal. The time it took is logged (and quoted in the README);
+	// it is a figure, not a pass/fail line.
 	waitFor(t, leaseDuration+5*time.Second, "the follower takes over", func() bool { return follower.readyz().leading() })
-	took := time.Since(killed)
-	t.Logf("takeover %v after the leader was killed (lease_duration %v)", took.Round(10*time.Millisecond), leaseDuration)
-	if took > leaseDuration+2*time.Second { // plus up to two retry periods
-		t.Errorf("takeover took %v, more than lease_duration %v plus two retry periods", took, leaseDuration)
-	}
+	t.Logf("takeover %v after the leader was killed (lease_duration %v)", time.Since(killed).Round(10*time.Millisecond), leaseDuration)
 	waitFor(t, 10*time.Second, "the new leader converges", func() bool {
 		w := strings.Join(follower.writes(), ",")
 		return w == "a,b,c,d"
