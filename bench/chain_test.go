@@ -20,21 +20,6 @@ import (
 	"github.com/pipeline/pipeline/transforms/graceperiod"
 )
 
-// feed is a source the benchmark drives.
-type feed struct{ ops chan func(node.Output) }
-
-func (f *feed) Run(ctx context.Context, _ node.Env, out node.Output) error {
-	out.MarkSynced()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case op := <-f.ops:
-			op(out)
-		}
-	}
-}
-
 const graph = `
 source "feed" "pods" {}
 transform "extract" "ips" {
@@ -73,7 +58,7 @@ func pod(i, gen int) node.Record {
 // discards, with the real engine collections in between, and reports
 // updates/s end to end (the issue's goal: far above 5,000/s).
 func BenchmarkChain(b *testing.B) {
-	f := &feed{ops: make(chan func(node.Output), 64)}
+	f := &churnFeed{ops: make(chan func(node.Output), 64)}
 	sink := nodetest.NewMemSink()
 	sink.AppendOnly = true
 	pick := func(impl any) func(node.Build) (any, hcl.Diagnostics) {

@@ -82,7 +82,7 @@ func lastLine(b []byte) []byte {
 	return b
 }
 
-// churnFeed is a source the churn child drives.
+// churnFeed is a source the churn child (and BenchmarkChain) drives.
 type churnFeed struct{ ops chan func(node.Output) }
 
 func (f *churnFeed) Run(ctx context.Context, _ node.Env, out node.Output) error {
