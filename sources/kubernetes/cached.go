@@ -38,9 +38,7 @@ var errValueGone = errors.New("value already emitted")
 // will be emitted: a relist delivers unchanged objects (same
 // resourceVersion) to no handler, so their value would stay in the cache.
 func newSlim(u *unstructured.Unstructured, keyer *kobject.Keyer, withValue bool) *slimObject {
-	o := &slimObject{}
-	o.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
-	o.Name, o.Namespace, o.UID, o.ResourceVersion = u.GetName(), u.GetNamespace(), u.GetUID(), u.GetResourceVersion()
+	o := &slimObject{PartialObjectMetadata: identity(u)}
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
 	if withValue {
 		if v, err := kobject.Value(u.Object); err == nil {
@@ -49,6 +47,15 @@ func newSlim(u *unstructured.Unstructured, keyer *kobject.Keyer, withValue bool)
 	}
 	o.digest = digest(u.Object)
 	return o
+}
+
+// identity is what the informer cache keeps of an object's metadata: its
+// type, name, namespace, uid and resourceVersion.
+func identity(u *unstructured.Unstructured) metav1.PartialObjectMetadata {
+	var m metav1.PartialObjectMetadata
+	m.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
+	m.Name, m.Namespace, m.UID, m.ResourceVersion = u.GetName(), u.GetNamespace(), u.GetUID(), u.GetResourceVersion()
+	return m
 }
 
 func digest(obj map[string]any) [sha256.Size]byte {

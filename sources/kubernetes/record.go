@@ -27,9 +27,7 @@ type recordObject struct {
 // value leaves out metadata.resourceVersion unless the graph reads it, so
 // that a write changing nothing the graph reads yields an equal value.
 func newRecordObject(u *unstructured.Unstructured, keyer *kobject.Keyer, keepRV bool) *recordObject {
-	o := &recordObject{}
-	o.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
-	o.Name, o.Namespace, o.UID, o.ResourceVersion = u.GetName(), u.GetNamespace(), u.GetUID(), u.GetResourceVersion()
+	o := &recordObject{PartialObjectMetadata: identity(u)}
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
 	obj := u.Object
 	if !keepRV {
