@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,35 +28,6 @@ sink "log" "out" {
   path  = "out.log"
 }
 `
-
-// startRun runs the pipeline in dir with src until the test ends and
-// returns the address it listens on and a stop function.
-func startRun(t *testing.T, dir, src string) (addr string, stop func()) {
-	t.Helper()
-	cfg := filepath.Join(dir, "p.hcl")
-	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc, done := make(chan string, 1), make(chan error, 1)
-	var stderr bytes.Buffer
-	go func() {
-		done <- runPipeline(ctx, io.Discard, &stderr, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
-			logLevel: "info", onListen: func(a string) { addrc <- a }})
-	}()
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		cancel()
-		t.Fatalf("run ended early: %v\n%s", err, stderr.String())
-	}
-	return addr, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
-}
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

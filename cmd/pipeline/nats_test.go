@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -58,24 +55,8 @@ func TestRunEmbeddedNATS(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "p.hcl")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(hubAndAgent, port, port)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	var stderr bytes.Buffer
-	go func() {
-		done <- runPipeline(ctx, io.Discard, &stderr, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
-			logLevel: "info", onListen: func(a string) { addrc <- a }})
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("run ended early: %v\n%s", err, stderr.String())
-	}
+	run := launch(t, dir, fmt.Sprintf(hubAndAgent, port, port))
+	addr := run.addr
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(15 * time.Second)
@@ -85,9 +66,8 @@ func TestRunEmbeddedNATS(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("agent never logged the hub's records; out.log:\n%s\nstderr:\n%s", b, stderr.String())
+			_ = run.stop()
+			t.Fatalf("agent never logged the hub's records; out.log:\n%s\nstderr:\n%s", b, run.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -124,8 +104,7 @@ func TestRunEmbeddedNATS(t *testing.T) {
 			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
+	if err := run.stop(); err != nil {
+		t.Fatalf("run: %v\n%s", err, run.stderr.String())
 	}
 }
