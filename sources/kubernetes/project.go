@@ -91,55 +91,69 @@ var errSyntax = errors.New("malformed JSON")
 // float64).
 type projector struct{ data []byte }
 
-// object decodes the object starting at i (after white space) keeping only
-// p's paths, and returns it with the index after it.
-func (d projector) object(i int, p *node.Paths) (map[string]any, int, error) {
+// members walks the object starting at i (after white space): for each
+// member it calls member with the key and the index of the value, which
+// must return the index after the value. It returns the index after the
+// object.
+func (d projector) members(i int, member func(key string, j int) (int, error)) (int, error) {
 	i = d.ws(i)
 	if i >= len(d.data) || d.data[i] != '{' {
-		return nil, i, fmt.Errorf("%w: object expected at byte %d", errSyntax, i)
+		return i, fmt.Errorf("%w: object expected at byte %d", errSyntax, i)
 	}
-	out := map[string]any{}
 	i = d.ws(i + 1)
 	if i < len(d.data) && d.data[i] == '}' {
-		return out, i + 1, nil
+		return i + 1, nil
 	}
 	for {
 		key, j, err := d.str(d.ws(i))
 		if err != nil {
-			return nil, j, err
+			return j, err
 		}
 		j = d.ws(j)
 		if j >= len(d.data) || d.data[j] != ':' {
-			return nil, j, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
+			return j, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
 		}
-		j = d.ws(j + 1)
-		if sub, ok := p.Field(key); ok {
-			var v any
-			if !sub.Whole() && j < len(d.data) && d.data[j] == '{' {
-				v, j, err = d.object(j, sub)
-			} else {
-				v, j, err = d.value(j)
-			}
-			if err != nil {
-				return nil, j, err
-			}
-			out[key] = v
-		} else if j, err = d.skip(j); err != nil {
-			return nil, j, err
+		if j, err = member(key, d.ws(j+1)); err != nil {
+			return j, err
 		}
 		j = d.ws(j)
 		if j >= len(d.data) {
-			return nil, j, fmt.Errorf("%w: unexpected end", errSyntax)
+			return j, fmt.Errorf("%w: unexpected end", errSyntax)
 		}
 		switch d.data[j] {
 		case ',':
 			i = j + 1
 		case '}':
-			return out, j + 1, nil
+			return j + 1, nil
 		default:
-			return nil, j, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
+			return j, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
 		}
 	}
+}
+
+// object decodes the object starting at i keeping only p's paths, and
+// returns it with the index after it.
+func (d projector) object(i int, p *node.Paths) (map[string]any, int, error) {
+	out := map[string]any{}
+	end, err := d.members(i, func(key string, j int) (int, error) {
+		sub, ok := p.Field(key)
+		if !ok {
+			return d.skip(j)
+		}
+		var v any
+		var err error
+		if !sub.Whole() && j < len(d.data) && d.data[j] == '{' {
+			v, j, err = d.object(j, sub)
+		} else {
+			v, j, err = d.value(j)
+		}
+		out[key] = v
+		return j, err
+	})
+	if err != nil {
+		return nil, end, err
+	}
+	return out, end, nil
 }
 
 // value decodes the whole value at i.
@@ -262,48 +276,21 @@ func (d projector) ws(i int) int {
 // list decodes a List response keeping p's paths of each item: the list's
 // own fields (apiVersion, kind, metadata) whole, and each item projected.
 func (d projector) list(p *node.Paths) (head map[string]any, items []map[string]any, err error) {
-	i := d.ws(0)
-	if i >= len(d.data) || d.data[i] != '{' {
-		return nil, nil, fmt.Errorf("%w: list object expected", errSyntax)
-	}
 	head = map[string]any{}
-	i = d.ws(i + 1)
-	if i < len(d.data) && d.data[i] == '}' {
-		return head, nil, nil
-	}
-	for {
-		key, j, err := d.str(d.ws(i))
-		if err != nil {
-			return nil, nil, err
-		}
-		j = d.ws(j)
-		if j >= len(d.data) || d.data[j] != ':' {
-			return nil, nil, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
-		}
-		j = d.ws(j + 1)
+	_, err = d.members(0, func(key string, j int) (int, error) {
 		if key == "items" {
+			var err error
 			items, j, err = d.items(j, p)
-		} else {
-			var v any
-			v, j, err = d.value(j)
-			head[key] = v
+			return j, err
 		}
-		if err != nil {
-			return nil, nil, err
-		}
-		j = d.ws(j)
-		if j >= len(d.data) {
-			return nil, nil, fmt.Errorf("%w: unexpected end", errSyntax)
-		}
-		switch d.data[j] {
-		case ',':
-			i = j + 1
-		case '}':
-			return head, items, nil
-		default:
-			return nil, nil, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
-		}
+		v, j, err := d.value(j)
+		head[key] = v
+		return j, err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return head, items, nil
 }
 
 func (d projector) items(i int, p *node.Paths) ([]map[string]any, int, error) {
