@@ -53,7 +53,7 @@ var fuzzEdgeCases = []string{
 // both diagnostic views: none may panic, whatever the input. It is seeded
 // with every corpus file, the examples and the edge cases above.
 //
-//	go test ./cmd/pipeline -run '^$' -fuzz FuzzCompile -fuzztime 30s
+//	go test ./cmd/pipeline -run '^$' -fuzz FuzzCompile -fuzztime 20000x
 func FuzzCompile(f *testing.F) {
 	for _, dir := range []string{filepath.Join("testdata", "invalid"), filepath.Join("testdata", "valid")} {
 		for _, c := range corpusCases(f, dir) {
