@@ -42,7 +42,7 @@ test:
 	@$(MAKE) --no-print-directory docs-check
 	@echo '==> the container image under podman (make image-test)'
 	@$(MAKE) --no-print-directory image-test
-	@echo '==> fuzzing the parser and compiler ($(FUZZTIME) inputs)'
+	@echo '==> fuzzing the parser and compiler, and the fast expression path against HCL ($(FUZZTIME) inputs each)'
 	@$(MAKE) --no-print-directory fuzz
 	@echo '==> every row of make bench at tiny sizes (make bench-smoke)'
 	@$(MAKE) --no-print-directory bench-smoke
@@ -62,6 +62,7 @@ vet:
 
 fuzz:
 	$(GO) test ./cmd/pipeline -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
+	$(GO) test ./internal/fastexpr -run '^$$' -fuzz FuzzSameAsHCL -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 
 docs: build
 	./bin/pipeline schema --markdown > docs/reference.md

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/pipeline/pipeline/internal/fastexpr"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -30,6 +31,9 @@ type column struct {
 	from   hcl.Expression   // scalar
 	fields []hcl.Expression // struct, parallel to enc.fields
 	rng    hcl.Range        // of its type attribute, for diagnostics
+	// fast holds from (scalar) or fields (struct) with their fast paths,
+	// which encodeInto evaluates.
+	fast []*fastexpr.Expr
 }
 
 func decodeColumn(bt *schema.BlockType, c *schema.Content, diags *hcl.Diagnostics, isKey bool) (*column, bool) {
@@ -58,11 +62,14 @@ func decodeColumn(bt *schema.BlockType, c *schema.Content, diags *hcl.Diagnostic
 			}
 			from = recordKey
 		}
-		return &column{enc: enc, from: from, rng: trng}, true
+		return &column{enc: enc, from: from, rng: trng, fast: []*fastexpr.Expr{fastexpr.Compile(from, c.Ctx)}}, true
 	}
 	col, ok := decodeStruct(bc, trng, diags)
 	if ok {
 		col.rng = trng
+		for _, f := range col.fields {
+			col.fast = append(col.fast, fastexpr.Compile(f, c.Ctx))
+		}
 	}
 	return col, ok
 }
@@ -152,14 +159,14 @@ func decodeStruct(bc *schema.Content, trng hcl.Range, diags *hcl.Diagnostics) (*
 // set) and encodes them into b, which is zeroed and len(b) == c.enc.size.
 func (c *column) encodeInto(ctx *hcl.EvalContext, b []byte) error {
 	if c.enc.name != "struct" {
-		v, diags := c.from.Value(ctx)
+		v, diags := c.fast[0].Value(ctx)
 		if diags.HasErrors() {
 			return diags
 		}
 		return c.enc.encode(v, b)
 	}
 	for i, f := range c.enc.fields {
-		v, diags := c.fields[i].Value(ctx)
+		v, diags := c.fast[i].Value(ctx)
 		if diags.HasErrors() {
 			return fmt.Errorf("field %s: %w", f.name, diags)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/fastexpr"
 	"github.com/pipeline/pipeline/internal/natsconn"
 )
 
@@ -34,6 +35,7 @@ type Target struct {
 	// reuses its Nats-Msg-Id so JetStream drops the copy, while a new
 	// version of the key, even one equal to an older version, gets a new id.
 	pending map[string]pendingMsg
+	subject *fastexpr.Expr // s.subject with its fast path
 }
 
 type pendingMsg struct {
@@ -45,7 +47,7 @@ type pendingMsg struct {
 // Open implements node.Sink. In ModePlan nothing is connected: the sink has
 // no state to read.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, pending: map[string]pendingMsg{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, pending: map[string]pendingMsg{}, subject: fastexpr.Compile(s.subject, s.ctx)}
 	if t.plan {
 		return t, nil
 	}
@@ -82,7 +84,7 @@ func reportTo(h node.Health) func(natsconn.Status, string) {
 func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	ctx := t.s.ctx.NewChild()
 	ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(r.Key), "value": r.Value})}
-	v, diags := t.s.subject.Value(ctx)
+	v, diags := t.subject.Value(ctx)
 	if diags.HasErrors() {
 		return node.Entry{}, fmt.Errorf("subject: %s", diags.Error())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/fastexpr"
 )
 
 // yield is one record an object yields.
@@ -21,19 +22,23 @@ type yield struct {
 // reuses its evaluation contexts and scratch space between objects, so it
 // belongs to one goroutine.
 type evaluator struct {
-	t        *Transform
-	objCtx   *hcl.EvalContext // object in scope
-	eachCtx  *hcl.EvalContext // object and each in scope
-	objVars  map[string]cty.Value
-	eachVars map[string]cty.Value
-	out      []yield
-	seen     map[node.Key]int // scratch for de-duplicating large yields
+	t *Transform
+	// The transform's expressions with their fast paths (nil when absent).
+	where, forEach, key, value *fastexpr.Expr
+	objCtx                     *hcl.EvalContext // object in scope
+	eachCtx                    *hcl.EvalContext // object and each in scope
+	objVars                    map[string]cty.Value
+	eachVars                   map[string]cty.Value
+	out                        []yield
+	seen                       map[node.Key]int // scratch for de-duplicating large yields
 	// skipped counts records skipped for a null or empty key.
 	skipped int
 }
 
 func newEvaluator(t *Transform) *evaluator {
-	e := &evaluator{t: t, objVars: map[string]cty.Value{}, eachVars: map[string]cty.Value{}, seen: map[node.Key]int{}}
+	e := &evaluator{t: t, objVars: map[string]cty.Value{}, eachVars: map[string]cty.Value{}, seen: map[node.Key]int{},
+		where: fastexpr.Compile(t.where, t.ctx), forEach: fastexpr.Compile(t.forEach, t.ctx),
+		key: fastexpr.Compile(t.key, t.ctx), value: fastexpr.Compile(t.value, t.ctx)}
 	e.objCtx = t.ctx.NewChild()
 	e.objCtx.Variables = e.objVars
 	e.eachCtx = e.objCtx.NewChild()
@@ -52,19 +57,19 @@ func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
 	}()
 	e.out = e.out[:0]
 	e.objVars["object"] = obj
-	if e.t.where != nil {
-		ok, err := evalBool(e.t.where, e.objCtx)
+	if e.where != nil {
+		ok, err := evalBool(e.where, e.objCtx)
 		if err != nil || !ok {
 			return nil, err
 		}
 	}
-	if e.t.forEach == nil {
+	if e.forEach == nil {
 		if err := e.record(e.objCtx); err != nil {
 			return nil, err
 		}
 		return e.out, nil
 	}
-	coll, diags := e.t.forEach.Value(e.objCtx)
+	coll, diags := e.forEach.Value(e.objCtx)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -87,7 +92,7 @@ func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
 
 // record evaluates key and value in ctx and appends the record.
 func (e *evaluator) record(ctx *hcl.EvalContext) error {
-	kv, diags := e.t.key.Value(ctx)
+	kv, diags := e.key.Value(ctx)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -100,8 +105,8 @@ func (e *evaluator) record(ctx *hcl.EvalContext) error {
 		return err
 	}
 	val := cty.EmptyObjectVal
-	if e.t.value != nil {
-		v, diags := e.t.value.Value(ctx)
+	if e.value != nil {
+		v, diags := e.value.Value(ctx)
 		if diags.HasErrors() {
 			return diags
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/fastexpr"
 )
 
 // Transform is a configured filter.
@@ -30,15 +31,16 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 
 // runner is the state of one Run; it belongs to Run's goroutine.
 type runner struct {
-	t    *Transform
-	env  node.Env
-	errs prometheus.Counter
-	ctx  *hcl.EvalContext // reused: record is rebound per evaluation
-	vars map[string]cty.Value
+	t     *Transform
+	env   node.Env
+	errs  prometheus.Counter
+	ctx   *hcl.EvalContext // reused: record is rebound per evaluation
+	vars  map[string]cty.Value
+	where *fastexpr.Expr // t.where with its fast path
 }
 
 func (t *Transform) newRunner(env node.Env) (*runner, error) {
-	r := &runner{t: t, env: env, vars: map[string]cty.Value{},
+	r := &runner{t: t, env: env, vars: map[string]cty.Value{}, where: fastexpr.Compile(t.where, t.ctx),
 		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
 			Help: "Evaluations of an input record whose expression failed; the record is dropped."}),
 	}
@@ -93,7 +95,7 @@ func (r *runner) eval(k node.Key, v cty.Value) (ok bool, err error) {
 		}
 	}()
 	r.vars["record"] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k), "value": v})
-	res, diags := r.t.where.Value(r.ctx)
+	res, diags := r.where.Value(r.ctx)
 	if diags.HasErrors() {
 		return false, diags
 	}
