@@ -28,6 +28,7 @@ type Env struct {
 	kubeconfig string
 	ns         string
 	configs    int // config files written
+	profiles   int // profile pairs written (-profile)
 }
 
 // namespace and label of the pods the scenarios watch.

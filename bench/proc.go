@@ -37,6 +37,11 @@ func (e *Env) startProc(name, bin string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if e.opts.Profile != "" && bin == e.opts.Pipeline {
+		e.profiles++
+		base := filepath.Join(e.opts.Profile, fmt.Sprintf("%s-%d", name, e.profiles))
+		cmd.Env = append(os.Environ(), "PIPELINE_CPUPROFILE="+base+".cpu.pprof", "PIPELINE_MEMPROFILE="+base+".heap.pprof")
+	}
 	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath}
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {

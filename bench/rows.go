@@ -25,6 +25,7 @@ type Options struct {
 	Self          string        `json:"-"`              // this program, re-run for the controller, floor and churn processes
 	Only          string        `json:"only,omitempty"` // regexp over scenario names
 	Smoke         bool          `json:"smoke"`
+	Profile       string        `json:"-"` // directory for CPU and heap profiles of every pipeline process
 }
 
 // A scenario measures one or more rows. It gets the shared environment

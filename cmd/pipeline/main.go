@@ -29,7 +29,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(normalizeArgs(args))
+	stopProfiles := startProfiles(stderr)
 	err := root.Execute()
+	stopProfiles()
 	var ee exitError
 	switch {
 	case err == nil:
