@@ -78,6 +78,11 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	if !diags.HasErrors() {
 		diags = append(diags, g.project()...)
 	}
+	for _, n := range order {
+		if n.Impl != nil {
+			g.fingerprint(n, contents[n])
+		}
+	}
 	return g, schema.DropDerived(diags)
 }
 

@@ -40,6 +40,11 @@ type Node struct {
 	// Prune and Resync are the common sink attributes.
 	Prune  bool
 	Resync time.Duration
+	// Fingerprint digests the node's effective definition and its input's
+	// fingerprint (see fingerprint.go); DiffGraphs compares it. Empty when
+	// the node did not build.
+	Fingerprint string
+	parts       map[string]string // digest of each part of the definition
 }
 
 // Node returns the node with the given address, or nil.

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// Action is what a reload does to one node.
+type Action string
+
+// The actions of a graph diff.
+const (
+	// Kept: the node's effective definition and its input are unchanged;
+	// it keeps running with its state (no relist, same target).
+	Kept Action = "kept"
+	// Rebuilt: its definition or its input changed; a new instance
+	// replaces the running one.
+	Rebuilt Action = "rebuilt"
+	// Added: only the new graph has it.
+	Added Action = "added"
+	// Removed: only the old graph has it.
+	Removed Action = "removed"
+)
+
+// NodeDiff is the action for one address.
+type NodeDiff struct {
+	Address string
+	Kind    node.Kind
+	Action  Action
+	// Changed names what differs for a rebuilt node, sorted: attribute
+	// and nested block names of its body, and "type", "input" (its input
+	// node or that node's definition), "projection" (what the graph reads
+	// of a source's objects). Empty for other actions.
+	Changed []string `json:",omitempty"`
+}
+
+// GraphDiff compares two compiled graphs node by node.
+type GraphDiff struct {
+	// Nodes holds every address of either graph, sorted by address.
+	Nodes []NodeDiff
+	// Relist holds the sources that would list their data afresh (added
+	// or rebuilt), sorted; a kept source goes on from its current state.
+	Relist []string
+}
+
+// Changed reports whether applying the diff changes anything.
+func (d GraphDiff) Changed() bool {
+	for _, n := range d.Nodes {
+		if n.Action != Kept {
+			return true
+		}
+	}
+	return false
+}
+
+// Count returns how many nodes get each action.
+func (d GraphDiff) Count() map[Action]int {
+	out := map[Action]int{}
+	for _, n := range d.Nodes {
+		out[n.Action]++
+	}
+	return out
+}
+
+// Action returns the action for addr, and false when neither graph has it.
+func (d GraphDiff) Action(addr string) (Action, bool) {
+	i := sort.Search(len(d.Nodes), func(i int) bool { return d.Nodes[i].Address >= addr })
+	if i < len(d.Nodes) && d.Nodes[i].Address == addr {
+		return d.Nodes[i].Action, true
+	}
+	return "", false
+}
+
+// DiffGraphs compares two graphs by their nodes' fingerprints (see
+// Node.Fingerprint). Both must have compiled without errors; old may be
+// nil (everything is added). A node whose input is rebuilt is rebuilt too,
+// since its input's fingerprint is part of its own. DiffGraphs does no I/O.
+func DiffGraphs(old, new *Graph) GraphDiff {
+	var d GraphDiff
+	seen := map[string]bool{}
+	if new != nil {
+		for _, n := range new.Nodes {
+			seen[n.Address] = true
+			nd := NodeDiff{Address: n.Address, Kind: n.Kind, Action: Added}
+			var o *Node
+			if old != nil {
+				o = old.Node(n.Address)
+			}
+			if o != nil {
+				nd.Action, nd.Changed = Kept, changedParts(o, n)
+				if o.Fingerprint != n.Fingerprint || n.Fingerprint == "" {
+					nd.Action = Rebuilt
+				}
+			}
+			if n.Kind == node.KindSource && nd.Action != Kept {
+				d.Relist = append(d.Relist, n.Address)
+			}
+			d.Nodes = append(d.Nodes, nd)
+		}
+	}
+	if old != nil {
+		for _, o := range old.Nodes {
+			if !seen[o.Address] {
+				d.Nodes = append(d.Nodes, NodeDiff{Address: o.Address, Kind: o.Kind, Action: Removed})
+			}
+		}
+	}
+	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Address < d.Nodes[j].Address })
+	sort.Strings(d.Relist)
+	return d
+}
+
+// changedParts lists the parts whose digests differ.
+func changedParts(o, n *Node) []string {
+	var out []string
+	for k, v := range n.parts {
+		if o.parts[k] != v {
+			out = append(out, k)
+		}
+	}
+	for k := range o.parts {
+		if _, ok := n.parts[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// A node's fingerprint digests its effective definition: its kind and type,
+// every attribute of its body after compile-time evaluation (variables,
+// locals, functions, the cluster blocks it refers to, defaults filled in),
+// what the graph reads of its objects (a source's projection) and its
+// input's fingerprint. Two nodes with equal fingerprints would run the same
+// way on the same upstream data, so a reload keeps such a node running.
+//
+// Fingerprints are made of SHA-256 digests only. A sensitive value (an
+// attribute declared Sensitive, a sensitive variable, a cluster token)
+// enters them through an HMAC keyed with a secret drawn when the process
+// starts, so no fingerprint can be used to guess a secret; the price is
+// that fingerprints of sensitive nodes compare only within one process.
+
+// engineOnlyAttrs are common attributes the engine reads when it removes a
+// node, not while it runs: changing one alone keeps the node running.
+var engineOnlyAttrs = map[string]bool{}
+
+var fingerprintKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(fmt.Sprintf("engine: no randomness for fingerprint keys: %v", err)) // the platform is broken
+	}
+	return k
+}()
+
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func secretDigest(s string) string {
+	m := hmac.New(sha256.New, fingerprintKey)
+	m.Write([]byte(s))
+	return "hmac:" + hex.EncodeToString(m.Sum(nil))
+}
+
+// fingerprint sets n.Fingerprint and n.parts. content is n's decoded body;
+// n's input must already be fingerprinted (nodes go in topological order).
+func (g *Graph) fingerprint(n *Node, content *schema.Content) {
+	fp := &printer{cfg: g.Config}
+	parts := map[string]string{"type": digest(string(n.Kind), n.Type)}
+	body := n.Spec.FullBody()
+	for _, a := range body.Attrs {
+		info := a.Info()
+		if info.Name == node.InputAttr.Info().Name || engineOnlyAttrs[info.Name] {
+			continue
+		}
+		parts[info.Name] = fp.attr(info, content)
+	}
+	for _, bt := range body.Blocks {
+		parts[bt.Name] = fp.blocks(bt, content)
+	}
+	if n.Input != nil {
+		parts["input"] = digest(n.Input.Address, n.Input.Fingerprint)
+	}
+	if n.Projection != nil {
+		parts["projection"] = digest(n.Projection.String())
+	}
+	names := make([]string, 0, len(parts))
+	for k := range parts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	all := make([]string, 0, 2*len(names))
+	for _, k := range names {
+		all = append(all, k, parts[k])
+	}
+	n.parts, n.Fingerprint = parts, digest(all...)
+}
+
+// printer turns attribute values into canonical text, then digests it.
+type printer struct {
+	cfg *schema.Config
+}
+
+// attr digests one attribute: its value when it evaluates at compile time,
+// else its tokens plus the values of the compile-time names it uses.
+func (p *printer) attr(info *schema.AttrInfo, c *schema.Content) string {
+	if c == nil {
+		return digest("absent")
+	}
+	a, ok := c.Attrs[info.Name]
+	if !ok {
+		return p.defaultDigest(info)
+	}
+	text, refs, sens := p.expr(a.Expr, c.Ctx)
+	if info.Sensitive || sens {
+		text = secretDigest(text)
+	}
+	return digest(append([]string{"set", text}, refs...)...)
+}
+
+// defaultDigest is the digest of an absent attribute: that of its default
+// value written out when the default's HCL text evaluates, so that
+// `prune = true` and no prune at all are the same definition.
+func (p *printer) defaultDigest(info *schema.AttrInfo) string {
+	if info.Default == "" {
+		return digest("absent")
+	}
+	expr, diags := hclsyntax.ParseExpression([]byte(info.Default), "default", hcl.InitialPos)
+	if diags.HasErrors() {
+		return digest("default", info.Default)
+	}
+	v, diags := expr.Value(nil)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return digest("default", info.Default)
+	}
+	text := "value:" + valueText(v)
+	if info.Sensitive {
+		text = secretDigest(text)
+	}
+	return digest("set", text)
+}
+
+func (p *printer) blocks(bt *schema.BlockType, c *schema.Content) string {
+	if c == nil {
+		return digest("absent")
+	}
+	var out []string
+	for _, sub := range c.Blocks[bt.Name] {
+		out = append(out, "block", strings.Join(sub.Labels, "\x00"))
+		for _, a := range bt.Body.Attrs {
+			out = append(out, a.Info().Name, p.attr(a.Info(), sub))
+		}
+		for _, nested := range bt.Body.Blocks {
+			out = append(out, nested.Name, p.blocks(nested, sub))
+		}
+	}
+	return digest(out...)
+}
+
+// expr returns the canonical text of an expression, the digests of the
+// compile-time values it refers to, and whether any of them is sensitive.
+func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string, bool) {
+	vars := e.Variables()
+	evaluable := ctx != nil
+	for _, tr := range vars {
+		if ctx == nil || ctx.Variables[tr.RootName()] == cty.NilVal {
+			evaluable = false
+		}
+	}
+	sensitive := p.usesSensitive(vars)
+	if evaluable {
+		if v, diags := e.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
+			return "value:" + valueText(v), nil, sensitive
+		}
+	}
+	var refs []string
+	for _, tr := range vars {
+		root := tr.RootName()
+		switch {
+		case root == "cluster" && len(tr) >= 2:
+			if a, ok := tr[1].(hcl.TraverseAttr); ok && p.cfg != nil {
+				refs = append(refs, clusterDigest(p.cfg.Clusters[a.Name]))
+			}
+		case ctx != nil && ctx.Variables[root] != cty.NilVal:
+			v, diags := tr.TraverseAbs(ctx)
+			text := "unknown"
+			if !diags.HasErrors() {
+				text = valueText(v)
+			}
+			refs = append(refs, digest(tokensText(tr.SourceRange(), p.cfg), text))
+		}
+	}
+	if sensitive {
+		for i, r := range refs {
+			refs[i] = secretDigest(r)
+		}
+	}
+	return "expr:" + exprText(e, p.cfg), refs, sensitive
+}
+
+// usesSensitive reports whether an expression reads a sensitive variable.
+func (p *printer) usesSensitive(vars []hcl.Traversal) bool {
+	if p.cfg == nil {
+		return false
+	}
+	for _, tr := range vars {
+		if tr.RootName() != "var" || len(tr) < 2 {
+			continue
+		}
+		if a, ok := tr[1].(hcl.TraverseAttr); ok {
+			if v := p.cfg.Variables[a.Name]; v != nil && v.Sensitive {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clusterDigest digests everything a client built from the cluster block
+// depends on; the token only through the keyed digest.
+func clusterDigest(c *schema.Cluster) string {
+	if c == nil {
+		return digest("no cluster")
+	}
+	return digest("cluster", c.Name, c.Kubeconfig, c.Context, fmt.Sprint(c.InCluster), c.Endpoint,
+		string(c.CACert), c.TokenFile, secretDigest(c.Token), fmt.Sprint(c.QPS), fmt.Sprint(c.Burst))
+}
+
+// valueText is a value's canonical JSON with its type, marks removed.
+func valueText(v cty.Value) string {
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() {
+		return "null"
+	}
+	ty, err := ctyjson.MarshalType(v.Type())
+	if err != nil {
+		return v.GoString()
+	}
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		return v.GoString()
+	}
+	return string(ty) + "=" + string(b)
+}
+
+// exprText is an expression's tokens without comments and line layout,
+// so reformatting a file keeps its nodes.
+func exprText(e hcl.Expression, cfg *schema.Config) string {
+	return tokensText(e.Range(), cfg)
+}
+
+func tokensText(rng hcl.Range, cfg *schema.Config) string {
+	src := sourceBytes(rng, cfg)
+	if src == nil {
+		return rng.String()
+	}
+	toks, diags := hclsyntax.LexExpression(src, rng.Filename, rng.Start)
+	if diags.HasErrors() {
+		return string(src)
+	}
+	var b strings.Builder
+	for _, t := range toks {
+		switch t.Type {
+		case hclsyntax.TokenComment, hclsyntax.TokenNewline, hclsyntax.TokenEOF:
+			continue
+		}
+		b.Write(t.Bytes)
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+func sourceBytes(rng hcl.Range, cfg *schema.Config) []byte {
+	if cfg == nil {
+		return nil
+	}
+	f := cfg.Files[rng.Filename]
+	if f == nil || rng.Start.Byte < 0 || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
+		return nil
+	}
+	return f.Bytes[rng.Start.Byte:rng.End.Byte]
+}
