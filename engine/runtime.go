@@ -69,11 +69,16 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 			r.outs[n] = newCollection(opts.QueueLimit, r.stats[n])
 		}
 	}
+	var sinks []*Node
 	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
-			r.sinks[n] = &sinkLoop{n: n, in: r.outs[n.Input], h: r.healths[n],
-				log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec}
+			sinks = append(sinks, n)
 		}
+	}
+	mem := newStartupMemory(len(sinks))
+	for _, n := range sinks {
+		r.sinks[n] = &sinkLoop{n: n, in: r.outs[n.Input], h: r.healths[n],
+			log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec, mem: mem}
 	}
 	return r, nil
 }

@@ -33,6 +33,7 @@ type sinkLoop struct {
 	// finished: shutdown drains started sinks only, so a signal during
 	// start-up does not wait for the whole first write.
 	started atomic.Bool
+	mem     *startupMemory // told when started is first set
 
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
@@ -321,8 +322,8 @@ func (s *sinkLoop) full(ctx context.Context) {
 	s.needFull = false
 	s.apply(ctx, ups, dels)
 	s.fulls++
-	if s.synced && ctx.Err() == nil {
-		s.started.Store(true)
+	if s.synced && ctx.Err() == nil && !s.started.Swap(true) && s.mem != nil {
+		s.mem.sinkStarted()
 	}
 	s.met.reconcile.Observe(time.Since(start).Seconds())
 	s.logFull(start, ups, dels)
