@@ -26,8 +26,8 @@ type Source struct {
 	target  target
 	keyer   *kobject.Keyer
 	pruner  *kobject.Pruner
-	proj    *node.Paths // what the graph reads; nil: whole objects (see Project)
-	readsRV bool        // the graph reads metadata.resourceVersion
+	proj    *node.Paths // what the source decodes; nil: whole objects (see Project)
+	reads   *node.Paths // what the graph reads, the part of proj a record's value holds
 	opts    options
 	// nsFile holds the pod's namespace for namespaced_watch; tests point it elsewhere.
 	nsFile string

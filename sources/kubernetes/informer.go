@@ -235,7 +235,7 @@ func (w *watcher) transform(obj any) (any, error) {
 		return newSlim(u, w.src.keyer, !w.cachedUnchanged(u)), nil
 	}
 	if w.src.proj != nil {
-		return newRecordObject(u, w.src.keyer, w.src.readsRV), nil
+		return newRecordObject(u, w.src.keyer, w.src.reads), nil
 	}
 	return u, nil
 }

@@ -38,7 +38,8 @@ func (s *Source) Project(p *node.Paths) hcl.Diagnostics {
 		s.proj = nil
 		return diags
 	}
-	s.readsRV = p.Covers("metadata", "resourceVersion")
+	s.reads = &node.Paths{}
+	s.reads.Merge(p)
 	proj := &node.Paths{}
 	proj.Merge(p)
 	for _, path := range identityPaths {

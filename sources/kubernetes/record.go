@@ -1,11 +1,15 @@
 package kubernetes
 
 import (
+	"fmt"
+
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/kobject"
 )
@@ -24,17 +28,41 @@ type recordObject struct {
 }
 
 // newRecordObject makes the cached form of a projected object. The record
-// value leaves out metadata.resourceVersion unless the graph reads it, so
-// that a write changing nothing the graph reads yields an equal value.
-func newRecordObject(u *unstructured.Unstructured, keyer *kobject.Keyer, keepRV bool) *recordObject {
+// value holds only what the graph reads (reads): not the identity fields
+// the source decodes for itself (apiVersion, kind, name, namespace, uid,
+// resourceVersion) unless an expression reads them, so that a write
+// changing nothing the graph reads yields an equal value, and 10,000 pods
+// do not keep 10,000 copies of fields nobody reads (each object level of
+// a cty value carries its own type).
+func newRecordObject(u *unstructured.Unstructured, keyer *kobject.Keyer, reads *node.Paths) *recordObject {
 	o := &recordObject{PartialObjectMetadata: identity(u)}
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
-	obj := u.Object
-	if !keepRV {
-		obj = kobject.WithoutResourceVersion(obj)
-	}
-	o.val, o.valErr = kobject.Value(obj)
+	o.val, o.valErr = readValue(u.Object, reads)
 	return o
+}
+
+// readValue converts the fields of obj that reads covers.
+func readValue(obj map[string]any, reads *node.Paths) (cty.Value, error) {
+	if reads.Whole() {
+		return kobject.Value(obj)
+	}
+	attrs := make(map[string]cty.Value, len(obj))
+	for f, v := range obj {
+		below, ok := reads.Field(f)
+		if !ok {
+			continue
+		}
+		var err error
+		if m, isMap := v.(map[string]any); isMap && !below.Whole() {
+			attrs[f], err = readValue(m, below)
+		} else {
+			attrs[f], err = ctyconv.ToCty(v)
+		}
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("convert object: %w", err)
+		}
+	}
+	return cty.ObjectVal(attrs), nil
 }
 
 // DeepCopyObject implements runtime.Object; the value is immutable and shared.
@@ -50,7 +78,22 @@ func (o *recordObject) value() (cty.Value, error)          { return o.val, o.val
 func (o *recordObject) release()                           {}
 func (o *recordObject) unstructured() *unstructured.Unstructured {
 	m, _ := ctyconv.FromCty(o.val).(map[string]any)
-	return &unstructured.Unstructured{Object: m}
+	if m == nil {
+		m = map[string]any{}
+	}
+	// The value holds what the graph reads; the identity comes back from
+	// the cached metadata.
+	u := &unstructured.Unstructured{Object: m}
+	for _, f := range []struct {
+		v   string
+		set func(string)
+	}{{o.APIVersion, u.SetAPIVersion}, {o.Kind, u.SetKind}, {o.Namespace, u.SetNamespace}, {o.Name, u.SetName},
+		{string(o.UID), func(s string) { u.SetUID(types.UID(s)) }}, {o.ResourceVersion, u.SetResourceVersion}} {
+		if f.v != "" {
+			f.set(f.v)
+		}
+	}
+	return u
 }
 
 // sameAs compares record values, which leave out the resourceVersion.
