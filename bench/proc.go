@@ -40,7 +40,8 @@ func (e *Env) startProc(name, bin string, args ...string) (*proc, error) {
 	if e.opts.Profile != "" && bin == e.opts.Pipeline {
 		e.profiles++
 		base := filepath.Join(e.opts.Profile, fmt.Sprintf("%s-%d", name, e.profiles))
-		cmd.Env = append(os.Environ(), "PIPELINE_CPUPROFILE="+base+".cpu.pprof", "PIPELINE_MEMPROFILE="+base+".heap.pprof")
+		cmd.Env = append(os.Environ(), "PIPELINE_CPUPROFILE="+base+".cpu.pprof", "PIPELINE_MEMPROFILE="+base+".heap.pprof",
+			"PIPELINE_MEMPROFILE_AFTER="+e.opts.ProfileHeapAfter.String())
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath}
 	p.start = time.Now()

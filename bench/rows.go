@@ -26,6 +26,9 @@ type Options struct {
 	Only          string        `json:"only,omitempty"` // regexp over scenario names
 	Smoke         bool          `json:"smoke"`
 	Profile       string        `json:"-"` // directory for CPU and heap profiles of every pipeline process
+	// ProfileHeapAfter is when, after its start, a pipeline process writes
+	// its heap profile (0: at exit, when it holds little).
+	ProfileHeapAfter time.Duration `json:"-"`
 }
 
 // A scenario measures one or more rows. It gets the shared environment

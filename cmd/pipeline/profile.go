@@ -6,12 +6,15 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"time"
 )
 
 // startProfiles starts the profiles a developer asked for in the
 // environment and returns what writes them when the command ends:
 // PIPELINE_CPUPROFILE=FILE profiles the CPU from start to exit,
-// PIPELINE_MEMPROFILE=FILE writes the live heap at exit (after a GC).
+// PIPELINE_MEMPROFILE=FILE writes the live heap (after a GC) at exit, or
+// PIPELINE_MEMPROFILE_AFTER (a duration) after start: by exit a run has
+// stopped its nodes and holds little.
 // `make bench BENCHFLAGS=-profile DIR` sets both for every pipeline run
 // it measures. Profiles are read with `go tool pprof`.
 func startProfiles(stderr io.Writer) func() {
@@ -31,6 +34,15 @@ func startProfiles(stderr io.Writer) func() {
 			cpu = f
 		}
 	}
+	after, _ := time.ParseDuration(os.Getenv("PIPELINE_MEMPROFILE_AFTER"))
+	var timer *time.Timer
+	if memPath != "" && after > 0 {
+		timer = time.AfterFunc(after, func() {
+			if err := writeHeapProfile(memPath); err != nil {
+				fmt.Fprintf(stderr, "Warning: heap profile: %s\n", err)
+			}
+		})
+	}
 	return func() {
 		if cpu != nil {
 			pprof.StopCPUProfile()
@@ -38,7 +50,7 @@ func startProfiles(stderr io.Writer) func() {
 				fmt.Fprintf(stderr, "Warning: CPU profile: %s\n", err)
 			}
 		}
-		if memPath != "" {
+		if memPath != "" && (timer == nil || timer.Stop()) {
 			if err := writeHeapProfile(memPath); err != nil {
 				fmt.Fprintf(stderr, "Warning: heap profile: %s\n", err)
 			}

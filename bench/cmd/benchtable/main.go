@@ -44,6 +44,7 @@ func run() error {
 	flag.StringVar(&o.Only, "only", "", "run only the scenarios whose name matches this regexp")
 	flag.BoolVar(&o.Smoke, "smoke", false, "tiny sizes and one run: checks every row works, in seconds")
 	flag.StringVar(&o.Profile, "profile", "", "write CPU and heap profiles of every pipeline process measured into this directory")
+	flag.DurationVar(&o.ProfileHeapAfter, "profile-heap-after", 0, "with -profile: write each heap profile this long after the process started (0: at exit)")
 	jsonPath := flag.String("json", "bench/results.json", "write the rows here (empty: do not)")
 	markdown := flag.Bool("markdown", false, "print the table as Markdown")
 	from := flag.String("from", "", "print the table of a results file written earlier, measuring nothing")
