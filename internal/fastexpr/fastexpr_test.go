@@ -196,3 +196,25 @@ func FuzzSameAsHCL(f *testing.F) {
 		same(t, src, evalContext(v))
 	})
 }
+
+// BenchmarkFlagshipWhere: the flagship's where, by HCL and by the fast path.
+func BenchmarkFlagshipWhere(b *testing.B) {
+	expr, diags := hclsyntax.ParseExpression([]byte(`try(object.status.podIP, "") != ""`), "x.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		b.Fatal(diags)
+	}
+	ctx := evalContext(decode(b, objects[0]))
+	for _, c := range []struct {
+		name string
+		e    hcl.Expression
+	}{{"hcl", expr}, {"fast", Compile(expr, ctx)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, diags := c.e.Value(ctx); diags.HasErrors() || !v.True() {
+					b.Fatal(v, diags)
+				}
+			}
+		})
+	}
+}
