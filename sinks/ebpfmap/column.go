@@ -6,7 +6,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/fastexpr"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -31,9 +33,46 @@ type column struct {
 	from   hcl.Expression   // scalar
 	fields []hcl.Expression // struct, parallel to enc.fields
 	rng    hcl.Range        // of its type attribute, for diagnostics
-	// fast holds from (scalar) or fields (struct) with their fast paths,
-	// which encodeInto evaluates.
-	fast []*fastexpr.Expr
+	// exprs holds from (scalar) or fields (struct) as encodeInto
+	// evaluates them.
+	exprs []colExpr
+}
+
+// colExpr is one expression a column encodes, with the shortcuts Prepare
+// takes for every record: a constant is evaluated once, record.key needs
+// no record object, anything else goes through its fast path.
+type colExpr struct {
+	expr      *fastexpr.Expr
+	constant  cty.Value // cty.NilVal unless it reads no variable and evaluated cleanly
+	recordKey bool
+}
+
+func newColExpr(e hcl.Expression, ctx *hcl.EvalContext) colExpr {
+	x := colExpr{expr: fastexpr.Compile(e, ctx)}
+	if st, ok := e.(*hclsyntax.ScopeTraversalExpr); ok && len(st.Traversal) == 2 && st.Traversal.RootName() == "record" {
+		if a, ok := st.Traversal[1].(hcl.TraverseAttr); ok && a.Name == "key" {
+			x.recordKey = true
+			return x
+		}
+	}
+	if len(e.Variables()) == 0 {
+		if v, diags := e.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
+			x.constant = v
+		}
+	}
+	return x
+}
+
+// value evaluates the expression for rec; ctx builds the context with
+// record set, called only when the expression needs it.
+func (x colExpr) value(rec node.Record, ctx func() *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	switch {
+	case x.recordKey:
+		return cty.StringVal(rec.Key), nil
+	case x.constant != cty.NilVal:
+		return x.constant, nil
+	}
+	return x.expr.Value(ctx())
 }
 
 func decodeColumn(bt *schema.BlockType, c *schema.Content, diags *hcl.Diagnostics, isKey bool) (*column, bool) {
@@ -62,13 +101,13 @@ func decodeColumn(bt *schema.BlockType, c *schema.Content, diags *hcl.Diagnostic
 			}
 			from = recordKey
 		}
-		return &column{enc: enc, from: from, rng: trng, fast: []*fastexpr.Expr{fastexpr.Compile(from, c.Ctx)}}, true
+		return &column{enc: enc, from: from, rng: trng, exprs: []colExpr{newColExpr(from, c.Ctx)}}, true
 	}
 	col, ok := decodeStruct(bc, trng, diags)
 	if ok {
 		col.rng = trng
 		for _, f := range col.fields {
-			col.fast = append(col.fast, fastexpr.Compile(f, c.Ctx))
+			col.exprs = append(col.exprs, newColExpr(f, c.Ctx))
 		}
 	}
 	return col, ok
@@ -155,18 +194,19 @@ func decodeStruct(bc *schema.Content, trng hcl.Range, diags *hcl.Diagnostics) (*
 	return &column{enc: layoutStruct(fields), fields: exprs}, true
 }
 
-// encodeInto evaluates the column's expressions in ctx (where record is
-// set) and encodes them into b, which is zeroed and len(b) == c.enc.size.
-func (c *column) encodeInto(ctx *hcl.EvalContext, b []byte) error {
+// encodeInto evaluates the column's expressions for rec (ctx gives the
+// context where record is set) and encodes them into b, which is zeroed
+// and len(b) == c.enc.size.
+func (c *column) encodeInto(rec node.Record, ctx func() *hcl.EvalContext, b []byte) error {
 	if c.enc.name != "struct" {
-		v, diags := c.fast[0].Value(ctx)
+		v, diags := c.exprs[0].value(rec, ctx)
 		if diags.HasErrors() {
 			return diags
 		}
 		return c.enc.encode(v, b)
 	}
 	for i, f := range c.enc.fields {
-		v, diags := c.fast[i].Value(ctx)
+		v, diags := c.exprs[i].value(rec, ctx)
 		if diags.HasErrors() {
 			return fmt.Errorf("field %s: %w", f.name, diags)
 		}

@@ -127,12 +127,18 @@ func (t *Target) split(e node.Entry) (key, value []byte) {
 // Prepare implements node.Target: it encodes the record's key and value.
 // It does no I/O.
 func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
-	ctx := t.s.ctx.NewChild()
-	ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(rec.Key), "value": rec.Value})}
+	var ctx *hcl.EvalContext
+	recordCtx := func() *hcl.EvalContext {
+		if ctx == nil {
+			ctx = t.s.ctx.NewChild()
+			ctx.Variables = map[string]cty.Value{"record": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(rec.Key), "value": rec.Value})}
+		}
+		return ctx
+	}
 	ks := int(t.s.spec.KeySize)
 	data := make([]byte, ks+int(t.s.spec.ValueSize))
 	k, v := data[:ks:ks], data[ks:]
-	if err := t.s.key.encodeInto(ctx, k); err != nil {
+	if err := t.s.key.encodeInto(rec, recordCtx, k); err != nil {
 		return node.Entry{}, fmt.Errorf("key: %w", err)
 	}
 	if t.isArr {
@@ -140,7 +146,7 @@ func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
 			return node.Entry{}, fmt.Errorf("key: index %d is outside the array (max_entries %d)", i, t.s.spec.MaxEntries)
 		}
 	}
-	if err := t.s.value.encodeInto(ctx, v); err != nil {
+	if err := t.s.value.encodeInto(rec, recordCtx, v); err != nil {
 		return node.Entry{}, fmt.Errorf("value: %w", err)
 	}
 	return node.Entry{Key: t.s.key.enc.canonical(k), Value: hexValue(v), Data: data}, nil
