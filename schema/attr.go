@@ -42,6 +42,9 @@ type Attr[T any] struct {
 	def    *T
 	// raw handles (expressions, references) do not evaluate the expression.
 	raw func(expr hcl.Expression, c *Content) (T, hcl.Diagnostics)
+	// keepMarks hands decode the value with its sensitive marks (handles
+	// returning a cty.Value); the others decode the raw value.
+	keepMarks bool
 }
 
 // Info implements Attribute.
@@ -96,7 +99,11 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return zero, rng, diags
 	}
-	val, _ = val.UnmarkDeep()
+	if a.info.Sensitive {
+		val = MarkSensitive(val)
+	}
+	marked := val
+	val = rawValue(val)
 	if !val.IsWhollyKnown() {
 		// Only a variable or local value that failed (its error already
 		// reported) leaves a value unknown when the configuration loads.
@@ -121,6 +128,9 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 			return *a.def, rng, nil
 		}
 		return zero, rng, nil
+	}
+	if a.keepMarks {
+		val = marked
 	}
 	v, d := a.decode(val, rng)
 	return v, rng, append(diags, d...)
