@@ -16,7 +16,7 @@ import (
 type Cluster struct {
 	// sensitive holds the raw text of the block's sensitive values (the
 	// token, whatever a sensitive variable computed) for views to mask.
-	sensitive []string
+	sensitive  []string
 	Name       string
 	Kubeconfig string
 	Context    string
