@@ -142,6 +142,22 @@ func (a *Attr[T]) Check(c *Content) hcl.Diagnostics {
 	return diags
 }
 
+// IsSensitive reports whether the attribute's value is sensitive: declared
+// Sensitive, or computed from a sensitive variable. Get hands such a value
+// over raw; a node that uses it raw (a path, an address) keeps it out of
+// its messages.
+func (a *Attr[T]) IsSensitive(c *Content) bool {
+	if a.info.Sensitive {
+		return true
+	}
+	attr, ok := c.Attrs[a.info.Name]
+	if !ok || a.raw != nil {
+		return false
+	}
+	v, diags := attr.Expr.Value(c.Ctx)
+	return !diags.HasErrors() && IsSensitive(v)
+}
+
 // Has reports whether the attribute is set in the content.
 func (a *Attr[T]) Has(c *Content) bool {
 	_, ok := c.Attrs[a.info.Name]

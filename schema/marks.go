@@ -34,6 +34,9 @@ func IsSensitive(v cty.Value) bool {
 	if v.IsMarked() {
 		return true
 	}
+	if v.Type().IsPrimitiveType() {
+		return false // cheap on the hot path: a scalar holds nothing inside
+	}
 	return v.ContainsMarked()
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/fastexpr"
 	"github.com/pipeline/pipeline/internal/natsconn"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Target publishes. Prepare may be called from the engine's goroutine only,
@@ -91,8 +92,14 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
 		return node.Entry{}, fmt.Errorf("subject is %s, not a string", v.Type().FriendlyName())
 	}
+	// The server needs the raw subject; a sensitive one is not shown.
+	sensitive := v.IsMarked()
+	v, _ = v.Unmark()
 	subject := v.AsString()
 	if !validSubject(subject) {
+		if sensitive {
+			return node.Entry{}, errors.New("invalid subject (sensitive, not shown): tokens separated by dots, no spaces or wildcards")
+		}
 		return node.Entry{}, fmt.Errorf("invalid subject %q: tokens separated by dots, no spaces or wildcards", subject)
 	}
 	value, err := natsconn.EncodeValue(r.Value)
@@ -101,7 +108,16 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	}
 	data := make([]byte, 0, len(subject)+1+len(value))
 	data = append(append(append(data, subject...), 0), value...)
-	return node.Entry{Key: r.Key, Value: cty.StringVal(string(value)), Data: data}, nil
+	return node.Entry{Key: r.Key, Value: shown(cty.StringVal(string(value)), r.Value), Data: data}, nil
+}
+
+// shown marks an entry's value sensitive when the record's value holds a
+// sensitive part, so that views mask what is published.
+func shown(entry, record cty.Value) cty.Value {
+	if schema.IsSensitive(record) {
+		return schema.MarkSensitive(entry)
+	}
+	return entry
 }
 
 func validSubject(s string) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/natsconn"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Target is an open bucket plus key prefix. Its methods are called from one
@@ -152,7 +153,11 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	if err != nil {
 		return node.Entry{}, err
 	}
-	return entry(t.s.prefix+k, b), nil
+	e := entry(t.s.prefix+k, b)
+	if schema.IsSensitive(r.Value) {
+		e.Value = schema.MarkSensitive(e.Value) // views mask what is stored
+	}
+	return e, nil
 }
 
 // entry is the one place an Entry is built, from what the bucket holds.
