@@ -88,7 +88,9 @@ func ToCty(v any) (cty.Value, error) {
 }
 
 // FromCty converts a cty value into JSON-like Go values. Unknown values
-// become nil. Whole numbers become int64, others float64.
+// become nil. Whole numbers become int64, others float64. It gives the raw
+// value, marks dropped, for places that need it (a published value, a
+// JSONPath); a view masks sensitive parts first (schema.Masked).
 func FromCty(v cty.Value) any {
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() {
 		return nil
