@@ -27,6 +27,11 @@ variable "s20" {
   type      = string
   sensitive = true
 }
+variable "jp" {
+  type      = string
+  sensitive = true
+  default   = "{.metadata.namespace}"
+}
 source "static" "s" {
   records = {
     one    = { v = var.s1, j = join("+", [var.s1, var.s1, var.s1]) }
@@ -46,6 +51,7 @@ transform "extract" "derived" {
     f    = format("[%s|%s]", var.s3, object.metadata.name)
     j    = join("+", [var.s1, var.s1, var.s1])
     s    = substr(var.s20, 3, 6)
+    ns   = jsonpath(object, var.jp)
   }
 }
 sink "log" "text" {
@@ -95,12 +101,13 @@ var secrets = map[string]string{"s1": "Q", "s3": `a"\`, "s20": `Bq"x\y-012345678
 func derived() map[string]string {
 	s1, s3, s20 := secrets["s1"], secrets["s3"], secrets["s20"]
 	return map[string]string{
-		"join(s1)":    s1 + "+" + s1 + "+" + s1,
-		"format(s3)":  "[" + s3 + "|web-1]",
-		"format2(s3)": "<" + s3 + ">",
-		"upper(s20)":  strings.ToUpper(s20),
-		"substr(s20)": s20[3:9],
-		"lower(s1)":   "/nonexistent/" + strings.ToLower(s1) + "/", // in a path
+		"join(s1)":     s1 + "+" + s1 + "+" + s1,
+		"format(s3)":   "[" + s3 + "|web-1]",
+		"format2(s3)":  "<" + s3 + ">",
+		"upper(s20)":   strings.ToUpper(s20),
+		"substr(s20)":  s20[3:9],
+		"jsonpath(jp)": `"shop"`,                                    // the manifest's namespace, read by a sensitive JSONPath
+		"lower(s1)":    "/nonexistent/" + strings.ToLower(s1) + "/", // in a path
 	}
 }
 

@@ -1,13 +1,17 @@
 package extract
 
 import (
+	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -54,5 +58,27 @@ func TestSensitiveMarksCarryThrough(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestSensitiveJSONPathReadsWhole: a jsonpath() template computed from a
+// secret is not parsed into the projection (which the graph shows); the
+// transform reads the traversal's subtree whole instead.
+func TestSensitiveJSONPathReadsWhole(t *testing.T) {
+	tr := nodetest.MustBuild(t, Spec(), "input = source.kubernetes.pods\nkey = \"k\"", objects).(*Transform)
+	ctx := tr.ctx.NewChild()
+	ctx.Functions = tr.ctx.Functions
+	ctx.Variables = map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{
+		"jp": schema.MarkSensitive(cty.StringVal("{.metadata.secretname}"))})}
+	tr.ctx = ctx
+	expr, diags := hclsyntax.ParseExpression([]byte("jsonpath(object.spec, var.jp)"), "x.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	tr.key = expr
+	p, _ := tr.ObjectPaths()
+	got := strings.Join(p.List(), " ")
+	if got != ".spec" {
+		t.Errorf("paths %q, want the subtree spec read whole", got)
 	}
 }
