@@ -44,6 +44,7 @@ source "files" "pods" {
 }
 transform "extract" "derived" {
   input = source.files.pods
+  where = "${object.metadata.name}/${var.s3}" != ""
   key   = object.metadata.name
   value = {
     name = object.metadata.name
@@ -52,6 +53,7 @@ transform "extract" "derived" {
     j    = join("+", [var.s1, var.s1, var.s1])
     s    = substr(var.s20, 3, 6)
     ns   = jsonpath(object, var.jp)
+    t    = "${object.metadata.name}/${var.s3}"
   }
 }
 sink "log" "text" {
@@ -104,6 +106,7 @@ func derived() map[string]string {
 		"join(s1)":     s1 + "+" + s1 + "+" + s1,
 		"format(s3)":   "[" + s3 + "|web-1]",
 		"format2(s3)":  "<" + s3 + ">",
+		"template(s3)": "web-1/" + s3,
 		"upper(s20)":   strings.ToUpper(s20),
 		"substr(s20)":  s20[3:9],
 		"jsonpath(jp)": `"shop"`,                                    // the manifest's namespace, read by a sensitive JSONPath
