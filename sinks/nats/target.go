@@ -102,22 +102,17 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 		}
 		return node.Entry{}, fmt.Errorf("invalid subject %q: tokens separated by dots, no spaces or wildcards", subject)
 	}
-	value, err := natsconn.EncodeValue(r.Value)
+	value, marked, err := natsconn.EncodeValue(r.Value)
 	if err != nil {
 		return node.Entry{}, err
 	}
 	data := make([]byte, 0, len(subject)+1+len(value))
 	data = append(append(append(data, subject...), 0), value...)
-	return node.Entry{Key: r.Key, Value: shown(cty.StringVal(string(value)), r.Value), Data: data}, nil
-}
-
-// shown marks an entry's value sensitive when the record's value holds a
-// sensitive part, so that views mask what is published.
-func shown(entry, record cty.Value) cty.Value {
-	if schema.IsSensitive(record) {
-		return schema.MarkSensitive(entry)
+	shown := cty.StringVal(string(value))
+	if marked {
+		shown = schema.MarkSensitive(shown) // views mask what is published
 	}
-	return entry
+	return node.Entry{Key: r.Key, Value: shown, Data: data}, nil
 }
 
 func validSubject(s string) bool {

@@ -149,12 +149,12 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	if err != nil {
 		return node.Entry{}, err
 	}
-	b, err := natsconn.EncodeValue(r.Value)
+	b, sensitive, err := natsconn.EncodeValue(r.Value)
 	if err != nil {
 		return node.Entry{}, err
 	}
 	e := entry(t.s.prefix+k, b)
-	if schema.IsSensitive(r.Value) {
+	if sensitive {
 		e.Value = schema.MarkSensitive(e.Value) // views mask what is stored
 	}
 	return e, nil
