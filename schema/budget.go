@@ -123,7 +123,9 @@ func (b *budget) chargeLocal(a *hcl.Attribute, v cty.Value) (cty.Value, hcl.Diag
 }
 
 // hideSensitive replaces the message of a function's error when one of its
-// arguments is sensitive, keeping the argument it blames.
+// arguments is sensitive, keeping the argument it blames. Even a type error
+// is hidden: parsers quote fragments of their input ("invalid character
+// 'a'", "invalid escape sequence in \x"), which no text match can rule out.
 func hideSensitive(err error, args []cty.Value) error {
 	if err == nil {
 		return nil
