@@ -107,6 +107,7 @@ func derived() map[string]string {
 		"format(s3)":   "[" + s3 + "|web-1]",
 		"format2(s3)":  "<" + s3 + ">",
 		"template(s3)": "web-1/" + s3,
+		"claimed(s1)":  "/tmp/x-" + s1 + ".log", // named by a diagnostic
 		"upper(s20)":   strings.ToUpper(s20),
 		"substr(s20)":  s20[3:9],
 		"jsonpath(jp)": `"shop"`,                                    // the manifest's namespace, read by a sensitive JSONPath
@@ -239,6 +240,14 @@ func runForSecrets(t *testing.T, format string, vars []string) map[string]string
   s = file(substr(var.s20, 0, 5))
   t = { for c in [var.s1] : c => c }[lower(var.s3)]
 }
+sink "log" "dup1" {
+  input = source.static.s
+  path  = "/tmp/x-${var.s1}.log"
+}
+sink "log" "dup2" {
+  input = source.static.s
+  path  = "/tmp/x-${var.s1}.log"
+}
 `
 	if err := os.WriteFile(bad, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -246,6 +255,13 @@ func runForSecrets(t *testing.T, format string, vars []string) map[string]string
 	l := load([]string{bad}, vars)
 	if !l.diags.HasErrors() {
 		t.Fatal("no diagnostic for arithmetic on strings")
+	}
+	claimed := false
+	for _, d := range l.diags {
+		claimed = claimed || d.Summary == "Resource written by two nodes"
+	}
+	if !claimed {
+		t.Fatalf("no diagnostic for two sinks on one path: %v", l.diags)
 	}
 	var diags bytes.Buffer
 	writeDiagsText(&diags, l.files, l.diags)
