@@ -165,7 +165,8 @@ func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string
 	sensitive := p.usesSensitive(vars)
 	if evaluable {
 		if v, diags := e.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
-			return "value:" + valueText(v), nil, sensitive
+			// The mark also covers what a local computed from a secret.
+			return "value:" + valueText(v), nil, sensitive || schema.IsSensitive(v)
 		}
 	}
 	var refs []string
@@ -181,6 +182,7 @@ func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string
 			text := "unknown"
 			if !diags.HasErrors() {
 				text = valueText(v)
+				sensitive = sensitive || schema.IsSensitive(v)
 			}
 			refs = append(refs, digest(tokensText(tr.SourceRange(), p.cfg), text))
 		}

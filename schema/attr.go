@@ -42,6 +42,9 @@ type Attr[T any] struct {
 	def    *T
 	// raw handles (expressions, references) do not evaluate the expression.
 	raw func(expr hcl.Expression, c *Content) (T, hcl.Diagnostics)
+	// keepMarks hands decode the value with its sensitive marks (handles
+	// returning a cty.Value); the others decode the raw value.
+	keepMarks bool
 }
 
 // Info implements Attribute.
@@ -96,7 +99,11 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return zero, rng, diags
 	}
-	val, _ = val.UnmarkDeep()
+	if a.info.Sensitive {
+		val = MarkSensitive(val)
+	}
+	marked := val
+	val = rawValue(val)
 	if !val.IsWhollyKnown() {
 		// Only a variable or local value that failed (its error already
 		// reported) leaves a value unknown when the configuration loads.
@@ -122,6 +129,9 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 		}
 		return zero, rng, nil
 	}
+	if a.keepMarks {
+		val = marked
+	}
 	v, d := a.decode(val, rng)
 	return v, rng, append(diags, d...)
 }
@@ -130,6 +140,22 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 func (a *Attr[T]) Check(c *Content) hcl.Diagnostics {
 	_, _, diags := a.Get(c)
 	return diags
+}
+
+// IsSensitive reports whether the attribute's value is sensitive: declared
+// Sensitive, or computed from a sensitive variable. Get hands such a value
+// over raw; a node that uses it raw (a path, an address) keeps it out of
+// its messages.
+func (a *Attr[T]) IsSensitive(c *Content) bool {
+	if a.info.Sensitive {
+		return true
+	}
+	attr, ok := c.Attrs[a.info.Name]
+	if !ok || a.raw != nil {
+		return false
+	}
+	v, diags := attr.Expr.Value(c.Ctx)
+	return !diags.HasErrors() && IsSensitive(v)
 }
 
 // Has reports whether the attribute is set in the content.

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -71,17 +72,34 @@ func valueSize(v cty.Value, limit int64) (int64, bool) {
 }
 
 // budgeted wraps a function so that its result is charged to b: a result
-// over the budget is an error at the call.
+// over the budget is an error at the call. It also keeps sensitive values
+// out of error messages: the wrapped function gets its arguments with their
+// marks (cty unmarks them for an Impl and marks the result again), and
+// when it fails on a sensitive argument its message, which may quote the
+// argument (tonumber, cidrsubnet, file), is replaced.
 func budgeted(f function.Function, b *budget) function.Function {
+	params := f.Params()
+	for i := range params {
+		params[i].AllowMarked = true
+	}
+	varParam := f.VarParam()
+	if varParam != nil {
+		vp := *varParam
+		vp.AllowMarked = true
+		varParam = &vp
+	}
 	spec := &function.Spec{
 		Description: f.Description(),
-		Params:      f.Params(),
-		VarParam:    f.VarParam(),
-		Type:        func(args []cty.Value) (cty.Type, error) { return f.ReturnTypeForValues(args) },
+		Params:      params,
+		VarParam:    varParam,
+		Type: func(args []cty.Value) (cty.Type, error) {
+			ty, err := f.ReturnTypeForValues(args)
+			return ty, hideSensitive(err, args)
+		},
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			v, err := f.Call(args)
 			if err != nil {
-				return v, err
+				return v, hideSensitive(err, args)
 			}
 			if err := b.charge(v); err != nil {
 				return cty.NilVal, err
@@ -102,4 +120,25 @@ func (b *budget) chargeLocal(a *hcl.Attribute, v cty.Value) (cty.Value, hcl.Diag
 			Subject: a.Expr.Range().Ptr()}}
 	}
 	return v, nil
+}
+
+// hideSensitive replaces the message of a function's error when one of its
+// arguments is sensitive, keeping the argument it blames. Even a type error
+// is hidden: parsers quote fragments of their input ("invalid character
+// 'a'", "invalid escape sequence in \x"), which no text match can rule out.
+func hideSensitive(err error, args []cty.Value) error {
+	if err == nil {
+		return nil
+	}
+	for i, a := range args {
+		if !IsSensitive(a) {
+			continue
+		}
+		var ae function.ArgError
+		if errors.As(err, &ae) {
+			i = ae.Index
+		}
+		return function.NewArgErrorf(i, "the call failed on a sensitive value, so the reason is not shown; check the values of the sensitive variables it uses")
+	}
+	return err
 }

@@ -14,6 +14,9 @@ import (
 // cluster "NAME" block. Token is secret: it never reaches a log, an error,
 // plan output or a metric.
 type Cluster struct {
+	// sensitive holds the raw text of the block's sensitive values (the
+	// token, whatever a sensitive variable computed) for views to mask.
+	sensitive  []string
 	Name       string
 	Kubeconfig string
 	Context    string
@@ -47,6 +50,7 @@ var ClusterBlock = Block{Attrs: []Attribute{clusterKubeconfig, clusterContext, c
 func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, hcl.Diagnostics) {
 	c := &Cluster{Name: blk.Labels[0], DeclRange: blk.DefRange}
 	content, diags := Decode(blk.Body, ClusterBlock, ctx, blk.DefRange)
+	c.sensitive = ClusterBlock.SensitiveValues(content)
 	get := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	var d hcl.Diagnostics
 	var rng hcl.Range

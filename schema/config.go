@@ -270,9 +270,7 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 		c, d := decodeCluster(blk, cfg.Ctx, dir)
 		diags = append(diags, d...)
 		cfg.Clusters[c.Name] = c
-		if c.Token != "" {
-			cfg.Sensitive = append(cfg.Sensitive, c.Token)
-		}
+		cfg.Sensitive = append(cfg.Sensitive, c.sensitive...)
 	}
 	for _, blk := range leaderBlocks {
 		le, d := decodeLeaderElection(blk, cfg)

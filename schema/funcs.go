@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/customdecode"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -70,8 +71,37 @@ func Functions(dir string, env map[string]string) map[string]function.Function {
 		"cidrsubnet": cidrSubnetFunc,
 		"cidrhost":   cidrHostFunc,
 		"try":        tryfunc.TryFunc,
-		"can":        tryfunc.CanFunc,
+		"can":        canFunc,
 	}
+}
+
+// canFunc is HCL's can, whose result is marked sensitive when its
+// expression reads a sensitive value: whether a secret parses tells
+// something about it.
+var canFunc = function.New(&function.Spec{
+	Description: "Evaluates an expression and returns whether it succeeded.",
+	Params:      tryfunc.CanFunc.Params(),
+	Type:        function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		v, err := tryfunc.CanFunc.Call(args)
+		if err != nil {
+			return v, err
+		}
+		if readsSensitive(customdecode.ExpressionClosureFromVal(args[0])) {
+			v = MarkSensitive(v)
+		}
+		return v, nil
+	},
+})
+
+// readsSensitive reports whether an expression reads a sensitive value.
+func readsSensitive(c *customdecode.ExpressionClosure) bool {
+	for _, tr := range c.Expression.Variables() {
+		if v, diags := tr.TraverseAbs(c.EvalContext); !diags.HasErrors() && IsSensitive(v) {
+			return true
+		}
+	}
+	return false
 }
 
 func envFunc(env map[string]string) function.Function {

@@ -178,8 +178,10 @@ func StringMap(name string) *Attr[map[string]string] {
 }
 
 // Value declares an attribute of any type, evaluated when the config loads.
+// The value keeps its sensitive marks (SensitiveMark), so records built from
+// it are masked in every view; a node unmarks it where it needs it raw.
 func Value(name string) *Attr[cty.Value] {
-	a := &Attr[cty.Value]{info: AttrInfo{Name: name, Type: "any"}}
+	a := &Attr[cty.Value]{info: AttrInfo{Name: name, Type: "any"}, keepMarks: true}
 	a.decode = func(v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) { return v, nil }
 	return a
 }

@@ -48,6 +48,7 @@ var LeaderElectionBlock = Block{Attrs: []Attribute{leaderCluster, leaderNamespac
 func decodeLeaderElection(blk *hcl.Block, cfg *Config) (*LeaderElection, hcl.Diagnostics) {
 	le := &LeaderElection{DeclRange: blk.DefRange}
 	content, diags := Decode(blk.Body, LeaderElectionBlock, cfg.Ctx, blk.DefRange)
+	cfg.Sensitive = append(cfg.Sensitive, LeaderElectionBlock.SensitiveValues(content)...)
 	add := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	var d, timing hcl.Diagnostics
 	if leaderCluster.Has(content) {

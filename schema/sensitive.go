@@ -2,9 +2,13 @@ package schema
 
 import "github.com/zclconf/go-cty/cty"
 
-// SensitiveValues returns the string values of c's attributes declared
-// Sensitive (nested blocks included), for views to mask. Values that do
-// not evaluate are left to the attribute's own diagnostics.
+// SensitiveValues returns the raw text of c's sensitive values (nested
+// blocks included): every string of an attribute declared Sensitive, and
+// every part of any attribute computed from a sensitive variable. A node
+// unmarks such a value where it needs it raw (a pin path, a subject), so
+// views mask that text too when an error or a status repeats it. Values
+// that do not evaluate here (runtime expressions) are left to their marks
+// and to the attribute's own diagnostics.
 func (b Block) SensitiveValues(c *Content) []string {
 	if c == nil {
 		return nil
@@ -13,17 +17,17 @@ func (b Block) SensitiveValues(c *Content) []string {
 	for _, a := range b.Attrs {
 		info := a.Info()
 		attr, ok := c.Attrs[info.Name]
-		if !info.Sensitive || !ok {
+		if !ok || info.Type == "reference" || info.Type == "expression" {
 			continue
 		}
 		v, diags := attr.Expr.Value(c.Ctx)
-		if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+		if diags.HasErrors() {
 			continue
 		}
-		v, _ = v.UnmarkDeep()
-		if v.Type() == cty.String && v.AsString() != "" {
-			out = append(out, v.AsString())
+		if info.Sensitive {
+			v = MarkSensitive(v)
 		}
+		out = append(out, SensitiveStrings(v)...)
 	}
 	for _, bt := range b.Blocks {
 		for _, nested := range c.Blocks[bt.Name] {
@@ -31,4 +35,15 @@ func (b Block) SensitiveValues(c *Content) []string {
 		}
 	}
 	return out
+}
+
+// rawValue unmarks a value read by a handle whose Go type cannot carry
+// marks. The caller has the raw value on purpose; SensitiveValues gives
+// views its text.
+func rawValue(v cty.Value) cty.Value {
+	if !IsSensitive(v) {
+		return v
+	}
+	v, _ = v.UnmarkDeep()
+	return v
 }

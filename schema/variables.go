@@ -137,8 +137,11 @@ func evalVariables(decls map[string]*Variable, flags []string, environ []string)
 		if val == cty.NilVal {
 			val = failed(v.Type)
 		}
-		if v.Sensitive && val.IsKnown() && val.Type() == cty.String && !val.IsNull() {
-			sensitive = append(sensitive, val.AsString())
+		if v.Sensitive {
+			// The mark follows the value through every expression; the
+			// strings back it up in text no value reaches whole.
+			val = MarkSensitive(val)
+			sensitive = append(sensitive, SensitiveStrings(val)...)
 		}
 		vals[name] = val
 	}

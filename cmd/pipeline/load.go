@@ -29,7 +29,7 @@ func loadWith(paths []string, opts schema.Options, reg *node.Registry) *loaded {
 	l := schema.NewLoader()
 	cfg, diags := l.Load(paths, opts)
 	out := &loaded{files: l.Files(), cfg: cfg, diags: diags}
-	defer func() { positions(out.diags) }()
+	defer func() { positions(out.diags); maskDiagnostics(out.diags, out.cfg) }()
 	if cfg == nil {
 		return out
 	}

@@ -18,8 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -156,6 +158,10 @@ func newLogger(w io.Writer, format, level string, secrets *redact.Redactor) (*sl
 // redactor masks every secret that reaches a log attribute.
 func redactor(r *redact.Redactor) func([]string, slog.Attr) slog.Attr {
 	return func(_ []string, a slog.Attr) slog.Attr {
+		if v, ok := a.Value.Any().(cty.Value); ok && a.Value.Kind() == slog.KindAny {
+			// The shared renderer: marked parts become "(sensitive)".
+			a = slog.String(a.Key, ctyconv.String(schema.Masked(v)))
+		}
 		if r.Empty() {
 			return a
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Env is what the engine hands a running node.
@@ -134,7 +136,17 @@ func (e Entry) Same(o Entry) bool {
 	if e.Data != nil || o.Data != nil {
 		return bytes.Equal(e.Data, o.Data)
 	}
-	return e.Value.RawEquals(o.Value)
+	if e.Value.RawEquals(o.Value) {
+		return true
+	}
+	// A sensitive mark says how a value may be shown, not what it is: a
+	// desired value computed from a secret equals the raw one read back.
+	if schema.IsSensitive(e.Value) || schema.IsSensitive(o.Value) {
+		a, _ := e.Value.UnmarkDeep()
+		b, _ := o.Value.UnmarkDeep()
+		return a.RawEquals(b)
+	}
+	return false
 }
 
 // HeldCounter is implemented by a target that shows how many entries it

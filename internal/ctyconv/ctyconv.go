@@ -88,12 +88,33 @@ func ToCty(v any) (cty.Value, error) {
 }
 
 // FromCty converts a cty value into JSON-like Go values. Unknown values
-// become nil. Whole numbers become int64, others float64.
+// become nil. Whole numbers become int64, others float64. It gives the raw
+// value, marks dropped, for places that need it (a published value, a
+// JSONPath); a view masks sensitive parts first (schema.Masked).
 func FromCty(v cty.Value) any {
-	if v == cty.NilVal || v.IsNull() || !v.IsKnown() {
+	out, _ := FromCtyMarked(v)
+	return out
+}
+
+// FromCtyMarked is FromCty that also reports whether any part of v carried
+// a mark (pipeline's only mark is the sensitive one), found on the same walk.
+func FromCtyMarked(v cty.Value) (any, bool) {
+	marked := false
+	out := fromCty(v, &marked)
+	return out, marked
+}
+
+func fromCty(v cty.Value, marked *bool) any {
+	if v == cty.NilVal {
 		return nil
 	}
-	v, _ = v.Unmark()
+	if v.IsMarked() {
+		*marked = true
+		v, _ = v.Unmark()
+	}
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
 	ty := v.Type()
 	switch {
 	case ty == cty.String:
@@ -113,14 +134,14 @@ func FromCty(v cty.Value) any {
 		out := make(map[string]any, v.LengthInt())
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
-			out[k.AsString()] = FromCty(e)
+			out[k.AsString()] = fromCty(e, marked)
 		}
 		return out
 	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
 		out := make([]any, 0, v.LengthInt())
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
-			out = append(out, FromCty(e))
+			out = append(out, fromCty(e, marked))
 		}
 		return out
 	}

@@ -2,9 +2,11 @@ package ctyconv
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/zclconf/go-cty/cty"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -34,5 +36,23 @@ func TestRoundTrip(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	if _, err := ToCty(map[string]any{"x": struct{}{}}); err == nil {
 		t.Fatal("want error for struct value")
+	}
+}
+
+// TestFromCtyMarked: the raw value comes back whatever its marks, and the
+// walk reports whether any part carried one.
+func TestFromCtyMarked(t *testing.T) {
+	plain := cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")})
+	marked := cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x"),
+		"l": cty.ListVal([]cty.Value{cty.StringVal("Q").Mark("sensitive")})})
+	if _, m := FromCtyMarked(plain); m {
+		t.Error("a value without marks reported marked")
+	}
+	got, m := FromCtyMarked(marked)
+	if !m {
+		t.Error("a marked part was not reported")
+	}
+	if s := fmt.Sprint(got); s != "map[a:x l:[Q]]" {
+		t.Errorf("raw value %s", s)
 	}
 }

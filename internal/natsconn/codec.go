@@ -14,13 +14,17 @@ import (
 
 // EncodeValue is the one encoding of a record value on NATS (a KV value, the
 // value of a published message): compact JSON with sorted object keys, so
-// equal values give equal bytes and a mirror compares bytes.
-func EncodeValue(v cty.Value) ([]byte, error) {
-	b, err := json.Marshal(ctyconv.FromCty(v))
+// equal values give equal bytes and a mirror compares bytes. The server
+// needs the raw value, so marks are dropped; marked reports whether any
+// part carried one (a sensitive value), for the caller to mark what it
+// shows.
+func EncodeValue(v cty.Value) (b []byte, marked bool, err error) {
+	raw, marked := ctyconv.FromCtyMarked(v)
+	b, err = json.Marshal(raw)
 	if err != nil {
-		return nil, fmt.Errorf("encode value: %w", err)
+		return nil, marked, fmt.Errorf("encode value: %w", err)
 	}
-	return b, nil
+	return b, marked, nil
 }
 
 // DecodeValue parses what EncodeValue wrote (or any JSON a foreign writer

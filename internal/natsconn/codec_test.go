@@ -41,7 +41,7 @@ func TestEscapeKeyRoundTrip(t *testing.T) {
 
 func TestValueRoundTrip(t *testing.T) {
 	v := cty.ObjectVal(map[string]cty.Value{"pod": cty.StringVal("a"), "n": cty.NumberIntVal(3), "tags": cty.TupleVal([]cty.Value{cty.True})})
-	b, err := EncodeValue(v)
+	b, _, err := EncodeValue(v)
 	if err != nil {
 		t.Fatal(err)
 	}

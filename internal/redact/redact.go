@@ -1,9 +1,13 @@
-// Package redact masks the values of sensitive variables and attributes in
-// text and values bound for an output: logs, /readyz, the log sink. It
-// matches a secret wherever it stands alone (a whole string, a whole value,
-// at any length) and, from minLen characters on, inside longer text in
-// every spelling an output gives it: raw, Go-quoted and JSON-escaped.
-// Matching a shorter secret inside text would mask unrelated letters.
+// Package redact is the second net behind sensitive marks: it masks the
+// text of sensitive values in text and values bound for an output (logs,
+// /readyz, the log sink, the audit trail) that no marked value reaches
+// whole, such as an error naming a path computed from a secret. Values
+// themselves are masked by their mark (schema.Masked), whatever their
+// length or spelling. It matches a secret's text wherever it stands alone
+// (a whole string, a whole value, at any length) and, from minLen
+// characters on, inside longer text in every spelling an output gives it:
+// raw, Go-quoted and JSON-escaped. Matching a shorter text inside text
+// would mask unrelated letters.
 //
 // It is for views; the configuration's own evaluation is schema's.
 package redact

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/redact"
 )
 
 var up = &node.Upstream{Address: "source.static.x", Type: node.Records}
@@ -97,7 +98,7 @@ func TestLines(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions()...)
 	dir := t.TempDir()
 	s := build(t, dir, `redact = ["$.value.metadata.annotations", "$.source.uid", "$.detail.files"]`)
-	s.cfg.sensitive = []string{"hunter2"}
+	s.cfg.secrets = redact.New([]string{"hunter2"})
 	s.Now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	tg, _, reg := open(t, s)
 	pod := cty.ObjectVal(map[string]cty.Value{"metadata": cty.ObjectVal(map[string]cty.Value{

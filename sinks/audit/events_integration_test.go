@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
+	"github.com/pipeline/pipeline/internal/redact"
 )
 
 var srv *kubeapitest.Server
@@ -45,7 +46,7 @@ func TestEventsOnAPIServer(t *testing.T) {
 	func() {
 		defer goleak.VerifyNone(t, leakOptions()...)
 		s := build(t, t.TempDir(), fmt.Sprintf("events {\n  namespace = %q\n  ops = [\"delete\", \"config_loaded\"]\n}", ns))
-		s.cfg.sensitive = []string{"hunter2"}
+		s.cfg.secrets = redact.New([]string{"hunter2"})
 		tg, _, _ := open(t, s)
 		if err := tg.RecordDecision(node.Decision{Kind: node.DecisionConfigLoaded, ConfigGeneration: 5, Detail: "loaded"}); err != nil {
 			t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/redact"
 )
 
 const eventsBody = `events {
@@ -50,7 +51,7 @@ func waitEvents(t *testing.T, cs *fake.Clientset, n int) []corev1.Event {
 func TestEventsSelectAndRedact(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions()...)
 	s := build(t, t.TempDir(), eventsBody)
-	s.cfg.sensitive = []string{"hunter2"}
+	s.cfg.secrets = redact.New([]string{"hunter2"})
 	cs := fake.NewClientset()
 	s.Clientset = cs
 	tg, _, _ := open(t, s)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/pipeline/pipeline/internal/redact"
 )
 
 // jsonPath is a parsed redact path: the line field it starts at ("value",
@@ -126,31 +128,32 @@ func remove(v any, steps []step) any {
 }
 
 // scrub replaces every string that holds a sensitive value, in v and below,
-// with "(sensitive)".
-func scrub(v any, sensitive []string) any {
-	if len(sensitive) == 0 {
+// with "(sensitive)". It is the second net: values marked sensitive were
+// masked before (schema.Masked); this catches the raw text of a secret that
+// reached a string without its mark (an error naming a path).
+func scrub(v any, secrets *redact.Redactor) any {
+	if secrets.Empty() {
 		return v
 	}
 	switch x := v.(type) {
 	case string:
-		return scrubString(x, sensitive)
+		return scrubString(x, secrets)
 	case map[string]any:
 		for k, child := range x {
-			x[k] = scrub(child, sensitive)
+			x[k] = scrub(child, secrets)
 		}
 	case []any:
 		for i, child := range x {
-			x[i] = scrub(child, sensitive)
+			x[i] = scrub(child, secrets)
 		}
 	}
 	return v
 }
 
-func scrubString(s string, sensitive []string) string {
-	for _, secret := range sensitive {
-		if secret != "" && strings.Contains(s, secret) {
-			return "(sensitive)"
-		}
+// scrubString masks the whole of a string that holds a secret.
+func scrubString(s string, secrets *redact.Redactor) string {
+	if secrets.String(s) != s {
+		return redact.Mask
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -62,8 +63,8 @@ type config struct {
 	interval         time.Duration
 	closed           bool
 	redact           []jsonPath
-	sensitive        []string
-	events           *eventsConfig // nil without an events block
+	secrets          *redact.Redactor // the configuration's sensitive text
+	events           *eventsConfig    // nil without an events block
 }
 
 func newSink(b node.Build) (any, hcl.Diagnostics) {
@@ -128,7 +129,7 @@ func (c *config) resolve(b node.Build) {
 	if b.Config == nil {
 		return
 	}
-	c.sensitive = b.Config.Sensitive
+	c.secrets = redact.New(b.Config.Sensitive)
 	abs := func(p string) string {
 		if p == "" || p == "-" || filepath.IsAbs(p) {
 			return p

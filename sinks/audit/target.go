@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Sink is a configured audit sink.
@@ -344,7 +345,7 @@ func (t *target) Close() error {
 // entryLine is the line of one applied change: the one place a record
 // becomes a line.
 func (t *target) entryLine(op string, e node.Entry) line {
-	l := line{op: op, time: t.tr.now(), node: t.address, key: scrubString(e.Key, t.cfg.sensitive), gen: t.gen,
+	l := line{op: op, time: t.tr.now(), node: t.address, key: scrubString(e.Key, t.cfg.secrets), gen: t.gen,
 		reason: "desired by the input"}
 	if op == opDelete {
 		l.reason = "no longer desired by the input"
@@ -352,7 +353,7 @@ func (t *target) entryLine(op string, e node.Entry) line {
 	if e.Value == cty.NilVal {
 		return l
 	}
-	v := scrub(ctyconv.FromCty(e.Value), t.cfg.sensitive)
+	v := scrub(ctyconv.FromCty(schema.Masked(e.Value)), t.cfg.secrets)
 	l.source = sourceRef(v)
 	v = t.redact("value", v)
 	if m, ok := t.redact("source", l.source).(map[string]any); ok {
@@ -371,14 +372,14 @@ func (t *target) entryLine(op string, e node.Entry) line {
 // decisionLine is the line of an engine decision.
 func (t *target) decisionLine(d node.Decision) line {
 	l := line{op: string(d.Kind), time: d.Time, node: d.Node, gen: d.ConfigGeneration,
-		reason: scrubString(d.Detail, t.cfg.sensitive)}
+		reason: scrubString(d.Detail, t.cfg.secrets)}
 	if l.time.IsZero() {
 		l.time = t.tr.now()
 	}
 	if len(d.Attrs) > 0 {
 		l.detail = make(map[string]any, len(d.Attrs))
 		for k, v := range d.Attrs {
-			l.detail[k] = scrubString(v, t.cfg.sensitive)
+			l.detail[k] = scrubString(v, t.cfg.secrets)
 		}
 		if m, ok := t.redact("detail", l.detail).(map[string]any); ok {
 			l.detail = m

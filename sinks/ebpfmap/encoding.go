@@ -123,8 +123,20 @@ func alignUp(n, a int) int { return (n + a - 1) / a * a }
 func (e *encoding) isPrefix() bool { return strings.HasSuffix(e.name, "_prefix") }
 
 // encode writes v into b (len(b) == e.size). Struct values are encoded by
-// the caller field by field.
+// the caller field by field. The kernel needs the raw value, so a value
+// marked sensitive is unmarked here, and an error about it does not show it.
 func (e *encoding) encode(v cty.Value, b []byte) error {
+	if schema.IsSensitive(v) {
+		v, _ = v.UnmarkDeep()
+		if err := e.encodeRaw(v, b); err != nil {
+			return fmt.Errorf("a sensitive value (not shown) does not fit %s", e.name)
+		}
+		return nil
+	}
+	return e.encodeRaw(v, b)
+}
+
+func (e *encoding) encodeRaw(v cty.Value, b []byte) error {
 	if v.IsNull() || !v.IsKnown() {
 		return errors.New("value is null or unknown")
 	}

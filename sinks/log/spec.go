@@ -3,8 +3,10 @@ package log
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,6 +46,9 @@ type Sink struct {
 	Out       io.Writer
 	secrets   *redact.Redactor // values of sensitive variables, masked in every line
 	pathRange hcl.Range
+	// pathSensitive is set when the path is computed from a sensitive
+	// variable: it is opened raw and never named in an error.
+	pathSensitive bool
 }
 
 // Claims names the file: two sinks appending to one file are refused by
@@ -66,7 +71,8 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 	if b.Config != nil {
 		secrets = redact.New(b.Config.Sensitive)
 	}
-	return &Sink{json: format == "json", path: path, pathRange: pathRange, secrets: secrets}, diags
+	return &Sink{json: format == "json", path: path, pathRange: pathRange, secrets: secrets,
+		pathSensitive: pathAttr.IsSensitive(b.Content)}, diags
 }
 
 // Open implements node.Sink. In plan mode nothing is opened.
@@ -77,6 +83,10 @@ func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target,
 	}
 	if s.path != "" && mode == node.ModeRun {
 		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		var pe *fs.PathError
+		if err != nil && s.pathSensitive && errors.As(err, &pe) {
+			return nil, fmt.Errorf("open the log file (its path is sensitive, not shown): %w", pe.Err)
+		}
 		if err != nil {
 			return nil, err // a *PathError: "open PATH: reason"
 		}
@@ -108,7 +118,9 @@ func (t *target) write(op string, batch []node.Entry) {
 	defer t.mu.Unlock()
 	for i := range batch {
 		e := &batch[i]
-		key, value := t.secrets.String(e.Key), t.secrets.Value(e.Value)
+		// Marks first: a value computed from a secret is masked whatever
+		// its text; string redaction is the second net.
+		key, value := t.secrets.String(e.Key), t.secrets.Value(schema.Masked(e.Value))
 		var err error
 		switch {
 		case t.json:

@@ -1,10 +1,12 @@
 package nats
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/natstest"
+	"github.com/pipeline/pipeline/schema"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -122,6 +125,16 @@ func TestBadSubjectSkipsRecord(t *testing.T) {
 	}
 	if _, err := tg.Prepare(node.Record{Key: "k", Value: cty.EmptyObjectVal}); err == nil {
 		t.Fatal("a subject over a missing attribute was accepted")
+	}
+	// A subject computed from a secret is used raw, and never shown.
+	secret := node.Record{Key: "k", Value: cty.ObjectVal(map[string]cty.Value{"ns": schema.MarkSensitive(cty.StringVal("Q Q"))})}
+	if _, err := tg.Prepare(secret); err == nil || strings.Contains(err.Error(), "Q") || !strings.Contains(err.Error(), "sensitive") {
+		t.Fatalf("a bad sensitive subject gave %v", err)
+	}
+	secret.Value = cty.ObjectVal(map[string]cty.Value{"ns": schema.MarkSensitive(cty.StringVal("q"))})
+	e, err := tg.Prepare(secret)
+	if err != nil || !schema.IsSensitive(e.Value) || !bytes.Contains(e.Data, []byte(".q")) {
+		t.Fatalf("a sensitive subject: %v, %#v, %q", err, e.Value, e.Data)
 	}
 }
 

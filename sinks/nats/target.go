@@ -19,6 +19,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/fastexpr"
 	"github.com/pipeline/pipeline/internal/natsconn"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Target publishes. Prepare may be called from the engine's goroutine only,
@@ -91,17 +92,27 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
 		return node.Entry{}, fmt.Errorf("subject is %s, not a string", v.Type().FriendlyName())
 	}
+	// The server needs the raw subject; a sensitive one is not shown.
+	sensitive := v.IsMarked()
+	v, _ = v.Unmark()
 	subject := v.AsString()
 	if !validSubject(subject) {
+		if sensitive {
+			return node.Entry{}, errors.New("invalid subject (sensitive, not shown): tokens separated by dots, no spaces or wildcards")
+		}
 		return node.Entry{}, fmt.Errorf("invalid subject %q: tokens separated by dots, no spaces or wildcards", subject)
 	}
-	value, err := natsconn.EncodeValue(r.Value)
+	value, marked, err := natsconn.EncodeValue(r.Value)
 	if err != nil {
 		return node.Entry{}, err
 	}
 	data := make([]byte, 0, len(subject)+1+len(value))
 	data = append(append(append(data, subject...), 0), value...)
-	return node.Entry{Key: r.Key, Value: cty.StringVal(string(value)), Data: data}, nil
+	shown := cty.StringVal(string(value))
+	if marked {
+		shown = schema.MarkSensitive(shown) // views mask what is published
+	}
+	return node.Entry{Key: r.Key, Value: shown, Data: data}, nil
 }
 
 func validSubject(s string) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/natsconn"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Target is an open bucket plus key prefix. Its methods are called from one
@@ -148,11 +149,15 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	if err != nil {
 		return node.Entry{}, err
 	}
-	b, err := natsconn.EncodeValue(r.Value)
+	b, sensitive, err := natsconn.EncodeValue(r.Value)
 	if err != nil {
 		return node.Entry{}, err
 	}
-	return entry(t.s.prefix+k, b), nil
+	e := entry(t.s.prefix+k, b)
+	if sensitive {
+		e.Value = schema.MarkSensitive(e.Value) // views mask what is stored
+	}
+	return e, nil
 }
 
 // entry is the one place an Entry is built, from what the bucket holds.

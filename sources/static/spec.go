@@ -42,9 +42,16 @@ func newSource(b node.Build) (any, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid records",
 			Detail: fmt.Sprintf("records must be a map from key to value, not %s.", v.Type().FriendlyName()), Subject: rng.Ptr()}}
 	}
+	if v.IsMarked() {
+		// Marks on the whole map come from a sensitive key: keys are shown
+		// in every view, as record identities.
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Sensitive record key",
+			Detail:  "A record's key is shown in logs, status and plans, so it cannot be computed from a sensitive value. Use a sensitive value in a record's value instead, where it is masked.",
+			Subject: rng.Ptr()}}
+	}
 	s := &Source{}
 	for it := v.ElementIterator(); it.Next(); {
-		k, val := it.Element()
+		k, val := it.Element() // val keeps its sensitive marks for the views
 		s.records = append(s.records, node.Record{Key: k.AsString(), Value: val})
 	}
 	sort.Slice(s.records, func(i, j int) bool { return s.records[i].Key < s.records[j].Key })

@@ -73,7 +73,9 @@ func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	coll, _ = coll.Unmark()
+	// Iterating needs the collection unmarked; its marks go on to each
+	// element, so values computed from a sensitive collection stay masked.
+	coll, marks := coll.Unmark()
 	if coll.IsNull() {
 		return nil, nil
 	}
@@ -82,6 +84,9 @@ func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
 	}
 	for it := coll.ElementIterator(); it.Next(); {
 		k, v := it.Element()
+		if len(marks) > 0 {
+			k, v = k.WithMarks(marks), v.WithMarks(marks)
+		}
 		e.eachVars["each"] = cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})
 		if err := e.record(e.eachCtx); err != nil {
 			return nil, err
@@ -145,7 +150,10 @@ var errSkip = errors.New("skip")
 // keyString converts a key value: strings as they are, numbers as decimal
 // text. Null and "" are errSkip.
 func keyString(v cty.Value) (string, error) {
-	v, _ = v.Unmark()
+	if v.IsMarked() {
+		// A key is a record's identity, shown in every view.
+		return "", errors.New("key is computed from a sensitive value; keys are shown in logs and status, so use the sensitive value in the record's value")
+	}
 	if v.IsNull() {
 		return "", errSkip
 	}

@@ -38,6 +38,11 @@ func (t *Transform) jsonPathReads(fc *hclsyntax.FunctionCallExpr) ([][]string, b
 	if diags.HasErrors() || tv.Type() != cty.String || !tv.IsKnown() || tv.IsNull() {
 		return nil, false
 	}
+	if tv.IsMarked() {
+		// A template computed from a secret: read the base whole rather
+		// than show the secret's paths in the graph.
+		return [][]string{base}, true
+	}
 	prefixes, ok := kobject.ReadPrefixes(tv.AsString())
 	if !ok {
 		return [][]string{base}, true
