@@ -196,25 +196,27 @@ func decodeStruct(bc *schema.Content, trng hcl.Range, diags *hcl.Diagnostics) (*
 
 // encodeInto evaluates the column's expressions for rec (ctx gives the
 // context where record is set) and encodes them into b, which is zeroed
-// and len(b) == c.enc.size.
-func (c *column) encodeInto(rec node.Record, ctx func() *hcl.EvalContext, b []byte) error {
+// and len(b) == c.enc.size. sensitive reports whether a value encoded was
+// computed from a secret.
+func (c *column) encodeInto(rec node.Record, ctx func() *hcl.EvalContext, b []byte) (sensitive bool, err error) {
 	if c.enc.name != "struct" {
 		v, diags := c.exprs[0].value(rec, ctx)
 		if diags.HasErrors() {
-			return diags
+			return false, diags
 		}
-		return c.enc.encode(v, b)
+		return schema.IsSensitive(v), c.enc.encode(v, b)
 	}
 	for i, f := range c.enc.fields {
 		v, diags := c.exprs[i].value(rec, ctx)
 		if diags.HasErrors() {
-			return fmt.Errorf("field %s: %w", f.name, diags)
+			return false, fmt.Errorf("field %s: %w", f.name, diags)
 		}
+		sensitive = sensitive || schema.IsSensitive(v)
 		if err := f.enc.encode(v, b[f.offset:f.offset+f.enc.size]); err != nil {
-			return fmt.Errorf("field %s: %w", f.name, err)
+			return false, fmt.Errorf("field %s: %w", f.name, err)
 		}
 	}
-	return nil
+	return sensitive, nil
 }
 
 // sentence ends msg with a full stop unless it ends with punctuation.

@@ -2,6 +2,7 @@ package ebpfmap
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -43,5 +44,24 @@ func TestEncodeSensitive(t *testing.T) {
 		case !tc.err && !bytes.Equal(b, tc.want):
 			t.Errorf("%s: %v, want %v", tc.typ, b, tc.want)
 		}
+	}
+}
+
+// TestPrepareSensitive: a value computed from a secret is written, and the
+// entry shows it marked (views mask its hex); a key computed from a secret
+// is refused, as keys are shown.
+func TestPrepareSensitive(t *testing.T) {
+	dir := requireBPF(t)
+	tg, _ := open(t, fmt.Sprintf("pin = %q\nkey {\n type = \"ipv4\"\n from = record.value.ip\n}\nvalue {\n type = \"u8\"\n from = record.value.n\n}", dir+"/s"))
+	v := func(ip, n cty.Value) cty.Value { return cty.ObjectVal(map[string]cty.Value{"ip": ip, "n": n}) }
+	e, err := tg.Prepare(rec("a", v(cty.StringVal("10.0.0.1"), schema.MarkSensitive(cty.NumberIntVal(7)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !schema.IsSensitive(e.Value) || e.Key != "10.0.0.1" || e.Data[len(e.Data)-1] != 7 {
+		t.Errorf("entry %q %#v %v: want the raw byte written and the value marked", e.Key, e.Value, e.Data)
+	}
+	if e, err := tg.Prepare(rec("b", v(schema.MarkSensitive(cty.StringVal("10.0.0.2")), cty.NumberIntVal(1)))); err == nil || strings.Contains(err.Error(), "10.0.0.2") {
+		t.Errorf("a sensitive key gave %q, %v", e.Key, err)
 	}
 }

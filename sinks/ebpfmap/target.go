@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Sink is a configured ebpf_map sink. It holds no kernel object: Open does.
@@ -138,18 +139,26 @@ func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
 	ks := int(t.s.spec.KeySize)
 	data := make([]byte, ks+int(t.s.spec.ValueSize))
 	k, v := data[:ks:ks], data[ks:]
-	if err := t.s.key.encodeInto(rec, recordCtx, k); err != nil {
+	if sensitive, err := t.s.key.encodeInto(rec, recordCtx, k); err != nil {
 		return node.Entry{}, fmt.Errorf("key: %w", err)
+	} else if sensitive {
+		// The key is shown (logs, status, plan) as the entry's identity.
+		return node.Entry{}, errors.New("key: computed from a sensitive value; keys are shown in logs and status, so use the sensitive value in the map's value")
 	}
 	if t.isArr {
 		if i := binary.NativeEndian.Uint32(k); i >= t.s.spec.MaxEntries {
 			return node.Entry{}, fmt.Errorf("key: index %d is outside the array (max_entries %d)", i, t.s.spec.MaxEntries)
 		}
 	}
-	if err := t.s.value.encodeInto(rec, recordCtx, v); err != nil {
+	sensitive, err := t.s.value.encodeInto(rec, recordCtx, v)
+	if err != nil {
 		return node.Entry{}, fmt.Errorf("value: %w", err)
 	}
-	return node.Entry{Key: t.s.key.enc.canonical(k), Value: hexValue(v), Data: data}, nil
+	shown := hexValue(v)
+	if sensitive {
+		shown = schema.MarkSensitive(shown) // its bytes are the secret's: views mask them
+	}
+	return node.Entry{Key: t.s.key.enc.canonical(k), Value: shown, Data: data}, nil
 }
 
 // Actual implements node.Target: every entry of the map, read with batch
