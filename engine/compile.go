@@ -18,6 +18,7 @@ import (
 // errors, and unused sources and transforms (warnings). The returned graph
 // is usable only when the diagnostics hold no error.
 func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
+	defer cfg.Seal() // from here on, expressions run per record: no total budget
 	g := &Graph{Config: cfg, byAddr: map[string]*Node{}}
 	var diags hcl.Diagnostics
 	contents := map[*Node]*schema.Content{}

@@ -22,14 +22,23 @@ const (
 )
 
 // budget counts the size of the values built by one configuration's
-// expressions. It is shared by the functions of one EvalContext.
-type budget struct{ used atomic.Int64 }
+// expressions. It is shared by the functions of one EvalContext. Once
+// sealed (the configuration is compiled), evaluations are per record at
+// run time: each result is still bounded, their total no longer is, or a
+// long run would exhaust it.
+type budget struct {
+	used   atomic.Int64
+	sealed atomic.Bool
+}
 
 // charge adds a value's size, or says why it does not fit.
 func (b *budget) charge(v cty.Value) error {
 	n, ok := valueSize(v, MaxValueSize)
 	if !ok {
 		return fmt.Errorf("the value is larger than the limit of %d MiB (string bytes plus %d bytes per element)", MaxValueSize>>20, elementCost)
+	}
+	if b.sealed.Load() {
+		return nil
 	}
 	if used := b.used.Add(n); used > MaxEvalSize {
 		return fmt.Errorf("the configuration's values together exceed the limit of %d MiB", MaxEvalSize>>20)

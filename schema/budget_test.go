@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // TestEvaluationBudget: locals that double a value forty times (a "billion
@@ -51,5 +52,38 @@ func TestEvaluationBudgetAllowsLargeValues(t *testing.T) {
 	src = strings.Replace(src, "range", "["+strings.Repeat("1,", 20_000)+"1]", 1)
 	if _, diags := NewLoader().ParseSource("large.hcl", []byte(src), Options{Environ: []string{}}); diags.HasErrors() {
 		t.Fatal(diags)
+	}
+}
+
+// TestSealedBudgetBoundsValuesNotTheirTotal: once compiled, a run's
+// functions are called per record for as long as it lasts: the total
+// budget no longer applies (it used to fail every call after 256 MiB),
+// the bound on one value still does.
+func TestSealedBudgetBoundsValuesNotTheirTotal(t *testing.T) {
+	cfg, diags := NewLoader().ParseSource("run.hcl", []byte("locals {\n  a = 1\n}\n"), Options{Environ: []string{}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	upper := cfg.Ctx.Functions["upper"]
+	const size = 8 << 20
+	big := cty.StringVal(strings.Repeat("x", size))
+	call := func() error { _, err := upper.Call([]cty.Value{big}); return err }
+	calls := MaxEvalSize/size + 2
+	var err error
+	for i := 0; i < calls && err == nil; i++ {
+		err = call()
+	}
+	if err == nil || !strings.Contains(err.Error(), "together exceed") {
+		t.Fatalf("unsealed: %v, want the total budget's error", err)
+	}
+	cfg.Seal()
+	for range calls {
+		if err := call(); err != nil {
+			t.Fatalf("sealed: %v", err)
+		}
+	}
+	huge := cty.StringVal(strings.Repeat("x", MaxValueSize+1))
+	if _, err := cfg.Ctx.Functions["lower"].Call([]cty.Value{huge}); err == nil {
+		t.Fatal("sealed: a value over the per-value limit was built")
 	}
 }

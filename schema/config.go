@@ -59,6 +59,18 @@ type Config struct {
 	// Sensitive holds the values of sensitive variables and attributes so
 	// that views can redact them.
 	Sensitive []string
+
+	budget *budget // what Ctx's functions have built; see Seal
+}
+
+// Seal ends the load's evaluation budget: the configuration is compiled,
+// and what its functions build from now on (per record, for as long as
+// the run lasts) is bounded per value, not in total. engine.Compile seals
+// the configuration it compiled.
+func (c *Config) Seal() {
+	if c != nil && c.budget != nil {
+		c.budget.sealed.Store(true)
+	}
 }
 
 var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -264,6 +276,7 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 	cfg.Sensitive = sensitive
 	var bud *budget
 	cfg.Ctx, bud = newEvalContext(dir, environ)
+	cfg.budget = bud
 	cfg.Ctx.Variables["var"] = vars
 	diags = append(diags, evalLocals(cfg.Ctx, bud, localAttrs)...)
 	for _, blk := range clusterBlocks {
