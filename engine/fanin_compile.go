@@ -26,7 +26,7 @@ func readInputs(n *Node, content *schema.Content) ([]hcl.Traversal, hcl.Diagnost
 	case !one && !many:
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Missing required argument",
 			Detail:  "The argument \"input\" is required, but no definition was found. Set input = KIND.TYPE.NAME, or inputs = [...] to consume several nodes.",
-			Subject: n.Block.DeclRange.Ptr()}}
+			Subject: missingRange(n).Ptr()}}
 	case one:
 		tr, rng, d := node.InputAttr.Get(content)
 		n.InputRange, n.elemRanges = rng, []hcl.Range{rng}
@@ -183,4 +183,12 @@ func quoteKeys(keys []string) string {
 		q = append(q, fmt.Sprintf("%q", k))
 	}
 	return strings.Join(q, ", ")
+}
+
+// missingRange is where HCL reports a missing argument: the body's opening.
+func missingRange(n *Node) hcl.Range {
+	if n.Block.Body != nil {
+		return n.Block.Body.MissingItemRange()
+	}
+	return n.Block.DeclRange
 }
