@@ -14,7 +14,7 @@ type owners struct {
 	has    bool // min and val are set
 	min    node.Key
 	val    cty.Value
-	org    *node.Origin        // min's provenance, shared with the input record
+	org    *node.Origin       // min's provenance, shared with the input record
 	others map[node.Key]owned // every owner but min; nil when none
 }
 
