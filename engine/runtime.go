@@ -83,7 +83,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	mem := newStartupMemory(len(sinks))
 	for _, n := range sinks {
 		r.sinks[n] = &sinkLoop{n: n, in: r.inputOf(n), h: r.healths[n],
-			log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec, mem: mem}
+			log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec, mem: mem, ask: make(chan func())}
 	}
 	return r, nil
 }

@@ -166,6 +166,7 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			out = append(out, node.Remove(ch.Key, now))
 			continue
 		}
+		org.Object = ch.Key // the source's key: namespace/name or index_by's
 		d := node.Upsert(ch.Key, v, now)
 		d.Origin = org
 		out = append(out, d)
