@@ -17,11 +17,11 @@ import (
 // explain` prints. Values are masked: a sensitive value (a marked one, or
 // one equal to a sensitive variable or attribute) shows as "(sensitive)".
 type explainView struct {
-	Key     string        `json:"key"`
-	Entries []entryView   `json:"entries"`
-	Seen    []stageView   `json:"seen,omitempty"`
-	Gates   []engine.Gate `json:"gates,omitempty"`
-	Absent  bool          `json:"absent"`
+	Key     string      `json:"key"`
+	Entries []entryView `json:"entries"`
+	Seen    []stageView `json:"seen,omitempty"`
+	Gates   []gateView  `json:"gates,omitempty"`
+	Absent  bool        `json:"absent"`
 }
 
 type entryView struct {
@@ -51,6 +51,13 @@ type originView struct {
 	Object          string `json:"object,omitempty"`
 	File            string `json:"file,omitempty"`
 	Line            int    `json:"line,omitempty"`
+}
+
+type gateView struct {
+	Node string `json:"node"`
+	Attr string `json:"attr"`
+	Pos  string `json:"pos"`
+	Text string `json:"text"`
 }
 
 type stageView struct {
@@ -102,8 +109,7 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 		v.Seen = append(v.Seen, viewStage(st, secrets))
 	}
 	for _, g := range ex.Gates {
-		g.Text = secrets.String(g.Text)
-		v.Gates = append(v.Gates, g)
+		v.Gates = append(v.Gates, gateView{Node: g.Node, Attr: g.Attr, Pos: g.Pos, Text: secrets.String(g.Text)})
 	}
 	return v
 }
