@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/zclconf/go-cty/cty"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // knownSource is a script source whose records are known at load time.
@@ -117,7 +119,7 @@ sink "mem" "m" {
 			_, diags := compileText(t, tt.src, impls)
 			var got []string
 			for _, d := range diags {
-				if d.Severity == 1 { // hcl.DiagError
+				if d.Severity == hcl.DiagError {
 					got = append(got, fmt.Sprintf("%d: %s", d.Subject.Start.Line, d.Summary))
 				}
 			}
@@ -330,4 +332,71 @@ func fanInModelRun(t *testing.T, seed uint64) {
 	}
 	cancel()
 	<-done
+}
+
+// projSource is an objects source that records what it is told to decode.
+type projSource struct {
+	*scriptSource
+	got *node.Paths
+}
+
+func (p *projSource) Project(paths *node.Paths) hcl.Diagnostics { p.got = paths; return nil }
+
+// readerTransform passes objects on and reads the given paths.
+type readerTransform struct {
+	passTransform
+	paths []string
+}
+
+func (r readerTransform) ObjectPaths() (*node.Paths, hcl.Diagnostics) {
+	p := &node.Paths{}
+	for _, s := range r.paths {
+		p.Add(strings.Split(s, ".")...)
+	}
+	return p, nil
+}
+
+// TestFanInProjection: a source read through a fan-in decodes what every
+// consumer downstream of the union reads, plus what its other consumers
+// read; both sources of the union decode what the union's consumers read.
+func TestFanInProjection(t *testing.T) {
+	x, y := &projSource{scriptSource: newScriptSource()}, &projSource{scriptSource: newScriptSource()}
+	readers := map[string]readerTransform{
+		"transform.rec.side": {paths: []string{"spec.a"}},
+		"transform.obj.u":    {paths: []string{"status.ip"}},
+		"transform.rec.next": {paths: []string{"metadata.labels"}},
+	}
+	pick := func(b node.Build) (any, hcl.Diagnostics) { return readers[b.Address], nil }
+	reg := node.NewRegistry(
+		node.Spec{Kind: node.KindSource, Type: "objects", Summary: "test", Output: node.Objects,
+			New: func(b node.Build) (any, hcl.Diagnostics) {
+				return map[string]*projSource{"source.objects.x": x, "source.objects.y": y}[b.Address], nil
+			}},
+		node.Spec{Kind: node.KindTransform, Type: "obj", Summary: "test", Output: node.SameAsInput, New: pick},
+		node.Spec{Kind: node.KindTransform, Type: "rec", Summary: "test", Output: node.Records, New: pick},
+		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test",
+			New: func(node.Build) (any, hcl.Diagnostics) { return nodetest.NewMemSink(), nil }},
+	)
+	src := `
+source "objects" "x" {}
+source "objects" "y" {}
+transform "rec" "side" { input = source.objects.x }
+transform "obj" "u" { inputs = [source.objects.x, source.objects.y] }
+transform "rec" "next" { input = transform.obj.u }
+sink "mem" "a" { input = transform.rec.side }
+sink "mem" "b" { input = transform.rec.next }
+`
+	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(src), schema.Options{Environ: []string{}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if _, diags = Compile(cfg, reg); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if d := cmp.Diff([]string{".metadata.labels", ".spec.a", ".status.ip"}, x.got.List()); d != "" {
+		t.Errorf("source x decodes (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{".metadata.labels", ".status.ip"}, y.got.List()); d != "" {
+		t.Errorf("source y decodes (-want +got):\n%s", d)
+	}
 }
