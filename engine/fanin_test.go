@@ -66,6 +66,17 @@ sink "mem" "m" {
     source.script.a,
     source.script.nope]
 }`, want: []string{"5: Duplicate input", "6: Reference to undeclared node"}},
+		{name: "not references", src: `
+source "script" "a" {}
+sink "mem" "m" {
+  inputs = [source.script.a,
+    "source.script.b"]
+}`, want: []string{"5: Invalid reference"}},
+		{name: "not a list", src: `
+source "script" "a" {}
+sink "mem" "m" {
+  inputs = source.script.a
+}`, want: []string{"4: Invalid reference list"}},
 		{name: "mixed types", src: `
 source "script" "a" {}
 source "objects" "o" {}
