@@ -22,19 +22,30 @@ const DefaultQueueLimit = 8192
 // and per-key order holds because a snapshot is always the latest state.
 type collection struct {
 	mu     sync.Mutex
-	state  map[node.Key]cty.Value
+	state  map[node.Key]slot
 	gen    uint64
 	synced bool
 	subs   []*subscription
 	limit  int
 	stats  *nodeStats
+	// origin is given to records published without one: a source that
+	// says nothing about its records still names itself. nil for
+	// transforms, whose records keep the origin they came with.
+	origin *node.Origin
+}
+
+// slot is one record of a collection: its value and its origin, both
+// shared by reference with the other stages.
+type slot struct {
+	v cty.Value
+	o *node.Origin
 }
 
 func newCollection(limit int, stats *nodeStats) *collection {
 	if limit <= 0 {
 		limit = DefaultQueueLimit
 	}
-	return &collection{state: map[node.Key]cty.Value{}, limit: limit, stats: stats}
+	return &collection{state: map[node.Key]slot{}, limit: limit, stats: stats}
 }
 
 var _ node.Output = (*collection)(nil)
@@ -57,10 +68,19 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 			}
 			delete(c.state, d.Key)
 		} else {
-			if had && old.RawEquals(d.Value) {
+			if d.Origin == nil {
+				d.Origin = c.origin
+				if had && old.o != nil {
+					d.Origin = old.o
+				}
+			}
+			if had && old.v.RawEquals(d.Value) {
+				if d.Origin != old.o {
+					c.state[d.Key] = slot{old.v, d.Origin} // newer provenance, same value: nothing to publish
+				}
 				continue
 			}
-			c.state[d.Key] = d.Value
+			c.state[d.Key] = slot{d.Value, d.Origin}
 		}
 		deltas[n] = d
 		n++
@@ -84,8 +104,8 @@ func (c *collection) Replace(records []node.Record) {
 	deltas := make([]node.Delta, 0)
 	for _, r := range records {
 		want[r.Key] = struct{}{}
-		if old, ok := c.state[r.Key]; !ok || !old.RawEquals(r.Value) {
-			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value})
+		if old, ok := c.state[r.Key]; !ok || !old.v.RawEquals(r.Value) || (r.Origin != nil && r.Origin != old.o) {
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin})
 		}
 	}
 	for k := range c.state {
@@ -115,6 +135,14 @@ func (c *collection) isSynced() bool {
 	return c.synced
 }
 
+// lookup returns one record of the state.
+func (c *collection) lookup(k node.Key) (node.Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl, ok := c.state[k]
+	return node.Record{Key: k, Value: sl.v, Origin: sl.o}, ok
+}
+
 func (c *collection) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -130,8 +158,8 @@ func (c *collection) snapshot() ([]node.Record, bool, uint64) {
 
 func (c *collection) snapshotLocked() []node.Record {
 	out := make([]node.Record, 0, len(c.state))
-	for k, v := range c.state {
-		out = append(out, node.Record{Key: k, Value: v})
+	for k, sl := range c.state {
+		out = append(out, node.Record{Key: k, Value: sl.v, Origin: sl.o})
 	}
 	return out
 }

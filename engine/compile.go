@@ -23,7 +23,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	contents := map[*Node]*schema.Content{}
 	undecoded := map[*Node]bool{} // the body did not decode cleanly
-	inputs := map[*Node]hcl.Traversal{}
+	inputs := map[*Node][]hcl.Traversal{}
 	var all []*Node
 	unknown := map[string]bool{} // addresses of blocks of an unknown type
 	for _, b := range cfg.Nodes {
@@ -40,9 +40,9 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		cfg.Sensitive = append(cfg.Sensitive, spec.FullBody().SensitiveValues(content)...)
 		contents[n], undecoded[n] = content, d.HasErrors()
 		if b.Kind != node.KindSource {
-			tr, rng, d := node.InputAttr.Get(content)
+			trs, d := readInputs(n, content)
 			diags = append(diags, d...)
-			inputs[n], n.InputRange = tr, rng
+			inputs[n] = trs
 		}
 		if b.Kind == node.KindSink {
 			var d1, d2 hcl.Diagnostics
@@ -60,10 +60,25 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		g.byAddr[n.Address] = n
 		all = append(all, n)
 	}
+	badRef := false
 	for _, n := range all {
-		// A reference to a block of an unknown type restates that error.
-		if tr, ok := inputs[n]; ok && tr != nil && !unknown[strings.Join(traversalNames(tr), ".")] {
-			diags = append(diags, g.resolveInput(n, tr)...)
+		for i, tr := range inputs[n] {
+			// A reference to a block of an unknown type restates that error.
+			if tr == nil || unknown[strings.Join(traversalNames(tr), ".")] {
+				badRef = true
+				continue
+			}
+			up, d := g.resolveInput(n, tr)
+			diags = append(diags, d...)
+			if up == nil {
+				badRef = true
+				continue
+			}
+			n.Inputs = append(n.Inputs, up)
+			n.inputRanges = append(n.inputRanges, n.elemRange(i))
+		}
+		if len(n.Inputs) > 0 {
+			n.Input = n.Inputs[0]
 		}
 	}
 	order, d := topoSort(all)
@@ -72,10 +87,11 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	for _, n := range order {
 		diags = append(diags, g.build(n, contents[n], undecoded[n])...)
 	}
-	if !brokenInputs(cfg, all) {
+	if !badRef && !brokenInputs(cfg, all) {
 		diags = append(diags, unused(order)...)
 	}
 	diags = append(diags, checkClaims(order)...)
+	diags = append(diags, checkKnownConflicts(order)...)
 	if !diags.HasErrors() {
 		diags = append(diags, g.project()...)
 	}
@@ -103,8 +119,8 @@ func unknownType(reg *node.Registry, b *schema.NodeBlock) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + string(b.Kind) + " type", Detail: detail, Subject: b.TypeRange.Ptr()}
 }
 
-// resolveInput links n to the node its input attribute refers to.
-func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
+// resolveInput links n to the node one of its input references refers to.
+func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) (*Node, hcl.Diagnostics) {
 	rng := tr.SourceRange()
 	parts := traversalNames(tr)
 	if len(parts) != 3 || (parts[0] != string(node.KindSource) && parts[0] != string(node.KindTransform)) {
@@ -116,7 +132,7 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
 				detail += fmt.Sprintf(" Did you mean %s?", strings.Join(append([]string{s}, parts[1:]...), "."))
 			}
 		}
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid input reference", Detail: detail, Subject: rng.Ptr()}}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid input reference", Detail: detail, Subject: rng.Ptr()}}
 	}
 	addr := strings.Join(parts, ".")
 	up, ok := g.byAddr[addr]
@@ -132,11 +148,16 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) hcl.Diagnostics {
 		if s := suggestNode(addr, parts, candidates); s != "" {
 			detail += fmt.Sprintf(" Did you mean %s?", s)
 		}
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared node", Detail: detail, Subject: rng.Ptr()}}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared node", Detail: detail, Subject: rng.Ptr()}}
 	}
-	n.Input = up
+	for _, in := range n.Inputs {
+		if in == up {
+			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Duplicate input",
+				Detail: fmt.Sprintf("%s is listed twice in inputs; list each input once.", addr), Subject: rng.Ptr()}}
+		}
+	}
 	up.Consumers = append(up.Consumers, n)
-	return nil
+	return up, nil
 }
 
 // suggestNode finds the declared node closest to addr: the same TYPE.NAME
@@ -196,8 +217,8 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 			return
 		}
 		state[n] = 1
-		if n.Input != nil {
-			visit(n.Input, append(path, n))
+		for _, in := range n.Inputs {
+			visit(in, append(path, n))
 		}
 		state[n] = 2
 		order = append(order, n)
@@ -208,8 +229,15 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 	// A node in a cycle is kept (so later checks see it) but its input is cut.
 	if diags.HasErrors() {
 		for _, n := range order {
-			if n.Input != nil && !before(order, n.Input, n) {
-				n.Input = nil
+			kept, ranges := n.Inputs[:0], n.inputRanges[:0]
+			for i, in := range n.Inputs {
+				if before(order, in, n) {
+					kept, ranges = append(kept, in), append(ranges, n.inputRanges[i])
+				}
+			}
+			n.Inputs, n.inputRanges, n.Input = kept, ranges, nil
+			if len(kept) > 0 {
+				n.Input = kept[0]
 			}
 		}
 	}
@@ -238,12 +266,16 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 	if n.Kind != node.KindSource {
 		// Without a usable input the constructor cannot run, but the body's
 		// own attributes are still checked so one run shows every problem.
-		if n.Input == nil || n.Input.Emits == "" {
+		var ok bool
+		up, ok = upstream(n)
+		if !ok {
 			// The input's problem is already reported: a bad reference, a
 			// cycle, or an upstream node that failed to build.
 			return n.Spec.Body.Check(content)
 		}
-		up = &node.Upstream{Address: n.Input.Address, Type: n.Input.Emits}
+		if d := mixedInputs(n); d != nil {
+			return append(hcl.Diagnostics{d}, n.Spec.Body.Check(content)...)
+		}
 		if len(n.Spec.Accepts) > 0 && !accepts(n.Spec.Accepts, up.Type) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Type mismatch between nodes",
 				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
@@ -334,7 +366,7 @@ func brokenInputs(cfg *schema.Config, built []*Node) bool {
 		return true
 	}
 	for _, n := range built {
-		if n.Kind != node.KindSource && n.Input == nil {
+		if n.Kind != node.KindSource && len(n.Inputs) == 0 {
 			return true
 		}
 	}

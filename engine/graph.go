@@ -27,9 +27,22 @@ type Node struct {
 	Block   *schema.NodeBlock
 	// Impl is the node.Source, node.Transform or node.Sink built by the spec.
 	Impl any
-	// Input is the upstream node of a transform or sink.
-	Input      *Node
+	// Input is the upstream node of a transform or sink: its only input,
+	// or the first of Inputs.
+	Input *Node
+	// Inputs are every upstream node, in the order of `inputs` (one
+	// element for `input`). More than one makes a fan-in: the engine
+	// consumes their union (engine/fanin.go).
+	Inputs []*Node
+	// InputRange is the range of the input or inputs attribute.
 	InputRange hcl.Range
+	// OnConflict and Merge say how a fan-in resolves a key two inputs hold
+	// with different values; Merge is nil unless set.
+	OnConflict string
+	Merge      hcl.Expression
+	// inputRanges holds the range of each element of Inputs; elemRanges
+	// the range of each element of the attribute as written.
+	inputRanges, elemRanges []hcl.Range
 	// Emits is what the node outputs (SameAsInput resolved); empty for sinks.
 	Emits node.DataType
 	// Consumers are the nodes whose input is this node.

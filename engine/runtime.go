@@ -37,6 +37,7 @@ type Runtime struct {
 	stats   map[*Node]*nodeStats
 	sinks   map[*Node]*sinkLoop
 	dec     *decisions
+	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -68,7 +69,11 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		if n.Kind != node.KindSink {
 			r.outs[n] = newCollection(opts.QueueLimit, r.stats[n])
 		}
+		if n.Kind == node.KindSource {
+			r.outs[n].origin = &node.Origin{Source: n.Address}
+		}
 	}
+	r.newFanIns()
 	var sinks []*Node
 	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
@@ -77,8 +82,8 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	}
 	mem := newStartupMemory(len(sinks))
 	for _, n := range sinks {
-		r.sinks[n] = &sinkLoop{n: n, in: r.outs[n.Input], h: r.healths[n],
-			log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec, mem: mem}
+		r.sinks[n] = &sinkLoop{n: n, in: r.inputOf(n), h: r.healths[n],
+			log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec, mem: mem, ask: make(chan func())}
 	}
 	return r, nil
 }
@@ -105,6 +110,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	defer stopRest()
 	r.configLoaded()
 	var sources, rest sync.WaitGroup
+	r.runFanIns(restCtx, &rest)
 	for _, n := range r.g.Nodes {
 		wg, c := &rest, restCtx
 		if n.Kind == node.KindSource {
@@ -141,7 +147,7 @@ func (r *Runtime) drain(limit time.Duration) {
 }
 
 func (r *Runtime) quiet() bool {
-	for _, c := range r.outs {
+	for _, c := range r.collections() {
 		c.mu.Lock()
 		busy := false
 		for _, s := range c.subs {
@@ -213,8 +219,8 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	case node.Source:
 		return impl.Run(ctx, env, r.outs[n])
 	case node.Transform:
-		sub := r.outs[n.Input].subscribe(r.stats[n])
-		defer r.outs[n.Input].unsubscribe(sub)
+		sub := r.inputOf(n).subscribe(r.stats[n])
+		defer r.inputOf(n).unsubscribe(sub)
 		return impl.Run(ctx, env, sub, r.outs[n])
 	case node.Sink:
 		return r.sinks[n].run(ctx, env, r.stats[n])

@@ -51,6 +51,9 @@ type sinkLoop struct {
 	fullRetry    time.Time
 	fullFailures int
 
+	// ask runs a read of the loop's state on its goroutine (explain.go).
+	ask chan func()
+
 	synced     bool
 	appendOnly bool
 	needFull   bool
@@ -144,6 +147,8 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 			s.needFull = true
 		case <-retry.C:
 			s.dueRetries()
+		case q := <-s.ask:
+			q()
 		}
 		s.idle.Store(false)
 	}

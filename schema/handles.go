@@ -245,3 +245,32 @@ func quoteList(vs []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// Refs declares a list of references to other blocks, such as
+// inputs = [source.kubernetes.pods, source.static.cidrs]. Get returns one
+// traversal per element; the engine resolves them. An element that is not
+// a reference is reported at its own range.
+func Refs(name string, kinds ...string) *Attr[[]hcl.Traversal] {
+	a := &Attr[[]hcl.Traversal]{info: AttrInfo{Name: name, Type: "list(reference)", RefKinds: kinds}}
+	a.raw = func(expr hcl.Expression, c *Content) ([]hcl.Traversal, hcl.Diagnostics) {
+		elems, diags := hcl.ExprList(expr)
+		if diags.HasErrors() {
+			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid reference list",
+				Detail:  fmt.Sprintf("The argument %q must be a list of references to %s blocks, such as [%s], written without quotes.", name, strings.Join(kinds, " or "), refExample(kinds)),
+				Subject: expr.Range().Ptr()}}
+		}
+		out := make([]hcl.Traversal, 0, len(elems))
+		for _, e := range elems {
+			tr, d := hcl.AbsTraversalForExpr(e)
+			if d.HasErrors() {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference",
+					Detail:  fmt.Sprintf("Each element of %q must be a reference to a %s block, such as %s, written without quotes.", name, strings.Join(kinds, " or "), refExample(kinds)),
+					Subject: e.Range().Ptr()})
+				continue
+			}
+			out = append(out, tr)
+		}
+		return out, diags
+	}
+	return a
+}

@@ -54,8 +54,8 @@ func writeDOT(w io.Writer, g *engine.Graph) {
 		fmt.Fprintf(w, "  %s [label=%s, shape=%s];\n", dotID(n.Address), label, shapes[n.Kind])
 	}
 	for _, n := range g.Nodes {
-		if n.Input != nil {
-			fmt.Fprintf(w, "  %s -> %s [label=%s];\n", dotID(n.Input.Address), dotID(n.Address), dotID(string(n.Input.Emits)))
+		for _, in := range n.Inputs { // a fan-in draws one edge per input
+			fmt.Fprintf(w, "  %s -> %s [label=%s];\n", dotID(in.Address), dotID(n.Address), dotID(string(in.Emits)))
 		}
 	}
 	fmt.Fprintln(w, "}")
@@ -96,8 +96,8 @@ func writeMermaid(w io.Writer, g *engine.Graph) {
 		fmt.Fprintf(w, "  %s%s\"%s\"%s\n", ids[n], open, label, closing)
 	}
 	for _, n := range g.Nodes {
-		if n.Input != nil {
-			fmt.Fprintf(w, "  %s -->|%s| %s\n", ids[n.Input], n.Input.Emits, ids[n])
+		for _, in := range n.Inputs {
+			fmt.Fprintf(w, "  %s -->|%s| %s\n", ids[in], in.Emits, ids[n])
 		}
 	}
 }

@@ -9,8 +9,8 @@ import (
 // Attributes every transform and sink has. The engine reads them; node
 // constructors do not.
 var (
-	InputAttr = schema.Ref("input", "source", "transform").Required().
-			Doc("The node whose output this node consumes, as a reference: `source.kubernetes.pods`.").
+	InputAttr = schema.Ref("input", "source", "transform").
+			Doc("The node whose output this node consumes, as a reference: `source.kubernetes.pods`. Exactly one of `input` and `inputs` is set.").
 			Example("transform.debounce.batch")
 	PruneAttr = schema.Bool("prune").Default(true, "true").
 			Doc("Delete entries of the target that no input record wants. Never happens before every upstream source has synced. With false, foreign entries are left alone.")
@@ -23,9 +23,9 @@ var (
 func (s Spec) FullBody() schema.Block {
 	switch s.Kind {
 	case KindTransform:
-		return s.Body.With(InputAttr)
+		return s.Body.With(InputAttr, InputsAttr, OnConflictAttr, MergeAttr)
 	case KindSink:
-		return s.Body.With(InputAttr, PruneAttr, ResyncAttr)
+		return s.Body.With(InputAttr, InputsAttr, OnConflictAttr, MergeAttr, PruneAttr, ResyncAttr)
 	}
 	return s.Body
 }

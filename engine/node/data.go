@@ -14,6 +14,29 @@ type Key = string
 type Record struct {
 	Key   Key
 	Value cty.Value
+	// Origin is where the record came from, shared by reference; nil
+	// keeps what the receiving collection knows (see Origin).
+	Origin *Origin
+}
+
+// Origin is a record's provenance: the source that emitted it and the
+// object or declaration it comes from. A source makes one per object
+// version and every stage passes the pointer on, so provenance costs a
+// pointer per record and stage, never a copy. The path a record took from
+// Source to a sink is the graph's (see `pipeline explain`).
+type Origin struct {
+	// Source is the address of the source that emitted the record.
+	Source string
+	// Namespace, Name, UID and ResourceVersion identify the object a
+	// watching source (kubernetes) decoded it from.
+	Namespace, Name, UID, ResourceVersion string
+	// File and Line locate a record declared in configuration (static) or
+	// read from a file (files); Line is 0 when unknown.
+	File string
+	Line int
+	// Object is the source's key of the object or entry (namespace/name,
+	// a NATS KV key) when it differs from the record's key.
+	Object string
 }
 
 // Delta is an upsert or a delete of one key.
@@ -24,6 +47,8 @@ type Delta struct {
 	// Time is when the change entered the pipeline at its source; it feeds
 	// the change-latency histogram. Transforms carry it forward.
 	Time time.Time
+	// Origin is the upserted record's provenance (see Record.Origin).
+	Origin *Origin
 }
 
 // Upsert returns an upsert delta.

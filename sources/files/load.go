@@ -315,16 +315,26 @@ func (s *Source) recordsOf(files [][]document) (records []node.Record, objects i
 			}
 			if dup { // this object's smaller id takes the key over
 				skips = append(skips, skip{first.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, d.where)})
-				records[first.at] = node.Record{Key: key, Value: v}
+				records[first.at] = node.Record{Key: key, Value: v, Origin: s.origin(d)}
 				byKey[key] = claim{id: id, where: d.where, at: first.at}
 				continue
 			}
 			byKey[key] = claim{id: id, where: d.where, at: len(records)}
-			records = append(records, node.Record{Key: key, Value: v})
+			records = append(records, node.Record{Key: key, Value: v, Origin: s.origin(d)})
 		}
 	}
 	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
 	return records, objects, skips
+}
+
+// origin is a record's provenance: the file and document it was read
+// from, and the object's namespace and name.
+func (s *Source) origin(d document) *node.Origin {
+	md, _ := d.obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	uid, _ := md["uid"].(string)
+	return &node.Origin{Source: s.address, File: d.where, Namespace: ns, Name: name, UID: uid}
 }
 
 // objectID is an object's namespace/name, the identity index_by ties are

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/zclconf/go-cty/cty"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,7 +83,7 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 // clients.
 func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
-		index: kobject.NewIndex(), initial: map[string]cty.Value{}, skipped: map[string]string{}}
+		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
 	inf := w.newInformer(cl)
 	w.store = inf.GetStore()
 	if s.opts.cached {

@@ -34,9 +34,9 @@ type watcher struct {
 	mu      sync.Mutex
 	index   *kobject.Index
 	synced  bool
-	initial map[string]cty.Value // records gathered until the initial sync
-	skipped map[string]string    // object id -> reason, so each is logged once
-	missing int                  // objects skipped for a missing index path
+	initial map[string]node.Record // records gathered until the initial sync
+	skipped map[string]string      // object id -> reason, so each is logged once
+	missing int                    // objects skipped for a missing index path
 }
 
 // item is an informer object as the handler sees it: an unstructured
@@ -47,6 +47,7 @@ type item interface {
 	value() (cty.Value, error)          // the record value; a slim object yields it once
 	sameAs(old any) bool                // equal to old apart from resourceVersion
 	release()                           // drops a value that will not be emitted
+	origin(src string) *node.Origin     // the record's provenance (origin.go)
 }
 
 type memItem struct{ u *unstructured.Unstructured }
@@ -150,11 +151,14 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 		}
 		var v cty.Value
 		var err error
+		var org *node.Origin
 		if ch.Winner == self && it != nil {
 			v, err = it.value()
+			org = it.origin(w.src.address)
 		} else {
 			w.unskip(ch.Winner) // a duplicate that now provides the key
 			v, err = w.valueOf(ch.Winner)
+			org = w.originOf(ch.Winner)
 		}
 		if err != nil {
 			w.log.Warn("cannot emit object; its key is removed until it changes", "key", ch.Key, "err", err)
@@ -162,7 +166,10 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			out = append(out, node.Remove(ch.Key, now))
 			continue
 		}
-		out = append(out, node.Upsert(ch.Key, v, now))
+		org.Object = ch.Key // the source's key: namespace/name or index_by's
+		d := node.Upsert(ch.Key, v, now)
+		d.Origin = org
+		out = append(out, d)
 	}
 	return out
 }
@@ -201,7 +208,7 @@ func (w *watcher) emit(deltas []node.Delta) {
 			if d.Delete {
 				delete(w.initial, d.Key)
 			} else {
-				w.initial[d.Key] = d.Value
+				w.initial[d.Key] = node.Record{Key: d.Key, Value: d.Value, Origin: d.Origin}
 			}
 		}
 		if !w.src.opts.syncChanges {
@@ -218,8 +225,8 @@ func (w *watcher) markSynced() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	records := make([]node.Record, 0, len(w.initial))
-	for k, v := range w.initial {
-		records = append(records, node.Record{Key: k, Value: v})
+	for _, r := range w.initial {
+		records = append(records, r)
 	}
 	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
 	w.out.Replace(records)

@@ -6,6 +6,9 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
@@ -50,9 +53,15 @@ func newSource(b node.Build) (any, hcl.Diagnostics) {
 			Subject: rng.Ptr()}}
 	}
 	s := &Source{}
+	lines := itemLines(b.Content.Attrs[recordsAttr.Name()].Expr, b.Content.Ctx)
 	for it := v.ElementIterator(); it.Next(); {
 		k, val := it.Element() // val keeps its sensitive marks for the views
-		s.records = append(s.records, node.Record{Key: k.AsString(), Value: val})
+		line, ok := lines[k.AsString()]
+		if !ok {
+			line = rng.Start.Line
+		}
+		org := &node.Origin{Source: b.Address, File: rng.Filename, Line: line}
+		s.records = append(s.records, node.Record{Key: k.AsString(), Value: val, Origin: org})
 	}
 	sort.Slice(s.records, func(i, j int) bool { return s.records[i].Key < s.records[j].Key })
 	return s, nil
@@ -70,4 +79,34 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 // Records returns the declared records (for tests and plan).
 func (s *Source) Records() []node.Record { return s.records }
 
-var _ node.Source = (*Source)(nil)
+// KnownRecords implements node.KnownRecords: the compiler checks fan-in
+// conflicts between static sources before anything runs.
+func (s *Source) KnownRecords() []node.Record { return s.records }
+
+// itemLines maps each key of an object constructor ({ "10.0.0.0/8" = ... })
+// to the line it is written on, so a record's origin points at its own
+// line. Keys it cannot evaluate alone are left out (the attribute's line
+// is used).
+func itemLines(expr hcl.Expression, ctx *hcl.EvalContext) map[string]int {
+	lines := map[string]int{}
+	obj, ok := expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return lines
+	}
+	for _, item := range obj.Items {
+		k, diags := item.KeyExpr.Value(ctx)
+		if diags.HasErrors() || !k.IsKnown() || k.IsNull() {
+			continue
+		}
+		k, _ = k.Unmark()
+		if k, err := convert.Convert(k, cty.String); err == nil {
+			lines[k.AsString()] = item.KeyExpr.Range().Start.Line
+		}
+	}
+	return lines
+}
+
+var (
+	_ node.Source       = (*Source)(nil)
+	_ node.KnownRecords = (*Source)(nil)
+)

@@ -96,7 +96,7 @@ func (r *runner) reset(snapshot []node.Record) {
 		if _, ok := failing[rec.Key]; ok {
 			r.failing[rec.Key] = struct{}{} // warned already
 		}
-		r.idx.set(rec.Key, r.yields(rec.Key, rec.Value), noTouch)
+		r.idx.set(rec.Key, r.yields(rec.Key, rec.Value), rec.Origin, noTouch)
 	}
 }
 
@@ -113,7 +113,7 @@ func (r *runner) apply(deltas []node.Delta) []node.Delta {
 			delete(r.failing, d.Key)
 			r.idx.drop(d.Key, r.touchFn)
 		} else {
-			r.idx.set(d.Key, r.yields(d.Key, d.Value), r.touchFn)
+			r.idx.set(d.Key, r.yields(d.Key, d.Value), d.Origin, r.touchFn)
 		}
 	}
 	var out []node.Delta
@@ -122,7 +122,9 @@ func (r *runner) apply(deltas []node.Delta) []node.Delta {
 		v, ok := r.idx.value(c.key)
 		switch {
 		case ok && (!c.had || !v.RawEquals(c.before)):
-			out = append(out, node.Upsert(c.key, v, c.at))
+			d := node.Upsert(c.key, v, c.at)
+			d.Origin = r.idx.origin(c.key)
+			out = append(out, d)
 		case !ok && c.had:
 			out = append(out, node.Remove(c.key, c.at))
 		}

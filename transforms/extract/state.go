@@ -14,26 +14,33 @@ type owners struct {
 	has    bool // min and val are set
 	min    node.Key
 	val    cty.Value
-	others map[node.Key]cty.Value // every owner but min; nil when none
+	org    *node.Origin       // min's provenance, shared with the input record
+	others map[node.Key]owned // every owner but min; nil when none
+}
+
+// owned is what one object yields for a record, with its provenance.
+type owned struct {
+	val cty.Value
+	org *node.Origin
 }
 
 // put sets what object obj yields for this record.
-func (o *owners) put(obj node.Key, v cty.Value) {
+func (o *owners) put(obj node.Key, v cty.Value, org *node.Origin) {
 	switch {
 	case !o.has || obj == o.min:
-		o.has, o.min, o.val = true, obj, v
+		o.has, o.min, o.val, o.org = true, obj, v, org
 	case obj < o.min:
 		if o.others == nil {
-			o.others = map[node.Key]cty.Value{}
+			o.others = map[node.Key]owned{}
 		}
-		o.others[o.min] = o.val
+		o.others[o.min] = owned{o.val, o.org}
 		delete(o.others, obj)
-		o.min, o.val = obj, v
+		o.min, o.val, o.org = obj, v, org
 	default:
 		if o.others == nil {
-			o.others = map[node.Key]cty.Value{}
+			o.others = map[node.Key]owned{}
 		}
-		o.others[obj] = v
+		o.others[obj] = owned{v, org}
 	}
 }
 
@@ -55,7 +62,7 @@ func (o *owners) remove(obj node.Key) bool {
 			o.min, first = k, false
 		}
 	}
-	o.val = o.others[o.min]
+	o.val, o.org = o.others[o.min].val, o.others[o.min].org
 	delete(o.others, o.min)
 	if len(o.others) == 0 {
 		o.others = nil
@@ -80,9 +87,12 @@ func (x *index) value(rk node.Key) (cty.Value, bool) {
 	return o.val, ok
 }
 
+// origin returns the provenance of a record's current value.
+func (x *index) origin(rk node.Key) *node.Origin { return x.byRecord[rk].org }
+
 // set replaces what object obj yields with ys (unique keys). touch is
 // called with every record key whose owners change, before the change.
-func (x *index) set(obj node.Key, ys []yield, touch func(node.Key)) {
+func (x *index) set(obj node.Key, ys []yield, org *node.Origin, touch func(node.Key)) {
 	x.drop(obj, touch)
 	if len(ys) == 0 {
 		return
@@ -92,7 +102,7 @@ func (x *index) set(obj node.Key, ys []yield, touch func(node.Key)) {
 		keys[i] = y.key
 		touch(y.key)
 		o := x.byRecord[y.key]
-		o.put(obj, y.value)
+		o.put(obj, y.value, org)
 		x.byRecord[y.key] = o
 	}
 	x.byObject[obj] = keys
@@ -116,7 +126,7 @@ func (x *index) drop(obj node.Key, touch func(node.Key)) {
 func (x *index) records() []node.Record {
 	out := make([]node.Record, 0, len(x.byRecord))
 	for rk, o := range x.byRecord {
-		out = append(out, node.Record{Key: rk, Value: o.val})
+		out = append(out, node.Record{Key: rk, Value: o.val, Origin: o.org})
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func TestIndexModel(t *testing.T) {
 				recs[rk] = v
 				ys = append(ys, yield{key: rk, value: cty.StringVal(v)})
 			}
-			x.set(obj, ys, noTouch)
+			x.set(obj, ys, nil, noTouch)
 			model[obj] = recs
 		}
 		want := map[node.Key]string{}

@@ -126,6 +126,16 @@ func (q *queue) has(k node.Key) bool {
 	return ok
 }
 
+// due returns when k's deletion passes, if it waits.
+func (q *queue) due(k node.Key) (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if it, ok := q.byKey[k]; ok {
+		return it.due, true
+	}
+	return time.Time{}, false
+}
+
 // list copies the pending deletions sorted by due time, then key.
 func (q *queue) list() []PendingDelete {
 	q.mu.Lock()

@@ -29,6 +29,10 @@ type Transform struct {
 // while the transform runs, from any goroutine; plan and explain use it.
 func (t *Transform) Pending() []PendingDelete { return t.pending.list() }
 
+// PendingDue implements node.PendingDue: when the deletion of k passes
+// downstream, if it waits. Safe from any goroutine; explain uses it.
+func (t *Transform) PendingDue(k node.Key) (time.Time, bool) { return t.pending.due(k) }
+
 // Run implements node.Transform. One timer serves every pending deletion:
 // it is set for the earliest due time after each event and each expiry.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
@@ -108,4 +112,7 @@ func (t *Transform) reset(snapshot []node.Record, out node.Output) {
 	out.Replace(records)
 }
 
-var _ node.Transform = (*Transform)(nil)
+var (
+	_ node.Transform  = (*Transform)(nil)
+	_ node.PendingDue = (*Transform)(nil)
+)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/internal/redact"
+)
+
+// explainView is the JSON of GET /explain?key=KEY, which `pipeline
+// explain` prints. Values are masked: a sensitive value (a marked one, or
+// one equal to a sensitive variable or attribute) shows as "(sensitive)".
+type explainView struct {
+	Key     string      `json:"key"`
+	Entries []entryView `json:"entries"`
+	Seen    []stageView `json:"seen,omitempty"`
+	Gates   []gateView  `json:"gates,omitempty"`
+	Absent  bool        `json:"absent"`
+}
+
+type entryView struct {
+	Sink        string      `json:"sink"`
+	InputKey    string      `json:"input_key"`
+	TargetKey   string      `json:"target_key"`
+	Status      string      `json:"status"`
+	Wanted      bool        `json:"wanted"`
+	Held        bool        `json:"held"`
+	Want        any         `json:"want,omitempty"`
+	Have        any         `json:"have,omitempty"`
+	Attempts    int         `json:"attempts,omitempty"`
+	LastError   string      `json:"last_error,omitempty"`
+	LastErrorAt *time.Time  `json:"last_error_at,omitempty"`
+	RetryAt     *time.Time  `json:"retry_at,omitempty"`
+	Origin      *originView `json:"origin,omitempty"`
+	Path        []stageView `json:"path,omitempty"`
+	Conflict    string      `json:"conflict,omitempty"`
+}
+
+type originView struct {
+	Source          string `json:"source"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name,omitempty"`
+	UID             string `json:"uid,omitempty"`
+	ResourceVersion string `json:"resource_version,omitempty"`
+	Object          string `json:"object,omitempty"`
+	File            string `json:"file,omitempty"`
+	Line            int    `json:"line,omitempty"`
+}
+
+type gateView struct {
+	Node string `json:"node"`
+	Attr string `json:"attr"`
+	Pos  string `json:"pos"`
+	Text string `json:"text"`
+}
+
+type stageView struct {
+	Node          string     `json:"node"`
+	Key           string     `json:"key"`
+	Present       bool       `json:"present"`
+	Value         any        `json:"value,omitempty"`
+	PendingDelete *time.Time `json:"pending_delete,omitempty"`
+}
+
+// explainHandler serves GET /explain?key=KEY.
+func explainHandler(rt *engine.Runtime, secrets *redact.Redactor) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "read-only: use GET", http.StatusMethodNotAllowed)
+			return
+		}
+		key := r.URL.Query().Get("key")
+		if err := engine.ValidateKey(key); err != nil {
+			http.Error(w, err.Error()+": use /explain?key=KEY", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		v := viewExplanation(rt.Explain(ctx, key), secrets)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	})
+}
+
+func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainView {
+	v := explainView{Key: secrets.String(ex.Key), Entries: []entryView{}, Absent: len(ex.Entries) == 0}
+	for _, e := range ex.Entries {
+		ev := entryView{Sink: e.Sink, InputKey: secrets.String(e.InputKey), TargetKey: secrets.String(e.TargetKey),
+			Status: e.Status, Wanted: e.Wanted, Held: e.Held, Want: maskValue(e.Want, secrets), Have: maskValue(e.Have, secrets),
+			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
+			RetryAt: timePtr(e.RetryAt), Conflict: secrets.String(e.Conflict)}
+		if o := e.Origin; o != nil {
+			ev.Origin = &originView{Source: o.Source, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
+				ResourceVersion: o.ResourceVersion, Object: secrets.String(o.Object), File: o.File, Line: o.Line}
+		}
+		for _, st := range e.Path {
+			ev.Path = append(ev.Path, viewStage(st, secrets))
+		}
+		v.Entries = append(v.Entries, ev)
+	}
+	for _, st := range ex.Seen {
+		v.Seen = append(v.Seen, viewStage(st, secrets))
+	}
+	for _, g := range ex.Gates {
+		v.Gates = append(v.Gates, gateView{Node: g.Node, Attr: g.Attr, Pos: g.Pos, Text: secrets.String(g.Text)})
+	}
+	return v
+}
+
+func viewStage(st engine.Stage, secrets *redact.Redactor) stageView {
+	return stageView{Node: st.Node, Key: secrets.String(st.Key), Present: st.Present,
+		Value: maskValue(st.Value, secrets), PendingDelete: timePtr(st.PendingDelete)}
+}
+
+// maskValue turns a value into JSON data with sensitive parts masked.
+func maskValue(v cty.Value, secrets *redact.Redactor) any {
+	if v == cty.NilVal {
+		return nil
+	}
+	if v.ContainsMarked() {
+		return redact.Mask // a value derived from a sensitive one
+	}
+	return ctyconv.FromCty(secrets.Value(v))
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newExplainCmd() *cobra.Command {
+	var against string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain [--against http://ADDR] [--json] KEY",
+		Short: "Ask a running instance why KEY is, or is not, in its sinks",
+		Long: "explain asks a running `pipeline run` (its read-only admin endpoint, --listen) about KEY: the sink\n" +
+			"entries that hold it with their status (applied, pending, failing with the last error, waiting for\n" +
+			"sync), where the record came from (the object or file:line), its value at each stage, and a pending\n" +
+			"grace-period deletion with its due time. For a key no sink holds it shows where the record stops\n" +
+			"and which selectors and conditions decide what reaches the sinks.\n\n" +
+			"Exit status: 0 when a sink holds or wants KEY, 2 when none does, 1 on error.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
+			defer cancel()
+			body, err := fetchExplain(ctx, against, args[0])
+			if err != nil {
+				return err
+			}
+			var v explainView
+			if err := json.Unmarshal(body, &v); err != nil {
+				return fmt.Errorf("explain: read answer from %s: %w", against, err)
+			}
+			if asJSON {
+				_, _ = cmd.OutOrStdout().Write(body)
+			} else {
+				writeExplain(cmd.OutOrStdout(), v, time.Now())
+			}
+			if v.Absent {
+				return exitError{2}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&against, "against", "http://127.0.0.1:9464", "admin endpoint of the running instance (its --listen address)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return cmd
+}
+
+// fetchExplain asks the admin endpoint at base about key.
+func fetchExplain(ctx context.Context, base, key string) ([]byte, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("explain: --against %q: %w", base, err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/explain"
+	u.RawQuery = url.Values{"key": {key}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("explain: ask %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("explain: read answer from %s: %w", u.Host, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("explain: %s answered %s: %s", u.Host, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+// writeExplain renders an answer for people.
+func writeExplain(w io.Writer, v explainView, now time.Time) {
+	if v.Absent {
+		writeAbsent(w, v)
+		return
+	}
+	for i, e := range v.Entries {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  %s  %s\n", e.Sink, e.TargetKey, e.Status)
+		if o := e.Origin; o != nil {
+			fmt.Fprintf(w, "  origin   %s\n", originText(o))
+		}
+		for _, st := range e.Path {
+			fmt.Fprintf(w, "  stage    %s  %s = %s", st.Node, st.Key, stageValue(st))
+			if st.PendingDelete != nil {
+				fmt.Fprintf(w, "  (deletion pending, due %s, in %s)", st.PendingDelete.UTC().Format(time.RFC3339), st.PendingDelete.Sub(now).Round(time.Second))
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "  entry    want %s, have %s\n", jsonText(e.Want, e.Wanted), jsonText(e.Have, e.Held))
+		if e.Attempts > 0 {
+			fmt.Fprintf(w, "  error    %s (attempts %d)\n", e.LastError, e.Attempts)
+		}
+		if e.Conflict != "" {
+			fmt.Fprintf(w, "  conflict %s\n", e.Conflict)
+		}
+	}
+}
+
+func writeAbsent(w io.Writer, v explainView) {
+	fmt.Fprintf(w, "%s is in no sink.\n", v.Key)
+	if len(v.Seen) > 0 {
+		fmt.Fprintln(w, "It is held by:")
+		for _, st := range v.Seen {
+			fmt.Fprintf(w, "  %s = %s\n", st.Node, stageValue(st))
+		}
+		fmt.Fprintln(w, "and stops after the last of these.")
+	}
+	if len(v.Gates) > 0 {
+		fmt.Fprintln(w, "What decides which records reach the sinks:")
+		for _, g := range v.Gates {
+			fmt.Fprintf(w, "  %s  %s = %s  (%s)\n", g.Node, g.Attr, g.Text, g.Pos)
+		}
+	}
+}
+
+func originText(o *originView) string {
+	var b strings.Builder
+	b.WriteString(o.Source)
+	if o.Name != "" {
+		fmt.Fprintf(&b, "  object %s", o.Name)
+		if o.Namespace != "" {
+			b.Reset()
+			fmt.Fprintf(&b, "%s  object %s/%s", o.Source, o.Namespace, o.Name)
+		}
+	}
+	if o.UID != "" {
+		fmt.Fprintf(&b, " uid %s", o.UID)
+	}
+	if o.ResourceVersion != "" {
+		fmt.Fprintf(&b, " resourceVersion %s", o.ResourceVersion)
+	}
+	if o.File != "" {
+		fmt.Fprintf(&b, "  %s", o.File)
+		if o.Line > 0 {
+			fmt.Fprintf(&b, ":%d", o.Line)
+		}
+	}
+	return b.String()
+}
+
+func stageValue(st stageView) string {
+	if !st.Present {
+		return "(absent)"
+	}
+	return jsonText(st.Value, true)
+}
+
+func jsonText(v any, ok bool) string {
+	if !ok {
+		return "(none)"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,317 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// Explanation answers "why is this key in my targets, or why not?" for a
+// running instance (`pipeline explain KEY`). Values are as the engine
+// holds them; views mask sensitive ones.
+type Explanation struct {
+	Key string
+	// Entries are the sink entries that hold or want Key (as an input key
+	// or as the target's key), sorted by sink.
+	Entries []SinkEntry
+	// Seen lists the nodes whose output holds Key when no sink entry does:
+	// where the record stops.
+	Seen []Stage
+	// Gates are, when no sink entry holds Key, the selectors and
+	// conditions on the way to each sink that decide which records reach
+	// it: what would have to change for Key to appear.
+	Gates []Gate
+}
+
+// SinkEntry is one sink's view of a key.
+type SinkEntry struct {
+	Sink      string
+	InputKey  node.Key // the key of the record the sink's input holds
+	TargetKey node.Key // the key in the target (10.0.0.7 -> 10.0.0.7/32)
+	Wanted    bool     // the input wants the entry
+	Held      bool     // the target holds it, as far as the loop knows
+	Want      cty.Value
+	Have      cty.Value
+	// Status is "applied", "pending" (a write is due), "failing" (with
+	// Attempts and LastError), "waiting for input sync" (a delete that
+	// may happen only once every input synced), "kept" (not wanted, but
+	// prune is off) or "sink not running".
+	Status      string
+	Attempts    int
+	LastError   string
+	LastErrorAt time.Time
+	RetryAt     time.Time
+	// Origin is the record's provenance and Path the stages it went
+	// through, from its source to the sink.
+	Origin *node.Origin
+	Path   []Stage
+	// Conflict says why the inputs of a fan-in disagree on the key.
+	Conflict string
+}
+
+// Stage is a record as one node's output holds it.
+type Stage struct {
+	Node    string
+	Key     node.Key
+	Present bool
+	Value   cty.Value
+	// PendingDelete is when a held-back deletion of the key passes
+	// downstream (grace_period); zero when none waits.
+	PendingDelete time.Time
+}
+
+// Gate is one attribute that selects what reaches a sink.
+type Gate struct {
+	Node string
+	Attr string
+	Pos  string // file:line:col
+	Text string // the attribute's expression as written
+}
+
+// explainWait bounds how long explain waits for a busy sink loop.
+const explainWait = 2 * time.Second
+
+// Explain explains key. It only reads: each sink loop answers between two
+// of its rounds, and collections are read under their locks.
+func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
+	ex := Explanation{Key: key}
+	for _, n := range r.g.Nodes {
+		if n.Kind != node.KindSink {
+			continue
+		}
+		e, ok := r.sinkEntry(ctx, n, key)
+		if !ok {
+			continue
+		}
+		if rec, ok := r.inputOf(n).lookup(e.InputKey); ok {
+			e.Origin = rec.Origin
+			if e.Origin != nil {
+				e.Path = r.stages(n, e.Origin, e.InputKey)
+			}
+		}
+		if f := r.fanins[n]; f != nil {
+			e.Conflict, _ = f.conflict(e.InputKey)
+		}
+		ex.Entries = append(ex.Entries, e)
+	}
+	if len(ex.Entries) == 0 {
+		for _, n := range r.g.Nodes {
+			if c := r.outs[n]; c != nil {
+				if rec, ok := c.lookup(key); ok {
+					ex.Seen = append(ex.Seen, r.stage(n, key, rec, true))
+				}
+			}
+		}
+		ex.Gates = r.gates()
+	}
+	return ex
+}
+
+// sinkEntry asks sink n's loop about key; ok is false when it neither
+// holds nor wants it.
+func (r *Runtime) sinkEntry(ctx context.Context, n *Node, key node.Key) (SinkEntry, bool) {
+	s := r.sinks[n]
+	e := SinkEntry{Sink: n.Address}
+	var found bool
+	done := make(chan struct{})
+	q := func() {
+		defer close(done)
+		found = s.describe(key, &e)
+	}
+	ctx, cancel := context.WithTimeout(ctx, explainWait)
+	defer cancel()
+	select {
+	case s.ask <- q:
+		<-done
+		return e, found
+	case <-ctx.Done():
+	}
+	// The loop is not running (its target failed to open) or is stuck in
+	// a write: the input still says whether it wants the key.
+	if _, ok := r.inputOf(n).lookup(key); ok {
+		e.InputKey, e.TargetKey, e.Wanted, e.Status = key, key, true, "sink not running"
+		return e, true
+	}
+	return e, false
+}
+
+// describe fills e from the loop's state; it runs on the loop's goroutine.
+func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
+	tk, ok := s.targetOf(key)
+	ik := key
+	if !ok {
+		if s.keys[key] == nil {
+			return false
+		}
+		tk, ik = key, s.inputKeyOf(key)
+	}
+	ks := s.keys[tk]
+	if ks == nil {
+		return false
+	}
+	e.InputKey, e.TargetKey = ik, tk
+	e.Wanted, e.Held = ks.owners > 0, ks.applied
+	if e.Wanted {
+		e.Want = ks.want.Value
+	}
+	if e.Held {
+		e.Have = ks.have.Value
+	}
+	e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = ks.attempts, ks.lastErr, ks.lastErrAt, ks.retryAt
+	switch {
+	case ks.attempts > 0:
+		e.Status = "failing"
+	case e.Wanted && e.Held && ks.have.Same(ks.want):
+		e.Status = "applied"
+	case e.Wanted:
+		e.Status = "pending"
+	case e.Held && !s.synced:
+		e.Status = "waiting for input sync"
+	case e.Held && !s.deletable(ks):
+		e.Status = "kept"
+	default:
+		e.Status = "pending"
+	}
+	return true
+}
+
+// inputKeyOf finds the input key that maps to target key tk (linear in
+// the keys whose target form differs; explain only).
+func (s *sinkLoop) inputKeyOf(tk node.Key) node.Key {
+	if ks := s.keys[tk]; ks != nil && ks.self {
+		return tk
+	}
+	for k, t := range s.alias {
+		if t == tk {
+			return k
+		}
+	}
+	return tk
+}
+
+// stages is the record's journey to sink n: every node on the path from
+// the origin's source, with what its output holds. Where a record passes
+// from objects to records (extract) its key changes from the object's to
+// the record's.
+func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key) []Stage {
+	path := pathFrom(sink, org.Source)
+	out := make([]Stage, 0, len(path))
+	for _, n := range path {
+		k := key
+		if n.Emits == node.Objects {
+			k = objectKey(org)
+		}
+		rec, ok := r.outs[n].lookup(k)
+		out = append(out, r.stage(n, k, rec, ok))
+	}
+	return out
+}
+
+func (r *Runtime) stage(n *Node, k node.Key, rec node.Record, ok bool) Stage {
+	st := Stage{Node: n.Address, Key: k, Present: ok}
+	if ok {
+		st.Value = rec.Value
+	}
+	if p, isPending := n.Impl.(node.PendingDue); isPending {
+		st.PendingDelete, _ = p.PendingDue(k)
+	}
+	return st
+}
+
+func objectKey(o *node.Origin) node.Key {
+	switch {
+	case o.Object != "":
+		return o.Object
+	case o.Namespace != "":
+		return o.Namespace + "/" + o.Name
+	}
+	return o.Name
+}
+
+// pathFrom returns the nodes from source src down to (not including)
+// sink, the first path found through the inputs in their order; nil when
+// src does not feed the sink.
+func pathFrom(sink *Node, src string) []*Node {
+	var walk func(n *Node) []*Node
+	walk = func(n *Node) []*Node {
+		if n.Address == src {
+			return []*Node{n}
+		}
+		for _, in := range n.Inputs {
+			if p := walk(in); p != nil {
+				return append(p, n)
+			}
+		}
+		return nil
+	}
+	p := walk(sink)
+	if len(p) == 0 {
+		return nil
+	}
+	return p[:len(p)-1]
+}
+
+// gates lists, for every node that feeds a sink, the attributes that
+// decide which records pass: a source's selectors and a transform's
+// runtime expressions. Sensitive attributes are left out.
+func (r *Runtime) gates() []Gate {
+	var out []Gate
+	for _, n := range r.g.Nodes {
+		if n.Kind == node.KindSink {
+			continue
+		}
+		out = append(out, r.nodeGates(n)...)
+	}
+	return out
+}
+
+func (r *Runtime) nodeGates(n *Node) []Gate {
+	body := n.Spec.Body
+	content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), r.g.Config.Ctx, n.Block.DeclRange)
+	var out []Gate
+	for _, a := range body.Attrs {
+		info := a.Info()
+		if info.Sensitive || (n.Kind == node.KindTransform && len(info.Roots) == 0) {
+			continue
+		}
+		attr, ok := content.Attrs[info.Name]
+		if !ok {
+			continue
+		}
+		rng := attr.Expr.Range()
+		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: r.text(rng)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}
+
+// text returns the configuration text of rng.
+func (r *Runtime) text(rng hcl.Range) string {
+	f := r.g.Config.Files[rng.Filename]
+	if f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
+		return ""
+	}
+	return string(rng.SliceBytes(f.Bytes))
+}
+
+// ErrNoKey is returned for an empty key.
+var ErrNoKey = errors.New("no key given")
+
+// ValidateKey checks a key asked about from outside.
+func ValidateKey(k string) error {
+	switch {
+	case k == "":
+		return ErrNoKey
+	case len(k) > 4096:
+		return fmt.Errorf("key too long (%d bytes)", len(k))
+	}
+	return nil
+}

@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// fanIn makes the union of a node's inputs (inputs = [a, b]) into the one
+// collection the node consumes. It keeps what each input holds; a key is
+// in the union while any input holds it, with the value its conflict rule
+// picks; the union is synced once every input is, so its consumer never
+// deletes before all of them delivered their initial state. Its goroutine
+// runs for the whole Runtime.Run, beside the nodes.
+type fanIn struct {
+	n         *Node
+	ins       []*collection
+	out       *collection
+	log       *slog.Logger
+	conflicts prometheus.Counter
+	ctx       *hcl.EvalContext // for merge; nil without one
+
+	held    []map[node.Key]node.Record // what each input holds; the goroutine's own
+	synced  []bool
+	touched map[node.Key]struct{}
+	order   []node.Key
+
+	mu      sync.Mutex
+	clashes map[node.Key]string // keys in conflict now and why, for explain
+	nclash  atomic.Int64        // len(clashes), so settle costs no lock when none
+}
+
+// newFanIns prepares the union of every node with several inputs.
+func (r *Runtime) newFanIns() {
+	r.fanins = map[*Node]*fanIn{}
+	for _, n := range r.g.Nodes {
+		if !n.FanIn() {
+			continue
+		}
+		f := &fanIn{n: n, out: newCollection(r.opts.QueueLimit, nil), log: r.logger(n).With("op", "fan-in"),
+			held: make([]map[node.Key]node.Record, len(n.Inputs)), synced: make([]bool, len(n.Inputs)),
+			touched: map[node.Key]struct{}{}, clashes: map[node.Key]string{}}
+		for i, in := range n.Inputs {
+			f.ins = append(f.ins, r.outs[in])
+			f.held[i] = map[node.Key]node.Record{}
+		}
+		if n.Merge != nil && r.g.Config != nil {
+			f.ctx = r.g.Config.Ctx.NewChild()
+			f.ctx.Functions = r.g.Config.Ctx.Functions
+		}
+		f.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_node_conflicts_total",
+			Help: "Keys that two inputs of a fan-in came to hold with different values that its conflict rule could not resolve (on_conflict = \"error\", or a failing merge)."})
+		if m := r.opts.Metrics; m != nil {
+			reg := prometheus.NewRegistry()
+			prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, reg).MustRegister(f.conflicts)
+			m.nodeGatherer.set(n.Address+" fan-in", reg)
+		}
+		r.fanins[n] = f
+	}
+}
+
+// inputOf returns the collection n consumes: its input's, or the union of
+// its inputs.
+func (r *Runtime) inputOf(n *Node) *collection {
+	if f := r.fanins[n]; f != nil {
+		return f.out
+	}
+	return r.outs[n.Input]
+}
+
+// runFanIns starts every union's goroutine on wg; they stop when ctx ends.
+func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
+	for _, f := range r.fanins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.run(ctx)
+		}()
+	}
+}
+
+// run merges the inputs' events until ctx ends.
+func (f *fanIn) run(ctx context.Context) {
+	type tagged struct {
+		i  int
+		ev node.Event
+	}
+	events := make(chan tagged)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, c := range f.ins {
+		sub := c.subscribe(nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.unsubscribe(sub)
+			for {
+				ev, err := sub.Next(ctx)
+				if err != nil {
+					return
+				}
+				select {
+				case events <- tagged{i, ev}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case t := <-events:
+			f.handle(t.i, t.ev)
+		}
+	}
+}
+
+// handle applies one event of input i and publishes the union's changes.
+func (f *fanIn) handle(i int, ev node.Event) {
+	if ev.Reset {
+		old := f.held[i]
+		f.held[i] = make(map[node.Key]node.Record, len(ev.Snapshot))
+		for k := range old {
+			f.touch(k)
+		}
+		for _, rec := range ev.Snapshot {
+			f.held[i][rec.Key] = rec
+			f.touch(rec.Key)
+		}
+	}
+	for _, d := range ev.Deltas {
+		if d.Delete {
+			delete(f.held[i], d.Key)
+		} else {
+			f.held[i][d.Key] = node.Record{Key: d.Key, Value: d.Value, Origin: d.Origin}
+		}
+		f.touch(d.Key)
+	}
+	if len(f.order) > 0 {
+		at := lastTime(ev.Deltas)
+		out := make([]node.Delta, 0, len(f.order))
+		for _, k := range f.order {
+			out = append(out, f.resolve(k, at))
+		}
+		clear(f.touched)
+		f.order = f.order[:0]
+		f.out.Apply(out)
+	}
+	if ev.Synced && !f.synced[i] {
+		f.synced[i] = true
+		for _, s := range f.synced {
+			if !s {
+				return
+			}
+		}
+		f.out.MarkSynced()
+		f.log.Debug("every input synced", "count", len(f.synced))
+	}
+}
+
+func (f *fanIn) touch(k node.Key) {
+	if _, ok := f.touched[k]; !ok {
+		f.touched[k] = struct{}{}
+		f.order = append(f.order, k)
+	}
+}
+
+// lastTime is the Time of the last delta of an event: the union's deltas
+// carry it (zero for a Reset).
+func lastTime(ds []node.Delta) time.Time {
+	if len(ds) > 0 {
+		return ds[len(ds)-1].Time
+	}
+	return time.Time{}
+}
+
+func upsert(r node.Record, at time.Time) node.Delta {
+	d := node.Upsert(r.Key, r.Value, at)
+	d.Origin = r.Origin
+	return d
+}
+
+// resolve returns the union's delta for key k: a delete when no input
+// holds it, else the value the conflict rule picks.
+func (f *fanIn) resolve(k node.Key, at time.Time) node.Delta {
+	var first, last node.Record
+	holders := 0
+	for i := range f.held {
+		if r, ok := f.held[i][k]; ok {
+			if holders == 0 {
+				first = r
+			}
+			last = r
+			holders++
+		}
+	}
+	switch {
+	case holders == 0:
+		f.settle(k)
+		return node.Remove(k, at)
+	case holders == 1:
+		f.settle(k)
+		return upsert(first, at)
+	case f.n.Merge != nil:
+		return f.merge(k, first, at)
+	case f.n.OnConflict == node.ConflictFirst:
+		return upsert(first, at)
+	case f.n.OnConflict == node.ConflictLast:
+		return upsert(last, at)
+	}
+	// on_conflict = "error": equal values are no conflict.
+	var differ []string
+	for i := range f.held {
+		if r, ok := f.held[i][k]; ok && !r.Value.RawEquals(first.Value) {
+			differ = append(differ, f.n.Inputs[i].Address)
+		}
+	}
+	if len(differ) == 0 {
+		f.settle(k)
+	} else {
+		f.clash(k, fmt.Sprintf("%s holds a value different from %s's; the key keeps %s's (on_conflict = \"error\")",
+			strings.Join(differ, " and "), f.holder(k), f.holder(k)))
+	}
+	return upsert(first, at)
+}
+
+// holder names the first input holding k.
+func (f *fanIn) holder(k node.Key) string {
+	for i := range f.held {
+		if _, ok := f.held[i][k]; ok {
+			return f.n.Inputs[i].Address
+		}
+	}
+	return ""
+}
+
+// merge evaluates the merge expression over the values of every input
+// holding k, in the order of inputs. A failure is a conflict: the key
+// keeps the first input's value.
+func (f *fanIn) merge(k node.Key, first node.Record, at time.Time) node.Delta {
+	var vals []cty.Value
+	for i := range f.held {
+		if r, ok := f.held[i][k]; ok {
+			vals = append(vals, r.Value)
+		}
+	}
+	v, err := f.evalMerge(k, vals)
+	if err != nil {
+		f.clash(k, "merge failed: "+err.Error())
+		return upsert(first, at)
+	}
+	f.settle(k)
+	first.Value = v
+	return upsert(first, at)
+}
+
+func (f *fanIn) evalMerge(k node.Key, vals []cty.Value) (v cty.Value, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a function's bug must not stop the pipeline
+			v, err = cty.NilVal, fmt.Errorf("expression panicked: %v", p)
+		}
+	}()
+	ctx := f.ctx.NewChild()
+	ctx.Variables = map[string]cty.Value{"key": cty.StringVal(k), "values": cty.TupleVal(vals)}
+	v, diags := f.n.Merge.Value(ctx)
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	if v.IsNull() || !v.IsWhollyKnown() {
+		return cty.NilVal, fmt.Errorf("merge yielded no value")
+	}
+	return v, nil
+}
+
+// clash records that k is in conflict; a new conflict is counted and
+// logged once.
+func (f *fanIn) clash(k node.Key, why string) {
+	f.mu.Lock()
+	_, was := f.clashes[k]
+	f.clashes[k] = why
+	f.nclash.Store(int64(len(f.clashes)))
+	f.mu.Unlock()
+	if !was {
+		f.conflicts.Inc()
+		f.log.Warn("inputs conflict on a key", "key", k, "err", why)
+	}
+}
+
+// settle records that k is not in conflict.
+func (f *fanIn) settle(k node.Key) {
+	if f.nclash.Load() == 0 {
+		return
+	}
+	f.mu.Lock()
+	delete(f.clashes, k)
+	f.nclash.Store(int64(len(f.clashes)))
+	f.mu.Unlock()
+}
+
+// conflict returns why k is in conflict, if it is.
+func (f *fanIn) conflict(k node.Key) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	why, ok := f.clashes[k]
+	return why, ok
+}
+
+// conflictKeys returns the keys in conflict now, sorted.
+func (f *fanIn) conflictKeys() []node.Key {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]node.Key, 0, len(f.clashes))
+	for k := range f.clashes {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// collections returns every collection of the runtime: the nodes' outputs
+// and the unions of fan-ins.
+func (r *Runtime) collections() []*collection {
+	out := make([]*collection, 0, len(r.outs)+len(r.fanins))
+	for _, c := range r.outs {
+		out = append(out, c)
+	}
+	for _, f := range r.fanins {
+		out = append(out, f.out)
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package node
+
+import (
+	"time"
+
+	"github.com/pipeline/pipeline/schema"
+)
+
+// Attributes of a transform or sink that consumes several inputs (fan-in).
+// The engine reads them; node constructors do not.
+var (
+	InputsAttr = schema.Refs("inputs", "source", "transform").
+			Doc("The nodes whose outputs this node consumes together, instead of `input`. The union is synced once every input is, and a key lives while any input wants it. All inputs must emit the same kind of data.").
+			Example("[source.kubernetes.pods, source.static.cidrs]")
+	OnConflictAttr = schema.Enum("on_conflict", ConflictError, ConflictFirst, ConflictLast).Default(ConflictError, `"error"`).
+			Doc("What happens when two `inputs` hold one key with different values: \"error\" (a configuration error when the values are known at load time; at run time the key keeps the value of the input listed first, and the conflict is counted in pipeline_node_conflicts_total, logged and shown by `pipeline explain`), \"first\" or \"last\" (the value of the input listed first or last among those holding the key).")
+	MergeAttr = schema.Expr("merge", "key", "values").
+			Doc("An expression that computes the value of a key that two or more `inputs` hold, from `key` and `values` (the values, in the order of `inputs`). It replaces `on_conflict`; a failing evaluation counts as a conflict.").
+			Example("merge(values...)")
+)
+
+// The on_conflict values.
+const (
+	ConflictError = "error"
+	ConflictFirst = "first"
+	ConflictLast  = "last"
+)
+
+// KnownRecords is implemented by a source whose records are known when the
+// configuration loads (static): the compiler checks fan-in conflicts
+// between such sources before anything runs.
+type KnownRecords interface {
+	KnownRecords() []Record
+}
+
+// PendingDue is implemented by a transform that holds deletions back
+// (grace_period): it tells when the deletion of key k passes downstream.
+// It is safe to call from any goroutine while the transform runs.
+type PendingDue interface {
+	PendingDue(k Key) (due time.Time, ok bool)
+}
