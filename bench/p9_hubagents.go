@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,16 @@ func hubAgents(ctx context.Context, e *Env) ([]Row, error) {
 		return []Row{skipped("P9", name, why)}, nil
 	}
 	if err := e.kube(ctx); err != nil {
+		return nil, err
+	}
+	// Earlier rows gave some pods new IPs: the agents' maps are checked for
+	// the IPs the pods have now.
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
+	if err != nil {
+		return nil, err
+	}
+	current, err := currentIPs(pods.Items, 8)
+	if err != nil {
 		return nil, err
 	}
 	watchesBefore, err := e.podWatches(ctx)
@@ -74,7 +85,7 @@ func hubAgents(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	for i, p := range procs {
 		pin := filepath.Join(dir, fmt.Sprintf("agent-%d", i))
-		if _, err := waitFull(ctx, p, pin, e.opts.Pods, samples(e.opts.Pods, 8), 5*time.Minute); err != nil {
+		if _, err := waitFull(ctx, p, pin, len(pods.Items), current, 5*time.Minute); err != nil {
 			return nil, fmt.Errorf("agent %d: %w", i, err)
 		}
 		if maps[i], err = ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true}); err != nil {
@@ -88,10 +99,6 @@ func hubAgents(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	if added := watchesAfter - watchesBefore; added > 1 {
 		return nil, fmt.Errorf("%v pod watches were added on the API server by a hub and %d agents; only the hub's one may be", added, agents)
-	}
-	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
-	if err != nil {
-		return nil, err
 	}
 	var p50, p99 []float64
 	for run := range e.opts.Runs {
@@ -250,6 +257,24 @@ func (e *Env) podWatches(ctx context.Context) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// currentIPs returns the podIPs of k pods spread over pods, the last
+// included.
+func currentIPs(pods []corev1.Pod, k int) ([][4]byte, error) {
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("no pods")
+	}
+	out := make([][4]byte, 0, k)
+	for j := range k {
+		raw := pods[(len(pods)-1)*(k-j)/k].Status.PodIP
+		ip, err := netip.ParseAddr(raw)
+		if err != nil || !ip.Is4() {
+			return nil, fmt.Errorf("pod IP %q is not an IPv4 address", raw)
+		}
+		out = append(out, ip.As4())
+	}
+	return out, nil
 }
 
 // freePort returns a TCP port free on 127.0.0.1 at the time of the call.
