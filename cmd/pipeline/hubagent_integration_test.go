@@ -20,12 +20,15 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 	"github.com/pipeline/pipeline/internal/natstest"
 )
@@ -101,15 +104,15 @@ func TestHubAndAgentsOnKubernetes(t *testing.T) {
 	if err := srv.WriteKubeconfig(kubeconfig, "test"); err != nil {
 		t.Fatal(err)
 	}
-	nats := natstest.Embedded(t)
+	natsSrv := natstest.Embedded(t)
 	pin := filepath.Join(pinDir, "allowed")
 
-	hub := launch(t, t.TempDir(), fmt.Sprintf(hubOnKube, kubeconfig, ns, nats.URL()))
+	hub := launch(t, t.TempDir(), fmt.Sprintf(hubOnKube, kubeconfig, ns, natsSrv.URL()))
 	defer stopOK(t, hub)
-	mapRun := launch(t, t.TempDir(), fmt.Sprintf(mapAgent, nats.URL(), pin))
+	mapRun := launch(t, t.TempDir(), fmt.Sprintf(mapAgent, natsSrv.URL(), pin))
 	defer stopOK(t, mapRun)
 	logDir := t.TempDir()
-	logRun := launch(t, logDir, fmt.Sprintf(logAgent, nats.URL()))
+	logRun := launch(t, logDir, fmt.Sprintf(logAgent, natsSrv.URL()))
 	defer stopOK(t, logRun)
 
 	converge := func(what string, want ...string) {
@@ -148,7 +151,7 @@ func TestHubAndAgentsOnKubernetes(t *testing.T) {
 func TestRestartedAgentWritesNothing(t *testing.T) {
 	pin := filepath.Join(bpfDir(t), "allowed")
 	const n = 1000
-	nats := natstest.Embedded(t)
+	natsSrv := natstest.Embedded(t)
 	var recs strings.Builder
 	for i := range n {
 		fmt.Fprintf(&recs, "    \"10.1.%d.%d\" = {}\n", i/256, i%256)
@@ -164,26 +167,30 @@ sink "nats_kv" "hub" {
   bucket     = "pod-ips"
   key_prefix = "v1."
 }
-`, recs.String(), nats.URL()))
+`, recs.String(), natsSrv.URL()))
 	defer stopOK(t, hub)
-	agent := fmt.Sprintf(mapAgent, nats.URL(), pin)
+	// An agent started before the hub wrote the whole bucket would sync
+	// to whatever part it found and count the rest as writes.
+	waitBucket(t, natsSrv.URL(), "pod-ips", n)
+	agent := fmt.Sprintf(mapAgent, natsSrv.URL(), pin)
 	dir := t.TempDir()
 
 	runAgent := func(what string) (upserts, deletes float64) {
 		t.Helper()
 		r := launch(t, dir, agent)
 		defer stopOK(t, r)
-		// Ready means the sink finished a full reconcile of the synced
-		// input: whatever that run writes at start is counted by then.
+		// A sink is synced in /readyz once it finished a full reconcile of
+		// the synced input: whatever that run writes at start is counted
+		// by then.
 		deadline := time.Now().Add(30 * time.Second)
-		for !ready(r.addr) {
+		for !sinkSynced(t, r.addr, "sink.ebpf_map.allowed") {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: the agent never got ready\n%s", what, r.stderr.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if got := len(mapKeys(t, pin)); got != n {
-			t.Fatalf("%s: the map holds %d entries, want %d", what, got, n)
+			t.Fatalf("%s: the map holds %d entries, want %d\n%s", what, got, n, r.stderr.String())
 		}
 		m := scrape(t, r.addr)
 		return m.writes("sink.ebpf_map.allowed", "upsert"), m.writes("sink.ebpf_map.allowed", "delete")
@@ -212,6 +219,34 @@ sink "nats_kv" "hub" {
 	if up, del := runAgent("restart after a map entry was lost"); up != 1 || del != 0 {
 		t.Errorf("restart after one entry was lost wrote %v upserts, %v deletes; want 1, 0", up, del)
 	}
+}
+
+// waitBucket waits until the bucket holds n values.
+func waitBucket(t *testing.T, url, bucket string, n int) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	have := uint64(0)
+	for ctx.Err() == nil {
+		if kv, err := js.KeyValue(ctx, bucket); err == nil {
+			if st, err := kv.Status(ctx); err == nil {
+				if have = st.Values(); have == uint64(n) {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("bucket %s holds %d values, want %d", bucket, have, n)
 }
 
 // bpfDir returns a fresh directory on the bpffs, removed at the end; it
@@ -368,6 +403,27 @@ func (s scraped) sum(name string, want model.LabelSet) float64 {
 
 func (s scraped) writes(node, op string) float64 {
 	return s.sum("pipeline_sink_writes_total", model.LabelSet{"node": model.LabelValue(node), "op": model.LabelValue(op)})
+}
+
+// sinkSynced says whether /readyz shows node synced.
+func sinkSynced(t *testing.T, addr, node string) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var r engine.Readiness
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("decode readyz: %v", err)
+	}
+	for _, n := range r.Nodes {
+		if n.Address == node {
+			return n.Synced
+		}
+	}
+	t.Fatalf("readyz has no node %s", node)
+	return false
 }
 
 // ready says whether the run's /readyz answers 200.
