@@ -9,8 +9,9 @@
 // floor), by a hand-written client-go controller and by `pipeline run`
 // (P1), the resident memory those pods add (P4), the latency of one change
 // against a raw watch (P2), sustained churn through extract -> debounce ->
-// ebpf_map in process (P3), validate of 1,000 blocks (P8) and the ebpf_map
-// reconcile rows. Contenders run as fresh processes (the controller and the
+// ebpf_map in process (P3), validate of 1,000 blocks (P8), a hub and 50
+// agents over NATS, each agent its own process and pinned map (P9), and the
+// ebpf_map reconcile rows. Contenders run as fresh processes (the controller and the
 // floor are this program re-run, see Child); inputs are built before a
 // clock starts.
 //

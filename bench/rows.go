@@ -50,7 +50,7 @@ var scenarios = []scenario{
 	notLanded("P6", "plan of the flagship config"),
 	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},
-	notLanded("P9", "hub + 50 agents"),
+	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
 }

@@ -287,7 +287,11 @@ func (c *Conn) report(s Status, detail string, changed bool) {
 	} else {
 		c.connected.Set(0)
 	}
-	if changed {
+	// Only a transition into Connected is a new connection: nats.go calls
+	// the connect handler asynchronously after setConn already reported
+	// the same connection, and a second signal would make a watch that
+	// just started on it begin again.
+	if changed && !same {
 		select {
 		case c.changed <- struct{}{}:
 		default:

@@ -26,6 +26,12 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	bin  string
+	// Name is the server name (cluster members); extra are the flags that
+	// make it one.
+	Name string
+	// Monitor is the HTTP monitoring port (cluster members), 0 if none.
+	Monitor int
+	extra   []string
 }
 
 // URL is the server's client URL.
@@ -66,7 +72,8 @@ func (s *Server) start() {
 		s.ns = ns
 		return
 	}
-	cmd := exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-js", "-sd", s.Store)
+	args := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-js", "-sd", s.Store}, s.extra...)
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start nats-server: %v", err)
