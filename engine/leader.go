@@ -133,6 +133,16 @@ func (g *leaderGate) changed() <-chan struct{} {
 	return g.l.Changed()
 }
 
+// standbyNow reports, without touching the loop's state (any goroutine),
+// whether leader election is on and this instance does not lead.
+func (s *sinkLoop) standbyNow() bool {
+	if s == nil || s.gate.l == nil {
+		return false
+	}
+	_, ok := s.gate.l.leading()
+	return !ok
+}
+
 // standby reports whether the sink must not write now because this
 // instance does not lead. A follower keeps its desired state from the input
 // but drops its pending work and retries: when it starts leading it reads

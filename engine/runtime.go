@@ -252,7 +252,10 @@ func (r *Runtime) Readiness() Readiness {
 		case node.KindSource:
 			st.Ready = synced && st.State != node.Down.String()
 		case node.KindSink:
-			st.Ready = st.State == node.Healthy.String()
+			// Ready once the target holds the synced input: a probe or an
+			// agent waiting for /readyz must not find a half-written target.
+			// A standby (not leading) writes nothing and is ready to take over.
+			st.Ready = st.State == node.Healthy.String() && (synced || r.sinks[n].standbyNow())
 		default:
 			st.Ready = st.State != node.Down.String()
 		}

@@ -338,3 +338,35 @@ func TestUnreadableTargetRetriedWithBackoff(t *testing.T) {
 		}
 	})
 }
+
+// TestSinkReadyOnlyOnceTargetHoldsSyncedInput: a healthy sink whose first
+// full write is still in flight is not ready, so a probe (or an agent
+// waiting on a hub's /readyz) never sees a half-written target as ready.
+func TestSinkReadyOnlyOnceTargetHoldsSyncedInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		sink.HealthyOnOpen = true // healthy before it has written anything
+		entered, release := make(chan struct{}, 1), make(chan struct{})
+		sink.BeforeUpdate = func() {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() })
+		<-entered
+		synctest.Wait()
+		r := h.rt.Readiness()
+		close(release)
+		if st := statusOf(r, "sink.mem.m"); r.Ready || st.Ready || st.Synced {
+			t.Errorf("ready while the first write is in flight: %+v", r)
+		}
+		synctest.Wait()
+		if r := h.rt.Readiness(); !r.Ready {
+			t.Fatalf("not ready after the first full write: %+v", r)
+		}
+		h.shutdown()
+	})
+}

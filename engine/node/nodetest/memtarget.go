@@ -28,6 +28,12 @@ type MemSink struct {
 	AppendOnly bool
 	// FailActual, when set, makes Actual fail while it returns an error.
 	FailActual func() error
+	// BeforeUpdate, when set, is called at the start of every Update
+	// (a test may block in it to hold a write in flight).
+	BeforeUpdate func()
+	// HealthyOnOpen makes Open report Healthy, as a sink whose connection
+	// is up does before it has written anything.
+	HealthyOnOpen bool
 }
 
 // NewMemSink returns an empty MemSink.
@@ -54,7 +60,10 @@ func (m *MemSink) HeldCount() int {
 }
 
 // Open implements node.Sink.
-func (m *MemSink) Open(context.Context, node.Env, node.Mode) (node.Target, error) {
+func (m *MemSink) Open(_ context.Context, env node.Env, _ node.Mode) (node.Target, error) {
+	if m.HealthyOnOpen && env.Health != nil {
+		env.Health.Set(node.Healthy, "")
+	}
 	return &memTarget{m}, nil
 }
 
@@ -145,6 +154,9 @@ func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 
 func (t *memTarget) Update(_ context.Context, batch []node.Entry) {
 	m := t.m
+	if m.BeforeUpdate != nil {
+		m.BeforeUpdate()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range batch {
