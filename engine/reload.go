@@ -77,8 +77,10 @@ const reloadHistory = 32
 
 // reloadState serialises reloads and keeps their records.
 type reloadState struct {
-	mu      sync.Mutex // held for a whole reload
+	mu      sync.Mutex    // held for a whole reload
+	started chan struct{} // closed once Run started the nodes
 	closed  bool
+	rec     sync.Mutex // guards gen and records, which readers need during a reload
 	gen     uint64
 	records []ReloadRecord
 	last    *ReloadStatus // guarded by Runtime.mu for Readiness
@@ -87,7 +89,7 @@ type reloadState struct {
 }
 
 func (s *reloadState) init(m *Metrics) {
-	s.gen, s.met, s.staged = 1, m, map[*Node]*prometheus.Registry{}
+	s.gen, s.met, s.staged, s.started = 1, m, map[*Node]*prometheus.Registry{}, make(chan struct{})
 }
 
 // close waits for a reload under way and refuses later ones.
@@ -108,15 +110,15 @@ func (s *reloadState) status() *ReloadStatus {
 // Generation returns the config generation: 1 for the configuration the
 // runtime started with, one more for each applied reload.
 func (r *Runtime) Generation() uint64 {
-	r.reload.mu.Lock()
-	defer r.reload.mu.Unlock()
+	r.reload.rec.Lock()
+	defer r.reload.rec.Unlock()
 	return r.reload.gen
 }
 
 // Reloads returns the latest reload records, oldest first.
 func (r *Runtime) Reloads() []ReloadRecord {
-	r.reload.mu.Lock()
-	defer r.reload.mu.Unlock()
+	r.reload.rec.Lock()
+	defer r.reload.rec.Unlock()
 	return append([]ReloadRecord(nil), r.reload.records...)
 }
 
@@ -134,22 +136,28 @@ func (r *Runtime) Reject(rec ReloadRecord) ReloadRecord {
 // errors, keeping every node whose fingerprint is unchanged (see the top of
 // this file). It blocks until the reload is applied or rolled back, and
 // returns the completed record (rec carries Trigger, Hash, Diagnostics and
-// Started, which defaults to now). ctx bounds the start of the new parts;
-// Run must be running. Reloads are serialised.
+// Started, which defaults to now). It waits for Run to start; ctx bounds
+// that wait and the start of the new parts. Reloads are serialised.
 func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeout time.Duration) ReloadRecord {
 	if rec.Started.IsZero() {
 		rec.Started = time.Now()
 	}
+	var notRunning bool
+	select {
+	case <-r.reload.started:
+	case <-ctx.Done():
+		notRunning = true
+	}
 	r.reload.mu.Lock()
 	defer r.reload.mu.Unlock()
 	r.mu.RLock()
-	cur, running := r.g, r.srcCtx != nil
+	cur := r.g
 	r.mu.RUnlock()
 	switch {
 	case r.reload.closed:
 		rec.Result, rec.Error = ReloadRejected, "the pipeline is shutting down"
 		return r.noteLocked(rec)
-	case !running:
+	case notRunning:
 		rec.Result, rec.Error = ReloadRejected, "the pipeline is not running yet"
 		return r.noteLocked(rec)
 	}
@@ -208,6 +216,7 @@ func checkRunnable(g *Graph) error {
 // /readyz, the log and the audit trails.
 func (r *Runtime) noteLocked(rec ReloadRecord) ReloadRecord {
 	s := &r.reload
+	s.rec.Lock()
 	if rec.Result == ReloadApplied {
 		s.gen++
 		r.dec.setGeneration(s.gen)
@@ -218,6 +227,7 @@ func (r *Runtime) noteLocked(rec ReloadRecord) ReloadRecord {
 	if len(s.records) > reloadHistory {
 		s.records = append([]ReloadRecord(nil), s.records[len(s.records)-reloadHistory:]...)
 	}
+	s.rec.Unlock()
 	r.mu.Lock()
 	s.last = &ReloadStatus{Generation: rec.Generation, Result: rec.Result, Time: rec.Started, Error: rec.Error}
 	r.mu.Unlock()

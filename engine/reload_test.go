@@ -445,7 +445,9 @@ func TestReloadNotRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := rt.Reload(context.Background(), g, ReloadRecord{}, time.Second); rec.Result != ReloadRejected {
+	early, cancelEarly := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancelEarly()
+	if rec := rt.Reload(early, g, ReloadRecord{}, time.Second); rec.Result != ReloadRejected {
 		t.Errorf("reload before Run = %+v", rec)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

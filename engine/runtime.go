@@ -139,6 +139,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.tasks[n] = r.startLocked(n)
 	}
 	r.mu.Unlock()
+	close(r.reload.started)
 	<-ctx.Done()
 	r.reload.close() // waits for a reload under way; none starts after
 	stopSources()
