@@ -16,6 +16,11 @@ type staging struct {
 	nodes  []*Node
 	tasks  map[*Node]*task
 	opened map[*Node]node.Target
+	// handover holds the new sinks that take over a target a running
+	// sink holds (a rebuilt sink, or one on a retired sink's pin): an
+	// exclusive resource such as a pin lock opens only once its holder
+	// stopped, so these open after the retired sinks stop.
+	handover map[*Node]bool
 }
 
 // apply runs the reload: merge, stage, swap; or tear the stage down.
@@ -42,13 +47,84 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 			retired = append(retired, o)
 		}
 	}
-	st := &staging{nodes: fresh, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{}}
+	st := &staging{nodes: fresh, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{}, handover: map[*Node]bool{}}
+	held := claimSet(retired)
+	for _, n := range fresh {
+		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
+			st.handover[n] = true
+		}
+	}
 	if err := r.prepare(ctx, st, timeout); err != nil {
 		r.unstage(st)
 		return err
 	}
+	stopped := r.stopSinks(retired)
+	if err := r.openSinks(ctx, st, true); err != nil {
+		r.unstage(st)
+		r.mu.Lock()
+		for _, o := range stopped {
+			r.tasks[o] = r.startLocked(o) // reads its target and goes on: no churn
+		}
+		r.mu.Unlock()
+		return err
+	}
 	r.swap(ctx, merged, st, retired, d)
 	return nil
+}
+
+// claimSet returns the claims of the sinks among nodes.
+func claimSet(nodes []*Node) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range nodes {
+		if c, ok := n.Impl.(claimer); ok && n.Kind == node.KindSink {
+			for _, cl := range c.Claims() {
+				out[cl.What+"\x00"+cl.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+func overlaps(n *Node, claims map[string]bool) bool {
+	if c, ok := n.Impl.(claimer); ok {
+		for _, cl := range c.Claims() {
+			if claims[cl.What+"\x00"+cl.Name] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openSinks opens the targets of the new sinks: the handover ones or
+// the others.
+func (r *Runtime) openSinks(ctx context.Context, st *staging, handover bool) error {
+	for _, n := range st.nodes {
+		if n.Kind != node.KindSink || st.handover[n] != handover {
+			continue
+		}
+		t, err := n.Impl.(node.Sink).Open(ctx, r.env(n), node.ModeRun)
+		if err != nil {
+			return fmt.Errorf("%s: open target: %w", n.Address, err)
+		}
+		st.opened[n] = t
+	}
+	return nil
+}
+
+// stopSinks stops the running sinks among nodes and returns them.
+func (r *Runtime) stopSinks(nodes []*Node) []*Node {
+	var out []*Node
+	for _, o := range nodes {
+		r.mu.RLock()
+		t := r.tasks[o]
+		r.mu.RUnlock()
+		if t != nil && o.Kind == node.KindSink {
+			t.stop()
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // prepare starts the new sources and transforms and opens the new sinks'
@@ -60,15 +136,8 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 		r.reload.staged[n] = nil
 	}
 	r.mu.Unlock()
-	for _, n := range st.nodes {
-		if n.Kind != node.KindSink {
-			continue
-		}
-		t, err := n.Impl.(node.Sink).Open(ctx, r.env(n), node.ModeRun)
-		if err != nil {
-			return fmt.Errorf("%s: open target: %w", n.Address, err)
-		}
-		st.opened[n] = t
+	if err := r.openSinks(ctx, st, false); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	for _, n := range st.nodes {
@@ -133,23 +202,18 @@ func (r *Runtime) unstage(st *staging) {
 	}
 }
 
-// swap installs the merged graph. The replaced sinks stop before the new
-// ones start, so no two loops write one target at once; the replaced
-// sources and transforms stop last, once nothing consumes them.
+// swap installs the merged graph once the replaced sinks stopped (so no
+// two loops write one target at once) and starts the new sinks; the
+// replaced sources and transforms stop last, once nothing consumes them.
 func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired []*Node, d GraphDiff) {
 	r.mu.RLock()
-	var oldSinks, oldRest []*task
+	var oldRest []*task
 	for _, o := range retired {
-		if t := r.tasks[o]; t != nil && o.Kind == node.KindSink {
-			oldSinks = append(oldSinks, t)
-		} else if t != nil {
+		if t := r.tasks[o]; t != nil && o.Kind != node.KindSink {
 			oldRest = append(oldRest, t)
 		}
 	}
 	r.mu.RUnlock()
-	for _, t := range oldSinks {
-		t.stop()
-	}
 	r.mu.Lock()
 	r.g = merged
 	for _, n := range st.nodes {

@@ -557,3 +557,35 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 		}
 	}
 }
+
+// A rebuilt sink takes its target over from the running one (a pin lock is
+// exclusive): the running sink stops first, and when the new one fails to
+// open, the running sink starts again on its target, writing nothing.
+func TestReloadRebuiltSinkFailsToOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startReload(t, reloadConfig("", "1m", ""))
+		want := h.feed(20)
+		synctest.Wait()
+		h.sink.ResetCounts()
+		h.impls["sink.mem.m"] = brokenSink{}
+		rec := h.reload(reloadConfig("", "2m", ""))
+		h.impls["sink.mem.m"] = h.sink
+		synctest.Wait()
+		if rec.Result != ReloadRolledBack || !strings.Contains(rec.Error, "sink.mem.m: open target") {
+			t.Fatalf("reload = %s %q", rec.Result, rec.Error)
+		}
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Upsert("after", str("x"), time.Now())}) })
+		synctest.Wait()
+		want["after"] = str("x")
+		if d := cmp.Diff(want, h.sink.State(), ctyEqual); d != "" {
+			t.Errorf("the old sink does not flow after the rollback (-want +got):\n%s", d)
+		}
+		if up, del, _ := h.sink.Counts(); up != 1 || del != 0 {
+			t.Errorf("%d updates and %d deletes; want only the new key written", up, del)
+		}
+		if r := h.rt.Readiness(); !r.Ready {
+			t.Errorf("not ready after the rollback: %+v", r)
+		}
+		checkNoLeftovers(t, h.rt)
+	})
+}

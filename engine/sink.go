@@ -123,6 +123,11 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	for {
+		if ctx.Err() != nil {
+			// Stopped: select may have picked another ready case; a write
+			// whose outcome apply dropped must not be repeated.
+			return nil
+		}
 		for {
 			ev, ok := sub.poll()
 			if !ok {
