@@ -42,6 +42,7 @@ func reload(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	pin := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid()), "reload")
 	_ = os.Remove(pin)
+	defer os.Remove(filepath.Dir(pin)) // when empty: other rows may share it
 	defer os.Remove(pin)
 	dir := filepath.Join(e.dir, "p5")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
