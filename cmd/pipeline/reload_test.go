@@ -105,7 +105,7 @@ func (w *watched) settle(t *testing.T, want int) []engine.ReloadRecord {
 	return recs
 }
 
-func writeFile(t *testing.T, name, content string) {
+func saveFile(t *testing.T, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func writeFile(t *testing.T, name, content string) {
 func TestReloadOnFileSave(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "p.hcl")
-	writeFile(t, cfg, staticConfig(1))
+	saveFile(t, cfg, staticConfig(1))
 	w := runWatched(t, dir)
 	n := 0
 	saves := []struct {
@@ -127,7 +127,7 @@ func TestReloadOnFileSave(t *testing.T) {
 	}{
 		{"rename over (atomic save)", func(c string) {
 			tmp := filepath.Join(dir, ".p.hcl.swp")
-			writeFile(t, tmp, c)
+			saveFile(t, tmp, c)
 			must(t, os.Rename(tmp, cfg))
 		}, true},
 		{"sed -i (temp file, chmod, rename)", func(c string) {
@@ -153,11 +153,11 @@ func TestReloadOnFileSave(t *testing.T) {
 		{"same content saved again", func(string) {
 			b, err := os.ReadFile(cfg)
 			must(t, err)
-			writeFile(t, cfg, string(b))
+			saveFile(t, cfg, string(b))
 		}, false},
 		{"chmod only", func(string) { must(t, os.Chmod(cfg, 0o600)) }, false},
 		{"file added to the directory", func(string) {
-			writeFile(t, filepath.Join(dir, "extra.hcl"), "sink \"log\" \"more\" {\n  input = source.static.nets\n  path  = \"more.log\"\n}\n")
+			saveFile(t, filepath.Join(dir, "extra.hcl"), "sink \"log\" \"more\" {\n  input = source.static.nets\n  path  = \"more.log\"\n}\n")
 		}, true},
 		{"file removed from the directory", func(string) { must(t, os.Remove(filepath.Join(dir, "extra.hcl"))) }, true},
 	}
@@ -186,7 +186,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 	update := func(i int) {
 		ts := fmt.Sprintf("..2026_11_22_00_00_%02d.000000001", i)
 		must(t, os.Mkdir(filepath.Join(dir, ts), 0o755))
-		writeFile(t, filepath.Join(dir, ts, "p.hcl"), staticConfig(i))
+		saveFile(t, filepath.Join(dir, ts, "p.hcl"), staticConfig(i))
 		old, _ := os.Readlink(filepath.Join(dir, "..data"))
 		must(t, os.Symlink(ts, filepath.Join(dir, "..data_tmp")))
 		must(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
@@ -211,9 +211,9 @@ func TestReloadConfigMapSwap(t *testing.T) {
 func TestReloadInvalidKeepsRunning(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "p.hcl")
-	writeFile(t, cfg, staticConfig(1))
+	saveFile(t, cfg, staticConfig(1))
 	w := runWatched(t, dir)
-	writeFile(t, cfg, strings.Replace(staticConfig(2), "source.static.nets", "source.static.nest", 1))
+	saveFile(t, cfg, strings.Replace(staticConfig(2), "source.static.nets", "source.static.nest", 1))
 	recs := w.settle(t, 1)
 	if recs[0].Result != engine.ReloadRejected || len(recs[0].Diagnostics) == 0 ||
 		!strings.Contains(recs[0].Diagnostics[0], "p.hcl:6:11: Reference to undeclared node") {
@@ -230,7 +230,7 @@ func TestReloadInvalidKeepsRunning(t *testing.T) {
 		}
 	}
 	// The fix applies.
-	writeFile(t, cfg, staticConfig(3))
+	saveFile(t, cfg, staticConfig(3))
 	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied || recs[0].Generation != 2 {
 		t.Errorf("fixed reload: %+v", recs[0])
 	}
@@ -269,7 +269,7 @@ func TestReloadSignalDuringReload(t *testing.T) {
 	reg := node.NewRegistry(static.Spec(), log.Spec(), gated)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "p.hcl")
-	writeFile(t, cfg, staticConfig(1))
+	saveFile(t, cfg, staticConfig(1))
 	l := loadWith([]string{cfg}, schema.Options{}, reg)
 	if l.diags.HasErrors() {
 		t.Fatal(l.diags.Error())
@@ -285,7 +285,7 @@ func TestReloadSignalDuringReload(t *testing.T) {
 	wait := startReloads(ctx, rl, reloadFlags{})
 	defer func() { cancel(); wait(); <-done }()
 
-	writeFile(t, cfg, staticConfig(2)+"source \"gated\" \"g\" {}\nsink \"log\" \"g\" {\n  input = source.gated.g\n  path = \"g.log\"\n}\n")
+	saveFile(t, cfg, staticConfig(2)+"source \"gated\" \"g\" {}\nsink \"log\" \"g\" {\n  input = source.gated.g\n  path = \"g.log\"\n}\n")
 	rl.trigger("file", false)
 	select {
 	case <-started: // the reload is staging the gated source
@@ -293,7 +293,7 @@ func TestReloadSignalDuringReload(t *testing.T) {
 		t.Fatal("the reload did not start the gated source")
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	writeFile(t, cfg, staticConfig(3))
+	saveFile(t, cfg, staticConfig(3))
 	must(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
 	time.Sleep(50 * time.Millisecond) // the signal is taken and waits for the reload
 	if n := len(rt.Reloads()); n != 0 {
@@ -338,4 +338,38 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestReloadMasksNewSecrets: a secret that only the reloaded configuration
+// declares is masked in /reloads, /readyz and the logs, even in the error
+// of a part that failed to start.
+func TestReloadMasksNewSecrets(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	const secret = "hunter2-e9f1c7"
+	saveFile(t, cfg, staticConfig(1)+fmt.Sprintf(`
+variable "where" {
+  default   = "/nonexistent-%s/x.log"
+  sensitive = true
+}
+sink "log" "secret" {
+  input = source.static.nets
+  path  = var.where
+}
+`, secret))
+	recs := w.settle(t, 1)
+	if recs[0].Result != engine.ReloadRolledBack {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	for what, body := range map[string]string{"/reloads": get(t, w.client, "http://"+w.addr+"/reloads"),
+		"/readyz": get(t, w.client, "http://"+w.addr+"/readyz"), "logs": w.stderr.String()} {
+		if strings.Contains(body, secret) {
+			t.Errorf("%s shows the secret: %s", what, body)
+		}
+	}
+	if !strings.Contains(recs[0].Error, "(sensitive)") {
+		t.Errorf("the error does not show where the secret was masked: %q", recs[0].Error)
+	}
 }
