@@ -89,7 +89,7 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 		return fmt.Sprintf(reloadFlagship, hclString(kc), hclString(ns), hclString(pin), resync, extra)
 	}
 	for i := range 20 {
-		createPod(t, cs, ns, fmt.Sprintf("p%d", i), fmt.Sprintf("10.1.0.%d", i+1))
+		reloadPod(t, cs, ns, fmt.Sprintf("p%d", i), fmt.Sprintf("10.1.0.%d", i+1))
 	}
 	r := start(t, config("1m", ""))
 	r.waitReady(t)
@@ -124,7 +124,7 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 		t.Errorf("the reload wrote %v entries and deleted %v; want none (every entry stays)", u-ups, d-dels)
 	}
 	// The kept source still feeds the new sink.
-	createPod(t, cs, ns, "late", "10.1.0.99")
+	reloadPod(t, cs, ns, "late", "10.1.0.99")
 	eventually(t, 10*time.Second, "the new pod's IP in the map", func() bool { return mapLen(m) == 21 })
 
 	// A new sink whose pin is not on a bpffs fails to open: rollback.
@@ -138,7 +138,7 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 	if u, d := r.writes("sink.ebpf_map.allowed"); u != ups || d != dels {
 		t.Errorf("the rolled back reload wrote %v entries and deleted %v", u-ups, d-dels)
 	}
-	createPod(t, cs, ns, "after", "10.1.0.100")
+	reloadPod(t, cs, ns, "after", "10.1.0.100")
 	eventually(t, 10*time.Second, "the old graph to keep flowing", func() bool { return mapLen(m) == 22 })
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, "p0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func reload(t *testing.T, r *running, src string) engine.ReloadRecord {
 	return r.rt.Reload(context.Background(), g, engine.ReloadRecord{Trigger: "test"}, 30*time.Second)
 }
 
-func createPod(t *testing.T, cs *kubernetes.Clientset, ns, name, ip string) {
+func reloadPod(t *testing.T, cs *kubernetes.Clientset, ns, name, ip string) {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},

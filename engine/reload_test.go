@@ -589,3 +589,20 @@ func TestReloadRebuiltSinkFailsToOpen(t *testing.T) {
 		checkNoLeftovers(t, h.rt)
 	})
 }
+
+// A configuration with fan-in (inputs = [...]) is refused by a reload,
+// with the reason, and the running graph goes on.
+func TestReloadRefusesFanIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startReloadWith(t, reloadConfig("", "1m", ""), map[string]any{"source.script.t": newScriptSource(), "sink.mem.u": nodetest.NewMemSink()})
+		h.feed(3)
+		synctest.Wait()
+		rec := h.reload(reloadConfig("", "1m", "source \"script\" \"t\" {}\nsink \"mem\" \"u\" {\n  inputs = [source.script.s, source.script.t]\n}"))
+		if rec.Result != ReloadRejected || !strings.Contains(rec.Error, "sink.mem.u has several inputs") {
+			t.Fatalf("reload = %s %q", rec.Result, rec.Error)
+		}
+		if r := h.rt.Readiness(); len(r.Nodes) != 3 {
+			t.Errorf("the running graph changed: %+v", r.Nodes)
+		}
+	})
+}
