@@ -46,7 +46,7 @@ var scenarios = []scenario{
 	{"initial-sync", initialSync}, // P1a..P1c and P4
 	{"change-latency", changeLatency},
 	{"churn", churn},
-	notLanded("P5", "reload: config edit to new graph serving"),
+	{"reload", reload},
 	notLanded("P6", "plan of the flagship config"),
 	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},

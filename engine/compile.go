@@ -51,6 +51,9 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			n.Resync, rrng, d2 = node.ResyncAttr.Get(content)
 			diags = append(diags, d1...)
 			diags = append(diags, d2...)
+			var d3 hcl.Diagnostics
+			n.OnRemove, _, d3 = node.OnRemoveAttr.Get(content)
+			diags = append(diags, d3...)
 			if !d2.HasErrors() && n.Resync > 0 && n.Resync < MinResync {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Resync too frequent",
 					Detail:  fmt.Sprintf("resync must be \"0s\" (off) or at least %s: each resync reads and compares the whole target.", MinResync),

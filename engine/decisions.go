@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -26,7 +27,7 @@ const decisionBacklog = 1024
 // (bounded by decisionBacklog) and never gets one twice.
 type decisions struct {
 	log   *slog.Logger
-	gates map[string]node.Gate // sink address -> gate; fixed at NewRuntime
+	gates atomic.Pointer[map[string]node.Gate] // sink address -> gate; a reload swaps the map
 
 	mu        sync.Mutex // serialises delivery, so recorders see one order
 	seq       uint64
@@ -43,14 +44,31 @@ type numbered struct {
 }
 
 func newDecisions(g *Graph, log *slog.Logger) *decisions {
-	d := &decisions{log: log, gates: map[string]node.Gate{}, recorders: map[string]node.DecisionRecorder{},
+	d := &decisions{log: log, recorders: map[string]node.DecisionRecorder{},
 		delivered: map[string]uint64{}, states: map[string]node.State{}, gen: 1}
+	d.setGates(g)
+	return d
+}
+
+// setGates takes the gates of g's sinks.
+func (d *decisions) setGates(g *Graph) {
+	gates := map[string]node.Gate{}
 	for _, n := range g.Nodes {
 		if gate, ok := n.Impl.(node.Gate); ok && n.Kind == node.KindSink {
-			d.gates[n.Address] = gate
+			gates[n.Address] = gate
 		}
 	}
-	return d
+	d.gates.Store(&gates)
+}
+
+// gateSet returns the current gates; the map is never changed after.
+func (d *decisions) gateSet() map[string]node.Gate { return *d.gates.Load() }
+
+// setGeneration stamps later decisions with the config generation.
+func (d *decisions) setGeneration(gen uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gen = gen
 }
 
 // Decide implements node.Decider.
@@ -115,13 +133,14 @@ func (d *decisions) detach(addr string) {
 // A gate never waits for a gate, so two closed audit trails cannot deadlock.
 func (s *sinkLoop) hold(ctx context.Context, writes int) bool {
 	d := s.dec
-	if d == nil || len(d.gates) == 0 || writes == 0 {
+	if d == nil || writes == 0 {
 		return true
 	}
-	if _, self := d.gates[s.n.Address]; self {
+	gates := d.gateSet()
+	if _, self := gates[s.n.Address]; self {
 		return true
 	}
-	for addr, g := range d.gates {
+	for addr, g := range gates {
 		if g.Held() == nil {
 			continue
 		}

@@ -25,14 +25,14 @@ const (
 
 // NodeDiff is the action for one address.
 type NodeDiff struct {
-	Address string
-	Kind    node.Kind
-	Action  Action
+	Address string    `json:"address"`
+	Kind    node.Kind `json:"kind"`
+	Action  Action    `json:"action"`
 	// Changed names what differs for a rebuilt node, sorted: attribute
 	// and nested block names of its body, and "type", "input" (its input
 	// node or that node's definition), "projection" (what the graph reads
 	// of a source's objects). Empty for other actions.
-	Changed []string `json:",omitempty"`
+	Changed []string `json:"changed,omitempty"`
 }
 
 // GraphDiff compares two compiled graphs node by node.

@@ -33,7 +33,7 @@ import (
 
 // engineOnlyAttrs are common attributes the engine reads when it removes a
 // node, not while it runs: changing one alone keeps the node running.
-var engineOnlyAttrs = map[string]bool{}
+var engineOnlyAttrs = map[string]bool{node.OnRemoveAttr.Info().Name: true}
 
 var fingerprintKey = func() []byte {
 	k := make([]byte, 32)

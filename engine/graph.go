@@ -53,6 +53,9 @@ type Node struct {
 	// Prune and Resync are the common sink attributes.
 	Prune  bool
 	Resync time.Duration
+	// OnRemove is what a reload that removes the sink does to its target:
+	// node.OnRemoveKeep or node.OnRemoveClean.
+	OnRemove string
 	// Fingerprint digests the node's effective definition and its input's
 	// fingerprint (see fingerprint.go); DiffGraphs compares it. Empty when
 	// the node did not build.

@@ -67,6 +67,9 @@ type Readiness struct {
 	// Leader is present with leader election: a follower is ready too
 	// (its sources are synced), its sinks wait in standby.
 	Leader *LeaderStatus `json:"leader_election,omitempty"`
+	// LastReload is present once a reload was tried: a failed one shows
+	// its error here while the running graph keeps serving.
+	LastReload *ReloadStatus `json:"last_reload,omitempty"`
 }
 
 func (h *health) status(addr string, synced bool) NodeStatus {

@@ -24,6 +24,7 @@ type Metrics struct {
 	drift        *prometheus.CounterVec
 	generation   prometheus.Gauge
 	reloads      *prometheus.CounterVec
+	reloadOK     prometheus.Gauge
 	nodeGatherer *nodeGatherers
 }
 
@@ -54,7 +55,9 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_config_generation",
 			Help: "Generation of the running configuration; the configuration loaded at start is generation 1."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_config_reloads_total",
-			Help: "Configuration reloads by result (ok, error). A configuration is loaded once, at start, so this stays 0."}, []string{"result"}),
+			Help: "Configuration reloads by result: applied, rejected (invalid; nothing changed) or rolled_back (a new part failed to start; the old graph kept running)."}, []string{"result"}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_config_last_reload_successful",
+			Help: "1 when the last reload was applied (or none was tried), 0 when it was rejected or rolled back."}),
 		nodeGatherer: &nodeGatherers{regs: map[string]*prometheus.Registry{}},
 	}
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_build_info",
@@ -64,11 +67,12 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		goVersion = bi.GoVersion
 	}
 	info.WithLabelValues(version, goVersion).Set(1)
-	for _, result := range []string{"ok", "error"} {
-		m.reloads.WithLabelValues(result) // exported at 0 from the start
+	for _, result := range []ReloadResult{ReloadApplied, ReloadRejected, ReloadRolledBack} {
+		m.reloads.WithLabelValues(string(result)) // exported at 0 from the start
 	}
+	m.reloadOK.Set(1)
 	reg.MustRegister(m.records, m.deltas, m.queueDepth, m.overflows, m.restarts, m.writes, m.reconcile,
-		m.latency, m.skipped, m.drift, m.generation, m.reloads, info)
+		m.latency, m.skipped, m.drift, m.generation, m.reloads, m.reloadOK, info)
 	return m
 }
 
@@ -91,6 +95,10 @@ type nodeGatherers struct {
 func (g *nodeGatherers) set(addr string, reg *prometheus.Registry) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if reg == nil {
+		delete(g.regs, addr)
+		return
+	}
 	g.regs[addr] = reg
 }
 

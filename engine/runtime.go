@@ -28,16 +28,25 @@ type RunOptions struct {
 	Leader *Leadership
 }
 
-// Runtime runs a compiled graph.
+// Runtime runs a compiled graph, and replaces it on Reload.
 type Runtime struct {
+	opts RunOptions
+	dec  *decisions
+
+	// mu guards the graph and the per-node maps below, which Reload
+	// changes while nodes run. They are keyed by *Node, so the nodes of a
+	// reload being staged live beside the running ones.
+	mu      sync.RWMutex
 	g       *Graph
-	opts    RunOptions
 	outs    map[*Node]*collection
 	healths map[*Node]*health
 	stats   map[*Node]*nodeStats
 	sinks   map[*Node]*sinkLoop
-	dec     *decisions
 	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
+	tasks   map[*Node]*task
+	srcCtx  context.Context // parent of the sources' contexts, set by Run
+	restCtx context.Context // parent of the other nodes' contexts
+	reload  reloadState     // reload.go
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -62,30 +71,42 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		opts.DrainTimeout = 5 * time.Second
 	}
 	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
-		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sinkLoop{}, dec: newDecisions(g, opts.Logger)}
+		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sinkLoop{}, tasks: map[*Node]*task{}, dec: newDecisions(g, opts.Logger)}
+	r.reload.init(opts.Metrics)
 	for _, n := range g.Nodes {
-		r.stats[n] = opts.Metrics.statsFor(n.Address)
-		r.healths[n] = &health{since: time.Now()}
 		if n.Kind != node.KindSink {
-			r.outs[n] = newCollection(opts.QueueLimit, r.stats[n])
-		}
-		if n.Kind == node.KindSource {
-			r.outs[n].origin = &node.Origin{Source: n.Address}
+			r.addLocked(n)
 		}
 	}
 	r.newFanIns()
-	var sinks []*Node
 	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
-			sinks = append(sinks, n)
+			r.addLocked(n)
 		}
 	}
-	mem := newStartupMemory(len(sinks))
-	for _, n := range sinks {
-		r.sinks[n] = &sinkLoop{n: n, in: r.inputOf(n), h: r.healths[n],
-			log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: opts.Leader}, dec: r.dec, mem: mem, ask: make(chan func())}
+	// The sinks of the first graph free the start-up memory; a reload's
+	// new sinks start over a steady heap and free nothing.
+	mem := newStartupMemory(len(r.sinks))
+	for _, sl := range r.sinks {
+		sl.mem = mem
 	}
 	return r, nil
+}
+
+// addLocked creates n's health, metrics, output collection and, for a
+// sink, its reconcile loop. n's input must be added first.
+func (r *Runtime) addLocked(n *Node) {
+	r.stats[n] = r.opts.Metrics.statsFor(n.Address)
+	r.healths[n] = &health{since: time.Now()}
+	if n.Kind != node.KindSink {
+		r.outs[n] = newCollection(r.opts.QueueLimit, r.stats[n])
+		if n.Kind == node.KindSource {
+			r.outs[n].origin = &node.Origin{Source: n.Address}
+		}
+		return
+	}
+	r.sinks[n] = &sinkLoop{n: n, in: r.inputOf(n), h: r.healths[n],
+		log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: r.opts.Leader}, dec: r.dec, ask: make(chan func())}
 }
 
 func (r *Runtime) logger(n *Node) *slog.Logger {
@@ -109,27 +130,67 @@ func (r *Runtime) Run(ctx context.Context) error {
 	restCtx, stopRest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRest()
 	r.configLoaded()
-	var sources, rest sync.WaitGroup
-	r.runFanIns(restCtx, &rest)
+	var fanIns sync.WaitGroup
+	r.runFanIns(restCtx, &fanIns)
+	defer fanIns.Wait()
+	r.mu.Lock()
+	r.srcCtx, r.restCtx = srcCtx, restCtx
 	for _, n := range r.g.Nodes {
-		wg, c := &rest, restCtx
-		if n.Kind == node.KindSource {
-			wg, c = &sources, srcCtx
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.supervise(c, n)
-		}()
+		r.tasks[n] = r.startLocked(n)
 	}
+	r.mu.Unlock()
+	close(r.reload.started)
 	<-ctx.Done()
+	r.reload.close() // waits for a reload under way; none starts after
 	stopSources()
-	sources.Wait()
+	r.wait(node.KindSource)
 	r.drain(r.opts.DrainTimeout)
 	stopRest()
-	rest.Wait()
+	r.wait("")
 	r.opts.Logger.Info("stopped")
 	return nil
+}
+
+// task is one supervised node goroutine.
+type task struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (t *task) stop() {
+	t.cancel()
+	<-t.done
+}
+
+// startLocked runs n under supervision in a context of its own, a child of
+// the sources' or of the other nodes' context.
+func (r *Runtime) startLocked(n *Node) *task {
+	parent := r.restCtx
+	if n.Kind == node.KindSource {
+		parent = r.srcCtx
+	}
+	ctx, cancel := context.WithCancel(parent)
+	t := &task{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		r.supervise(ctx, n)
+	}()
+	return t
+}
+
+// wait waits for the tasks of the given kind ("" for all) to end.
+func (r *Runtime) wait(kind node.Kind) {
+	r.mu.RLock()
+	var ts []*task
+	for n, t := range r.tasks {
+		if kind == "" || n.Kind == kind {
+			ts = append(ts, t)
+		}
+	}
+	r.mu.RUnlock()
+	for _, t := range ts {
+		<-t.done
+	}
 }
 
 // drain waits until no subscription holds deltas and every started sink
@@ -147,6 +208,8 @@ func (r *Runtime) drain(limit time.Duration) {
 }
 
 func (r *Runtime) quiet() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, c := range r.collections() {
 		c.mu.Lock()
 		busy := false
@@ -171,7 +234,9 @@ func (r *Runtime) quiet() bool {
 // supervise runs n until ctx ends, restarting it with backoff when it fails.
 func (r *Runtime) supervise(ctx context.Context, n *Node) {
 	log := r.logger(n)
+	r.mu.RLock()
 	h := r.healths[n]
+	r.mu.RUnlock()
 	attempt := 0
 	for {
 		started := time.Now()
@@ -211,19 +276,19 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 			r.logger(n).Error("node panicked", "err", err, "stack", string(debug.Stack()))
 		}
 	}()
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
-	if m := r.opts.Metrics; m != nil {
-		env.Metrics = m.nodeRegistry(n.Address)
-	}
+	env := r.env(n)
+	r.mu.RLock()
+	out, in, stats, sl := r.outs[n], r.inputOf(n), r.stats[n], r.sinks[n]
+	r.mu.RUnlock()
 	switch impl := n.Impl.(type) {
 	case node.Source:
-		return impl.Run(ctx, env, r.outs[n])
+		return impl.Run(ctx, env, out)
 	case node.Transform:
-		sub := r.inputOf(n).subscribe(r.stats[n])
-		defer r.inputOf(n).unsubscribe(sub)
-		return impl.Run(ctx, env, sub, r.outs[n])
+		sub := in.subscribe(stats)
+		defer in.unsubscribe(sub)
+		return impl.Run(ctx, env, sub, out)
 	case node.Sink:
-		return r.sinks[n].run(ctx, env, r.stats[n])
+		return sl.run(ctx, env, stats)
 	}
 	return fmt.Errorf("%s: unknown implementation %T", n.Address, n.Impl)
 }
@@ -231,7 +296,9 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 // Readiness reports whether every source has synced and every sink is
 // healthy, with a row per node.
 func (r *Runtime) Readiness() Readiness {
-	out := Readiness{Ready: true}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := Readiness{Ready: true, LastReload: r.reload.status()}
 	if r.opts.Leader != nil {
 		out.Leader = r.opts.Leader.Status()
 	}
@@ -268,10 +335,13 @@ func (r *Runtime) Readiness() Readiness {
 
 // Snapshot returns a copy of a node's output collection (sources and transforms).
 func (r *Runtime) Snapshot(addr string) ([]node.Record, bool) {
+	r.mu.RLock()
 	n := r.g.Node(addr)
-	if n == nil || r.outs[n] == nil {
+	c := r.outs[n]
+	r.mu.RUnlock()
+	if n == nil || c == nil {
 		return nil, false
 	}
-	recs, _, _ := r.outs[n].snapshot()
+	recs, _, _ := c.snapshot()
 	return recs, true
 }

@@ -26,6 +26,7 @@ type sinkLoop struct {
 	log    *slog.Logger
 	met    sinkMetrics
 	target node.Target
+	opened node.Target // opened by a reload before the swap; used by the first run
 	idle   atomic.Bool
 	gate   leaderGate // leader election: write only while leading
 	dec    *decisions // hands decisions to audit trails; holds writes at a shut gate
@@ -93,7 +94,7 @@ func (s *sinkLoop) disown() {
 
 // run opens the target and reconciles until ctx ends.
 func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) error {
-	target, err := s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
+	target, err := s.open(ctx, env)
 	if err != nil {
 		return fmt.Errorf("%s: open target: %w", s.n.Address, err)
 	}
@@ -122,6 +123,11 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	for {
+		if ctx.Err() != nil {
+			// Stopped: select may have picked another ready case; a write
+			// whose outcome apply dropped must not be repeated.
+			return nil
+		}
 		for {
 			ev, ok := sub.poll()
 			if !ok {

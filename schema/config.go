@@ -180,6 +180,10 @@ func readHCLFile(name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
 }
 
+// ConfigFiles lists the files Load reads for paths: each file path, and
+// each directory's *.hcl files, sorted. A hot reload hashes exactly these.
+func ConfigFiles(paths []string) ([]string, error) { return expandPaths(paths) }
+
 func expandPaths(paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no configuration path given")

@@ -109,11 +109,18 @@ func (d *demo) startPipelineProcess(logLevel string) error {
 	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel,
 		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit,
 		"-var", "nats_listen=" + demoNATS, "-var", "nats_store=" + d.natsStore}
+	example := "examples/demo-unprivileged"
 	if d.ebpf {
-		args = append(args, "-var", "pin="+d.pin, "examples/demo")
+		example = "examples/demo"
+		args = append(args, "-var", "pin="+d.pin)
 	} else {
-		args = append(args, "-var", "allowed_log="+d.allowedLog, "examples/demo-unprivileged")
+		args = append(args, "-var", "allowed_log="+d.allowedLog)
 	}
+	config, err := d.configPath(example) // a copy the live edit step changes
+	if err != nil {
+		return err
+	}
+	args = append(args, config)
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")

@@ -32,6 +32,7 @@ type runFlags struct {
 	listen     string
 	logFormat  string
 	logLevel   string
+	reload     reloadFlags
 	// onListen, when set, receives the HTTP address once serving (tests).
 	onListen func(addr string)
 }
@@ -47,7 +48,10 @@ func newRunCmd() *cobra.Command {
 			"(at most 5s); targets keep their state.\n\n" +
 			"Variables: -var name=value, or the environment variable PIPELINE_VAR_name (-var wins).\n" +
 			"HTTP on --listen: /metrics (Prometheus), /healthz, and /readyz (200 once every source synced and\n" +
-			"every sink is healthy; its JSON body names each node's state).\n" +
+			"every sink is healthy; its JSON body names each node's state and the last reload), /reloads.\n" +
+			"The configuration reloads when its files change (--watch=false: only on SIGHUP): a new graph is\n" +
+			"validated and started beside the running one, unchanged nodes keep running, and a failure\n" +
+			"leaves the running graph untouched. GET /reloads lists the latest reloads.\n" +
 			"Each node's input queue holds --queue-limit deltas; a consumer that falls further behind is\n" +
 			"resynchronised from a snapshot (pipeline_node_overflow_resyncs_total), never fed dropped events.",
 		Example: "  pipeline run examples/flagship\n" +
@@ -64,6 +68,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz; empty disables")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	reloadFlagSet(cmd, &f.reload)
 	return cmd
 }
 
@@ -115,6 +120,10 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 		}
 	}
 	logger.Info("running", "nodes", len(l.graph.Nodes), "config_generation", 1)
+	rctx, stopReloads := context.WithCancel(ctx)
+	rl := newReloader(paths, schema.Options{Vars: f.vars}, registry(), rt, l, secrets, logger, f.reload.timeout)
+	defer startReloads(rctx, rl, f.reload)()
+	defer stopReloads()
 	return rt.Run(ctx)
 }
 
@@ -196,10 +205,14 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
 	})
+	mux.Handle("/reloads", reloadsHandler(rt, secrets))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		r := rt.Readiness()
 		for i := range r.Nodes {
 			r.Nodes[i].Detail = secrets.String(r.Nodes[i].Detail)
+		}
+		if r.LastReload != nil {
+			r.LastReload.Error = secrets.String(r.LastReload.Error)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if !r.Ready {

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -26,8 +27,11 @@ const Mask = "(sensitive)"
 // minLen is the shortest secret masked inside longer text.
 const minLen = 4
 
-// Redactor masks a fixed set of secrets. The zero value and nil mask nothing.
+// Redactor masks a set of secrets, which Add may grow (a reloaded
+// configuration brings new ones; old ones stay masked). It is safe for
+// concurrent use. The zero value and nil mask nothing.
 type Redactor struct {
+	mu    sync.RWMutex
 	exact map[string]bool
 	inner []string // spellings matched inside text, longest first
 }
@@ -35,7 +39,25 @@ type Redactor struct {
 // New returns a Redactor for secrets (empty ones are ignored).
 func New(secrets []string) *Redactor {
 	r := &Redactor{exact: map[string]bool{}}
+	r.add(secrets)
+	return r
+}
+
+// Add masks secrets from now on too.
+func (r *Redactor) Add(secrets []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exact == nil {
+		r.exact = map[string]bool{}
+	}
+	r.add(secrets)
+}
+
+func (r *Redactor) add(secrets []string) {
 	seen := map[string]bool{}
+	for _, v := range r.inner {
+		seen[v] = true
+	}
 	for _, s := range secrets {
 		if s == "" {
 			continue
@@ -56,17 +78,25 @@ func New(secrets []string) *Redactor {
 			r.inner[j], r.inner[j-1] = r.inner[j-1], r.inner[j]
 		}
 	}
-	return r
 }
 
 // Empty reports whether r masks nothing.
-func (r *Redactor) Empty() bool { return r == nil || len(r.exact) == 0 }
+func (r *Redactor) Empty() bool {
+	if r == nil {
+		return true
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.exact) == 0
+}
 
 // String masks the secrets in s.
 func (r *Redactor) String(s string) string {
 	if r.Empty() {
 		return s
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if r.exact[s] || r.exact[strings.TrimSpace(s)] {
 		return Mask
 	}

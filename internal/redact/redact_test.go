@@ -44,3 +44,18 @@ func TestValue(t *testing.T) {
 		t.Error(cmp.Diff(want.GoString(), got.GoString()))
 	}
 }
+
+func TestAdd(t *testing.T) {
+	r := New([]string{"first-secret"})
+	r.Add([]string{"second-secret"})
+	for _, s := range []string{"first-secret", "second-secret"} {
+		if got := r.String("token " + s + " leaked"); got != "token "+Mask+" leaked" {
+			t.Errorf("String(%q) = %q", s, got)
+		}
+	}
+	var z Redactor
+	z.Add([]string{"zero-value"})
+	if got := z.String("zero-value"); got != Mask {
+		t.Errorf("zero Redactor after Add: %q", got)
+	}
+}

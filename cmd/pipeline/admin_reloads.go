@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/internal/redact"
+)
+
+// reloadsBody is the body of GET /reloads.
+type reloadsBody struct {
+	// Generation is the running configuration's generation.
+	Generation uint64 `json:"generation"`
+	// Reloads are the latest reloads, newest first.
+	Reloads []engine.ReloadRecord `json:"reloads"`
+}
+
+// reloadsHandler serves GET /reloads: the latest reload records, read-only,
+// with every secret masked.
+func reloadsHandler(rt *engine.Runtime, secrets *redact.Redactor) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "read-only: use GET", http.StatusMethodNotAllowed)
+			return
+		}
+		recs := rt.Reloads()
+		body := reloadsBody{Generation: rt.Generation(), Reloads: make([]engine.ReloadRecord, 0, len(recs))}
+		for i := len(recs) - 1; i >= 0; i-- {
+			rec := recs[i]
+			rec.Error = secrets.String(rec.Error)
+			rec.Diagnostics = append([]string(nil), rec.Diagnostics...)
+			for j, d := range rec.Diagnostics {
+				rec.Diagnostics[j] = secrets.String(d)
+			}
+			body.Reloads = append(body.Reloads, rec)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(body)
+	})
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/redact"
+	"github.com/pipeline/pipeline/schema"
+	"github.com/pipeline/pipeline/sinks/log"
+	"github.com/pipeline/pipeline/sources/static"
+)
+
+// reloadDebounce is short so tests run fast; bursts in the tests are
+// shorter still.
+const reloadDebounce = 100 * time.Millisecond
+
+// staticConfig is a static source and a log sink; n varies the records.
+func staticConfig(n int) string {
+	return fmt.Sprintf(`
+source "static" "nets" {
+  records = { "10.0.0.%d/32" = { network = "internal" } }
+}
+sink "log" "out" {
+  input = source.static.nets
+  path  = "out.log"
+}
+`, n)
+}
+
+// watched is a pipeline run on a config directory with watching on.
+type watched struct {
+	addr   string
+	client *http.Client
+	stderr syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func runWatched(t *testing.T, path string) *watched {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watched{cancel: cancel, done: make(chan error, 1), client: &http.Client{Timeout: 5 * time.Second}}
+	addrc := make(chan string, 1)
+	go func() {
+		w.done <- runPipeline(ctx, io.Discard, &w.stderr, []string{path}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
+			logLevel: "info", onListen: func(a string) { addrc <- a },
+			reload: reloadFlags{watch: true, debounce: reloadDebounce, timeout: 5 * time.Second}})
+	}()
+	select {
+	case w.addr = <-addrc:
+	case err := <-w.done:
+		cancel()
+		t.Fatalf("run ended early: %v\n%s", err, w.stderr.String())
+	}
+	t.Cleanup(func() {
+		w.cancel()
+		if err := <-w.done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		w.client.CloseIdleConnections()
+	})
+	waitReady(t, w.client, "http://"+w.addr+"/readyz")
+	return w
+}
+
+func (w *watched) reloads(t *testing.T) reloadsBody {
+	t.Helper()
+	var b reloadsBody
+	if err := json.Unmarshal([]byte(get(t, w.client, "http://"+w.addr+"/reloads")), &b); err != nil {
+		t.Fatalf("decode /reloads: %v", err)
+	}
+	return b
+}
+
+// settle waits until the run has made want reloads in all and then stayed
+// quiet for three debounce periods, and returns the records.
+func (w *watched) settle(t *testing.T, want int) []engine.ReloadRecord {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(w.reloads(t).Reloads) < want && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3 * reloadDebounce)
+	recs := w.reloads(t).Reloads
+	if len(recs) != want {
+		t.Fatalf("%d reloads, want %d: %+v\n%s", len(recs), want, recs, w.stderr.String())
+	}
+	return recs
+}
+
+func saveFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReloadOnFileSave: each way editors, tools and Kubernetes save a file
+// triggers exactly one reload; a save that changes nothing triggers none.
+func TestReloadOnFileSave(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	n := 0
+	saves := []struct {
+		name   string
+		save   func(content string)
+		reload bool
+	}{
+		{"rename over (atomic save)", func(c string) {
+			tmp := filepath.Join(dir, ".p.hcl.swp")
+			saveFile(t, tmp, c)
+			must(t, os.Rename(tmp, cfg))
+		}, true},
+		{"sed -i (temp file, chmod, rename)", func(c string) {
+			tmp := filepath.Join(dir, "sedAb12Cd")
+			f, err := os.Create(tmp)
+			must(t, err)
+			must(t, f.Chmod(0o644))
+			_, err = f.WriteString(c)
+			must(t, err)
+			must(t, f.Close())
+			must(t, os.Rename(tmp, cfg))
+		}, true},
+		{"truncate and write in two parts", func(c string) {
+			f, err := os.OpenFile(cfg, os.O_WRONLY|os.O_TRUNC, 0)
+			must(t, err)
+			_, err = f.WriteString(c[:len(c)/2])
+			must(t, err)
+			time.Sleep(20 * time.Millisecond)
+			_, err = f.WriteString(c[len(c)/2:])
+			must(t, err)
+			must(t, f.Close())
+		}, true},
+		{"same content saved again", func(string) {
+			b, err := os.ReadFile(cfg)
+			must(t, err)
+			saveFile(t, cfg, string(b))
+		}, false},
+		{"chmod only", func(string) { must(t, os.Chmod(cfg, 0o600)) }, false},
+		{"file added to the directory", func(string) {
+			saveFile(t, filepath.Join(dir, "extra.hcl"), "sink \"log\" \"more\" {\n  input = source.static.nets\n  path  = \"more.log\"\n}\n")
+		}, true},
+		{"file removed from the directory", func(string) { must(t, os.Remove(filepath.Join(dir, "extra.hcl"))) }, true},
+	}
+	for i, s := range saves {
+		t.Run(s.name, func(t *testing.T) {
+			s.save(staticConfig(i + 2))
+			if s.reload {
+				n++
+			}
+			recs := w.settle(t, n)
+			if s.reload && (recs[0].Result != engine.ReloadApplied || recs[0].Trigger != "file") {
+				t.Errorf("latest reload: %+v", recs[0])
+			}
+		})
+	}
+	if g := w.reloads(t).Generation; g != uint64(n+1) {
+		t.Errorf("generation %d after %d reloads", g, n)
+	}
+}
+
+// TestReloadConfigMapSwap: a ConfigMap volume update (kubelet's ..data
+// symlink swap, which names no configuration file in its events) triggers
+// exactly one reload each time.
+func TestReloadConfigMapSwap(t *testing.T) {
+	dir := t.TempDir()
+	update := func(i int) {
+		ts := fmt.Sprintf("..2026_11_22_00_00_%02d.000000001", i)
+		must(t, os.Mkdir(filepath.Join(dir, ts), 0o755))
+		saveFile(t, filepath.Join(dir, ts, "p.hcl"), staticConfig(i))
+		old, _ := os.Readlink(filepath.Join(dir, "..data"))
+		must(t, os.Symlink(ts, filepath.Join(dir, "..data_tmp")))
+		must(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
+		if old != "" {
+			must(t, os.RemoveAll(filepath.Join(dir, old)))
+		}
+	}
+	update(1)
+	must(t, os.Symlink("..data/p.hcl", filepath.Join(dir, "p.hcl")))
+	w := runWatched(t, dir)
+	for i := 2; i <= 4; i++ {
+		update(i)
+		recs := w.settle(t, i-1)
+		if recs[0].Result != engine.ReloadApplied {
+			t.Fatalf("reload %d: %+v", i, recs[0])
+		}
+	}
+}
+
+// TestReloadInvalidKeepsRunning: an invalid save is rejected; the running
+// graph keeps serving, and /readyz, /reloads and the metrics say so.
+func TestReloadInvalidKeepsRunning(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	saveFile(t, cfg, strings.Replace(staticConfig(2), "source.static.nets", "source.static.nest", 1))
+	recs := w.settle(t, 1)
+	if recs[0].Result != engine.ReloadRejected || len(recs[0].Diagnostics) == 0 ||
+		!strings.Contains(recs[0].Diagnostics[0], "p.hcl:6:11: Reference to undeclared node") {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	r := waitReady(t, w.client, "http://"+w.addr+"/readyz")
+	if !r.Ready || r.LastReload == nil || r.LastReload.Result != engine.ReloadRejected || r.LastReload.Error == "" {
+		t.Errorf("readyz: ready %v, last reload %+v", r.Ready, r.LastReload)
+	}
+	metrics := get(t, w.client, "http://"+w.addr+"/metrics")
+	for _, want := range []string{`pipeline_config_reloads_total{result="rejected"} 1`, "pipeline_config_last_reload_successful 0", "pipeline_config_generation 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	// The fix applies.
+	saveFile(t, cfg, staticConfig(3))
+	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied || recs[0].Generation != 2 {
+		t.Errorf("fixed reload: %+v", recs[0])
+	}
+	if resp, err := w.client.Post("http://"+w.addr+"/reloads", "text/plain", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /reloads: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// gatedSource syncs only when its gate opens, so a test can hold a reload
+// in progress.
+type gatedSource struct{ gate, started chan struct{} }
+
+func (s gatedSource) Run(ctx context.Context, _ node.Env, out node.Output) error {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.gate:
+		out.MarkSynced()
+	case <-ctx.Done():
+		return nil
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// TestReloadSignalDuringReload: a SIGHUP that arrives while a reload is in
+// progress is applied after it, never dropped.
+func TestReloadSignalDuringReload(t *testing.T) {
+	gate, started := make(chan struct{}), make(chan struct{}, 1)
+	gated := node.Spec{Kind: node.KindSource, Type: "gated", Summary: "test", Output: node.Records,
+		New: func(node.Build) (any, hcl.Diagnostics) { return gatedSource{gate, started}, nil }}
+	reg := node.NewRegistry(static.Spec(), log.Spec(), gated)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	l := loadWith([]string{cfg}, schema.Options{}, reg)
+	if l.diags.HasErrors() {
+		t.Fatal(l.diags.Error())
+	}
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	rt, err := engine.NewRuntime(l.graph, engine.RunOptions{Logger: logger, Metrics: engine.NewMetrics(prometheus.NewRegistry(), "test")})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = rt.Run(ctx); close(done) }()
+	rl := newReloader([]string{cfg}, schema.Options{}, reg, rt, l, redact.New(nil), logger, 10*time.Second)
+	wait := startReloads(ctx, rl, reloadFlags{})
+	defer func() { cancel(); wait(); <-done }()
+
+	saveFile(t, cfg, staticConfig(2)+"source \"gated\" \"g\" {}\nsink \"log\" \"g\" {\n  input = source.gated.g\n  path = \"g.log\"\n}\n")
+	rl.trigger("file", false)
+	select {
+	case <-started: // the reload is staging the gated source
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reload did not start the gated source")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	saveFile(t, cfg, staticConfig(3))
+	must(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	time.Sleep(50 * time.Millisecond) // the signal is taken and waits for the reload
+	if n := len(rt.Reloads()); n != 0 {
+		t.Fatalf("%d reloads finished while the first was held: %+v", n, rt.Reloads())
+	}
+	close(gate)
+	for len(rt.Reloads()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var got []string
+	for _, r := range rt.Reloads() {
+		got = append(got, fmt.Sprintf("%s %s %d", r.Trigger, r.Result, r.Generation))
+	}
+	if want := []string{"file applied 2", "signal applied 3"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("reloads %v, want %v\n%s", got, want, logs.String())
+	}
+	if _, ok := rt.Snapshot("source.gated.g"); ok {
+		t.Error("the gated source of the first reload still runs after the second")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestReloadMasksNewSecrets: a secret that only the reloaded configuration
+// declares is masked in /reloads, /readyz and the logs, even in the error
+// of a part that failed to start.
+func TestReloadMasksNewSecrets(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	const secret = "hunter2-e9f1c7"
+	saveFile(t, cfg, staticConfig(1)+fmt.Sprintf(`
+variable "where" {
+  default   = "/nonexistent-%s/x.log"
+  sensitive = true
+}
+sink "log" "secret" {
+  input = source.static.nets
+  path  = var.where
+}
+`, secret))
+	recs := w.settle(t, 1)
+	if recs[0].Result != engine.ReloadRolledBack {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	for what, body := range map[string]string{"/reloads": get(t, w.client, "http://"+w.addr+"/reloads"),
+		"/readyz": get(t, w.client, "http://"+w.addr+"/readyz"), "logs": w.stderr.String()} {
+		if strings.Contains(body, secret) {
+			t.Errorf("%s shows the secret: %s", what, body)
+		}
+	}
+	if !strings.Contains(recs[0].Error, "sink.log.secret: open target") {
+		t.Errorf("the error does not name the sink that failed: %q", recs[0].Error)
+	}
+}

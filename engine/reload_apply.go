@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// staging holds the new parts of a reload until the swap.
+type staging struct {
+	nodes  []*Node
+	tasks  map[*Node]*task
+	opened map[*Node]node.Target
+	// handover holds the new sinks that take over a target a running
+	// sink holds (a rebuilt sink, or one on a retired sink's pin): an
+	// exclusive resource such as a pin lock opens only once its holder
+	// stopped, so these open after the retired sinks stop.
+	handover map[*Node]bool
+}
+
+// apply runs the reload: merge, stage, swap; or tear the stage down.
+func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout time.Duration) error {
+	merged := &Graph{Config: g.Config, byAddr: map[string]*Node{}}
+	var fresh []*Node
+	for _, n := range g.Nodes {
+		use := n
+		if a, _ := d.Action(n.Address); a == Kept {
+			use = cur.Node(n.Address) // the running instance, with its state
+			use.OnRemove = n.OnRemove // read by a later removal only; see engineOnlyAttrs
+		} else {
+			fresh = append(fresh, n)
+			if n.Input != nil {
+				n.Input = merged.byAddr[n.Input.Address] // a kept input is the running one
+			}
+		}
+		merged.Nodes = append(merged.Nodes, use)
+		merged.byAddr[n.Address] = use
+	}
+	var retired []*Node // running nodes that stop: removed or rebuilt
+	for _, o := range cur.Nodes {
+		if a, _ := d.Action(o.Address); a != Kept {
+			retired = append(retired, o)
+		}
+	}
+	st := &staging{nodes: fresh, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{}, handover: map[*Node]bool{}}
+	held := claimSet(retired)
+	for _, n := range fresh {
+		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
+			st.handover[n] = true
+		}
+	}
+	if err := r.prepare(ctx, st, timeout); err != nil {
+		r.unstage(st)
+		return err
+	}
+	stopped := r.stopSinks(retired)
+	if err := r.openSinks(ctx, st, true); err != nil {
+		r.unstage(st)
+		r.mu.Lock()
+		for _, o := range stopped {
+			r.tasks[o] = r.startLocked(o) // reads its target and goes on: no churn
+		}
+		r.mu.Unlock()
+		return err
+	}
+	r.swap(ctx, merged, st, retired, d)
+	return nil
+}
+
+// claimSet returns the claims of the sinks among nodes.
+func claimSet(nodes []*Node) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range nodes {
+		if c, ok := n.Impl.(claimer); ok && n.Kind == node.KindSink {
+			for _, cl := range c.Claims() {
+				out[cl.What+"\x00"+cl.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+func overlaps(n *Node, claims map[string]bool) bool {
+	if c, ok := n.Impl.(claimer); ok {
+		for _, cl := range c.Claims() {
+			if claims[cl.What+"\x00"+cl.Name] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openSinks opens the targets of the new sinks: the handover ones or
+// the others.
+func (r *Runtime) openSinks(ctx context.Context, st *staging, handover bool) error {
+	for _, n := range st.nodes {
+		if n.Kind != node.KindSink || st.handover[n] != handover {
+			continue
+		}
+		t, err := n.Impl.(node.Sink).Open(ctx, r.env(n), node.ModeRun)
+		if err != nil {
+			return fmt.Errorf("%s: open target: %w", n.Address, err)
+		}
+		st.opened[n] = t
+	}
+	return nil
+}
+
+// stopSinks stops the running sinks among nodes and returns them.
+func (r *Runtime) stopSinks(nodes []*Node) []*Node {
+	var out []*Node
+	for _, o := range nodes {
+		r.mu.RLock()
+		t := r.tasks[o]
+		r.mu.RUnlock()
+		if t != nil && o.Kind == node.KindSink {
+			t.stop()
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// prepare starts the new sources and transforms and opens the new sinks'
+// targets, beside the running graph, and waits for the new outputs to sync.
+func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duration) error {
+	r.mu.Lock()
+	for _, n := range st.nodes {
+		r.addLocked(n)
+		r.reload.staged[n] = nil
+	}
+	r.mu.Unlock()
+	if err := r.openSinks(ctx, st, false); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	for _, n := range st.nodes {
+		if n.Kind != node.KindSink {
+			st.tasks[n] = r.startLocked(n)
+		}
+	}
+	r.mu.Unlock()
+	return r.waitSynced(ctx, st, timeout)
+}
+
+// waitSynced waits until every new output is synced. A new node that
+// fails (its health goes Down) fails the reload at once.
+func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var waiting *Node
+		r.mu.RLock()
+		for _, n := range st.nodes {
+			if n.Kind == node.KindSink {
+				continue
+			}
+			if s := r.healths[n].status(n.Address, false); s.State == node.Down.String() {
+				r.mu.RUnlock()
+				return fmt.Errorf("%s: failed to start: %s", n.Address, s.Detail)
+			}
+			if waiting == nil && !r.outs[n].isSynced() {
+				waiting = n
+			}
+		}
+		r.mu.RUnlock()
+		if waiting == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not synced when the reload was cancelled: %w", waiting.Address, ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("%s: not synced within %s", waiting.Address, timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// unstage tears down every new part; the running graph never saw them.
+func (r *Runtime) unstage(st *staging) {
+	for _, t := range st.tasks {
+		t.stop()
+	}
+	for n, t := range st.opened {
+		if err := t.Close(); err != nil {
+			r.logger(n).Warn("close target failed", "err", err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range st.nodes {
+		r.removeLocked(n)
+	}
+}
+
+// swap installs the merged graph once the replaced sinks stopped (so no
+// two loops write one target at once) and starts the new sinks; the
+// replaced sources and transforms stop last, once nothing consumes them.
+func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired []*Node, d GraphDiff) {
+	r.mu.RLock()
+	var oldRest []*task
+	for _, o := range retired {
+		if t := r.tasks[o]; t != nil && o.Kind != node.KindSink {
+			oldRest = append(oldRest, t)
+		}
+	}
+	r.mu.RUnlock()
+	r.mu.Lock()
+	r.g = merged
+	for _, n := range st.nodes {
+		if reg := r.reload.staged[n]; reg != nil && r.opts.Metrics != nil {
+			r.opts.Metrics.nodeGatherer.set(n.Address, reg)
+		}
+		if n.Kind != node.KindSink {
+			delete(r.reload.staged, n)
+			r.tasks[n] = st.tasks[n]
+			continue
+		}
+		r.sinks[n].opened = st.opened[n]
+		r.tasks[n] = r.startLocked(n)
+	}
+	r.dec.setGates(merged)
+	r.mu.Unlock()
+	for _, t := range oldRest {
+		t.stop()
+	}
+	r.mu.Lock()
+	var cleanups []*sinkLoop
+	for _, o := range retired {
+		if a, _ := d.Action(o.Address); a == Removed {
+			if o.Kind == node.KindSink && o.OnRemove == node.OnRemoveClean {
+				cleanups = append(cleanups, r.sinks[o])
+			}
+			if r.opts.Metrics != nil {
+				r.opts.Metrics.nodeGatherer.set(o.Address, nil)
+				r.opts.Metrics.forget(o.Address)
+			}
+		}
+		r.removeLocked(o)
+	}
+	r.mu.Unlock()
+	for _, s := range cleanups {
+		r.clean(ctx, s)
+	}
+}
+
+// removeLocked forgets a node that no longer runs.
+func (r *Runtime) removeLocked(n *Node) {
+	delete(r.outs, n)
+	delete(r.healths, n)
+	delete(r.stats, n)
+	delete(r.sinks, n)
+	delete(r.tasks, n)
+	delete(r.reload.staged, n)
+}
+
+// clean deletes, for a removed sink with on_remove = "clean", the entries
+// it owns: everything its target holds when it prunes, else what it wrote.
+// A follower of leader election cleans nothing: the leader decides.
+func (r *Runtime) clean(ctx context.Context, s *sinkLoop) {
+	log := r.logger(s.n)
+	if l := r.opts.Leader; l != nil && !l.Leading() {
+		log.Info("removed sink not cleaned: not the leader")
+		return
+	}
+	env := node.Env{Logger: log, Health: nodeHealth{&health{}}, Address: s.n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
+	t, err := s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
+	if err != nil {
+		log.Error("removed sink not cleaned: open target", "err", err)
+		return
+	}
+	defer func() {
+		if err := t.Close(); err != nil {
+			log.Warn("close target failed", "err", err)
+		}
+	}()
+	entries, err := t.Actual(ctx)
+	if errors.Is(err, node.ErrNoActualState) {
+		return // append-only: nothing to take back
+	}
+	if err != nil {
+		log.Error("removed sink not cleaned: read target", "err", err)
+		return
+	}
+	var dels []node.Entry
+	for _, e := range entries {
+		if ks := s.keys[e.Key]; s.n.Prune || (ks != nil && ks.written) {
+			dels = append(dels, e)
+		}
+	}
+	t.Delete(ctx, dels)
+	failed := 0
+	for _, e := range dels {
+		if e.Err != nil {
+			failed++
+		}
+	}
+	log.Info("removed sink cleaned", "count", len(dels)-failed, "err_count", failed)
+	if failed > 0 {
+		log.Error("removed sink not wholly cleaned", "count", failed)
+	}
+}
+
+// env is the node.Env of a node run. A node of a reload being staged
+// registers its metrics on a registry of its own, which the swap publishes;
+// the first run of a staged sink reuses the registry its target opened with.
+func (r *Runtime) env(n *Node) node.Env {
+	r.mu.RLock()
+	h := r.healths[n]
+	r.mu.RUnlock()
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
+	m := r.opts.Metrics
+	if m == nil {
+		return env
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg, staged := r.reload.staged[n]
+	switch {
+	case staged && r.g.Node(n.Address) != n:
+		reg = prometheus.NewRegistry()
+		r.reload.staged[n] = reg
+	case staged && reg != nil:
+		delete(r.reload.staged, n)
+	default:
+		env.Metrics = m.nodeRegistry(n.Address)
+		return env
+	}
+	env.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, reg)
+	return env
+}
+
+// open returns the target a reload opened for this loop, once, or opens one.
+func (s *sinkLoop) open(ctx context.Context, env node.Env) (node.Target, error) {
+	if t := s.opened; t != nil {
+		s.opened = nil
+		return t, nil
+	}
+	return s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
+}
+
+// forget deletes the engine's series of a removed node.
+func (m *Metrics) forget(addr string) {
+	l := prometheus.Labels{"node": addr}
+	m.records.DeletePartialMatch(l)
+	m.queueDepth.DeletePartialMatch(l)
+	m.overflows.DeletePartialMatch(l)
+	m.restarts.DeletePartialMatch(l)
+	m.reconcile.DeletePartialMatch(l)
+	m.latency.DeletePartialMatch(l)
+	m.skipped.DeletePartialMatch(l)
+	m.drift.DeletePartialMatch(l)
+	m.deltas.DeletePartialMatch(l)
+	m.writes.DeletePartialMatch(l)
+}

@@ -1,0 +1,102 @@
+package configwatch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// run starts Run and returns a counter of reports and a stop function.
+func run(t *testing.T, o Options) (*atomic.Int32, func()) {
+	t.Helper()
+	var n atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o, func() { n.Add(1) }) }()
+	return &n, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// A burst of events is one report, after the directory was quiet.
+func TestDebounce(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	n, stop := run(t, Options{Dirs: []string{dir}, Debounce: 100 * time.Millisecond})
+	defer stop()
+	time.Sleep(20 * time.Millisecond) // the watch is set
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(dir, "p.hcl"), []byte{byte(i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d reports during the burst", got)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d reports after the burst, want 1", got)
+	}
+}
+
+// Where inotify cannot watch, Run polls the hash and reports each change once.
+func TestPollingFallback(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var h atomic.Value
+	h.Store("a")
+	hash := func() (string, error) { return h.Load().(string), nil }
+	missing := filepath.Join(t.TempDir(), "gone")
+	n, stop := run(t, Options{Dirs: []string{missing}, Interval: 10 * time.Millisecond, Hash: hash})
+	defer stop()
+	time.Sleep(50 * time.Millisecond)
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d reports with no change", got)
+	}
+	h.Store("b")
+	deadline := time.Now().Add(2 * time.Second)
+	for n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d reports for one change, want 1", got)
+	}
+}
+
+func TestHashAndDirs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.hcl"), filepath.Join(dir, "b.hcl")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h1, err := Hash([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h2, _ := Hash([]string{a}); h2 == h1 {
+		t.Error("a file removed leaves the hash unchanged")
+	}
+	if err := os.WriteFile(b, []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if h3, _ := Hash([]string{a, b}); h3 == h1 {
+		t.Error("a content change leaves the hash unchanged")
+	}
+	if _, err := Hash([]string{filepath.Join(dir, "missing.hcl")}); err == nil {
+		t.Error("no error for a missing file")
+	}
+	if got := Dirs([]string{a, dir, b}); len(got) != 1 || got[0] != dir {
+		t.Errorf("Dirs = %v, want [%s]", got, dir)
+	}
+}
