@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/reconcile"
+)
+
+// planSink opens n's target read-only, prepares its input as the sink loop
+// does and diffs it with what the target holds.
+func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*SinkPlan, error) {
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}}
+	target, err := n.Impl.(node.Sink).Open(ctx, env, node.ModePlan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseOpen, err)
+	}
+	defer func() {
+		if err := target.Close(); err != nil {
+			env.Logger.Warn("close target failed", "err", err)
+		}
+	}()
+	sp := &SinkPlan{Address: n.Address, Type: n.Type, Prune: n.Prune, Target: node.TargetInfo{Location: n.Address, Exists: true}}
+	desc, _ := target.(node.Describer)
+	if desc != nil {
+		sp.Target = desc.Describe()
+	}
+	desired := make(map[node.Key]node.Entry, len(input))
+	origins := make(map[node.Key][]node.Key, len(input))
+	for _, rec := range input {
+		e, err := target.Prepare(rec)
+		if err != nil {
+			sp.Skipped = append(sp.Skipped, SkippedRecord{Key: rec.Key, Err: err.Error()})
+			continue
+		}
+		if _, dup := desired[e.Key]; !dup {
+			desired[e.Key] = e
+		}
+		origins[e.Key] = append(origins[e.Key], rec.Key)
+	}
+	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
+	actual, err := readForPlan(ctx, target)
+	if errors.Is(err, node.ErrNoActualState) {
+		sp.AppendOnly = true
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseRead, err)
+	}
+	sp.Held, sp.Desired = len(actual), len(desired)
+	changes := reconcile.Diff(n.Address, desired, actual, n.Prune)
+	reconcile.Sort(changes)
+	sp.Changes = make([]PlannedChange, len(changes))
+	sp.Projected = sp.Held
+	for i, c := range changes {
+		pc := PlannedChange{Change: c}
+		switch c.Action {
+		case reconcile.Create:
+			sp.Projected++
+		case reconcile.Delete:
+			sp.Projected--
+		}
+		if c.Action != reconcile.Delete {
+			pc.Origins = origins[c.Key]
+			sort.Strings(pc.Origins)
+		}
+		if desc != nil {
+			if c.Action != reconcile.Create {
+				pc.Before = desc.Show(c.Old)
+			}
+			if c.Action != reconcile.Delete {
+				pc.After = desc.Show(c.New)
+			}
+		}
+		sp.Changes[i] = pc
+	}
+	if !n.Prune {
+		for k := range actual {
+			if _, ok := desired[k]; !ok {
+				sp.Kept++
+			}
+		}
+	}
+	if sp.AppendOnly {
+		sp.Projected = 0 // an append-only target holds no state to count
+	}
+	return sp, nil
+}
+
+// readForPlan reads the target into a map; a target listing a key twice
+// keeps the first, as the sink loop does.
+func readForPlan(ctx context.Context, t node.Target) (map[node.Key]node.Entry, error) {
+	entries, err := t.Actual(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[node.Key]node.Entry, len(entries))
+	for _, e := range entries {
+		if _, dup := out[e.Key]; !dup {
+			out[e.Key] = e
+		}
+	}
+	return out, nil
+}
+
+// sinkWarnings are what deserves a look in one sink's plan.
+func sinkWarnings(sp *SinkPlan) []PlanWarning {
+	var out []PlanWarning
+	warn := func(format string, args ...any) {
+		out = append(out, PlanWarning{Address: sp.Address, Message: fmt.Sprintf(format, args...)})
+	}
+	if m := sp.Target.MaxEntries; m > 0 {
+		switch {
+		case sp.Projected > m:
+			warn("%d entries would not fit: max_entries is %d", sp.Projected, m)
+		case sp.Projected*100 > m*capacityPct:
+			warn("%d entries would fill %d%% of max_entries %d (above %d%%)", sp.Projected, sp.Projected*100/m, m, capacityPct)
+		}
+	}
+	removes := 0
+	for _, c := range sp.Changes {
+		if c.Action == reconcile.Delete {
+			removes++
+		}
+	}
+	if removes > 0 {
+		warn("would prune %d keys it did not write: no record of this configuration wants them (prune = true)", removes)
+	}
+	if sp.Kept > 0 {
+		warn("keeps %d keys no record wants because prune = false", sp.Kept)
+	}
+	if len(sp.Skipped) > 0 {
+		s := sp.Skipped[0]
+		warn("%d records cannot be written and would be skipped; the first: %s: %s", len(sp.Skipped), s.Key, s.Err)
+	}
+	return out
+}
