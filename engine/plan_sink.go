@@ -125,7 +125,7 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 		}
 	}
 	if removes > 0 {
-		warn("would prune %d keys it did not write: no record of this configuration wants them (prune = true)", removes)
+		warn("would prune %d keys no record of this configuration wants (prune = true): check that no other writer owns them", removes)
 	}
 	if sp.Kept > 0 {
 		warn("keeps %d keys no record wants because prune = false", sp.Kept)
