@@ -183,13 +183,6 @@ func TestPlanKubernetesMap(t *testing.T) {
 	})
 }
 
-// planCLI runs the CLI and returns stdout followed by stderr, and the exit code.
-func planCLI(args ...string) (string, int) {
-	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
-	return out.String() + errb.String(), code
-}
-
 // applyOnce runs the pipeline until the map holds want entries.
 func applyOnce(t *testing.T, dir, cfg string, vars []string, pin string, want int) {
 	t.Helper()
