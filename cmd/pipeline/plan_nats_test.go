@@ -106,6 +106,53 @@ func writeConfig(t *testing.T, path, src string) {
 	}
 }
 
+const embeddedKV = `
+source "static" "ips" {
+  records = { a = 1, b = 2 }
+}
+sink "nats_kv" "hub" {
+  input      = source.static.ips
+  bucket     = "pod-ips"
+  key_prefix = "v1."
+  embedded {
+    listen    = "%s"
+    store_dir = "nats"
+  }
+}
+`
+
+// TestPlanNATSKVEmbedded: plan starts no embedded server. With none
+// running it reads the bucket as empty and creates no store directory;
+// with a hub running it reads the hub's bucket as a client.
+func TestPlanNATSKVEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
+	cfg := filepath.Join(dir, "p.hcl")
+	writeConfig(t, cfg, fmt.Sprintf(embeddedKV, addr))
+	text, code := planCLI("plan", cfg)
+	if code != 2 || !strings.Contains(text, "on the embedded server "+addr+", not running: read as empty") {
+		t.Errorf("plan exited %d, want 2 and the server not running:\n%s", code, text)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nats")); !os.IsNotExist(err) {
+		t.Errorf("plan created the store directory (%v)", err)
+	}
+
+	hubDir := t.TempDir()
+	r := launch(t, hubDir, fmt.Sprintf(embeddedKV, addr))
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	eventually(t, "the hub's bucket holds 2 keys", func() bool {
+		text, code = planCLI("plan", cfg)
+		return code == 0
+	})
+	if !strings.Contains(text, "(bucket pod-ips (prefix v1.), kv_bucket, 2 entries)") {
+		t.Errorf("plan against the running hub:\n%s", text)
+	}
+}
+
 // bucket is what plan must leave alone: the keys with their revisions and
 // the stream's last sequence.
 type bucket struct {
