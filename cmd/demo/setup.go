@@ -106,14 +106,7 @@ func ensureBPFFS() error {
 // startPipelineProcess runs bin/pipeline on examples/demo, or on
 // examples/demo-unprivileged without root.
 func (d *demo) startPipelineProcess(logLevel string) error {
-	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel,
-		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit,
-		"-var", "nats_listen=" + demoNATS, "-var", "nats_store=" + d.natsStore}
-	if d.ebpf {
-		args = append(args, "-var", "pin="+d.pin, "examples/demo")
-	} else {
-		args = append(args, "-var", "allowed_log="+d.allowedLog, "examples/demo-unprivileged")
-	}
+	args := append([]string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel}, d.configArgs()...)
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")
@@ -124,6 +117,16 @@ func (d *demo) startPipelineProcess(logLevel string) error {
 	d.pipeline, d.exited, d.metricsURL = cmd, make(chan struct{}), "http://127.0.0.1:19464"
 	go func() { _ = cmd.Wait(); close(d.exited) }()
 	return nil
+}
+
+// configArgs are the variables and the configuration of the demo's job.
+func (d *demo) configArgs() []string {
+	args := []string{"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit,
+		"-var", "nats_listen=" + demoNATS, "-var", "nats_store=" + d.natsStore}
+	if d.ebpf {
+		return append(args, "-var", "pin="+d.pin, "examples/demo")
+	}
+	return append(args, "-var", "allowed_log="+d.allowedLog, "examples/demo-unprivileged")
 }
 
 func (d *demo) stopPipeline() {
