@@ -47,7 +47,7 @@ var scenarios = []scenario{
 	{"change-latency", changeLatency},
 	{"churn", churn},
 	notLanded("P5", "reload: config edit to new graph serving"),
-	notLanded("P6", "plan of the flagship config"),
+	{"plan", planRows}, // P6
 	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},
 	{"hub-agents", hubAgents},
