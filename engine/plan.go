@@ -197,8 +197,10 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 		stop()
 		wg.Wait()
 	}()
-	tick := time.NewTicker(200 * time.Millisecond)
+	// Sync is polled often (it ends the wait), progress drawn less often.
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	var drawn time.Time
 	for {
 		states, done := r.sourceStates()
 		if done {
@@ -206,6 +208,10 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 				opts.Progress(states)
 			}
 			return r.sinkInputs(), states, nil
+		}
+		if opts.Progress != nil && time.Since(drawn) >= 200*time.Millisecond {
+			opts.Progress(states)
+			drawn = time.Now()
 		}
 		select {
 		case err := <-errs:
@@ -222,9 +228,6 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 			}
 			return nil, nil, ctx.Err()
 		case <-tick.C:
-			if opts.Progress != nil {
-				opts.Progress(states)
-			}
 		}
 	}
 }
