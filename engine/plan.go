@@ -66,9 +66,10 @@ type PlannedChange struct {
 	// them; empty when the target has no Describer (render the Change's
 	// values) or for the side that does not exist.
 	Before, After string
-	// Origins are the input records wanting the key (two input keys may
-	// map to one target key), sorted; empty for a delete.
-	Origins []node.Key
+	// Origins name the source objects of the input records wanting the
+	// key ("pod shop/web-1"; two input records may map to one target key),
+	// sorted; empty for a delete or when a transform lost track.
+	Origins []string
 }
 
 // SkippedRecord is an input record the target cannot encode: run skips it.
@@ -141,6 +142,7 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.traceOrigins()
 	inputs, sources, err := r.syncUpstream(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", PhaseSync, err)

@@ -62,8 +62,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 			sp.Projected--
 		}
 		if c.Action != reconcile.Delete {
-			pc.Origins = origins[c.Key]
-			sort.Strings(pc.Origins)
+			pc.Origins = r.originsOf(n.Input, origins[c.Key])
 		}
 		if desc != nil {
 			if c.Action != reconcile.Create {
@@ -134,5 +133,18 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 		s := sp.Skipped[0]
 		warn("%d records cannot be written and would be skipped; the first: %s: %s", len(sp.Skipped), s.Key, s.Err)
 	}
+	return out
+}
+
+// originsOf names the source objects of input keys ks of a sink whose
+// input is in, sorted.
+func (r *Runtime) originsOf(in *Node, ks []node.Key) []string {
+	var out []string
+	for _, k := range ks {
+		if o, ok := r.originOf(in, k); ok {
+			out = append(out, o)
+		}
+	}
+	sort.Strings(out)
 	return out
 }

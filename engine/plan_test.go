@@ -92,8 +92,8 @@ func TestPlan(t *testing.T) {
 				}
 			}
 			want := []string{
-				"sink.mem.log + a -> [a]", "sink.mem.log + b -> [b]", "sink.mem.log + bad -> [bad]", "sink.mem.log + c -> [c]",
-				"sink.mem.m ~ b shown:old->shown:2 [b]", "sink.mem.m + c ->shown:3 [c]",
+				"sink.mem.log + a -> [source.script.s a]", "sink.mem.log + b -> [source.script.s b]", "sink.mem.log + bad -> [source.script.s bad]", "sink.mem.log + c -> [source.script.s c]",
+				"sink.mem.m ~ b shown:old->shown:2 [source.script.s b]", "sink.mem.m + c ->shown:3 [source.script.s c]",
 			}
 			if prune {
 				want = append(want, "sink.mem.m - stale shown:9-> []")

@@ -37,7 +37,8 @@ type Runtime struct {
 	stats   map[*Node]*nodeStats
 	sinks   map[*Node]*sinkLoop
 	dec     *decisions
-	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
+	fanins  map[*Node]*fanIn   // unions of nodes with several inputs (fanin.go)
+	origins map[*Node]*origins // plan only (plan_origin.go)
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -214,6 +215,9 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
 	if m := r.opts.Metrics; m != nil {
 		env.Metrics = m.nodeRegistry(n.Address)
+	}
+	if o := r.origins[n]; o != nil {
+		env.Origins = o.record
 	}
 	switch impl := n.Impl.(type) {
 	case node.Source:

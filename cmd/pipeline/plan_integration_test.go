@@ -124,13 +124,13 @@ func TestPlanKubernetesMap(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("plan exited %d, want 2:\n%s", code, text)
 	}
-	text = strings.NewReplacer(pin, "PIN", audit, "AUDIT").Replace(text)
+	text = strings.NewReplacer(pin, "PIN", audit, "AUDIT", ns+"/", "NS/").Replace(text)
 	checkGolden(t, "testdata/plan_kubernetes.golden", []byte(text))
 	out, code := planCLI(append(append([]string{"plan", "--json"}, vars...), cfg)...)
 	if code != 2 {
 		t.Fatalf("plan --json exited %d, want 2:\n%s", code, out)
 	}
-	checkPlanJSON(t, out)
+	checkPlanJSON(t, out, ns)
 	if diff := cmp.Diff(before, worldState(t, pin, audit, bpfDir, dir)); diff != "" {
 		t.Fatalf("plan changed the world (-before +after):\n%s", diff)
 	}
@@ -292,7 +292,7 @@ func worldState(t *testing.T, pin, audit string, dirs ...string) map[string]stri
 	return st
 }
 
-func checkPlanJSON(t *testing.T, out string) {
+func checkPlanJSON(t *testing.T, out, ns string) {
 	t.Helper()
 	var doc struct {
 		FormatVersion string `json:"format_version"`
@@ -304,6 +304,7 @@ func checkPlanJSON(t *testing.T, out string) {
 				Shown  struct {
 					Before, After string
 				} `json:"shown"`
+				Origins []string `json:"origins"`
 			} `json:"changes"`
 		} `json:"sinks"`
 		Summary map[string]int `json:"summary"`
@@ -317,10 +318,10 @@ func checkPlanJSON(t *testing.T, out string) {
 			continue
 		}
 		for _, c := range s.Changes {
-			got = append(got, fmt.Sprintf("%s %s %s->%s", c.Action, c.Key, c.Shown.Before, c.Shown.After))
+			got = append(got, fmt.Sprintf("%s %s %s->%s %v", c.Action, c.Key, c.Shown.Before, c.Shown.After, c.Origins))
 		}
 	}
-	want := []string{"update 10.244.1.2 1->2", "delete 10.244.1.3 1->", "create 10.244.1.4 ->1"}
+	want := []string{"update 10.244.1.2 1->2 [pod " + ns + "/b]", "delete 10.244.1.3 1-> []", "create 10.244.1.4 ->1 [pod " + ns + "/d]"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("map changes (-want +got):\n%s", diff)
 	}

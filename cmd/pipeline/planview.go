@@ -103,7 +103,7 @@ func changeText(c engine.PlannedChange) string {
 	case reconcile.Delete:
 		return "no longer desired (was " + before + ")"
 	}
-	if len(c.Origins) > 0 && (len(c.Origins) > 1 || c.Origins[0] != c.Key) {
+	if len(c.Origins) > 0 {
 		s += "  from " + strings.Join(c.Origins, ", ")
 	}
 	return s

@@ -27,3 +27,11 @@ type TargetInfo struct {
 	// MaxEntries bounds the entries the target holds; 0: no bound.
 	MaxEntries int `json:"max_entries,omitempty"`
 }
+
+// Noun is implemented by a source whose records are objects of one kind,
+// so that plan names an entry's origin as "pod shop/web-1" rather than by
+// the source's address.
+type Noun interface {
+	// Noun is the kind of the source's objects, singular ("pod").
+	Noun() string
+}
