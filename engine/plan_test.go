@@ -179,3 +179,27 @@ sink "mem" "m" { input = source.script.s }
 		t.Errorf("err = %v, want a timeout naming the source", err)
 	}
 }
+
+// TestGraphStateRoundTrip: a running graph's state, rebuilt, diffs equal
+// to the graph itself, and a changed node shows as rebuilt.
+func TestGraphStateRoundTrip(t *testing.T) {
+	impls := map[string]any{"source.script.s": newScriptSource(), "source.script.empty": newScriptSource(),
+		"sink.mem.m": nodetest.NewMemSink(), "sink.mem.log": nodetest.NewMemSink(), "sink.mem.none": nodetest.NewMemSink()}
+	g := mustCompile(t, fmt.Sprintf(planGraph, true), impls)
+	rt, err := NewRuntime(g, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rt.GraphState()
+	if d := DiffGraphs(st.Graph(), g); d.Changed() {
+		t.Errorf("a graph differs from its own state: %+v", d.Nodes)
+	}
+	g2 := mustCompile(t, fmt.Sprintf(planGraph, false), impls)
+	d := DiffGraphs(st.Graph(), g2)
+	if a, _ := d.Action("sink.mem.m"); a != Rebuilt {
+		t.Errorf("sink.mem.m with prune changed: %s, want rebuilt", a)
+	}
+	if a, _ := d.Action("source.script.s"); a != Kept {
+		t.Errorf("source.script.s: %s, want kept", a)
+	}
+}

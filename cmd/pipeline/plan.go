@@ -23,6 +23,7 @@ type planFlags struct {
 	maxEntries int
 	wait       time.Duration
 	logLevel   string
+	against    string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -51,6 +52,7 @@ func newPlanCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.maxEntries, "max-entries", 20, "changes shown per sink in the text view; the rest are counted")
 	cmd.Flags().DurationVar(&f.wait, "wait", 2*time.Minute, "how long to wait for the sources' initial sync")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "level of the logs on stderr: debug, info, warn or error")
+	cmd.Flags().StringVar(&f.against, "against", "", "admin address of a running pipeline (http://127.0.0.1:9464): also show what a reload of it to PATH would do to its nodes")
 	return cmd
 }
 
@@ -77,18 +79,29 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 		opts.Progress = p.show
 		defer p.done()
 	}
+	var reload *reloadPlan
+	if f.against != "" {
+		if reload, err = fetchGraph(ctx, f.against, l.graph); err != nil {
+			return err
+		}
+	}
 	plan, err := engine.Plan(ctx, l.graph, opts)
 	if err != nil {
 		return fmt.Errorf("plan: %s", secrets.String(err.Error()))
 	}
+	if reload != nil {
+		keptEmitNothing(plan, reload)
+	}
+	masked := maskPlan(plan, secrets)
+	masked.reload = reload
 	view := planView(textPlan{colour: colourful(stdout), max: f.maxEntries})
 	if f.json {
 		view = jsonPlan{}
 	}
-	if err := view.write(stdout, maskPlan(plan, secrets)); err != nil {
+	if err := view.write(stdout, masked); err != nil {
 		return err
 	}
-	if a, c, r := plan.Counts(); a+c+r > 0 {
+	if a, c, r := plan.Counts(); a+c+r > 0 || (reload != nil && reload.diff.Changed()) {
 		return exitError{2}
 	}
 	return nil
@@ -165,6 +178,7 @@ func maskPlan(p *engine.PlanResult, secrets *redact.Redactor) *maskedPlan {
 type maskedPlan struct {
 	engine.PlanResult
 	masked map[string]bool // address + "\x00" + key
+	reload *reloadPlan     // --against: the node diff of a reload
 }
 
 func (m *maskedPlan) sensitive(addr, key string) {

@@ -22,6 +22,8 @@ type planDoc struct {
 	Sinks         []sinkDoc            `json:"sinks"`
 	Warnings      []warningDoc         `json:"warnings"`
 	Summary       summaryDoc           `json:"summary"`
+	// Reload is present with --against only.
+	Reload *reloadDoc `json:"reload,omitempty"`
 }
 
 type sinkDoc struct {
@@ -97,6 +99,7 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 	}
 	doc.Summary.Add, doc.Summary.Change, doc.Summary.Remove = p.Counts()
 	doc.Summary.Emit = p.Emits()
+	doc.Reload = reloadJSON(p.reload)
 	return writeJSON(w, doc)
 }
 

@@ -33,6 +33,9 @@ func (v textPlan) paint(code, s string) string {
 
 func (v textPlan) write(w io.Writer, p *maskedPlan) error {
 	var b strings.Builder
+	if p.reload != nil {
+		v.writeReload(&b, p.reload)
+	}
 	for _, s := range p.Sinks {
 		v.sink(&b, &s)
 	}
