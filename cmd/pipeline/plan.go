@@ -29,7 +29,7 @@ type planFlags struct {
 func newPlanCmd() *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
-		Use:   "plan [-var name=value]... [--json] [--max-entries N] PATH...",
+		Use:   "plan [-var name=value]... [--json] [--max-entries N] [--against URL] PATH...",
 		Short: "Show what run would change in every sink's target, writing nothing",
 		Long: "Compiles the configuration, connects the sources and waits for their initial sync (progress on a\n" +
 			"terminal), then reads every sink's target read-only (a pinned map's entries, a KV bucket's keys) and\n" +
@@ -37,9 +37,12 @@ func newPlanCmd() *cobra.Command {
 			"sinks (nats, audit, log) list what the initial sync would emit. Plan writes nothing: no map entry,\n" +
 			"no key, no message, no line, no file or directory; a missing map is shown as \"would be created\".\n\n" +
 			"Exit status: 0 no changes, 2 changes, 1 error. --json prints the whole plan as a document with\n" +
-			"format_version (docs/plan.md); the text view shows the first --max-entries changes per sink.",
+			"format_version (docs/plan.md); the text view shows the first --max-entries changes per sink.\n\n" +
+			"--against http://ADDR asks a running `pipeline run` for its graph (GET /graph on its --listen address)\n" +
+			"and also shows what a reload to PATH would do to its nodes: added, rebuilt, removed, kept, relisted.",
 		Example: "  pipeline plan examples/flagship\n" +
-			"  pipeline plan --json -var kubeconfig=$HOME/.kube/config examples/demo | jq .summary",
+			"  pipeline plan --json -var kubeconfig=$HOME/.kube/config examples/demo | jq .summary\n" +
+			"  pipeline plan --against http://127.0.0.1:9464 examples/flagship",
 		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
