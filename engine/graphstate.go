@@ -27,6 +27,8 @@ type NodeState struct {
 	// Synced reports the output synced (sources, transforms) or the
 	// target written after the input synced (sinks).
 	Synced bool `json:"synced"`
+	// Pending are the deletions a transform holds back (grace_period).
+	Pending []node.PendingDeletion `json:"pending,omitempty"`
 }
 
 // GraphState returns the running graph's state.
@@ -38,6 +40,9 @@ func (r *Runtime) GraphState() GraphState {
 			ns.Records, ns.Synced = c.len(), c.isSynced()
 		} else if s, ok := r.sinks[n]; ok {
 			ns.Synced = s.started.Load()
+		}
+		if p, ok := n.Impl.(node.PendingLister); ok {
+			ns.Pending = p.Pending()
 		}
 		out.Nodes = append(out.Nodes, ns)
 	}

@@ -56,6 +56,9 @@ type SinkPlan struct {
 	Kept    int
 	Changes []PlannedChange
 	Skipped []SkippedRecord
+	// Pending are the deletions transforms upstream (grace_period) hold
+	// back when the plan was taken, with when each would reach the sink.
+	Pending []node.PendingDeletion
 }
 
 // PlannedChange is one change of a plan with what a reader needs: the

@@ -203,3 +203,51 @@ func TestGraphStateRoundTrip(t *testing.T) {
 		t.Errorf("source.script.s: %s, want kept", a)
 	}
 }
+
+// pendingPass is a pass transform holding one deletion back.
+type pendingPass struct {
+	passTransform
+	due time.Time
+}
+
+func (p pendingPass) Pending() []node.PendingDeletion {
+	return []node.PendingDeletion{{Key: "gone", Due: p.due}}
+}
+
+// TestPlanPending: the deletions a transform upstream holds back show in
+// the sink's plan and in the running graph's state.
+func TestPlanPending(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	due := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	src, empty := newScriptSource(), newScriptSource()
+	g := mustCompile(t, fmt.Sprintf(planGraph, true), map[string]any{"source.script.s": src, "source.script.empty": empty,
+		"sink.mem.m": nodetest.NewMemSink(), "sink.mem.log": nodetest.NewMemSink(), "sink.mem.none": nodetest.NewMemSink()})
+	g.Node("transform.pass.a").Impl = pendingPass{due: due}
+	src.ops <- func(o node.Output) { o.MarkSynced() }
+	empty.ops <- func(o node.Output) { o.MarkSynced() }
+	p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []node.PendingDeletion{{Key: "gone", Due: due}}
+	for _, s := range p.Sinks {
+		var w []node.PendingDeletion
+		if s.Address == "sink.mem.m" {
+			w = want
+		}
+		if d := cmp.Diff(w, s.Pending); d != "" {
+			t.Errorf("%s pending (-want +got):\n%s", s.Address, d)
+		}
+	}
+	rt, err := NewRuntime(g, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rt.GraphState().Nodes {
+		if n.Address == "transform.pass.a" {
+			if d := cmp.Diff(want, n.Pending); d != "" {
+				t.Errorf("graph state pending (-want +got):\n%s", d)
+			}
+		}
+	}
+}

@@ -164,6 +164,11 @@ func maskPlan(p *engine.PlanResult, secrets *redact.Redactor) *maskedPlan {
 			changes[j] = c
 		}
 		s.Changes = changes
+		pending := make([]node.PendingDeletion, len(s.Pending))
+		for k, pd := range s.Pending {
+			pending[k] = node.PendingDeletion{Key: secrets.String(pd.Key), Due: pd.Due}
+		}
+		s.Pending = pending
 		for k := range s.Skipped {
 			s.Skipped[k].Key, s.Skipped[k].Err = secrets.String(s.Skipped[k].Key), secrets.String(s.Skipped[k].Err)
 		}

@@ -18,6 +18,7 @@ import (
 type reloadPlan struct {
 	against string
 	diff    engine.GraphDiff
+	running engine.GraphState
 }
 
 // fetchGraph asks a running `pipeline run` for its graph (GET /graph on
@@ -46,7 +47,7 @@ func fetchGraph(ctx context.Context, base string, g *engine.Graph) (*reloadPlan,
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("plan: read the running graph: GET %s: %w", u, err)
 	}
-	return &reloadPlan{against: base, diff: engine.DiffGraphs(st.Graph(), g)}, nil
+	return &reloadPlan{against: base, diff: engine.DiffGraphs(st.Graph(), g), running: st}, nil
 }
 
 var reloadMarks = map[engine.Action]string{engine.Added: "+", engine.Rebuilt: "~", engine.Removed: "-", engine.Kept: "="}
@@ -71,12 +72,25 @@ func (v textPlan) writeReload(b *strings.Builder, rp *reloadPlan) {
 	if len(rp.diff.Relist) > 0 {
 		fmt.Fprintf(b, "  sources that would list afresh: %s\n", strings.Join(rp.diff.Relist, ", "))
 	}
+	for _, n := range rp.running.Nodes {
+		for _, p := range n.Pending {
+			fmt.Fprintf(b, "  %s holds back the deletion of %s until %s\n", n.Address, p.Key, p.Due.UTC().Format(time.RFC3339))
+		}
+	}
 }
 
 type reloadDoc struct {
 	Against string        `json:"against"`
 	Nodes   []nodeDiffDoc `json:"nodes"`
 	Relist  []string      `json:"relist"`
+	// Pending are the deletions the running instance's grace periods hold.
+	Pending []pendingDoc `json:"pending_deletions"`
+}
+
+type pendingDoc struct {
+	Node string    `json:"node,omitempty"`
+	Key  string    `json:"key"`
+	Due  time.Time `json:"due"`
 }
 
 type nodeDiffDoc struct {
@@ -100,6 +114,12 @@ func reloadJSON(rp *reloadPlan) *reloadDoc {
 	}
 	if d.Relist == nil {
 		d.Relist = []string{}
+	}
+	d.Pending = []pendingDoc{}
+	for _, n := range rp.running.Nodes {
+		for _, p := range n.Pending {
+			d.Pending = append(d.Pending, pendingDoc{Node: n.Address, Key: p.Key, Due: p.Due.UTC()})
+		}
 	}
 	return d
 }

@@ -38,9 +38,8 @@ type sinkDoc struct {
 	Capacity   *capacityDoc    `json:"capacity,omitempty"`
 	Changes    []changeDoc     `json:"changes"`
 	Skipped    []skippedDoc    `json:"skipped"`
-	// PendingDeletions are always empty in a plan of a configuration on
-	// its own: a grace period starts empty when run starts.
-	PendingDeletions []any `json:"pending_deletions"`
+	// PendingDeletions are the deletions grace periods upstream hold back.
+	PendingDeletions []pendingDoc `json:"pending_deletions"`
 }
 
 type capacityDoc struct {
@@ -106,7 +105,10 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
 		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
-		Skipped: []skippedDoc{}, PendingDeletions: []any{}}
+		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}}
+	for _, p := range s.Pending {
+		d.PendingDeletions = append(d.PendingDeletions, pendingDoc{Key: p.Key, Due: p.Due.UTC()})
+	}
 	if m := s.Target.MaxEntries; m > 0 && !s.AppendOnly {
 		d.Capacity = &capacityDoc{MaxEntries: m, Projected: s.Projected, Ratio: float64(s.Projected) / float64(m), Fits: s.Projected <= m}
 	}

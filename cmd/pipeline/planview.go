@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -69,6 +70,9 @@ func targetLine(s *engine.SinkPlan) string {
 
 func (v textPlan) sink(b *strings.Builder, s *engine.SinkPlan) {
 	fmt.Fprintf(b, "%s  (%s)\n", v.paint("\x1b[1m", s.Address), targetLine(s))
+	for _, p := range s.Pending {
+		fmt.Fprintf(b, "    pending: %s would be removed at %s (grace period)\n", p.Key, p.Due.UTC().Format(time.RFC3339))
+	}
 	if len(s.Changes) == 0 {
 		b.WriteString("    no changes\n")
 		return

@@ -196,7 +196,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("/graph", graphHandler(rt))
+	mux.Handle("/graph", graphHandler(rt, secrets))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		r := rt.Readiness()
 		for i := range r.Nodes {

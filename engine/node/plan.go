@@ -1,5 +1,7 @@
 package node
 
+import "time"
+
 // Describer is the read-only planning hook of the sink contract: a target
 // opened with ModePlan says what it is, so plan can print it beside the
 // target's diff. Every sink type's target implements it; the engine falls
@@ -34,4 +36,18 @@ type TargetInfo struct {
 type Noun interface {
 	// Noun is the kind of the source's objects, singular ("pod").
 	Noun() string
+}
+
+// PendingLister is implemented by a transform that holds deletions back
+// (grace_period): plan and the admin endpoint show what it holds.
+type PendingLister interface {
+	// Pending lists the deletions waiting, earliest first. It is safe to
+	// call from any goroutine while the transform runs.
+	Pending() []PendingDeletion
+}
+
+// PendingDeletion is a deletion a transform holds back until Due.
+type PendingDeletion struct {
+	Key Key       `json:"key"`
+	Due time.Time `json:"due"` // when the deletion passes downstream
 }
