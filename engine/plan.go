@@ -152,7 +152,7 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 	}
 	res := &PlanResult{Sources: sources}
 	for _, s := range sources {
-		if s.Records == 0 {
+		if s.Synced && s.Records == 0 {
 			res.Warnings = append(res.Warnings, PlanWarning{Address: s.Address,
 				Message: "matched nothing: the source synced with no records"})
 		}
@@ -240,6 +240,14 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 // sourceStates returns every source's progress and whether every sink's
 // input has synced.
 func (r *Runtime) sourceStates() ([]SourceState, bool) {
+	// Synced first, counts after: once synced, a count read later is the
+	// synced state's (or newer), never an earlier, partial one.
+	done := true
+	for _, n := range r.g.Nodes {
+		if n.Kind == node.KindSink && !r.outs[n.Input].isSynced() {
+			done = false
+		}
+	}
 	var out []SourceState
 	for _, n := range r.g.Nodes {
 		if n.Kind == node.KindSource {
@@ -250,12 +258,7 @@ func (r *Runtime) sourceStates() ([]SourceState, bool) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	for _, n := range r.g.Nodes {
-		if n.Kind == node.KindSink && !r.outs[n.Input].isSynced() {
-			return out, false
-		}
-	}
-	return out, true
+	return out, done
 }
 
 func (r *Runtime) sinkInputs() map[*Node][]node.Record {
