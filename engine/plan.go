@@ -73,6 +73,9 @@ type PlannedChange struct {
 	// key ("pod shop/web-1"; two input records may map to one target key),
 	// sorted; empty for a delete or when a transform lost track.
 	Origins []string
+	// Sensitive is set when a value of the change is secret: Before,
+	// After and the entries' values then hold schema.Mask.
+	Sensitive bool
 }
 
 // SkippedRecord is an input record the target cannot encode: run skips it.

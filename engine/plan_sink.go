@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // planSink opens n's target read-only, prepares its input as the sink loop
@@ -64,7 +67,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		if c.Action != reconcile.Delete {
 			pc.Origins = r.originsOf(n.Input, origins[c.Key])
 		}
-		if desc != nil {
+		if !maskChange(&pc) && desc != nil {
 			if c.Action != reconcile.Create {
 				pc.Before = desc.Show(c.Old)
 			}
@@ -152,4 +155,40 @@ func (r *Runtime) originsOf(in *Node, ks []node.Key) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// maskChange hides both values of a change whose new or old value is
+// marked sensitive: a value read back from the target carries no mark, but
+// when the value wanted for the key is secret, so was the one written
+// before. Views then never see the secret, nor its bytes decoded.
+// It reports whether it masked (then no Describer may see the values).
+func maskChange(pc *PlannedChange) bool {
+	if !schema.IsSensitive(pc.New.Value) && !schema.IsSensitive(pc.Old.Value) {
+		return false
+	}
+	pc.Sensitive = true
+	if pc.Action != reconcile.Create {
+		pc.Before = maskEntry(&pc.Old)
+	}
+	if pc.Action != reconcile.Delete {
+		pc.After = maskEntry(&pc.New)
+	}
+	return true
+}
+
+// maskEntry replaces e's value by its masked form (schema.Masked keeps the
+// structure around the secret parts; an unmarked value read back from the
+// target is masked whole) and returns it as shown: the mask itself for a
+// value masked whole, else empty so views render the masked structure.
+func maskEntry(e *node.Entry) string {
+	e.Data = nil
+	if schema.IsSensitive(e.Value) {
+		e.Value = schema.Masked(e.Value)
+	} else {
+		e.Value = cty.StringVal(schema.Mask)
+	}
+	if e.Value.Type() == cty.String && e.Value.AsString() == schema.Mask {
+		return schema.Mask
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
+	"github.com/pipeline/pipeline/schema"
 )
 
 type planFlags struct {
@@ -154,8 +155,13 @@ func maskPlan(p *engine.PlanResult, secrets *redact.Redactor) *maskedPlan {
 			if before != c.Before || after != c.After || mk != c.Key {
 				out.sensitive(s.Address, mk)
 			}
-			c.Before, c.After, c.Key = before, after, mk
 			c.Old.Value, c.New.Value = maskValue(secrets, c.Old), maskValue(secrets, c.New)
+			if before != c.Before || after != c.After {
+				// The shown value held a secret: its encoded form (a map
+				// value's hex) would show it too.
+				c.Old.Value, c.New.Value = maskWhole(c.Old.Value), maskWhole(c.New.Value)
+			}
+			c.Before, c.After, c.Key = before, after, mk
 			origins := make([]string, len(c.Origins))
 			for k, o := range c.Origins {
 				origins[k] = secrets.String(o)
@@ -211,9 +217,16 @@ func planSummary(p *engine.PlanResult) string {
 	return fmt.Sprintf("Plan: %d to add, %d to change, %d to remove.", a, c, r) + emit
 }
 
+func maskWhole(v cty.Value) cty.Value {
+	if v == cty.NilVal {
+		return v
+	}
+	return cty.StringVal(schema.Mask)
+}
+
 func maskValue(secrets *redact.Redactor, e node.Entry) cty.Value {
 	if e.Value == cty.NilVal {
 		return e.Value
 	}
-	return secrets.Value(e.Value)
+	return secrets.Value(schema.Masked(e.Value))
 }

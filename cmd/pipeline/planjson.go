@@ -7,6 +7,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // planFormatVersion is the version of the --json document (docs/plan.md):
@@ -114,15 +115,15 @@ func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	}
 	for _, c := range s.Changes {
 		cd := changeDoc{Action: c.Action.String(), Key: c.Key, Shown: shownDoc{Before: c.Before, After: c.After},
-			Origins: c.Origins, Sensitive: p.isSensitive(s.Address, c.Key)}
+			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key)}
 		if cd.Origins == nil {
 			cd.Origins = []string{}
 		}
 		if c.Action != reconcile.Create {
-			cd.Before = ctyconv.FromCty(c.Old.Value)
+			cd.Before = ctyconv.FromCty(schema.Masked(c.Old.Value))
 		}
 		if c.Action != reconcile.Delete {
-			cd.After = ctyconv.FromCty(c.New.Value)
+			cd.After = ctyconv.FromCty(schema.Masked(c.New.Value))
 		}
 		d.Changes = append(d.Changes, cd)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // planView prints a plan; the text and JSON views are chosen once.
@@ -96,10 +97,10 @@ func (v textPlan) sink(b *strings.Builder, s *engine.SinkPlan) {
 func changeText(c engine.PlannedChange) string {
 	before, after := c.Before, c.After
 	if before == "" && c.Action != reconcile.Create {
-		before = ctyconv.String(c.Old.Value)
+		before = ctyconv.String(schema.Masked(c.Old.Value))
 	}
 	if after == "" && c.Action != reconcile.Delete {
-		after = ctyconv.String(c.New.Value)
+		after = ctyconv.String(schema.Masked(c.New.Value))
 	}
 	var s string
 	switch c.Action {

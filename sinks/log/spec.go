@@ -78,6 +78,9 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 // Open implements node.Sink. In plan mode nothing is opened.
 func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target, error) {
 	t := &target{json: s.json, w: s.Out, secrets: s.secrets, path: s.path}
+	if s.pathSensitive {
+		t.path = schema.Mask // plan shows where it writes, never a secret
+	}
 	if t.w == nil {
 		t.w = os.Stdout
 	}
