@@ -164,7 +164,7 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 		if n.Kind != node.KindSink {
 			continue
 		}
-		sp, err := r.planSink(ctx, n, inputs[n.Input])
+		sp, err := r.planSink(ctx, n, inputs[n])
 		if err != nil {
 			return nil, err
 		}
@@ -201,6 +201,7 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 			}
 		}()
 	}
+	r.runFanIns(runCtx, &wg)
 	defer func() {
 		stop()
 		wg.Wait()
@@ -247,7 +248,7 @@ func (r *Runtime) sourceStates() ([]SourceState, bool) {
 	// synced state's (or newer), never an earlier, partial one.
 	done := true
 	for _, n := range r.g.Nodes {
-		if n.Kind == node.KindSink && !r.outs[n.Input].isSynced() {
+		if n.Kind == node.KindSink && !r.inputOf(n).isSynced() {
 			done = false
 		}
 	}
@@ -264,14 +265,13 @@ func (r *Runtime) sourceStates() ([]SourceState, bool) {
 	return out, done
 }
 
+// sinkInputs returns the snapshot each sink consumes, by sink.
 func (r *Runtime) sinkInputs() map[*Node][]node.Record {
 	out := map[*Node][]node.Record{}
 	for _, n := range r.g.Nodes {
 		if n.Kind == node.KindSink {
-			if _, ok := out[n.Input]; !ok {
-				recs, _, _ := r.outs[n.Input].snapshot()
-				out[n.Input] = recs
-			}
+			recs, _, _ := r.inputOf(n).snapshot()
+			out[n] = recs
 		}
 	}
 	return out

@@ -33,27 +33,48 @@ func (r *Runtime) traceOrigins() {
 
 // originOf names the source object input key k of a sink comes from
 // ("pod shop/web-1", or the source's address and key when the source has
-// no node.Noun), walking the transforms up to the source. ok is false when
-// a transform lost track of it.
+// no node.Noun), walking the transforms up to the source (every input of
+// a fan-in, the first that knows k). ok is false when a transform lost
+// track of it.
 func (r *Runtime) originOf(n *Node, k node.Key) (string, bool) {
-	for n.Kind == node.KindTransform {
-		if o := r.origins[n]; o != nil {
-			o.mu.Lock()
-			in, known := o.m[k]
-			empty := len(o.m) == 0
-			o.mu.Unlock()
-			switch {
-			case known:
-				k = in
-			case !empty:
-				return "", false
-			}
+	if n.Kind == node.KindSource {
+		noun := n.Address
+		if nn, ok := n.Impl.(node.Noun); ok {
+			noun = nn.Noun()
 		}
-		n = n.Input
+		return noun + " " + k, true
 	}
-	noun := n.Address
-	if nn, ok := n.Impl.(node.Noun); ok {
-		noun = nn.Noun()
+	if o := r.origins[n]; o != nil {
+		o.mu.Lock()
+		in, known := o.m[k]
+		empty := len(o.m) == 0
+		o.mu.Unlock()
+		switch {
+		case known:
+			k = in
+		case !empty:
+			return "", false
+		}
 	}
-	return noun + " " + k, true
+	ins := n.Inputs
+	if len(ins) == 0 && n.Input != nil {
+		ins = []*Node{n.Input}
+	}
+	for _, in := range ins {
+		if len(ins) > 1 && !r.outs[in].has(k) {
+			continue
+		}
+		if s, ok := r.originOf(in, k); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// has reports whether the collection holds key k.
+func (c *collection) has(k node.Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.state[k]
+	return ok
 }

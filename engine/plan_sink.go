@@ -65,7 +65,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 			sp.Projected--
 		}
 		if c.Action != reconcile.Delete {
-			pc.Origins = r.originsOf(n.Input, origins[c.Key])
+			pc.Origins = r.originsOf(n, origins[c.Key])
 		}
 		if !maskChange(&pc) && desc != nil {
 			if c.Action != reconcile.Create {
@@ -144,13 +144,24 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 	return out
 }
 
-// originsOf names the source objects of input keys ks of a sink whose
-// input is in, sorted.
-func (r *Runtime) originsOf(in *Node, ks []node.Key) []string {
+// originsOf names the source objects of input keys ks of sink n, sorted.
+func (r *Runtime) originsOf(n *Node, ks []node.Key) []string {
+	ins := n.Inputs
+	if len(ins) == 0 {
+		ins = []*Node{n.Input}
+	}
 	var out []string
 	for _, k := range ks {
-		if o, ok := r.originOf(in, k); ok {
+		for _, in := range ins {
+			if len(ins) > 1 && !r.outs[in].has(k) {
+				continue
+			}
+			o, ok := r.originOf(in, k)
+			if !ok {
+				continue
+			}
 			out = append(out, o)
+			break
 		}
 	}
 	sort.Strings(out)

@@ -251,3 +251,28 @@ func TestPlanPending(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFanIn: a sink with several inputs plans the union, each entry
+// with the source it comes from.
+func TestPlanFanIn(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, b := newScriptSource(), newScriptSource()
+	g := mustCompile(t, `
+source "script" "a" {}
+source "script" "b" {}
+sink "mem" "m" { inputs = [source.script.a, source.script.b] }
+`, map[string]any{"source.script.a": a, "source.script.b": b, "sink.mem.m": nodetest.NewMemSink()})
+	a.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "x", Value: cty.StringVal("1")}}); o.MarkSynced() }
+	b.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "y", Value: cty.StringVal("2")}}); o.MarkSynced() }
+	p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range p.Sinks[0].Changes {
+		got = append(got, fmt.Sprintf("%c %s %v", c.Action, c.Key, c.Origins))
+	}
+	if d := cmp.Diff([]string{"+ x [source.script.a x]", "+ y [source.script.b y]"}, got); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+}

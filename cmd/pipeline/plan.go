@@ -155,7 +155,7 @@ func maskPlan(p *engine.PlanResult, secrets *redact.Redactor) *maskedPlan {
 			if before != c.Before || after != c.After || mk != c.Key {
 				out.sensitive(s.Address, mk)
 			}
-			c.Old.Value, c.New.Value = maskValue(secrets, c.Old), maskValue(secrets, c.New)
+			c.Old.Value, c.New.Value = maskEntryValue(secrets, c.Old), maskEntryValue(secrets, c.New)
 			if before != c.Before || after != c.After {
 				// The shown value held a secret: its encoded form (a map
 				// value's hex) would show it too.
@@ -224,7 +224,7 @@ func maskWhole(v cty.Value) cty.Value {
 	return cty.StringVal(schema.Mask)
 }
 
-func maskValue(secrets *redact.Redactor, e node.Entry) cty.Value {
+func maskEntryValue(secrets *redact.Redactor, e node.Entry) cty.Value {
 	if e.Value == cty.NilVal {
 		return e.Value
 	}
