@@ -28,6 +28,7 @@ import (
 //	floor FLAGS       raw LIST of the pods (-json for JSON, else protobuf), one BatchUpdate of their IPs, exit
 //	controller FLAGS  the hand-written controller: typed pod informer -> workqueue -> one Map.Put per IP, until SIGTERM
 //	churn FLAGS       P3: updates through extract -> debounce -> ebpf_map in this process, a JSON result on stdout
+//	planfloor FLAGS   P6: raw LIST of the pods and one BatchLookup read of the pinned map, exit
 //
 // It reports whether args named a child.
 func Child(args []string) (bool, error) {
@@ -59,6 +60,16 @@ func Child(args []string) (bool, error) {
 		return true, controller(ctx, *kubeconfig, *ns, *selector, m)
 	case "churn":
 		return true, churnChild(ctx, args[1:])
+	case "planfloor":
+		fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+		kubeconfig := fs.String("kubeconfig", "", "")
+		ns := fs.String("namespace", benchNS, "")
+		selector := fs.String("selector", benchLabel, "")
+		pin := fs.String("pin", "", "")
+		if err := fs.Parse(args[1:]); err != nil {
+			return true, err
+		}
+		return true, planFloor(ctx, *kubeconfig, *ns, *selector, *pin)
 	}
 	return false, nil
 }

@@ -47,7 +47,7 @@ var scenarios = []scenario{
 	{"change-latency", changeLatency},
 	{"churn", churn},
 	{"reload", reload},
-	notLanded("P6", "plan of the flagship config"),
+	{"plan", planRows}, // P6
 	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},
 	{"hub-agents", hubAgents},

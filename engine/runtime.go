@@ -44,9 +44,10 @@ type Runtime struct {
 	sinks   map[*Node]*sinkLoop
 	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
 	tasks   map[*Node]*task
-	srcCtx  context.Context // parent of the sources' contexts, set by Run
-	restCtx context.Context // parent of the other nodes' contexts
-	reload  reloadState     // reload.go
+	srcCtx  context.Context    // parent of the sources' contexts, set by Run
+	restCtx context.Context    // parent of the other nodes' contexts
+	reload  reloadState        // reload.go
+	origins map[*Node]*origins // plan only (plan_origin.go)
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -279,6 +280,9 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	env := r.env(n)
 	r.mu.RLock()
 	out, in, stats, sl := r.outs[n], r.inputOf(n), r.stats[n], r.sinks[n]
+	if o := r.origins[n]; o != nil {
+		env.Origins = o.record
+	}
 	r.mu.RUnlock()
 	switch impl := n.Impl.(type) {
 	case node.Source:

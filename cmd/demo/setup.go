@@ -106,21 +106,11 @@ func ensureBPFFS() error {
 // startPipelineProcess runs bin/pipeline on examples/demo, or on
 // examples/demo-unprivileged without root.
 func (d *demo) startPipelineProcess(logLevel string) error {
-	args := []string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel,
-		"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit,
-		"-var", "nats_listen=" + demoNATS, "-var", "nats_store=" + d.natsStore}
-	example := "examples/demo-unprivileged"
-	if d.ebpf {
-		example = "examples/demo"
-		args = append(args, "-var", "pin="+d.pin)
-	} else {
-		args = append(args, "-var", "allowed_log="+d.allowedLog)
-	}
-	config, err := d.configPath(example) // a copy the live edit step changes
+	config, err := d.configArgs()
 	if err != nil {
 		return err
 	}
-	args = append(args, config)
+	args := append([]string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel}, config...)
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")
@@ -131,6 +121,26 @@ func (d *demo) startPipelineProcess(logLevel string) error {
 	d.pipeline, d.exited, d.metricsURL = cmd, make(chan struct{}), "http://127.0.0.1:19464"
 	go func() { _ = cmd.Wait(); close(d.exited) }()
 	return nil
+}
+
+// configArgs are the variables and the configuration of the demo's job.
+// configArgs are the variables and the configuration of the demo's runs
+// (and its plan): a copy of the example, which the live edit step changes.
+func (d *demo) configArgs() ([]string, error) {
+	args := []string{"-var", "kubeconfig=" + d.kubeconfig, "-var", "grace=5s", "-var", "audit=" + d.audit,
+		"-var", "nats_listen=" + demoNATS, "-var", "nats_store=" + d.natsStore}
+	example := "examples/demo-unprivileged"
+	if d.ebpf {
+		example = "examples/demo"
+		args = append(args, "-var", "pin="+d.pin)
+	} else {
+		args = append(args, "-var", "allowed_log="+d.allowedLog)
+	}
+	config, err := d.configPath(example)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, config), nil
 }
 
 func (d *demo) stopPipeline() {

@@ -61,6 +61,10 @@ func (d *demo) createPods(ctx context.Context) error {
 		}
 		fmt.Printf("    pod %-10s app=%-8s ip=%s\n", p.name, p.app, p.ip)
 	}
+	return nil
+}
+
+func (d *demo) podsAllowed(ctx context.Context) error {
 	return d.expectMap(ctx, "the three backend IPs allowed", "10.244.1.11", "10.244.1.12", "10.244.2.13")
 }
 

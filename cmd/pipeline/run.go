@@ -206,6 +206,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("/reloads", reloadsHandler(rt, secrets))
+	mux.Handle("/graph", graphHandler(rt, secrets))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		r := rt.Readiness()
 		for i := range r.Nodes {

@@ -28,6 +28,11 @@ type Env struct {
 	Address string
 	// Decisions receives the node's decisions (see Decide); nil in tests.
 	Decisions Decider
+	// Origins is set by plan only: a transform whose output keys differ
+	// from its input keys (extract) calls it with each record key it
+	// yields and the key of the input record yielding it, so plan can say
+	// which source object an entry comes from. nil: call nothing.
+	Origins func(out, in Key)
 }
 
 // State is a node's health.

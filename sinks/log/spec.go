@@ -77,7 +77,10 @@ func newSink(b node.Build) (any, hcl.Diagnostics) {
 
 // Open implements node.Sink. In plan mode nothing is opened.
 func (s *Sink) Open(_ context.Context, _ node.Env, mode node.Mode) (node.Target, error) {
-	t := &target{json: s.json, w: s.Out, secrets: s.secrets}
+	t := &target{json: s.json, w: s.Out, secrets: s.secrets, path: s.path}
+	if s.pathSensitive {
+		t.path = schema.Mask // plan shows where it writes, never a secret
+	}
 	if t.w == nil {
 		t.w = os.Stdout
 	}
@@ -101,6 +104,7 @@ type target struct {
 	w       io.Writer
 	closer  io.Closer
 	secrets *redact.Redactor
+	path    string
 }
 
 func (t *target) Prepare(r node.Record) (node.Entry, error) {
@@ -141,6 +145,19 @@ func (t *target) write(op string, batch []node.Entry) {
 	}
 }
 
+// Describe implements node.Describer: a log is append-only, so plan lists
+// the lines the initial sync would print.
+func (t *target) Describe() node.TargetInfo {
+	loc := t.path
+	if loc == "" {
+		loc = "standard output"
+	}
+	return node.TargetInfo{Location: loc, Kind: "log", Exists: true}
+}
+
+// Show implements node.Describer: the value as the log prints it.
+func (t *target) Show(e node.Entry) string { return ctyconv.String(e.Value) }
+
 func (t *target) Close() error {
 	if t.closer != nil {
 		return t.closer.Close()
@@ -149,6 +166,7 @@ func (t *target) Close() error {
 }
 
 var (
-	_ node.Sink   = (*Sink)(nil)
-	_ node.Target = (*target)(nil)
+	_ node.Sink      = (*Sink)(nil)
+	_ node.Target    = (*target)(nil)
+	_ node.Describer = (*target)(nil)
 )

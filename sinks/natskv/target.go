@@ -28,8 +28,11 @@ type Target struct {
 	// again.
 	kv        jetstream.KeyValue
 	lastPurge time.Time
-	full      prometheus.Counter
-	unknown   prometheus.Counter
+	// offline is set in plan mode when the embedded server does not run:
+	// plan starts no server, so the bucket reads as empty.
+	offline bool
+	full    prometheus.Counter
+	unknown prometheus.Counter
 }
 
 // Open implements node.Sink. In ModePlan it connects but creates nothing;
@@ -49,7 +52,12 @@ func (s *Sink) Open(ctx context.Context, env node.Env, mode node.Mode) (node.Tar
 			}
 		}
 	}
-	conn, err := natsconn.Dial(s.conn, opt)
+	cfg, reachable := s.planConn(mode)
+	if !reachable {
+		t.offline = true // plan of an embedded server that is not running
+		return t, nil
+	}
+	conn, err := natsconn.Dial(cfg, opt)
 	if err != nil {
 		t.unregister()
 		return nil, err
@@ -170,6 +178,9 @@ func entry(kvKey string, value []byte) node.Entry {
 // scales to 100k+ keys where per-key reads would not). In run mode it also
 // purges old delete markers on the purge_deletes schedule.
 func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
+	if t.offline {
+		return nil, nil
+	}
 	kv, err := t.bucket(ctx)
 	if err != nil || kv == nil {
 		return nil, err

@@ -90,7 +90,7 @@ func TestDeleteWaitsAndReAddCancels(t *testing.T) {
 			t.Fatalf("deletes passed at once: %s", got)
 		}
 		due := time.Now().Add(30 * time.Second)
-		want := []PendingDelete{{"a", due}, {"b", due}, {"c", due}}
+		want := []PendingDelete{{Key: "a", Due: due}, {Key: "b", Due: due}, {Key: "c", Due: due}}
 		if d := cmp.Diff(want, r.t.Pending()); d != "" {
 			t.Fatalf("Pending() (-want +got):\n%s", d)
 		}
@@ -158,7 +158,7 @@ func TestResetMakesMissingKeysPending(t *testing.T) {
 		if len(st) != 3 || !st["b"].RawEquals(cty.StringVal("v2")) {
 			t.Fatalf("after reset: %v", st)
 		}
-		if d := cmp.Diff([]PendingDelete{{"a", time.Now().Add(5 * time.Second)}}, r.t.Pending()); d != "" {
+		if d := cmp.Diff([]PendingDelete{{Key: "a", Due: time.Now().Add(5 * time.Second)}}, r.t.Pending()); d != "" {
 			t.Fatalf("Pending() (-want +got):\n%s", d)
 		}
 		r.sleep(5 * time.Second)

@@ -11,10 +11,7 @@ import (
 )
 
 // PendingDelete is a deletion waiting for its grace period.
-type PendingDelete struct {
-	Key node.Key
-	Due time.Time // when the deletion passes downstream
-}
+type PendingDelete = node.PendingDeletion
 
 // item is one pending deletion. index is its position in the heap, kept up
 // to date by Swap/Push, so a cancel or restart is O(log n) with no stale

@@ -33,6 +33,8 @@ func (t *Transform) Pending() []PendingDelete { return t.pending.list() }
 // downstream, if it waits. Safe from any goroutine; explain uses it.
 func (t *Transform) PendingDue(k node.Key) (time.Time, bool) { return t.pending.due(k) }
 
+var _ node.PendingLister = (*Transform)(nil)
+
 // Run implements node.Transform. One timer serves every pending deletion:
 // it is set for the earliest due time after each event and each expiry.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {

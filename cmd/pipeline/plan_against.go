@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pipeline/pipeline/engine"
+)
+
+// reloadPlan is what a reload of a running instance to the planned
+// configuration would do to its nodes.
+type reloadPlan struct {
+	against string
+	diff    engine.GraphDiff
+	running engine.GraphState
+}
+
+// fetchGraph asks a running `pipeline run` for its graph (GET /graph on
+// its --listen address) and compares the planned graph with it.
+func fetchGraph(ctx context.Context, base string, g *engine.Graph) (*reloadPlan, error) {
+	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/graph")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--against %q: give the admin address of a running pipeline, such as http://127.0.0.1:9464", base)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("--against: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("plan: read the running graph: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("plan: read the running graph: GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	var st engine.GraphState
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("plan: read the running graph: GET %s: %w", u, err)
+	}
+	return &reloadPlan{against: base, diff: engine.DiffGraphs(st.Graph(), g), running: st}, nil
+}
+
+var reloadMarks = map[engine.Action]string{engine.Added: "+", engine.Rebuilt: "~", engine.Removed: "-", engine.Kept: "="}
+
+// writeReloadText prints the node diff of a reload: every node that would
+// change, the count of those kept, and the sources that would relist.
+func (v textPlan) writeReload(b *strings.Builder, rp *reloadPlan) {
+	fmt.Fprintf(b, "%s\n", v.paint("\x1b[1m", "Reload of the instance at "+rp.against+":"))
+	kept := 0
+	for _, n := range rp.diff.Nodes {
+		if n.Action == engine.Kept {
+			kept++
+			continue
+		}
+		line := fmt.Sprintf("  %s %s  %s", reloadMarks[n.Action], n.Address, n.Action)
+		if len(n.Changed) > 0 {
+			line += " (" + strings.Join(n.Changed, ", ") + ")"
+		}
+		fmt.Fprintln(b, line)
+	}
+	fmt.Fprintf(b, "  = %d nodes unchanged, kept running with their state\n", kept)
+	if len(rp.diff.Relist) > 0 {
+		fmt.Fprintf(b, "  sources that would list afresh: %s\n", strings.Join(rp.diff.Relist, ", "))
+	}
+	for _, n := range rp.running.Nodes {
+		for _, p := range n.Pending {
+			fmt.Fprintf(b, "  %s holds back the deletion of %s until %s\n", n.Address, p.Key, p.Due.UTC().Format(time.RFC3339))
+		}
+	}
+}
+
+type reloadDoc struct {
+	Against string        `json:"against"`
+	Nodes   []nodeDiffDoc `json:"nodes"`
+	Relist  []string      `json:"relist"`
+	// Pending are the deletions the running instance's grace periods hold.
+	Pending []pendingDoc `json:"pending_deletions"`
+}
+
+type pendingDoc struct {
+	Node string    `json:"node,omitempty"`
+	Key  string    `json:"key"`
+	Due  time.Time `json:"due"`
+}
+
+type nodeDiffDoc struct {
+	Address string   `json:"address"`
+	Kind    string   `json:"kind"`
+	Action  string   `json:"action"`
+	Changed []string `json:"changed"`
+}
+
+func reloadJSON(rp *reloadPlan) *reloadDoc {
+	if rp == nil {
+		return nil
+	}
+	d := &reloadDoc{Against: rp.against, Nodes: []nodeDiffDoc{}, Relist: rp.diff.Relist}
+	for _, n := range rp.diff.Nodes {
+		nd := nodeDiffDoc{Address: n.Address, Kind: string(n.Kind), Action: string(n.Action), Changed: n.Changed}
+		if nd.Changed == nil {
+			nd.Changed = []string{}
+		}
+		d.Nodes = append(d.Nodes, nd)
+	}
+	if d.Relist == nil {
+		d.Relist = []string{}
+	}
+	d.Pending = []pendingDoc{}
+	for _, n := range rp.running.Nodes {
+		for _, p := range n.Pending {
+			d.Pending = append(d.Pending, pendingDoc{Node: n.Address, Key: p.Key, Due: p.Due.UTC()})
+		}
+	}
+	return d
+}
+
+// keptEmitNothing drops what append-only sinks a reload keeps running
+// would emit: only a new or rebuilt sink starts with an initial sync.
+func keptEmitNothing(p *engine.PlanResult, rp *reloadPlan) {
+	for i := range p.Sinks {
+		s := &p.Sinks[i]
+		if a, _ := rp.diff.Action(s.Address); s.AppendOnly && a == engine.Kept {
+			s.Changes = nil
+		}
+	}
+}

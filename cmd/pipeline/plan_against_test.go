@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const againstOld = `
+source "static" "ips" {
+  records = { "10.0.0.1" = { pod = "a" }, "10.0.0.2" = { pod = "b" } }
+}
+source "static" "other" {
+  records = { x = 1 }
+}
+sink "log" "out" {
+  input = source.static.ips
+  path  = "out.log"
+}
+sink "log" "other" {
+  input = source.static.other
+  path  = "other.log"
+}
+`
+
+// TestPlanAgainst plans a new configuration against a running instance:
+// GET /graph serves the running graph (and refuses other methods), the
+// plan names the nodes a reload would rebuild, add, remove and keep and
+// the sources that would relist, and the instance's files are unchanged.
+func TestPlanAgainst(t *testing.T) {
+	dir := t.TempDir()
+	r := launch(t, dir, againstOld)
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	eventually(t, "the running instance logged its records", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.log"))
+		return strings.Count(string(b), "\n") == 2
+	})
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Post("http://"+r.addr+"/graph", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /graph: %s, want 405", resp.Status)
+	}
+	before := snapshotDir(t, dir)
+
+	newCfg := strings.NewReplacer(`"10.0.0.2" = { pod = "b" }`, `"10.0.0.3" = { pod = "c" }`,
+		"sink \"log\" \"other\"", "sink \"log\" \"renamed\"").Replace(againstOld)
+	planDir := t.TempDir()
+	cfg := filepath.Join(planDir, "new.hcl")
+	writeConfig(t, cfg, newCfg)
+	out, code := planCLI("plan", "--json", "--against", "http://"+r.addr, cfg)
+	if code != 2 {
+		t.Fatalf("plan exited %d, want 2:\n%s", code, out)
+	}
+	var doc struct {
+		Reload struct {
+			Nodes []struct {
+				Address, Action string
+				Changed         []string
+			} `json:"nodes"`
+			Relist []string `json:"relist"`
+		} `json:"reload"`
+		Sinks []struct {
+			Address string
+			Changes []struct{ Key string } `json:"changes"`
+		} `json:"sinks"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var got []string
+	for _, n := range doc.Reload.Nodes {
+		got = append(got, n.Address+" "+n.Action+" "+strings.Join(n.Changed, ","))
+	}
+	want := []string{"sink.log.other removed ", "sink.log.out rebuilt input", "sink.log.renamed added ",
+		"source.static.ips rebuilt records", "source.static.other kept "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node diff (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"source.static.ips"}, doc.Reload.Relist); diff != "" {
+		t.Errorf("relist (-want +got):\n%s", diff)
+	}
+
+	// A reload to the running configuration itself changes nothing, and a
+	// kept append-only sink emits nothing.
+	text, code := planCLI("plan", "--against", "http://"+r.addr, filepath.Join(dir, "p.hcl"))
+	if code != 0 || !strings.Contains(text, "= 4 nodes unchanged") {
+		t.Errorf("plan of the running configuration exited %d, want 0 and 4 nodes unchanged:\n%s", code, text)
+	}
+	if diff := cmp.Diff(before, snapshotDir(t, dir)); diff != "" {
+		t.Errorf("plan changed the running instance's files (-before +after):\n%s", diff)
+	}
+
+	if _, code := planCLI("plan", "--against", "http://127.0.0.1:1", cfg); code != 1 {
+		t.Errorf("plan against nothing exited %d, want 1", code)
+	}
+}
+
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		out[e.Name()] = string(b)
+	}
+	return out
+}

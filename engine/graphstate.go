@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// GraphState is what a running instance shows of its graph for a plan of a
+// reload against it (`plan --against`): every node's fingerprint and the
+// digests of its parts, and how many records each node outputs. It holds
+// digests and counts only, never a value, so it can be served read-only on
+// the admin endpoint.
+type GraphState struct {
+	Nodes []NodeState `json:"nodes"`
+}
+
+// NodeState is one node of a GraphState.
+type NodeState struct {
+	Address     string            `json:"address"`
+	Kind        node.Kind         `json:"kind"`
+	Type        string            `json:"type"`
+	Fingerprint string            `json:"fingerprint"`
+	Parts       map[string]string `json:"parts"`
+	// Records is the size of the node's output (sources and transforms).
+	Records int `json:"records"`
+	// Synced reports the output synced (sources, transforms) or the
+	// target written after the input synced (sinks).
+	Synced bool `json:"synced"`
+	// Pending are the deletions a transform holds back (grace_period).
+	Pending []node.PendingDeletion `json:"pending,omitempty"`
+}
+
+// GraphState returns the running graph's state.
+func (r *Runtime) GraphState() GraphState {
+	var out GraphState
+	for _, n := range r.g.Nodes {
+		ns := NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.parts}
+		if c, ok := r.outs[n]; ok {
+			ns.Records, ns.Synced = c.len(), c.isSynced()
+		} else if s, ok := r.sinks[n]; ok {
+			ns.Synced = s.started.Load()
+		}
+		if p, ok := n.Impl.(node.PendingLister); ok {
+			ns.Pending = p.Pending()
+		}
+		out.Nodes = append(out.Nodes, ns)
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
+	return out
+}
+
+// Graph rebuilds the nodes of a GraphState (address, kind, type and
+// fingerprints, nothing runnable), so DiffGraphs compares a running graph
+// with a new one. A node's input is not known: what the input changes is
+// already in its fingerprint.
+func (s GraphState) Graph() *Graph {
+	g := &Graph{byAddr: map[string]*Node{}}
+	for _, ns := range s.Nodes {
+		n := &Node{Address: ns.Address, Kind: ns.Kind, Type: ns.Type, Fingerprint: ns.Fingerprint, parts: ns.Parts}
+		g.Nodes = append(g.Nodes, n)
+		g.byAddr[n.Address] = n
+	}
+	return g
+}

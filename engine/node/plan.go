@@ -1,0 +1,53 @@
+package node
+
+import "time"
+
+// Describer is the read-only planning hook of the sink contract: a target
+// opened with ModePlan says what it is, so plan can print it beside the
+// target's diff. Every sink type's target implements it; the engine falls
+// back to the sink's address alone for one that does not.
+type Describer interface {
+	// Describe returns what the target is, from what Open found. It does no
+	// I/O and never writes.
+	Describe() TargetInfo
+	// Show renders an entry's value as a reader of the plan expects it (a
+	// map's u32 as a number, not the hex of its bytes). It does no I/O.
+	Show(e Entry) string
+}
+
+// TargetInfo describes one sink's target for plan.
+type TargetInfo struct {
+	// Location names the target: a pin path, "bucket pod-ips (prefix v1.)",
+	// a subject, a file.
+	Location string `json:"location"`
+	// Kind is the target's kind: a map type ("hash"), "kv_bucket",
+	// "publish", "audit_trail", "log".
+	Kind string `json:"kind"`
+	// Exists is false when run would create the target (a map not yet
+	// pinned, a bucket not yet created). Append-only targets exist.
+	Exists bool `json:"exists"`
+	// MaxEntries bounds the entries the target holds; 0: no bound.
+	MaxEntries int `json:"max_entries,omitempty"`
+}
+
+// Noun is implemented by a source whose records are objects of one kind,
+// so that plan names an entry's origin as "pod shop/web-1" rather than by
+// the source's address.
+type Noun interface {
+	// Noun is the kind of the source's objects, singular ("pod").
+	Noun() string
+}
+
+// PendingLister is implemented by a transform that holds deletions back
+// (grace_period): plan and the admin endpoint show what it holds.
+type PendingLister interface {
+	// Pending lists the deletions waiting, earliest first. It is safe to
+	// call from any goroutine while the transform runs.
+	Pending() []PendingDeletion
+}
+
+// PendingDeletion is a deletion a transform holds back until Due.
+type PendingDeletion struct {
+	Key Key       `json:"key"`
+	Due time.Time `json:"due"` // when the deletion passes downstream
+}

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/reconcile"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// planSink opens n's target read-only, prepares its input as the sink loop
+// does and diffs it with what the target holds.
+func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*SinkPlan, error) {
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}}
+	target, err := n.Impl.(node.Sink).Open(ctx, env, node.ModePlan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseOpen, err)
+	}
+	defer func() {
+		if err := target.Close(); err != nil {
+			env.Logger.Warn("close target failed", "err", err)
+		}
+	}()
+	sp := &SinkPlan{Address: n.Address, Type: n.Type, Prune: n.Prune, Target: node.TargetInfo{Location: n.Address, Exists: true}}
+	desc, _ := target.(node.Describer)
+	if desc != nil {
+		sp.Target = desc.Describe()
+	}
+	desired := make(map[node.Key]node.Entry, len(input))
+	origins := make(map[node.Key][]node.Key, len(input))
+	for _, rec := range input {
+		e, err := target.Prepare(rec)
+		if err != nil {
+			sp.Skipped = append(sp.Skipped, SkippedRecord{Key: rec.Key, Err: err.Error()})
+			continue
+		}
+		if _, dup := desired[e.Key]; !dup {
+			desired[e.Key] = e
+		}
+		origins[e.Key] = append(origins[e.Key], rec.Key)
+	}
+	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
+	actual, err := readForPlan(ctx, target)
+	if errors.Is(err, node.ErrNoActualState) {
+		sp.AppendOnly = true
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseRead, err)
+	}
+	sp.Held, sp.Desired = len(actual), len(desired)
+	changes := reconcile.Diff(n.Address, desired, actual, n.Prune)
+	reconcile.Sort(changes)
+	sp.Changes = make([]PlannedChange, len(changes))
+	sp.Projected = sp.Held
+	for i, c := range changes {
+		pc := PlannedChange{Change: c}
+		switch c.Action {
+		case reconcile.Create:
+			sp.Projected++
+		case reconcile.Delete:
+			sp.Projected--
+		}
+		if c.Action != reconcile.Delete {
+			pc.Origins = r.originsOf(n, origins[c.Key])
+		}
+		if !maskChange(&pc) && desc != nil {
+			if c.Action != reconcile.Create {
+				pc.Before = desc.Show(c.Old)
+			}
+			if c.Action != reconcile.Delete {
+				pc.After = desc.Show(c.New)
+			}
+		}
+		sp.Changes[i] = pc
+	}
+	if !n.Prune {
+		for k := range actual {
+			if _, ok := desired[k]; !ok {
+				sp.Kept++
+			}
+		}
+	}
+	if sp.AppendOnly {
+		sp.Projected = 0 // an append-only target holds no state to count
+	}
+	for up := n.Input; up != nil; up = up.Input {
+		if p, ok := up.Impl.(node.PendingLister); ok {
+			sp.Pending = append(sp.Pending, p.Pending()...)
+		}
+	}
+	return sp, nil
+}
+
+// readForPlan reads the target into a map; a target listing a key twice
+// keeps the first, as the sink loop does.
+func readForPlan(ctx context.Context, t node.Target) (map[node.Key]node.Entry, error) {
+	entries, err := t.Actual(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[node.Key]node.Entry, len(entries))
+	for _, e := range entries {
+		if _, dup := out[e.Key]; !dup {
+			out[e.Key] = e
+		}
+	}
+	return out, nil
+}
+
+// sinkWarnings are what deserves a look in one sink's plan.
+func sinkWarnings(sp *SinkPlan) []PlanWarning {
+	var out []PlanWarning
+	warn := func(format string, args ...any) {
+		out = append(out, PlanWarning{Address: sp.Address, Message: fmt.Sprintf(format, args...)})
+	}
+	if m := sp.Target.MaxEntries; m > 0 {
+		switch {
+		case sp.Projected > m:
+			warn("%d entries would not fit: max_entries is %d", sp.Projected, m)
+		case sp.Projected*100 > m*capacityPct:
+			warn("%d entries would fill %d%% of max_entries %d (above %d%%)", sp.Projected, sp.Projected*100/m, m, capacityPct)
+		}
+	}
+	removes := 0
+	for _, c := range sp.Changes {
+		if c.Action == reconcile.Delete {
+			removes++
+		}
+	}
+	if removes > 0 {
+		warn("would prune %d keys no record of this configuration wants (prune = true): check that no other writer owns them", removes)
+	}
+	if sp.Kept > 0 {
+		warn("keeps %d keys no record wants because prune = false", sp.Kept)
+	}
+	if len(sp.Skipped) > 0 {
+		s := sp.Skipped[0]
+		warn("%d records cannot be written and would be skipped; the first: %s: %s", len(sp.Skipped), s.Key, s.Err)
+	}
+	return out
+}
+
+// originsOf names the source objects of input keys ks of sink n, sorted.
+func (r *Runtime) originsOf(n *Node, ks []node.Key) []string {
+	ins := n.Inputs
+	if len(ins) == 0 {
+		ins = []*Node{n.Input}
+	}
+	var out []string
+	for _, k := range ks {
+		for _, in := range ins {
+			if len(ins) > 1 && !r.outs[in].has(k) {
+				continue
+			}
+			o, ok := r.originOf(in, k)
+			if !ok {
+				continue
+			}
+			out = append(out, o)
+			break
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maskChange hides both values of a change whose new or old value is
+// marked sensitive: a value read back from the target carries no mark, but
+// when the value wanted for the key is secret, so was the one written
+// before. Views then never see the secret, nor its bytes decoded.
+// It reports whether it masked (then no Describer may see the values).
+func maskChange(pc *PlannedChange) bool {
+	if !schema.IsSensitive(pc.New.Value) && !schema.IsSensitive(pc.Old.Value) {
+		return false
+	}
+	pc.Sensitive = true
+	if pc.Action != reconcile.Create {
+		pc.Before = maskEntry(&pc.Old)
+	}
+	if pc.Action != reconcile.Delete {
+		pc.After = maskEntry(&pc.New)
+	}
+	return true
+}
+
+// maskEntry replaces e's value by its masked form (schema.Masked keeps the
+// structure around the secret parts; an unmarked value read back from the
+// target is masked whole) and returns it as shown: the mask itself for a
+// value masked whole, else empty so views render the masked structure.
+func maskEntry(e *node.Entry) string {
+	e.Data = nil
+	if schema.IsSensitive(e.Value) {
+		e.Value = schema.Masked(e.Value)
+	} else {
+		e.Value = cty.StringVal(schema.Mask)
+	}
+	if e.Value.Type() == cty.String && e.Value.AsString() == schema.Mask {
+		return schema.Mask
+	}
+	return ""
+}

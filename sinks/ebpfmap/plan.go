@@ -1,0 +1,40 @@
+package ebpfmap
+
+import (
+	"github.com/cilium/ebpf"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// Describe implements node.Describer: the pin, the map type and its
+// capacity; a map not pinned yet is one run would create.
+func (t *Target) Describe() node.TargetInfo {
+	return node.TargetInfo{Location: t.s.pin, Kind: mapTypeName(t.s.spec.Type), Exists: t.m != nil,
+		MaxEntries: int(t.s.spec.MaxEntries)}
+}
+
+// Show implements node.Describer: the value decoded as declared (a u32 in
+// decimal, a struct as name=value pairs), or the hex of its bytes when the
+// entry holds several CPUs' differing copies.
+func (t *Target) Show(e node.Entry) string {
+	if !t.prepared(e) {
+		if e.Value.IsNull() || !e.Value.IsKnown() {
+			return ""
+		}
+		return e.Value.AsString()
+	}
+	_, v := t.split(e)
+	return t.s.value.enc.canonical(v)
+}
+
+// mapTypeName is the declared name of a map type ("lpm_trie").
+func mapTypeName(typ ebpf.MapType) string {
+	for name, mt := range mapTypes {
+		if mt == typ {
+			return name
+		}
+	}
+	return typ.String()
+}
+
+var _ node.Describer = (*Target)(nil)
