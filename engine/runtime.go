@@ -44,9 +44,12 @@ type Runtime struct {
 	sinks   map[*Node]*sinkLoop
 	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
 	tasks   map[*Node]*task
-	srcCtx  context.Context // parent of the sources' contexts, set by Run
-	restCtx context.Context // parent of the other nodes' contexts
-	reload  reloadState     // reload.go
+	srcCtx  context.Context   // parent of the sources' contexts, set by Run
+	restCtx context.Context   // parent of the other nodes' contexts
+	reload  reloadState       // reload.go
+	taps    map[*Node]*tapHub // tap.go
+	clock   node.Clock        // nil: the wall clock; a config test's virtual clock
+	sandbox bool              // a config test drives the sources (sandbox.go)
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -90,6 +93,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	for _, sl := range r.sinks {
 		sl.mem = mem
 	}
+	r.initTaps()
 	return r, nil
 }
 
@@ -282,6 +286,10 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	r.mu.RUnlock()
 	switch impl := n.Impl.(type) {
 	case node.Source:
+		if r.sandbox {
+			<-ctx.Done() // the config test feeds the collection
+			return nil
+		}
 		return impl.Run(ctx, env, out)
 	case node.Transform:
 		sub := in.subscribe(stats)
