@@ -221,6 +221,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		_ = json.NewEncoder(w).Encode(r)
 	})
 	mux.Handle("/explain", explainHandler(rt, secrets))
+	registerTap(mux, rt, secrets) // admin_tap.go
 	srv := &http.Server{Addr: ln.Addr().String(), Handler: limitConcurrency(mux, maxAdminRequests),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
