@@ -103,9 +103,9 @@ func runConfigTest(ctx context.Context, cfgPaths []string, t *configTest) (*test
 func checkTestAddrs(g *engine.Graph, t *configTest) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, s := range t.steps {
-		want, verb, kind := node.KindSource, "given", "source"
+		want, verb, kind := node.KindSource, "A given", "source"
 		if s.expect {
-			want, verb, kind = node.KindSink, "expect", "sink"
+			want, verb, kind = node.KindSink, "An expect", "sink"
 		}
 		if n := g.Node(s.addr); n == nil || n.Kind != want {
 			var names []string
@@ -115,7 +115,7 @@ func checkTestAddrs(g *engine.Graph, t *configTest) hcl.Diagnostics {
 				}
 			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + kind,
-				Detail: fmt.Sprintf("A %s block names a %s of the configuration: one of %v.", verb, kind, names), Subject: s.decl.Ptr()})
+				Detail: fmt.Sprintf("%s block names a %s of the configuration: one of %v.", verb, kind, names), Subject: s.decl.Ptr()})
 		}
 	}
 	return diags

@@ -140,14 +140,14 @@ func (v *topView) render(rows []topRow, s *topSample) error {
 		if c := stateColours[state]; v.colour && c != "" {
 			state = c + state + "\x1b[0m"
 		}
-		latency, errs := "-", "-"
+		latency, errs, records := "-", "-", fmt.Sprintf("%.0f", r.records)
 		if r.latency >= 0 {
 			latency = time.Duration(r.latency * float64(time.Second)).Round(time.Microsecond).String()
 		}
 		if r.sink {
-			errs = perSecond(r.errs)
+			errs, records = perSecond(r.errs), "-" // a sink's target, not a collection: see its own metrics
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t\n", r.node, state, r.records,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t\n", r.node, state, records,
 			perSecond(r.in), perSecond(r.out), r.queue, r.resyncs, r.restarts, latency, errs)
 	}
 	if err := tw.Flush(); err != nil {
