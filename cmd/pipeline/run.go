@@ -48,7 +48,8 @@ func newRunCmd() *cobra.Command {
 			"(at most 5s); targets keep their state.\n\n" +
 			"Variables: -var name=value, or the environment variable PIPELINE_VAR_name (-var wins).\n" +
 			"HTTP on --listen: /metrics (Prometheus), /healthz, and /readyz (200 once every source synced and\n" +
-			"every sink is healthy; its JSON body names each node's state and the last reload), /reloads.\n" +
+			"every sink is healthy; its JSON body names each node's state and the last reload), /reloads,\n" +
+			"and /tap for `pipeline tap`.\n" +
 			"The configuration reloads when its files change (--watch=false: only on SIGHUP): a new graph is\n" +
 			"validated and started beside the running one, unchanged nodes keep running, and a failure\n" +
 			"leaves the running graph untouched. GET /reloads lists the latest reloads.\n" +

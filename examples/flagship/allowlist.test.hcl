@@ -65,8 +65,8 @@ test "a deleted pod's IP stays for the grace period" {
   }
 
   expect "sink.ebpf_map.allowed" {
-    at   = "35s"
-    keys = ["10.0.0.7"]
+    at    = "35s"
+    state = { "10.0.0.7" = "01000000" }
   }
 
   # Deleted at 5s, passed by the debounce at 5.1s, due 30s later.
