@@ -17,8 +17,7 @@ type Transform struct {
 }
 
 // Run implements node.Transform. One goroutine (this one) owns the pending
-// deltas; node.Events pumps the input so the loop can wait on its timer and
-// its input together.
+// deltas; node.ConsumeTimed waits on its timer and its input together.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
 	r, err := t.newRunner(env, out)
 	if err != nil {
