@@ -131,12 +131,30 @@ func (sb *Sandbox) AdvanceTo(ctx context.Context, at time.Duration) error {
 func (sb *Sandbox) Settle(ctx context.Context) error {
 	wait := 50 * time.Microsecond
 	for !sb.atRest() {
+		if err := sb.failed(); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("graph did not come to rest: %w", ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 5*time.Millisecond)
+	}
+	return nil
+}
+
+// failed returns the error of a node that failed: in a config test a
+// failure is the answer, not something to retry.
+func (sb *Sandbox) failed() error {
+	for _, n := range sb.rt.g.Nodes {
+		h := sb.rt.healths[n]
+		h.mu.Lock()
+		restarts, detail := h.restarts, h.engMsg
+		h.mu.Unlock()
+		if restarts > 0 {
+			return fmt.Errorf("%s failed: %s", n.Address, detail)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,49 @@ sink "enc" "e" {
 	}
 	if got := sb.Now(); got != 90*time.Minute {
 		t.Errorf("Now = %s", got)
+	}
+}
+
+type panicTransform struct{}
+
+func (panicTransform) Run(ctx context.Context, _ node.Env, in node.Input, _ node.Output) error {
+	if _, err := in.Next(ctx); err != nil {
+		return nil
+	}
+	panic("boom")
+}
+
+// TestSandboxFailsOnNodeFailure: a node that fails ends the step with its
+// error instead of waiting for a rest that never comes.
+func TestSandboxFailsOnNodeFailure(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	reg := node.NewRegistry(
+		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records,
+			New: func(node.Build) (any, hcl.Diagnostics) { return newScriptSource(), nil }},
+		node.Spec{Kind: node.KindTransform, Type: "boom", Summary: "test", Output: node.SameAsInput,
+			New: func(node.Build) (any, hcl.Diagnostics) { return panicTransform{}, nil }},
+		node.Spec{Kind: node.KindSink, Type: "enc", Summary: "test", Accepts: []node.DataType{node.Records},
+			New: func(node.Build) (any, hcl.Diagnostics) { return prefixEncoder{}, nil }},
+	)
+	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(`
+source "script" "s" {}
+transform "boom" "b" { input = source.script.s }
+sink "enc" "e" { input = transform.boom.b }
+`), schema.Options{Environ: []string{}})
+	g, more := Compile(cfg, reg)
+	if diags = append(diags, more...); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sb, err := NewSandbox(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb.Start(ctx)
+	defer sb.Stop()
+	err = sb.AdvanceTo(ctx, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "transform.boom.b failed") {
+		t.Errorf("AdvanceTo = %v, want the transform's failure", err)
 	}
 }

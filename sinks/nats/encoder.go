@@ -1,11 +1,15 @@
 package nats
 
-import "github.com/pipeline/pipeline/engine/node"
+import (
+	"context"
 
-// Encoder implements node.Encoder: Prepare (subject and message body)
-// without a connection, for `pipeline test`.
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// Encoder implements node.Encoder: the target opened for plan, which
+// connects nothing, for its Prepare (subject and message body).
 func (s *Sink) Encoder(env node.Env) (node.Preparer, error) {
-	return &Target{s: s, env: env, plan: true, pending: map[string]pendingMsg{}}, nil
+	return s.Open(context.Background(), env, node.ModePlan)
 }
 
 var _ node.Encoder = (*Sink)(nil)
