@@ -36,15 +36,15 @@ type testResult struct {
 // testFailure is one expectation that did not hold, or a given that could
 // not apply.
 type testFailure struct {
-	Pos        string        `json:"pos"`
-	Node       string        `json:"node"`
-	At         string        `json:"at"`
-	Message    string        `json:"message,omitempty"`
-	Missing    []testEntry   `json:"missing,omitempty"`
-	Unexpected []testEntry   `json:"unexpected,omitempty"`
+	Pos        string       `json:"pos"`
+	Node       string       `json:"node"`
+	At         string       `json:"at"`
+	Message    string       `json:"message,omitempty"`
+	Missing    []testEntry  `json:"missing,omitempty"`
+	Unexpected []testEntry  `json:"unexpected,omitempty"`
 	Changed    []testChange `json:"changed,omitempty"`
-	WantWrites []string      `json:"want_writes,omitempty"`
-	GotWrites  []string      `json:"got_writes,omitempty"`
+	WantWrites []string     `json:"want_writes,omitempty"`
+	GotWrites  []string     `json:"got_writes,omitempty"`
 }
 
 type testEntry struct {
