@@ -32,6 +32,7 @@ type collection struct {
 	// says nothing about its records still names itself. nil for
 	// transforms, whose records keep the origin they came with.
 	origin *node.Origin
+	tap    *tapHub // tap.go
 }
 
 // slot is one record of a collection: its value and its origin, both
@@ -90,6 +91,9 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 		return
 	}
 	c.gen++
+	if c.tap.active() {
+		c.tap.deltas(deltas, c.gen)
+	}
 	c.stats.out(n, len(c.state))
 	for _, s := range c.subs {
 		s.push(deltas, c.limit)
@@ -195,6 +199,7 @@ type subscription struct {
 	sentSynced bool
 	ready      chan struct{}
 	stats      *nodeStats
+	busy       bool // an event was taken and the consumer has not asked again (sandbox.go)
 }
 
 var _ node.Input = (*subscription)(nil)
@@ -240,8 +245,10 @@ func (s *subscription) poll() (node.Event, bool) {
 		s.stats.in(len(ev.Deltas))
 	case c.synced && !s.sentSynced:
 	default:
+		s.busy = false
 		return node.Event{}, false
 	}
+	s.busy = true
 	s.sentSynced = s.sentSynced || c.synced
 	s.stats.queue(0)
 	return ev, true

@@ -39,6 +39,8 @@ type fanIn struct {
 	mu      sync.Mutex
 	clashes map[node.Key]string // keys in conflict now and why, for explain
 	nclash  atomic.Int64        // len(clashes), so settle costs no lock when none
+
+	inflight atomic.Int32 // events taken from an input and not yet handled (sandbox.go)
 }
 
 // newFanIns prepares the union of every node with several inputs.
@@ -110,6 +112,7 @@ func (f *fanIn) run(ctx context.Context) {
 				if err != nil {
 					return
 				}
+				f.inflight.Add(1) // before this pump asks again: a config test sees the event in flight
 				select {
 				case events <- tagged{i, ev}:
 				case <-ctx.Done():
@@ -124,6 +127,7 @@ func (f *fanIn) run(ctx context.Context) {
 			return
 		case t := <-events:
 			f.handle(t.i, t.ev)
+			f.inflight.Add(-1)
 		}
 	}
 }

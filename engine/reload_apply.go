@@ -317,7 +317,7 @@ func (r *Runtime) env(n *Node) node.Env {
 	r.mu.RLock()
 	h := r.healths[n]
 	r.mu.RUnlock()
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock}
 	m := r.opts.Metrics
 	if m == nil {
 		return env
@@ -345,7 +345,7 @@ func (s *sinkLoop) open(ctx context.Context, env node.Env) (node.Target, error) 
 		s.opened = nil
 		return t, nil
 	}
-	return s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
+	return s.openTarget(ctx, env)
 }
 
 // forget deletes the engine's series of a removed node.

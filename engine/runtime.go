@@ -48,6 +48,9 @@ type Runtime struct {
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
 	origins map[*Node]*origins // plan only (plan_origin.go)
+	taps    map[*Node]*tapHub  // tap.go
+	clock   node.Clock         // nil: the wall clock; a config test's virtual clock
+	sandbox bool               // a config test drives the sources (sandbox.go)
 }
 
 // NewRuntime prepares g for running. It refuses graphs that use a type
@@ -91,6 +94,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	for _, sl := range r.sinks {
 		sl.mem = mem
 	}
+	r.initTaps()
 	return r, nil
 }
 
@@ -286,6 +290,10 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	r.mu.RUnlock()
 	switch impl := n.Impl.(type) {
 	case node.Source:
+		if r.sandbox {
+			<-ctx.Done() // the config test feeds the collection
+			return nil
+		}
 		return impl.Run(ctx, env, out)
 	case node.Transform:
 		sub := in.subscribe(stats)

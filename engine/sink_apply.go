@@ -55,6 +55,9 @@ func (s *sinkLoop) outcome(e node.Entry, del bool) {
 		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", ks.attempts)
 		return
 	}
+	if s.tap.active() {
+		s.tap.applied(e, del)
+	}
 	if del {
 		s.met.delOK.Inc()
 		s.dropEntry(ks)

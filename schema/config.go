@@ -202,6 +202,7 @@ func expandPaths(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", p, err)
 		}
+		matches = slices.DeleteFunc(matches, func(m string) bool { return strings.HasSuffix(m, ".test.hcl") }) // config tests (pipeline test)
 		if len(matches) == 0 {
 			return nil, fmt.Errorf("directory %s holds no *.hcl file", p)
 		}

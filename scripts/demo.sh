@@ -17,6 +17,9 @@ say "built in $(($(date +%s) - start))s"
 say "kube-apiserver and etcd (built once from Go modules into .cache/kube; cold: several minutes)"
 make --no-print-directory kube-assets
 
+say "config tests: the flagship's timeline in virtual time, no cluster or map touched (pipeline test)"
+./bin/pipeline test examples/flagship
+
 keep=()
 [ -n "${KEEP:-}" ] && keep=(-keep)
 exec ./bin/demo "${keep[@]}"

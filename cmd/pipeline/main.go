@@ -67,13 +67,13 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("pipeline {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newPlanCmd(), newManifestsCmd(), newAuditCmd(), newExplainCmd(), newVersionCmd())
+	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newPlanCmd(), newManifestsCmd(), newAuditCmd(), newExplainCmd(), newTapCmd(), newTopCmd(), newTestCmd(), newVersionCmd())
 	return root
 }
 
 // longFlags are accepted with a single dash too (`-json`, `-var x=1`, `-check`),
 // as Terraform users write them.
-var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version", "against", "max-entries", "wait"}
+var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version", "against", "max-entries", "wait", "rate", "sample", "count", "interval", "run"}
 
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))

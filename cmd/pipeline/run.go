@@ -48,7 +48,8 @@ func newRunCmd() *cobra.Command {
 			"(at most 5s); targets keep their state.\n\n" +
 			"Variables: -var name=value, or the environment variable PIPELINE_VAR_name (-var wins).\n" +
 			"HTTP on --listen: /metrics (Prometheus), /healthz, and /readyz (200 once every source synced and\n" +
-			"every sink is healthy; its JSON body names each node's state and the last reload), /reloads.\n" +
+			"every sink is healthy; its JSON body names each node's state and the last reload), /reloads,\n" +
+			"and /tap for `pipeline tap`.\n" +
 			"The configuration reloads when its files change (--watch=false: only on SIGHUP): a new graph is\n" +
 			"validated and started beside the running one, unchanged nodes keep running, and a failure\n" +
 			"leaves the running graph untouched. GET /reloads lists the latest reloads.\n" +
@@ -222,6 +223,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		_ = json.NewEncoder(w).Encode(r)
 	})
 	mux.Handle("/explain", explainHandler(rt, secrets))
+	registerTap(mux, rt, secrets) // admin_tap.go
 	srv := &http.Server{Addr: ln.Addr().String(), Handler: limitConcurrency(mux, maxAdminRequests),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}

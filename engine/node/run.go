@@ -33,6 +33,9 @@ type Env struct {
 	// yields and the key of the input record yielding it, so plan can say
 	// which source object an entry comes from. nil: call nothing.
 	Origins func(out, in Key)
+	// Clock is the time the node reads and waits on; nil is the wall clock.
+	// Use Now and ConsumeTimed rather than the time package.
+	Clock Clock
 }
 
 // State is a node's health.
@@ -226,19 +229,30 @@ func Consume(ctx context.Context, in Input, address string, handle func(Event)) 
 
 // ConsumeTimed is the whole loop of a transform with one timer: it calls
 // handle with every event of in and fire when the time next reports is
-// reached, asking next after each of them (ok false: nothing is due). It
-// returns nil when ctx ends, or an error naming address when the input
-// fails.
-func ConsumeTimed(ctx context.Context, in Input, address string, handle func(Event), fire func(), next func() (due time.Time, ok bool)) error {
-	timer := time.NewTimer(time.Hour)
+// reached, asking next after each of them (ok false: nothing is due). The
+// timer runs on env's clock. It returns nil when ctx ends, or an error
+// naming address when the input fails.
+func ConsumeTimed(ctx context.Context, env Env, in Input, address string, handle func(Event), fire func(), next func() (due time.Time, ok bool)) error {
+	clock := env.clock()
+	timer := clock.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	arm := func() {
+		if due, ok := next(); ok {
+			timer.Reset(max(due.Sub(clock.Now()), 0))
+		} else {
+			timer.Stop()
+		}
+	}
+	if p, ok := in.(Poller); ok {
+		return consumePolled(ctx, p, timer, handle, fire, arm)
+	}
 	events := Events(ctx, in)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-timer.C:
+		case <-timer.C():
 			fire()
 		case ev, ok := <-events:
 			if !ok {
@@ -249,10 +263,26 @@ func ConsumeTimed(ctx context.Context, in Input, address string, handle func(Eve
 			}
 			handle(ev)
 		}
-		if due, ok := next(); ok {
-			timer.Reset(max(time.Until(due), 0))
-		} else {
-			timer.Stop()
+		arm()
+	}
+}
+
+// consumePolled is ConsumeTimed's loop on an engine input: the timer is
+// armed before the input is polled again, so when the input finds nothing
+// waiting the transform is at rest with its next wake-up registered.
+func consumePolled(ctx context.Context, in Poller, timer Timer, handle func(Event), fire func(), arm func()) error {
+	for {
+		arm()
+		if ev, ok := in.Poll(); ok {
+			handle(ev)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C():
+			fire()
+		case <-in.Ready():
 		}
 	}
 }

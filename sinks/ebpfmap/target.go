@@ -61,8 +61,7 @@ type targetMetrics struct {
 // Open implements node.Sink. In ModePlan it opens an existing map
 // read-only and creates nothing.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, batch: true, ncpu: 1, plan: mode == node.ModePlan, zero: make([]byte, s.spec.ValueSize),
-		isArr: s.spec.Type == ebpf.Array || s.spec.Type == ebpf.PerCPUArray}
+	t := s.newTarget(env, mode == node.ModePlan)
 	if perCPU(s.spec.Type) {
 		n, err := ebpf.PossibleCPU()
 		if err != nil {
@@ -92,6 +91,12 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 		env.Logger.Info("map open", "pin", s.pin, "type", s.spec.Type.String(), "max_entries", s.spec.MaxEntries)
 	}
 	return t, nil
+}
+
+// newTarget is a Target with no map yet: Open adds the map, Encoder uses it as is.
+func (s *Sink) newTarget(env node.Env, plan bool) *Target {
+	return &Target{s: s, env: env, batch: true, ncpu: 1, plan: plan, zero: make([]byte, s.spec.ValueSize),
+		isArr: s.spec.Type == ebpf.Array || s.spec.Type == ebpf.PerCPUArray}
 }
 
 func (t *Target) registerMetrics() error {

@@ -8,10 +8,10 @@
 // key created and deleted within one window, the transform keeps the set of
 // keys it has emitted: its output as downstream sees it.
 //
-// Time: the package calls time.Now and time.NewTimer directly, and its tests
-// run under testing/synctest, whose bubble gives a fake, deterministic clock.
-// That is the clock abstraction of this project: nothing to inject, no
-// sleeps in tests, and the tested code is the production code.
+// Time: the package reads time through node.Env (env.Now, and the timer of
+// node.ConsumeTimed). Running, that is the wall clock, and the unit tests
+// run it under testing/synctest with no sleeps; `pipeline test` hands it a
+// virtual clock, so config tests pass intervals in no real time.
 //
 // Not here: holding deletions back for a delay is transform "grace_period".
 package debounce

@@ -17,19 +17,19 @@ type Transform struct {
 }
 
 // Run implements node.Transform. One goroutine (this one) owns the pending
-// deltas; node.Events pumps the input so the loop can wait on its timer and
-// its input together.
+// deltas; node.ConsumeTimed waits on its timer and its input together.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
 	r, err := t.newRunner(env, out)
 	if err != nil {
 		return err
 	}
-	return node.ConsumeTimed(ctx, in, t.address, r.handle, r.flush, r.due)
+	return node.ConsumeTimed(ctx, env, in, t.address, r.handle, r.flush, r.due)
 }
 
 // runner is the state of one Run.
 type runner struct {
 	t       *Transform
+	now     func() time.Time // the node's clock
 	out     node.Output
 	pending []node.Delta     // coalesced: one delta per key, in first-seen order
 	pos     map[node.Key]int // key -> index in pending
@@ -52,7 +52,7 @@ func (t *Transform) newRunner(env node.Env, out node.Output) (*runner, error) {
 			return nil, fmt.Errorf("%s: register metrics: %w", t.address, err)
 		}
 	}
-	return &runner{t: t, out: out, pos: map[node.Key]int{}, emitted: map[node.Key]struct{}{}, flushes: flushes,
+	return &runner{t: t, out: out, now: env.Now, pos: map[node.Key]int{}, emitted: map[node.Key]struct{}{}, flushes: flushes,
 		created: ops.WithLabelValues("created"), modified: ops.WithLabelValues("modified"), deleted: ops.WithLabelValues("deleted")}, nil
 }
 
@@ -90,7 +90,7 @@ func (r *runner) add(deltas []node.Delta) {
 	if len(deltas) == 0 {
 		return
 	}
-	now := time.Now()
+	now := r.now()
 	if len(r.pending) == 0 {
 		r.first = now
 	}

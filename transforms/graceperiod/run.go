@@ -43,7 +43,7 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 	if err := env.Metrics.Register(gauge); err != nil {
 		return fmt.Errorf("%s: register metrics: %w", t.address, err)
 	}
-	return node.ConsumeTimed(ctx, in, t.address, func(ev node.Event) { t.handle(ev, out) },
+	return node.ConsumeTimed(ctx, env, in, t.address, func(ev node.Event) { t.handle(env, ev, out) },
 		func() { t.expire(env, out) }, t.pending.next)
 }
 
@@ -51,7 +51,7 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 // Each carries the Time of the delete it comes from.
 func (t *Transform) expire(env node.Env, out node.Output) {
 	var dels []node.Delta
-	for _, it := range t.pending.popDue(time.Now()) {
+	for _, it := range t.pending.popDue(env.Now()) {
 		delete(t.passed, it.key)
 		dels = append(dels, node.Remove(it.key, it.since))
 	}
@@ -62,15 +62,15 @@ func (t *Transform) expire(env node.Env, out node.Output) {
 }
 
 // handle takes one input event.
-func (t *Transform) handle(ev node.Event, out node.Output) {
+func (t *Transform) handle(env node.Env, ev node.Event, out node.Output) {
 	if ev.Reset {
-		t.reset(ev.Snapshot, out)
+		t.reset(env.Now(), ev.Snapshot, out)
 	}
 	var ups []node.Delta
 	for _, d := range ev.Deltas {
 		if d.Delete {
 			if _, ok := t.passed[d.Key]; ok {
-				t.pending.schedule(d.Key, time.Now().Add(t.delay), d.Time) // a new delete restarts the wait
+				t.pending.schedule(d.Key, env.Now().Add(t.delay), d.Time) // a new delete restarts the wait
 			}
 			continue
 		}
@@ -96,8 +96,7 @@ func (t *Transform) handle(ev node.Event, out node.Output) {
 // grace period (one already waiting keeps its due time). The output is
 // then made equal to what has passed with Replace, which also repairs it
 // after a restart.
-func (t *Transform) reset(snapshot []node.Record, out node.Output) {
-	now := time.Now()
+func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Output) {
 	present := make(map[node.Key]struct{}, len(snapshot))
 	for _, r := range snapshot {
 		present[r.Key] = struct{}{}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/redact"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// settleLimit bounds the real time one test may take to come to rest
+// after a step; a graph that never rests fails the test instead of hanging.
+const settleLimit = time.Minute
+
+// testResult is one test's outcome (also its -json form).
+type testResult struct {
+	File     string        `json:"file"`
+	Name     string        `json:"name"`
+	Pos      string        `json:"pos"`
+	Passed   bool          `json:"passed"`
+	Virtual  string        `json:"virtual_time"`
+	Elapsed  string        `json:"elapsed"`
+	Failures []testFailure `json:"failures,omitempty"`
+}
+
+// testFailure is one expectation that did not hold, or a given that could
+// not apply.
+type testFailure struct {
+	Pos        string       `json:"pos"`
+	Node       string       `json:"node"`
+	At         string       `json:"at"`
+	Message    string       `json:"message,omitempty"`
+	Missing    []testEntry  `json:"missing,omitempty"`
+	Unexpected []testEntry  `json:"unexpected,omitempty"`
+	Changed    []testChange `json:"changed,omitempty"`
+	WantWrites []string     `json:"want_writes,omitempty"`
+	GotWrites  []string     `json:"got_writes,omitempty"`
+}
+
+type testEntry struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+type testChange struct {
+	Key  string          `json:"key"`
+	Want json.RawMessage `json:"want"`
+	Got  json.RawMessage `json:"got"`
+}
+
+// testRun is one test on its sandbox.
+type testRun struct {
+	t       *configTest
+	sb      *engine.Sandbox
+	secrets *redact.Redactor
+	have    map[string]map[string]bool // source -> keys it holds, to check add/update/delete
+	res     *testResult
+}
+
+// runConfigTest runs t against the configuration at cfgPaths. Diagnostics
+// mean the test could not run (the configuration or the test file is wrong).
+func runConfigTest(ctx context.Context, cfgPaths []string, t *configTest) (*testResult, *loaded) {
+	started := time.Now()
+	l := load(cfgPaths, t.vars)
+	if l.diags.HasErrors() {
+		return nil, l
+	}
+	if l.diags = append(l.diags, checkTestAddrs(l.graph, t)...); l.diags.HasErrors() {
+		return nil, l
+	}
+	sb, err := engine.NewSandbox(l.graph, slog.New(slog.DiscardHandler))
+	if err != nil {
+		l.diags = append(l.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot run the test",
+			Detail: err.Error(), Subject: t.decl.Ptr()})
+		return nil, l
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sb.Start(ctx)
+	defer sb.Stop()
+	r := &testRun{t: t, sb: sb, secrets: redact.New(l.cfg.Sensitive), have: map[string]map[string]bool{},
+		res: &testResult{File: t.file, Name: t.name, Pos: schema.Pos(t.decl)}}
+	if err := r.run(ctx, l.graph); err != nil {
+		r.res.Failures = append(r.res.Failures, testFailure{Pos: schema.Pos(t.decl), Message: err.Error()})
+	}
+	r.res.Passed = len(r.res.Failures) == 0
+	r.res.Virtual = sb.Now().String()
+	r.res.Elapsed = time.Since(started).Round(time.Millisecond).String()
+	return r.res, l
+}
+
+// checkTestAddrs checks that every given names a source and every expect a sink.
+func checkTestAddrs(g *engine.Graph, t *configTest) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, s := range t.steps {
+		want, verb, kind := node.KindSource, "A given", "source"
+		if s.expect {
+			want, verb, kind = node.KindSink, "An expect", "sink"
+		}
+		if n := g.Node(s.addr); n == nil || n.Kind != want {
+			var names []string
+			for _, n := range g.Nodes {
+				if n.Kind == want {
+					names = append(names, n.Address)
+				}
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + kind,
+				Detail: fmt.Sprintf("%s block names a %s of the configuration: one of %v.", verb, kind, names), Subject: s.decl.Ptr()})
+		}
+	}
+	return diags
+}
+
+func (r *testRun) run(ctx context.Context, g *engine.Graph) error {
+	synced := false
+	markSynced := func() error {
+		synced = true
+		for _, n := range g.Nodes {
+			if n.Kind == node.KindSource {
+				if err := r.sb.MarkSynced(n.Address); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, s := range r.t.steps {
+		if !synced && (s.expect || s.at > 0) {
+			// The sources' initial state is every given at 0s.
+			if err := markSynced(); err != nil {
+				return err
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, settleLimit)
+		err := r.sb.AdvanceTo(sctx, s.at)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("at %s: %w", s.at, err)
+		}
+		if s.expect {
+			r.check(s)
+		} else if err := r.give(s); err != nil {
+			return err
+		}
+	}
+	if !synced {
+		return markSynced()
+	}
+	return nil
+}
+
+// give applies a given step as its source's deltas, one batch.
+func (r *testRun) give(s testStep) error {
+	have := r.have[s.addr]
+	if have == nil {
+		have = map[string]bool{}
+		r.have[s.addr] = have
+	}
+	var deltas []node.Delta
+	var problems []string
+	for _, k := range sortedKeys(s.add) {
+		if have[k] {
+			problems = append(problems, fmt.Sprintf("add %q: the source holds it already (use update)", k))
+		}
+		have[k] = true
+		deltas = append(deltas, node.Delta{Key: k, Value: s.add[k]})
+	}
+	for _, k := range sortedKeys(s.update) {
+		if !have[k] {
+			problems = append(problems, fmt.Sprintf("update %q: the source does not hold it (use add)", k))
+		}
+		have[k] = true
+		deltas = append(deltas, node.Delta{Key: k, Value: s.update[k]})
+	}
+	for _, k := range s.del {
+		if !have[k] {
+			problems = append(problems, fmt.Sprintf("delete %q: the source does not hold it", k))
+		}
+		delete(have, k)
+		deltas = append(deltas, node.Delta{Key: k, Delete: true})
+	}
+	for _, p := range problems {
+		r.res.Failures = append(r.res.Failures, testFailure{Pos: schema.Pos(s.decl), Node: s.addr, At: s.at.String(), Message: p})
+	}
+	return r.sb.Apply(s.addr, deltas)
+}
+
+// check compares a sink's target with an expect step.
+func (r *testRun) check(s testStep) {
+	f := testFailure{Pos: schema.Pos(s.checkRange), Node: s.addr, At: s.at.String()}
+	entries, err := r.sb.SinkState(s.addr)
+	if err != nil {
+		f.Message = err.Error()
+		r.res.Failures = append(r.res.Failures, f)
+		return
+	}
+	writes, _ := r.sb.SinkWrites(s.addr)
+	got := map[string]cty.Value{}
+	for _, e := range entries {
+		got[e.Key] = e.Value
+	}
+	switch {
+	case s.hasState:
+		r.diffState(&f, s.state, got)
+	case s.hasKeys:
+		want := map[string]cty.Value{}
+		for _, k := range s.keys {
+			want[k] = cty.NilVal
+		}
+		r.diffState(&f, want, got)
+	}
+	if s.hasWrites {
+		gotW := make([]string, 0, len(writes))
+		for _, w := range writes {
+			op := "+"
+			if w.Delete {
+				op = "-"
+			}
+			gotW = append(gotW, op+r.secrets.String(w.Entry.Key))
+		}
+		if fmt.Sprint(gotW) != fmt.Sprint(s.writes) {
+			f.WantWrites, f.GotWrites = append([]string{}, s.writes...), gotW
+		}
+	}
+	if len(f.Missing)+len(f.Unexpected)+len(f.Changed) > 0 || f.GotWrites != nil {
+		r.res.Failures = append(r.res.Failures, f)
+	}
+}
+
+// diffState fills f with the difference; a want value of cty.NilVal
+// matches any value.
+func (r *testRun) diffState(f *testFailure, want, got map[string]cty.Value) {
+	for _, k := range sortedKeys(want) {
+		g, ok := got[k]
+		w := want[k]
+		switch {
+		case !ok:
+			f.Missing = append(f.Missing, testEntry{Key: k, Value: r.show(w)})
+		case w != cty.NilVal && !sameValue(w, g):
+			f.Changed = append(f.Changed, testChange{Key: k, Want: r.show(w), Got: r.show(g)})
+		}
+	}
+	for _, k := range sortedKeys(got) {
+		if _, ok := want[k]; !ok {
+			f.Unexpected = append(f.Unexpected, testEntry{Key: r.secrets.String(k), Value: r.show(got[k])})
+		}
+	}
+}
+
+// sameValue compares an expected literal with what the target holds,
+// converting the literal to the held type (an HCL tuple to a list, 1 to "1").
+func sameValue(want, got cty.Value) bool {
+	if got.IsMarked() || want.IsMarked() {
+		got, _ = got.UnmarkDeep()
+		want, _ = want.UnmarkDeep()
+	}
+	if c, err := convert.Convert(want, got.Type()); err == nil {
+		want = c
+	}
+	eq := want.Equals(got)
+	return eq.IsKnown() && eq.True()
+}
+
+// show renders a value as JSON for a failure, secrets masked.
+func (r *testRun) show(v cty.Value) json.RawMessage {
+	if v == cty.NilVal {
+		return nil
+	}
+	return newTapLine(engine.TapEvent{Value: v}, r.secrets).Value
+}
+
+func sortedKeys(m map[string]cty.Value) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

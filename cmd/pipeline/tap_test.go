@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/internal/redact"
+)
+
+const filesToLog = `
+source "files" "pods" {
+  paths         = ["%s/*.yaml"]
+  allow_empty   = true
+  poll_interval = "200ms"
+}
+transform "extract" "ips" {
+  input = source.files.pods
+  key   = object.status.podIP
+  value = { pod = object.metadata.name }
+}
+sink "log" "out" {
+  input  = transform.extract.ips
+  path   = "%s"
+  format = "json"
+}
+`
+
+// writePods replaces the manifests with one pod per IP, atomically.
+func writePods(t *testing.T, dir string, ips ...string) {
+	t.Helper()
+	var b strings.Builder
+	for _, ip := range ips {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p-%s, namespace: ns}\nstatus: {podIP: %q}\n", ip, ip)
+	}
+	tmp := filepath.Join(dir, ".pods.tmp")
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "pods.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startFilesPipeline runs filesToLog and returns its admin address, the
+// manifests directory and the log sink's file.
+func startFilesPipeline(t *testing.T) (addr, pods, out string) {
+	t.Helper()
+	dir := t.TempDir()
+	pods, out = filepath.Join(dir, "pods"), filepath.Join(dir, "out.log")
+	if err := os.Mkdir(pods, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writePods(t, pods, "10.0.0.1")
+	cfg := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(filesToLog, pods, out)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc, done := make(chan string, 1), make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- runPipeline(ctx, io.Discard, &stderr, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
+			logLevel: "info", onListen: func(a string) { addrc <- a }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("run ended early: %v\n%s", err, stderr.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	waitReady(t, client, "http://"+addr+"/readyz")
+	return addr, pods, out
+}
+
+// openTap opens /tap and returns its body once the server attached the taps.
+func openTap(t *testing.T, ctx context.Context, addr, query string) io.ReadCloser {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/tap?"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/tap?%s: %s", query, resp.Status)
+	}
+	return resp.Body
+}
+
+// TestTapShowsExactlyWhatTheSinkApplied taps the log sink of a running
+// pipeline and compares the stream with the sink's own file.
+func TestTapShowsExactlyWhatTheSinkApplied(t *testing.T) {
+	addr, pods, out := startFilesPipeline(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body := openTap(t, ctx, addr, "node=sink.log.out&rate=0")
+	defer body.Close()
+	before := len(logLines(t, out))
+
+	writePods(t, pods, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	waitLines(t, out, before+2)
+	writePods(t, pods, "10.0.0.2", "10.0.0.3")
+	waitLines(t, out, before+3)
+
+	var got bytes.Buffer
+	if err := printTap(ctx, &got, body, tapFlags{json: true, count: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var tapped, applied []string
+	for _, l := range strings.Split(strings.TrimSpace(got.String()), "\n") {
+		var tl tapLine
+		if err := json.Unmarshal([]byte(l), &tl); err != nil {
+			t.Fatal(err)
+		}
+		if tl.Node != "sink.log.out" {
+			t.Errorf("line of node %q", tl.Node)
+		}
+		tapped = append(tapped, fmt.Sprintf("%s %s %s", tl.Op, tl.Key, tl.Value))
+	}
+	for _, l := range logLines(t, out)[before:] {
+		var ll struct {
+			Op, Key string
+			Value   json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(l), &ll); err != nil {
+			t.Fatal(err)
+		}
+		applied = append(applied, fmt.Sprintf("%s %s %s", ll.Op, ll.Key, ll.Value))
+	}
+	if diff := cmp.Diff(applied, tapped); diff != "" {
+		t.Errorf("tap differs from what the sink applied (-sink +tap):\n%s", diff)
+	}
+}
+
+// TestTapSamplesAndLimits opens two streams on one node: every 2nd delta,
+// and at most 2 lines a second (the rest reported as skipped).
+func TestTapSamplesAndLimits(t *testing.T) {
+	addr, pods, _ := startFilesPipeline(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sampled := openTap(t, ctx, addr, "node=transform.extract.ips&sample=2&rate=0")
+	defer sampled.Close()
+	limited := openTap(t, ctx, addr, "node=transform.extract.ips&rate=2")
+	defer limited.Close()
+	ips := []string{"10.0.0.1"}
+	for i := 2; i <= 11; i++ {
+		ips = append(ips, fmt.Sprintf("10.0.0.%d", i))
+	}
+	writePods(t, pods, ips...) // 10 new keys in one change
+
+	var s bytes.Buffer
+	if err := printTap(ctx, &s, sampled, tapFlags{count: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(s.String(), " + 10.0.0."); n != 5 {
+		t.Errorf("sample=2 of 10 upserts printed %d:\n%s", n, s.String())
+	}
+	sc := bufio.NewScanner(limited)
+	var lines []tapLine
+	for sc.Scan() {
+		var l tapLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+		if l.Op == "skipped" {
+			break
+		}
+	}
+	if len(lines) != 3 || lines[2].Limited != 8 {
+		t.Errorf("rate=2 of 10: want 2 deltas then a skipped line with limited=8, got %+v", lines)
+	}
+	if _, err := (&http.Client{}).Get("http://" + addr + "/tap?node=sink.log.nope"); err != nil {
+		t.Fatal(err)
+	}
+	err := runTap(ctx, io.Discard, []string{"sink.log.nope"}, tapFlags{against: addr, rate: 1, sample: 1})
+	if err == nil || !strings.Contains(err.Error(), "no such node") {
+		t.Errorf("tapping an unknown node: %v", err)
+	}
+}
+
+// TestTapLineMasksSecrets: marked (sensitive) values and strings holding a
+// secret never leave the process.
+func TestTapLineMasksSecrets(t *testing.T) {
+	secrets := redact.New([]string{"hunter22"})
+	v := cty.ObjectVal(map[string]cty.Value{
+		"token": cty.StringVal("s3cret-value").Mark("sensitive"),
+		"note":  cty.StringVal("pw=hunter22"),
+		"n":     cty.NumberIntVal(7),
+		"ips":   cty.ListVal([]cty.Value{cty.StringVal("10.0.0.1")}),
+	})
+	l := newTapLine(engine.TapEvent{Node: "source.static.s", Key: "hunter22", Value: v}, secrets)
+	want := `{"ips":["10.0.0.1"],"n":7,"note":"pw=(sensitive)","token":"(sensitive)"}`
+	if string(l.Value) != want || l.Key != redact.Mask {
+		t.Errorf("line = %s %s, want key masked and %s", l.Key, l.Value, want)
+	}
+	if r := readableTap(l); strings.Contains(r, "hunter22") || strings.Contains(r, "s3cret") {
+		t.Errorf("readable form leaks: %s", r)
+	}
+}
+
+func logLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func waitLines(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(logLines(t, path)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d lines after 20s, want %d", path, len(logLines(t, path)), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/internal/redact"
+)
+
+// tapLine is one line of /tap and of `pipeline tap --json`: a delta, or a
+// notice of events left out (dropped: the client fell behind; limited:
+// over --rate; sampled out is not reported, it is what --sample asks).
+type tapLine struct {
+	Time       time.Time       `json:"time"`
+	Node       string          `json:"node"`
+	Op         string          `json:"op"` // upsert, delete, or skipped
+	Key        string          `json:"key,omitempty"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	Generation uint64          `json:"generation,omitempty"`
+	Dropped    uint64          `json:"dropped,omitempty"`
+	Limited    uint64          `json:"limited,omitempty"`
+}
+
+// newTapLine renders ev with every secret masked: sensitive (marked)
+// values become redact.Mask, and strings holding a secret are masked.
+func newTapLine(ev engine.TapEvent, secrets *redact.Redactor) tapLine {
+	l := tapLine{Time: ev.Time.UTC(), Node: ev.Node, Op: "upsert", Key: secrets.String(ev.Key), Generation: ev.Generation}
+	if ev.Delete {
+		l.Op = "delete"
+		return l
+	}
+	b, err := json.Marshal(plainValue(ev.Value, secrets))
+	if err != nil {
+		b = []byte(`null`)
+	}
+	l.Value = b
+	return l
+}
+
+// plainValue converts v to encoding/json's data model for display. It
+// never fails: a marked (sensitive) part is masked, an unknown one is null.
+func plainValue(v cty.Value, secrets *redact.Redactor) any {
+	switch {
+	case v == cty.NilVal:
+		return nil
+	case v.IsMarked(): // a sensitive value; any mark bound for a view counts as one
+		return redact.Mask
+	case !v.IsKnown() || v.IsNull():
+		return nil
+	}
+	t := v.Type()
+	switch {
+	case t == cty.String:
+		return secrets.String(v.AsString())
+	case t == cty.Number:
+		return json.Number(v.AsBigFloat().Text('g', -1))
+	case t == cty.Bool:
+		return v.True()
+	case t.IsObjectType() || t.IsMapType():
+		out := map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[secrets.String(k.AsString())] = plainValue(e, secrets)
+		}
+		return out
+	case t.IsListType() || t.IsSetType() || t.IsTupleType():
+		out := []any{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, plainValue(e, secrets))
+		}
+		return out
+	}
+	return nil
+}

@@ -1,0 +1,6 @@
+test "names a sink that does not exist" {
+  expect "sink.log.nope" {
+    at   = "0s"
+    keys = []
+  }
+}

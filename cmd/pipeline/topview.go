@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// topMetrics are the families top reads, each by its node label (and the
+// label that splits it, joined to the name: "pipeline_node_deltas_total/in").
+var topMetrics = map[string]string{
+	"pipeline_node_records":                "",
+	"pipeline_node_deltas_total":           "direction",
+	"pipeline_node_queue_depth":            "",
+	"pipeline_node_overflow_resyncs_total": "",
+	"pipeline_node_restarts_total":         "",
+	"pipeline_sink_writes_total":           "result",
+	"pipeline_change_latency_seconds":      "",
+}
+
+// parseNodeMetrics reads the Prometheus text exposition into metric -> node -> value;
+// a histogram gives name/sum and name/count.
+func parseNodeMetrics(body []byte) (map[string]map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]float64{}
+	add := func(name, node string, v float64) {
+		if out[name] == nil {
+			out[name] = map[string]float64{}
+		}
+		out[name][node] += v
+	}
+	for name, split := range topMetrics {
+		fam := fams[name]
+		if fam == nil {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			key := name
+			if split != "" {
+				key += "/" + labels[split]
+			}
+			node := labels["node"]
+			switch {
+			case m.GetHistogram() != nil:
+				add(name+"/sum", node, m.GetHistogram().GetSampleSum())
+				add(name+"/count", node, float64(m.GetHistogram().GetSampleCount()))
+			case m.GetCounter() != nil:
+				add(key, node, m.GetCounter().GetValue())
+			case m.GetGauge() != nil:
+				add(key, node, m.GetGauge().GetValue())
+			}
+		}
+	}
+	return out, nil
+}
+
+// topRow is one node's line.
+type topRow struct {
+	node, state                string
+	records, queue             float64
+	in, out, errs              float64 // per second; -1 before a second sample
+	resyncs, restarts, latency float64 // latency: mean seconds over the interval; -1 when none
+	sink                       bool
+}
+
+func topRows(prev, cur *topSample) []topRow {
+	secs := 0.0
+	if prev != nil {
+		secs = cur.at.Sub(prev.at).Seconds()
+	}
+	rate := func(name, node string) float64 {
+		if secs <= 0 {
+			return -1
+		}
+		return max(cur.metrics[name][node]-prev.metrics[name][node], 0) / secs
+	}
+	var rows []topRow
+	for _, st := range cur.ready.Nodes {
+		n := st.Address
+		r := topRow{node: n, state: st.State, sink: strings.HasPrefix(n, "sink."),
+			records: cur.metrics["pipeline_node_records"][n], queue: cur.metrics["pipeline_node_queue_depth"][n],
+			in: rate("pipeline_node_deltas_total/in", n), out: rate("pipeline_node_deltas_total/out", n),
+			errs: rate("pipeline_sink_writes_total/error", n), latency: -1,
+			resyncs: cur.metrics["pipeline_node_overflow_resyncs_total"][n], restarts: cur.metrics["pipeline_node_restarts_total"][n]}
+		if prev != nil {
+			dc := cur.metrics["pipeline_change_latency_seconds/count"][n] - prev.metrics["pipeline_change_latency_seconds/count"][n]
+			if dc > 0 {
+				r.latency = (cur.metrics["pipeline_change_latency_seconds/sum"][n] - prev.metrics["pipeline_change_latency_seconds/sum"][n]) / dc
+			}
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].node < rows[j].node })
+	return rows
+}
+
+// topView draws frames: in place with colours on a terminal, else as
+// plain blocks of lines separated by a blank line.
+type topView struct {
+	w       io.Writer
+	colour  bool
+	against string
+	frames  int
+}
+
+var stateColours = map[string]string{"healthy": "\x1b[32m", "pending": "\x1b[33m", "degraded": "\x1b[33m", "down": "\x1b[31m"}
+
+func (v *topView) render(rows []topRow, s *topSample) error {
+	var b bytes.Buffer
+	if v.colour {
+		b.WriteString("\x1b[H\x1b[2J") // home and clear: redraw in place
+	} else if v.frames > 0 {
+		b.WriteString("\n")
+	}
+	v.frames++
+	ready := "not ready"
+	if s.ready.Ready {
+		ready = "ready"
+	}
+	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", v.against, ready, s.at.Format(time.TimeOnly))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tRECORDS\tIN/s\tOUT/s\tQUEUE\tRESYNCS\tRESTARTS\tLATENCY\tERR/s\t")
+	for _, r := range rows {
+		state := r.state
+		if c := stateColours[state]; v.colour && c != "" {
+			state = c + state + "\x1b[0m"
+		}
+		latency, errs, records := "-", "-", fmt.Sprintf("%.0f", r.records)
+		if r.latency >= 0 {
+			latency = time.Duration(r.latency * float64(time.Second)).Round(time.Microsecond).String()
+		}
+		if r.sink {
+			errs, records = perSecond(r.errs), "-" // a sink's target, not a collection: see its own metrics
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t\n", r.node, state, records,
+			perSecond(r.in), perSecond(r.out), r.queue, r.resyncs, r.restarts, latency, errs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if _, err := v.w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("top: %w", err)
+	}
+	return nil
+}
+
+func perSecond(r float64) string {
+	if r < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", r)
+}
