@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,53 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 		out[e.Name()] = string(b)
 	}
 	return out
+}
+
+// TestPlanAgainstMatchesReload: what `plan --against` says a reload would
+// do to each node is what the running instance then does when the same
+// configuration is saved over its own.
+func TestPlanAgainstMatchesReload(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	writeConfig(t, cfg, againstOld)
+	w := runWatched(t, cfg)
+
+	newCfg := strings.NewReplacer(`"10.0.0.2" = { pod = "b" }`, `"10.0.0.3" = { pod = "c" }`,
+		"sink \"log\" \"other\"", "sink \"log\" \"renamed\"").Replace(againstOld)
+	planned := filepath.Join(t.TempDir(), "new.hcl")
+	writeConfig(t, planned, newCfg)
+	out, code := planCLI("plan", "--json", "--against", "http://"+w.addr, planned)
+	if code != 2 {
+		t.Fatalf("plan exited %d, want 2:\n%s", code, out)
+	}
+	var doc struct {
+		Reload struct {
+			Nodes []struct {
+				Address, Action string
+				Changed         []string
+			} `json:"nodes"`
+		} `json:"reload"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var plannedActions []string
+	for _, n := range doc.Reload.Nodes {
+		plannedActions = append(plannedActions, n.Address+" "+n.Action+" "+strings.Join(n.Changed, ","))
+	}
+
+	saveFile(t, cfg, newCfg)
+	recs := w.settle(t, 1)
+	if recs[0].Result != "applied" {
+		t.Fatalf("reload %s: %s", recs[0].Result, recs[0].Error)
+	}
+	var done []string
+	for _, n := range recs[0].Nodes {
+		done = append(done, n.Address+" "+string(n.Action)+" "+strings.Join(n.Changed, ","))
+	}
+	slices.Sort(plannedActions)
+	slices.Sort(done)
+	if diff := cmp.Diff(plannedActions, done); diff != "" {
+		t.Errorf("planned node actions vs the reload's (-plan +reload):\n%s", diff)
+	}
 }
