@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -102,11 +103,66 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := s.start(ctx); err != nil {
-		s.Stop()
-		return nil, err
+	// A port from freePort can be taken by another process (tests of
+	// other packages start servers in parallel) before ours binds it: such
+	// a start is tried again on fresh ports, on a fresh etcd data dir.
+	for attempt := 1; ; attempt++ {
+		err := s.start(ctx)
+		if err == nil {
+			return s, nil
+		}
+		busy := s.logsSay("address already in use")
+		err = fmt.Errorf("%w%s", err, s.logTails())
+		s.stopProcesses()
+		if !busy || attempt == 3 || ctx.Err() != nil {
+			s.Stop()
+			return nil, err
+		}
+		if rmErr := os.RemoveAll(filepath.Join(s.dir, "etcd")); rmErr != nil {
+			s.Stop()
+			return nil, errors.Join(err, rmErr)
+		}
 	}
-	return s, nil
+}
+
+var logNames = []string{"etcd.log", "kube-apiserver.log"}
+
+// logsSay reports whether a process log of this server contains text.
+func (s *Server) logsSay(text string) bool {
+	for _, name := range logNames {
+		if b, err := os.ReadFile(filepath.Join(s.dir, name)); err == nil && strings.Contains(string(b), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// logTails returns the last lines of each process log, for an error
+// whose log file goes with the temporary directory.
+func (s *Server) logTails() string {
+	var b strings.Builder
+	for _, name := range logNames {
+		data, err := os.ReadFile(filepath.Join(s.dir, name))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "\n%s (last lines):\n  %s", name, strings.Join(lines[max(0, len(lines)-8):], "\n  "))
+	}
+	return b.String()
+}
+
+// stopProcesses kills both processes, keeping the directory.
+func (s *Server) stopProcesses() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.StopAPIServer(ctx)
+	s.mu.Lock()
+	if s.etcd != nil {
+		_ = stopProcess(ctx, s.etcd)
+		s.etcd = nil
+	}
+	s.mu.Unlock()
 }
 
 func (s *Server) start(ctx context.Context) error {
@@ -216,15 +272,7 @@ func (s *Server) StopAPIServer(ctx context.Context) error {
 // Stop kills both processes, waits for them and removes a temporary
 // directory. It is idempotent.
 func (s *Server) Stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = s.StopAPIServer(ctx)
-	s.mu.Lock()
-	if s.etcd != nil {
-		_ = stopProcess(ctx, s.etcd)
-		s.etcd = nil
-	}
-	s.mu.Unlock()
+	s.stopProcesses()
 	if s.ownDir {
 		_ = os.RemoveAll(s.dir)
 		s.ownDir = false
