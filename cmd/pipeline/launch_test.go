@@ -58,3 +58,14 @@ func startRun(t *testing.T, dir, src string) (addr string, stop func()) {
 		}
 	}
 }
+
+// missingInCI skips t for a missing prerequisite, or fails it under CI
+// (the CI variable set), which runs as root with everything installed: a
+// skip there would prove nothing.
+func missingInCI(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("cannot run in CI: "+format, args...)
+	}
+	t.Skipf("skipping: "+format, args...)
+}

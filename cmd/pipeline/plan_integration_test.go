@@ -80,7 +80,7 @@ sink "audit" "trail" {
 // credential fails naming its phase.
 func TestPlanKubernetesMap(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("plan of a pinned map needs root (bpffs)")
+		missingInCI(t, "plan of a pinned map needs root (bpffs)")
 	}
 	srv := startKube(t)
 	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
@@ -92,7 +92,7 @@ func TestPlanKubernetesMap(t *testing.T) {
 	}
 	bpfDir, err := os.MkdirTemp("/sys/fs/bpf", "plan-test-")
 	if err != nil {
-		t.Skipf("no bpffs at /sys/fs/bpf: %v", err)
+		missingInCI(t, "no bpffs at /sys/fs/bpf: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(bpfDir) })
 	pin, audit := filepath.Join(bpfDir, "allowed"), filepath.Join(dir, "audit.jsonl")
