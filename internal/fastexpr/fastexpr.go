@@ -201,8 +201,8 @@ func (c compiler) template(e *hclsyntax.TemplateExpr) eval {
 		var b strings.Builder
 		for _, p := range parts {
 			v, ok := p(ctx)
-			if !ok || v.IsMarked() || v.Type() != cty.String || v.IsNull() {
-				return cty.NilVal, false // a marked part: HCL marks the result
+			if !ok || v.IsMarked() || !v.IsKnown() || v.Type() != cty.String || v.IsNull() {
+				return cty.NilVal, false // a marked or unknown part: HCL builds the result
 			}
 			b.WriteString(v.AsString())
 		}
