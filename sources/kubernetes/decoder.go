@@ -1,13 +1,17 @@
 package kubernetes
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +40,16 @@ type lister struct {
 	// proj is what the graph reads of each object (nil: everything); the
 	// rest is skipped on the wire and never allocated.
 	proj *node.Paths
+	// pb, for a built-in resource read through a projection, asks for
+	// protobuf (protobuf.go); responses in JSON are still decoded.
+	pb *protoLayout
 }
+
+// Accept headers: protobuf first when the resource has it, JSON always.
+const (
+	acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
+	contentProto   = "application/vnd.kubernetes.protobuf"
+)
 
 func newRESTClient(c connection) (rest.Interface, error) {
 	cfg := dynamic.ConfigFor(c.cfg)
@@ -69,9 +82,26 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructure
 		opts.ResourceVersion = ""
 		opts.Limit = 0
 	}
-	raw, err := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Raw()
+	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
+	if l.pb != nil {
+		req.SetHeader("Accept", acceptProtobuf)
+	}
+	var contentType string
+	t0 := time.Now()
+	raw, err := req.Do(ctx).ContentType(&contentType).Raw()
+	t1 := time.Now()
+	defer func() {
+		fmt.Fprintf(os.Stderr, "DEVLIST req %v decode %v bytes %d ct %s\n", t1.Sub(t0), time.Since(t1), len(raw), contentType)
+	}()
 	if err != nil {
 		return nil, err
+	}
+	if l.pb != nil && strings.HasPrefix(contentType, contentProto) {
+		head, items, err := decodeProtoList(raw, l.pb, l.proj)
+		if err != nil {
+			return nil, fmt.Errorf("decode list: %w", err)
+		}
+		return projectedList(head, items), nil
 	}
 	return decodeList(raw, l.proj)
 }
@@ -111,6 +141,12 @@ func decodeProjectedList(raw []byte, proj *node.Paths) (*unstructured.Unstructur
 	if err != nil {
 		return nil, fmt.Errorf("decode list: %w", err)
 	}
+	return projectedList(head, items), nil
+}
+
+// projectedList builds the list of projected items; items of a typed list
+// carry no kind: like client-go, take it from the list.
+func projectedList(head map[string]any, items []map[string]any) *unstructured.UnstructuredList {
 	list := &unstructured.UnstructuredList{Object: head, Items: make([]unstructured.Unstructured, len(items))}
 	kind := strings.TrimSuffix(list.GetKind(), "List")
 	for i, m := range items {
@@ -121,17 +157,21 @@ func decodeProjectedList(raw []byte, proj *node.Paths) (*unstructured.Unstructur
 		}
 		list.Items[i] = u
 	}
-	return list, nil
+	return list
 }
 
 // Watch implements the dynamic client's Watch.
 func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	body, err := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec).Stream(ctx)
+	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
+	if l.pb != nil {
+		req.SetHeader("Accept", acceptProtobuf)
+	}
+	body, err := req.Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj}
+	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb}
 	go w.run()
 	return w, nil
 }
@@ -143,6 +183,7 @@ type streamWatch struct {
 	done chan struct{}
 	once sync.Once
 	proj *node.Paths
+	pb   *protoLayout // the resource's protobuf layout; the stream's first byte says which encoding came
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -157,10 +198,22 @@ func (w *streamWatch) Stop() {
 func (w *streamWatch) run() {
 	defer close(w.ch)
 	defer w.body.Close()
-	dec := json.NewDecoder(w.body)
+	r := bufio.NewReaderSize(w.body, 64<<10)
+	// A JSON stream starts with '{'; a protobuf one with a frame's length.
+	first, _ := r.Peek(1)
+	proto := w.pb != nil && len(first) == 1 && first[0] != '{'
+	dec := json.NewDecoder(r)
 	dec.UseNumber()
+	var frame []byte
 	for {
-		typ, obj, err := w.next(dec)
+		var typ watch.EventType
+		var obj map[string]any
+		var err error
+		if proto {
+			typ, obj, frame, err = w.nextProto(r, frame)
+		} else {
+			typ, obj, err = w.next(dec)
+		}
 		var ev watch.Event
 		switch {
 		case err == nil:
@@ -208,6 +261,114 @@ func (w *streamWatch) next(dec *json.Decoder) (watch.EventType, map[string]any, 
 	}
 	obj, _, err := projector{data: frame.Object}.object(0, proj)
 	return frame.Type, obj, err
+}
+
+// maxWatchFrame bounds one protobuf watch frame (an object is at most a
+// few MiB in etcd); a larger length means a corrupt stream.
+const maxWatchFrame = 64 << 20
+
+// nextProto decodes one protobuf watch frame: a 4-byte big-endian length,
+// then a WatchEvent (type = 1, object = 2 holding the object's envelope as
+// raw = 1). buf is reused between frames.
+func (w *streamWatch) nextProto(r *bufio.Reader, buf []byte) (watch.EventType, map[string]any, []byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return "", nil, buf, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxWatchFrame {
+		return "", nil, buf, fmt.Errorf("%w: watch frame of %d bytes", errProto, size)
+	}
+	if cap(buf) < int(size) {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", nil, buf, err
+	}
+	typ, raw, err := watchEvent(buf)
+	if err != nil {
+		return "", nil, buf, err
+	}
+	apiVersion, kind, msg, err := unknownEnvelope(raw)
+	if err != nil {
+		return "", nil, buf, err
+	}
+	var obj map[string]any
+	switch typ {
+	case watch.Error:
+		v, err := typedJSON(w.pb.status, msg)
+		if err != nil {
+			return "", nil, buf, err
+		}
+		obj, _ = v.(map[string]any)
+	case watch.Bookmark:
+		obj, err = w.pb.object.project(msg, node.WholeObject())
+	default:
+		obj, err = w.pb.object.project(msg, w.proj)
+	}
+	if err != nil {
+		return "", nil, buf, err
+	}
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	// JSON events carry the object's type; protobuf has it on the envelope.
+	whole := typ == watch.Error || typ == watch.Bookmark
+	if _, read := w.proj.Field("apiVersion"); (read || whole) && apiVersion != "" {
+		obj["apiVersion"] = apiVersion
+	}
+	if _, read := w.proj.Field("kind"); (read || whole) && kind != "" {
+		obj["kind"] = kind
+	}
+	return typ, obj, buf, nil
+}
+
+// watchEvent reads a WatchEvent message: its type and its object's raw bytes.
+func watchEvent(b []byte) (watch.EventType, []byte, error) {
+	var typ watch.EventType
+	var raw []byte
+	ew := wire{b: b}
+	for !ew.done() {
+		num, wt, err := ew.tag()
+		if err != nil {
+			return "", nil, err
+		}
+		if wt != wireBytes || num > 2 {
+			if err := ew.skip(wt); err != nil {
+				return "", nil, err
+			}
+			continue
+		}
+		v, err := ew.bytes()
+		if err != nil {
+			return "", nil, err
+		}
+		if num == 1 {
+			typ = watch.EventType(v)
+			continue
+		}
+		ow := wire{b: v} // RawExtension: raw = 1
+		for !ow.done() {
+			n, owt, err := ow.tag()
+			if err != nil {
+				return "", nil, err
+			}
+			if n != 1 || owt != wireBytes {
+				if err := ow.skip(owt); err != nil {
+					return "", nil, err
+				}
+				continue
+			}
+			if raw, err = ow.bytes(); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	if typ == "" || raw == nil {
+		return "", nil, fmt.Errorf("%w: watch event without type or object", errProto)
+	}
+	return typ, raw, nil
 }
 
 func (w *streamWatch) stopped() bool {

@@ -70,6 +70,9 @@ func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 		return metadatainformer.NewFilteredMetadataInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 	}
 	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe, proj: w.src.proj}
+	if w.src.proj != nil {
+		obs.pb = layoutFor(w.res.gvk)
+	}
 	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 }
 
@@ -108,11 +111,12 @@ type observedDynamic struct {
 	dynamic.Interface
 	rest rest.Interface
 	obs  observeFunc
-	proj *node.Paths // nil: whole objects
+	proj *node.Paths  // nil: whole objects
+	pb   *protoLayout // non-nil: list and watch as protobuf (protobuf.go)
 }
 
 func (c observedDynamic) Resource(gvr kschema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), gvr: gvr, rest: c.rest, obs: c.obs, proj: c.proj}
+	return observedNamespaceable{NamespaceableResourceInterface: c.Interface.Resource(gvr), gvr: gvr, rest: c.rest, obs: c.obs, proj: c.proj, pb: c.pb}
 }
 
 // IsWatchListSemanticsUnSupported makes the informer start with a LIST
@@ -131,12 +135,13 @@ type observedNamespaceable struct {
 	rest rest.Interface
 	obs  observeFunc
 	proj *node.Paths
+	pb   *protoLayout
 }
 
 func (r observedNamespaceable) Namespace(ns string) dynamic.ResourceInterface {
 	o := observedResource{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), obs: r.obs}
 	if r.rest != nil {
-		o.fast = &lister{rc: r.rest, gvr: r.gvr, ns: ns, proj: r.proj}
+		o.fast = &lister{rc: r.rest, gvr: r.gvr, ns: ns, proj: r.proj, pb: r.pb}
 	}
 	return o
 }

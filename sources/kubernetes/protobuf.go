@@ -1,0 +1,970 @@
+package kubernetes
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// Built-in resources (pods, services, config maps...) are listed and
+// watched as protobuf when the source decodes a projection: the API server
+// encodes 10,000 pods as protobuf about three times faster than as JSON,
+// and the bytes are a third. The decoder below walks the protobuf wire
+// format with a layout derived from the Go API types' struct tags (field
+// numbers from `protobuf:"..."`, names and omitempty from `json:"..."`),
+// skips every field the graph does not read without allocating it, and
+// yields exactly the values the JSON decoder yields for the same object:
+// the same names, the same omitted empty fields, the same numbers, the
+// same null. Subtrees read whole are decoded by the type's own generated
+// Unmarshal and encoded to JSON, so their JSON form is the API's by
+// construction. Resources without a Go type here (custom resources) keep
+// JSON.
+
+// protoMagic starts every protobuf-encoded object or list the API server
+// sends (runtime.Unknown's envelope).
+var protoMagic = []byte("k8s\x00")
+
+// Protobuf wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+var errProto = errors.New("malformed protobuf")
+
+// pbKind is how a field's value is decoded.
+type pbKind uint8
+
+const (
+	pbString  pbKind = iota // any Go string kind
+	pbBytes                 // []byte: base64 in JSON
+	pbBool                  // bool
+	pbInt                   // integer kinds (varint)
+	pbFloat64               // float64 (fixed64)
+	pbFloat32               // float32 (fixed32)
+	pbStruct                // a struct, decoded field by field
+	pbTyped                 // a type with its own JSON form (Time, Quantity...): its Unmarshal, then JSON
+)
+
+// pbField is one field of a message as both encodings see it.
+type pbField struct {
+	idx       int // position in the message's fields
+	num       int
+	name      string // JSON name
+	omitEmpty bool
+	omitZero  bool
+	pointer   bool // *T: absent means null (or omitted)
+	repeated  bool // []T other than []byte
+	isMap     bool
+	kind      pbKind       // of the element (for maps: of the value)
+	typ       reflect.Type // element type, pointers removed
+	msg       *pbMessage   // kind pbMessage or pbTyped
+	mapKey    *pbField     // isMap: the entry's key (field 1)
+	mapVal    *pbField     // isMap: the entry's value (field 2)
+}
+
+// pbMessage is the layout of one Go struct type.
+type pbMessage struct {
+	typ    reflect.Type
+	byNum  map[int]*pbField
+	fields []*pbField // in declaration order, for the defaults of absent fields
+	// whole: a field of this message is inlined in JSON (`json:",inline"`
+	// with its own protobuf field), or has no protobuf field but a JSON
+	// name: the message cannot be decoded field by field and is always
+	// decoded through its own Unmarshal.
+	whole bool
+	// unmarshal is the generated Unmarshal of *T, nil when T has none.
+	unmarshal bool
+	err       error // why this type cannot be decoded from protobuf
+}
+
+// Layouts are built under pbMu (layoutFor) and only read once built.
+var (
+	pbMu    sync.Mutex
+	pbCache = map[reflect.Type]*pbMessage{}
+)
+
+type protoUnmarshaler interface{ Unmarshal([]byte) error }
+
+var (
+	jsonMarshalerType  = reflect.TypeFor[json.Marshaler]()
+	protoUnmarshalType = reflect.TypeFor[protoUnmarshaler]()
+)
+
+// messageOf returns the layout of struct type t, built once; pbMu is held.
+func messageOf(t reflect.Type) *pbMessage {
+	if m, ok := pbCache[t]; ok {
+		return m
+	}
+	m := &pbMessage{typ: t, byNum: map[int]*pbField{}, unmarshal: reflect.PointerTo(t).Implements(protoUnmarshalType)}
+	pbCache[t] = m // before its fields, so that recursive types end
+	if hasJSONForm(t) {
+		return m // decoded whole by its Unmarshal: no field layout needed
+	}
+	m.err = m.build()
+	return m
+}
+
+func (m *pbMessage) build() error {
+	for i := range m.typ.NumField() {
+		sf := m.typ.Field(i)
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		inline := sf.Anonymous && name == "" || strings.Contains(","+opts+",", ",inline,")
+		pb := sf.Tag.Get("protobuf")
+		if pb == "" {
+			if sf.Name == "TypeMeta" && inline {
+				continue // apiVersion and kind: on the envelope, not in the message
+			}
+			if name != "" || inline {
+				m.whole = true // in JSON but not on the wire
+			}
+			continue
+		}
+		if inline {
+			m.whole = true
+		}
+		parts := strings.Split(pb, ",")
+		if len(parts) < 2 {
+			return fmt.Errorf("%s.%s: protobuf tag %q", m.typ, sf.Name, pb)
+		}
+		num, err := strconv.Atoi(parts[1])
+		if err != nil || num <= 0 {
+			return fmt.Errorf("%s.%s: protobuf tag %q", m.typ, sf.Name, pb)
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		f := &pbField{num: num, name: name,
+			omitEmpty: strings.Contains(","+opts+",", ",omitempty,"),
+			omitZero:  strings.Contains(","+opts+",", ",omitzero,")}
+		if err := f.setType(sf.Type); err != nil {
+			return fmt.Errorf("%s.%s: %w", m.typ, sf.Name, err)
+		}
+		f.idx = len(m.fields)
+		m.byNum[num] = f
+		m.fields = append(m.fields, f)
+	}
+	return nil
+}
+
+// setType fills the field's kind from its Go type.
+func (f *pbField) setType(t reflect.Type) error {
+	if t.Kind() == reflect.Pointer {
+		f.pointer, t = true, t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		f.kind, f.typ = pbBytes, t
+		return nil
+	case t.Kind() == reflect.Slice:
+		if f.pointer {
+			return fmt.Errorf("pointer to slice %s", t)
+		}
+		f.repeated = true
+		t = t.Elem()
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+	case t.Kind() == reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return fmt.Errorf("map key %s", t.Key())
+		}
+		f.isMap = true
+		f.mapKey = &pbField{num: 1, kind: pbString, typ: t.Key()}
+		f.mapVal = &pbField{num: 2}
+		if err := f.mapVal.setType(t.Elem()); err != nil {
+			return err
+		}
+		if f.mapVal.repeated || f.mapVal.isMap {
+			return fmt.Errorf("map of %s", t.Elem())
+		}
+		f.typ = t
+		return nil
+	}
+	f.typ = t
+	if hasJSONForm(t) {
+		if t.Kind() != reflect.Struct {
+			return fmt.Errorf("%s has its own JSON form but is no message", t)
+		}
+		f.kind, f.msg = pbTyped, messageOf(t)
+		if !f.msg.unmarshal {
+			return fmt.Errorf("%s has no protobuf Unmarshal", t)
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		f.kind = pbString
+	case reflect.Bool:
+		f.kind = pbBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f.kind = pbInt
+	case reflect.Float64:
+		f.kind = pbFloat64
+	case reflect.Float32:
+		f.kind = pbFloat32
+	case reflect.Struct:
+		f.kind, f.msg = pbStruct, messageOf(t)
+	default:
+		return fmt.Errorf("unsupported type %s", t)
+	}
+	return nil
+}
+
+// hasJSONForm reports whether t encodes itself to JSON.
+func hasJSONForm(t reflect.Type) bool {
+	return t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType)
+}
+
+// protoLayout is what a source needs to decode one resource from
+// protobuf: the layout of its objects and of its list.
+type protoLayout struct {
+	object    *pbMessage
+	listItems int // the list's field number of items
+	listMeta  int // the list's field number of metadata
+	meta      *pbMessage
+	status    *pbMessage // metav1.Status, the object of a watch ERROR event
+}
+
+// layoutFor returns the protobuf layout of a built-in kind, or nil when
+// the kind has no Go type here, or a type this decoder cannot read (the
+// source then uses JSON).
+func layoutFor(gvk kschema.GroupVersionKind) *protoLayout {
+	if gvk.Kind == "" || !scheme.Scheme.Recognizes(gvk) {
+		return nil
+	}
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	list, err := scheme.Scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		return nil
+	}
+	ot, lt := reflect.TypeOf(obj).Elem(), reflect.TypeOf(list).Elem()
+	pbMu.Lock()
+	defer pbMu.Unlock()
+	l := &protoLayout{object: messageOf(ot), status: messageOf(reflect.TypeFor[metav1.Status]())}
+	lm := messageOf(lt)
+	if !usable(l.object, map[*pbMessage]bool{}) || !usable(lm, map[*pbMessage]bool{}) {
+		return nil
+	}
+	for _, f := range lm.fields {
+		switch f.name {
+		case "items":
+			if f.repeated && f.msg == l.object {
+				l.listItems = f.num
+			}
+		case "metadata":
+			if f.msg != nil {
+				l.listMeta, l.meta = f.num, f.msg
+			}
+		}
+	}
+	if l.listItems == 0 || l.listMeta == 0 {
+		return nil
+	}
+	return l
+}
+
+// usable reports whether m and every message below it can be decoded.
+func usable(m *pbMessage, seen map[*pbMessage]bool) bool {
+	if seen[m] {
+		return true
+	}
+	seen[m] = true
+	if m.err != nil {
+		return false
+	}
+	for _, f := range m.fields {
+		if f.msg != nil && !usable(f.msg, seen) {
+			return false
+		}
+		if f.mapVal != nil && f.mapVal.msg != nil && !usable(f.mapVal.msg, seen) {
+			return false
+		}
+	}
+	return true
+}
+
+// wire reads protobuf's wire format with bounds checks: no input panics.
+type wire struct {
+	b []byte
+	i int
+}
+
+func (w *wire) done() bool { return w.i >= len(w.b) }
+
+func (w *wire) varint() (uint64, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if w.i >= len(w.b) {
+			return 0, fmt.Errorf("%w: truncated varint", errProto)
+		}
+		c := w.b[w.i]
+		w.i++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: varint too long", errProto)
+}
+
+// tag reads a field's number and wire type.
+func (w *wire) tag() (int, int, error) {
+	v, err := w.varint()
+	if err != nil {
+		return 0, 0, err
+	}
+	num := v >> 3
+	if num == 0 || num > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%w: field number %d", errProto, num)
+	}
+	return int(num), int(v & 7), nil
+}
+
+// bytes reads a length-delimited value.
+func (w *wire) bytes() ([]byte, error) {
+	n, err := w.varint()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(w.b)-w.i) {
+		return nil, fmt.Errorf("%w: length %d beyond the end", errProto, n)
+	}
+	b := w.b[w.i : w.i+int(n)]
+	w.i += int(n)
+	return b, nil
+}
+
+func (w *wire) fixed(n int) (uint64, error) {
+	if len(w.b)-w.i < n {
+		return 0, fmt.Errorf("%w: truncated fixed%d", errProto, n*8)
+	}
+	var v uint64
+	if n == 8 {
+		v = binary.LittleEndian.Uint64(w.b[w.i:])
+	} else {
+		v = uint64(binary.LittleEndian.Uint32(w.b[w.i:]))
+	}
+	w.i += n
+	return v, nil
+}
+
+// skip passes over a value of wire type wt.
+func (w *wire) skip(wt int) error {
+	var err error
+	switch wt {
+	case wireVarint:
+		_, err = w.varint()
+	case wireFixed64:
+		_, err = w.fixed(8)
+	case wireBytes:
+		_, err = w.bytes()
+	case wireFixed32:
+		_, err = w.fixed(4)
+	default:
+		err = fmt.Errorf("%w: wire type %d", errProto, wt)
+	}
+	return err
+}
+
+// unknown reads runtime.Unknown's envelope after the magic: the type
+// (apiVersion, kind) and the raw message.
+func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) {
+	if len(b) < len(protoMagic) || string(b[:len(protoMagic)]) != string(protoMagic) {
+		return "", "", nil, fmt.Errorf("%w: no protobuf envelope", errProto)
+	}
+	w := wire{b: b[len(protoMagic):]}
+	for !w.done() {
+		num, wt, err := w.tag()
+		if err != nil {
+			return "", "", nil, err
+		}
+		if wt != wireBytes {
+			if err := w.skip(wt); err != nil {
+				return "", "", nil, err
+			}
+			continue
+		}
+		v, err := w.bytes()
+		if err != nil {
+			return "", "", nil, err
+		}
+		switch num {
+		case 1: // typeMeta
+			tw := wire{b: v}
+			for !tw.done() {
+				n, twt, err := tw.tag()
+				if err != nil {
+					return "", "", nil, err
+				}
+				if twt != wireBytes {
+					if err := tw.skip(twt); err != nil {
+						return "", "", nil, err
+					}
+					continue
+				}
+				s, err := tw.bytes()
+				if err != nil {
+					return "", "", nil, err
+				}
+				switch n {
+				case 1:
+					apiVersion = string(s)
+				case 2:
+					kind = string(s)
+				}
+			}
+		case 2:
+			raw = v
+		case 3: // contentEncoding
+			if len(v) > 0 {
+				return "", "", nil, fmt.Errorf("%w: content encoding %q", errProto, v)
+			}
+		}
+	}
+	return apiVersion, kind, raw, nil
+}
+
+// decodeProtoList decodes a protobuf List response: its head (apiVersion,
+// kind, metadata) and each item projected on p.
+func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
+	apiVersion, kind, raw, err := unknownEnvelope(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	head := map[string]any{"apiVersion": apiVersion, "kind": kind}
+	var items []map[string]any
+	w := wire{b: raw}
+	for !w.done() {
+		num, wt, err := w.tag()
+		if err != nil {
+			return nil, nil, err
+		}
+		if wt != wireBytes || (num != l.listItems && num != l.listMeta) {
+			if err := w.skip(wt); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		v, err := w.bytes()
+		if err != nil {
+			return nil, nil, err
+		}
+		if num == l.listMeta {
+			if head["metadata"], err = typedJSON(l.meta, v); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		obj, err := l.object.project(v, p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("item %d: %w", len(items), err)
+		}
+		items = append(items, obj)
+	}
+	if _, ok := head["metadata"]; !ok {
+		head["metadata"] = map[string]any{}
+	}
+	return head, items, nil
+}
+
+// project decodes message bytes b keeping p's paths, as the JSON decoder
+// would yield them.
+func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
+	if m.whole || p.Whole() {
+		v, err := typedJSON(m, b)
+		if err != nil {
+			return nil, err
+		}
+		obj, _ := v.(map[string]any)
+		if obj == nil {
+			obj = map[string]any{}
+		}
+		return projectMap(obj, p), nil
+	}
+	out := map[string]any{}
+	var seen uint64 // fields seen, by declaration index (first 64)
+	w := wire{b: b}
+	for !w.done() {
+		num, wt, err := w.tag()
+		if err != nil {
+			return nil, err
+		}
+		f := m.byNum[num]
+		if f == nil {
+			if err := w.skip(wt); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		sub, read := p.Field(f.name)
+		if !read {
+			if err := w.skip(wt); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := f.decode(&w, wt, sub, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		if f.idx < 64 {
+			seen |= 1 << f.idx
+		}
+	}
+	// Fields absent from the wire still show in JSON unless omitted.
+	for i, f := range m.fields {
+		if i < 64 && seen&(1<<i) != 0 {
+			continue
+		}
+		if _, done := out[f.name]; done {
+			continue
+		}
+		sub, read := p.Field(f.name)
+		if !read {
+			continue
+		}
+		if err := f.absent(sub, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return out, nil
+}
+
+// decode reads one occurrence of f (wire type wt) into out.
+func (f *pbField) decode(w *wire, wt int, sub *node.Paths, out map[string]any) error {
+	switch {
+	case f.isMap:
+		if wt != wireBytes {
+			return fmt.Errorf("%w: map entry with wire type %d", errProto, wt)
+		}
+		entry, err := w.bytes()
+		if err != nil {
+			return err
+		}
+		return f.mapEntry(entry, sub, out)
+	case f.repeated:
+		list, _ := out[f.name].([]any)
+		if wt == wireBytes && f.packable() {
+			b, err := w.bytes()
+			if err != nil {
+				return err
+			}
+			pw := wire{b: b}
+			for !pw.done() {
+				v, err := f.scalar(&pw, f.elemWire())
+				if err != nil {
+					return err
+				}
+				list = append(list, v)
+			}
+		} else {
+			v, err := f.value(w, wt, nil)
+			if err != nil {
+				return err
+			}
+			list = append(list, v)
+		}
+		out[f.name] = list
+		return nil
+	}
+	if f.kind == pbStruct || f.kind == pbTyped {
+		if wt != wireBytes {
+			return fmt.Errorf("%w: message with wire type %d", errProto, wt)
+		}
+		b, err := w.bytes()
+		if err != nil {
+			return err
+		}
+		if f.omitZero && !f.pointer && zeroTyped(f.msg, b) {
+			delete(out, f.name)
+			return nil
+		}
+		v, err := f.message(b, sub)
+		if err != nil {
+			return err
+		}
+		out[f.name] = v
+		return nil
+	}
+	v, err := f.scalar(w, wt)
+	if err != nil {
+		return err
+	}
+	if (f.omitEmpty || f.omitZero) && !f.pointer && emptyJSON(v) {
+		delete(out, f.name)
+		return nil
+	}
+	out[f.name] = v
+	return nil
+}
+
+// packable: a repeated scalar that may come packed in one length-delimited value.
+func (f *pbField) packable() bool {
+	switch f.kind {
+	case pbBool, pbInt, pbFloat64, pbFloat32:
+		return true
+	}
+	return false
+}
+
+func (f *pbField) elemWire() int {
+	switch f.kind {
+	case pbFloat64:
+		return wireFixed64
+	case pbFloat32:
+		return wireFixed32
+	case pbBool, pbInt:
+		return wireVarint
+	}
+	return wireBytes
+}
+
+// value reads one value of f's element kind; sub is what is read below it
+// (nil: whole).
+func (f *pbField) value(w *wire, wt int, sub *node.Paths) (any, error) {
+	switch f.kind {
+	case pbStruct, pbTyped:
+		if wt != wireBytes {
+			return nil, fmt.Errorf("%w: message with wire type %d", errProto, wt)
+		}
+		b, err := w.bytes()
+		if err != nil {
+			return nil, err
+		}
+		return f.message(b, sub)
+	}
+	return f.scalar(w, wt)
+}
+
+// message decodes a nested message: field by field when only part of it
+// is read, else through its own Unmarshal and JSON.
+func (f *pbField) message(b []byte, sub *node.Paths) (any, error) {
+	if f.kind == pbTyped {
+		v, err := typedJSON(f.msg, b)
+		if err != nil {
+			return nil, err
+		}
+		if obj, ok := v.(map[string]any); ok && !sub.Whole() {
+			return projectMap(obj, sub), nil
+		}
+		return v, nil
+	}
+	return f.msg.project(b, sub)
+}
+
+func (f *pbField) scalar(w *wire, wt int) (any, error) {
+	switch f.kind {
+	case pbString, pbBytes:
+		if wt != wireBytes {
+			return nil, fmt.Errorf("%w: string with wire type %d", errProto, wt)
+		}
+		b, err := w.bytes()
+		if err != nil {
+			return nil, err
+		}
+		if f.kind == pbBytes {
+			return base64.StdEncoding.EncodeToString(b), nil
+		}
+		return jsonString(b), nil
+	case pbBool, pbInt:
+		if wt != wireVarint {
+			return nil, fmt.Errorf("%w: varint with wire type %d", errProto, wt)
+		}
+		v, err := w.varint()
+		if err != nil {
+			return nil, err
+		}
+		if f.kind == pbBool {
+			return v != 0, nil
+		}
+		return f.integer(v), nil
+	case pbFloat64:
+		if wt != wireFixed64 {
+			return nil, fmt.Errorf("%w: double with wire type %d", errProto, wt)
+		}
+		v, err := w.fixed(8)
+		if err != nil {
+			return nil, err
+		}
+		return jsonFloat(math.Float64frombits(v), 64), nil
+	case pbFloat32:
+		if wt != wireFixed32 {
+			return nil, fmt.Errorf("%w: float with wire type %d", errProto, wt)
+		}
+		v, err := w.fixed(4)
+		if err != nil {
+			return nil, err
+		}
+		return jsonFloat(float64(math.Float32frombits(uint32(v))), 32), nil
+	}
+	return nil, fmt.Errorf("%w: kind %d", errProto, f.kind)
+}
+
+// integer converts a varint as Go's generated code reads it into the
+// field's type, then as JSON decoding yields it (int64, or float64 above
+// int64's range).
+func (f *pbField) integer(v uint64) any {
+	switch f.typ.Kind() {
+	case reflect.Int32, reflect.Int:
+		if f.typ.Kind() == reflect.Int32 {
+			return int64(int32(v))
+		}
+		return int64(v)
+	case reflect.Int64, reflect.Int8, reflect.Int16:
+		return int64(v)
+	case reflect.Uint32:
+		return int64(uint32(v))
+	}
+	if v > math.MaxInt64 {
+		return float64(v)
+	}
+	return int64(v)
+}
+
+// jsonFloat is a float as encoding/json writes it and JSON decoding reads
+// it back (integral values become int64).
+func jsonFloat(v float64, bits int) any {
+	var js []byte
+	var err error
+	if bits == 32 {
+		js, err = json.Marshal(float32(v))
+	} else {
+		js, err = json.Marshal(v)
+	}
+	if err != nil { // NaN and infinities have no JSON form
+		return v
+	}
+	var out any
+	if err := utiljson.Unmarshal(js, &out); err != nil {
+		return v
+	}
+	return out
+}
+
+// jsonString is b as a string after a JSON round trip: invalid UTF-8
+// becomes U+FFFD, byte by byte, as encoding/json writes it.
+func jsonString(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
+}
+
+// mapEntry decodes one map entry (key = field 1, value = field 2) into the
+// JSON object out[f.name], keeping only the keys sub reads.
+func (f *pbField) mapEntry(entry []byte, sub *node.Paths, out map[string]any) error {
+	var key string
+	var val any
+	var hasVal bool
+	var valBytes []byte
+	var valWire int
+	w := wire{b: entry}
+	for !w.done() {
+		num, wt, err := w.tag()
+		if err != nil {
+			return err
+		}
+		switch num {
+		case 1:
+			k, err := f.mapKey.scalar(&w, wt)
+			if err != nil {
+				return err
+			}
+			key, _ = k.(string)
+		case 2:
+			start := w.i
+			if err := w.skip(wt); err != nil {
+				return err
+			}
+			valBytes, valWire, hasVal = entry[start:w.i], wt, true
+		default:
+			if err := w.skip(wt); err != nil {
+				return err
+			}
+		}
+	}
+	m, _ := out[f.name].(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+		out[f.name] = m
+	}
+	below, read := sub.Field(key)
+	if !read {
+		return nil
+	}
+	if hasVal {
+		vw := wire{b: valBytes}
+		var err error
+		if val, err = f.mapVal.value(&vw, valWire, below); err != nil {
+			return err
+		}
+	} else if f.mapVal.kind == pbBytes {
+		val = "" // the generated code starts a map's []byte value empty, not nil
+	} else {
+		var err error
+		if val, err = f.mapVal.zero(below); err != nil {
+			return err
+		}
+	}
+	m[key] = val
+	return nil
+}
+
+// absent writes what JSON shows for a field absent from the wire: the
+// generated code always writes scalars and structs, so this is a nil
+// pointer, an empty list or map, or an older server's message.
+func (f *pbField) absent(sub *node.Paths, out map[string]any) error {
+	omit := f.omitEmpty || f.omitZero
+	switch {
+	case f.pointer || f.repeated || f.isMap || f.kind == pbBytes:
+		if !omit {
+			out[f.name] = nil
+		}
+		return nil
+	case f.kind == pbStruct || f.kind == pbTyped:
+		if f.omitZero && zeroTyped(f.msg, nil) {
+			return nil
+		}
+	case omit:
+		return nil
+	}
+	v, err := f.zero(sub)
+	if err != nil {
+		return err
+	}
+	out[f.name] = v
+	return nil
+}
+
+// zero is the JSON form of f's zero value.
+func (f *pbField) zero(sub *node.Paths) (any, error) {
+	switch f.kind {
+	case pbString:
+		return "", nil
+	case pbBytes:
+		return nil, nil
+	case pbBool:
+		return false, nil
+	case pbInt, pbFloat64, pbFloat32:
+		return int64(0), nil
+	}
+	return f.message(nil, sub)
+}
+
+// emptyJSON reports whether omitempty leaves v out.
+func emptyJSON(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case int64:
+		return v == 0
+	case float64:
+		return v == 0
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// typedJSON decodes b with the type's generated Unmarshal and returns its
+// JSON form as JSON decoding yields it.
+func typedJSON(m *pbMessage, b []byte) (any, error) {
+	if !m.unmarshal {
+		return nil, fmt.Errorf("%s has no protobuf Unmarshal", m.typ)
+	}
+	v := reflect.New(m.typ)
+	if err := unmarshalSafe(v.Interface().(protoUnmarshaler), b); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", m.typ.Name(), err)
+	}
+	js, err := json.Marshal(v.Interface())
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", m.typ.Name(), err)
+	}
+	var out any
+	if err := utiljson.Unmarshal(js, &out); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", m.typ.Name(), err)
+	}
+	return out, nil
+}
+
+// unmarshalSafe runs a generated Unmarshal, turning a panic on malformed
+// input into an error.
+func unmarshalSafe(u protoUnmarshaler, b []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errProto, r)
+		}
+	}()
+	return u.Unmarshal(b)
+}
+
+// zeroTyped reports whether b decodes to the type's zero value (for omitzero).
+func zeroTyped(m *pbMessage, b []byte) bool {
+	v := reflect.New(m.typ)
+	if err := unmarshalSafe(v.Interface().(protoUnmarshaler), b); err != nil {
+		return false
+	}
+	if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+		return z.IsZero()
+	}
+	return v.Elem().IsZero()
+}
+
+// projectMap keeps p's paths of a decoded JSON object.
+func projectMap(obj map[string]any, p *node.Paths) map[string]any {
+	if p.Whole() {
+		return obj
+	}
+	out := map[string]any{}
+	for k, v := range obj {
+		sub, ok := p.Field(k)
+		if !ok {
+			continue
+		}
+		if m, isMap := v.(map[string]any); isMap && !sub.Whole() {
+			v = projectMap(m, sub)
+		}
+		out[k] = v
+	}
+	return out
+}
