@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +46,6 @@ type lister struct {
 // Accept headers: protobuf first when the resource has it, JSON always.
 const (
 	acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
-	contentProto   = "application/vnd.kubernetes.protobuf"
 )
 
 func newRESTClient(c connection) (rest.Interface, error) {
@@ -84,26 +81,36 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructure
 	}
 	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
 	if l.pb != nil {
-		req.SetHeader("Accept", acceptProtobuf)
+		return l.listProto(ctx, req)
 	}
-	var contentType string
-	t0 := time.Now()
-	raw, err := req.Do(ctx).ContentType(&contentType).Raw()
-	t1 := time.Now()
-	defer func() {
-		fmt.Fprintf(os.Stderr, "DEVLIST req %v decode %v bytes %d ct %s\n", t1.Sub(t0), time.Since(t1), len(raw), contentType)
-	}()
+	raw, err := req.Do(ctx).Raw()
 	if err != nil {
 		return nil, err
 	}
-	if l.pb != nil && strings.HasPrefix(contentType, contentProto) {
-		head, items, err := decodeProtoList(raw, l.pb, l.proj)
-		if err != nil {
-			return nil, fmt.Errorf("decode list: %w", err)
-		}
-		return projectedList(head, items), nil
-	}
 	return decodeList(raw, l.proj)
+}
+
+// listProto asks for protobuf and decodes the response as it arrives; a
+// server that answers JSON is decoded as JSON.
+func (l lister) listProto(ctx context.Context, req *rest.Request) (*unstructured.UnstructuredList, error) {
+	body, err := req.SetHeader("Accept", acceptProtobuf).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	r := bufio.NewReaderSize(body, 64<<10)
+	if first, _ := r.Peek(1); len(first) == 1 && first[0] == '{' {
+		raw, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("read list: %w", err)
+		}
+		return decodeList(raw, l.proj)
+	}
+	head, items, err := decodeProtoListStream(r, l.pb, l.proj)
+	if err != nil {
+		return nil, fmt.Errorf("decode list: %w", err)
+	}
+	return projectedList(head, items), nil
 }
 
 func decodeList(raw []byte, proj *node.Paths) (*unstructured.UnstructuredList, error) {

@@ -1,11 +1,14 @@
 package kubernetes
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -415,28 +418,8 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 		}
 		switch num {
 		case 1: // typeMeta
-			tw := wire{b: v}
-			for !tw.done() {
-				n, twt, err := tw.tag()
-				if err != nil {
-					return "", "", nil, err
-				}
-				if twt != wireBytes {
-					if err := tw.skip(twt); err != nil {
-						return "", "", nil, err
-					}
-					continue
-				}
-				s, err := tw.bytes()
-				if err != nil {
-					return "", "", nil, err
-				}
-				switch n {
-				case 1:
-					apiVersion = string(s)
-				case 2:
-					kind = string(s)
-				}
+			if apiVersion, kind, err = typeMeta(v); err != nil {
+				return "", "", nil, err
 			}
 		case 2:
 			raw = v
@@ -452,44 +435,252 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 // decodeProtoList decodes a protobuf List response: its head (apiVersion,
 // kind, metadata) and each item projected on p.
 func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
-	apiVersion, kind, raw, err := unknownEnvelope(b)
-	if err != nil {
-		return nil, nil, err
+	return decodeProtoListStream(bytes.NewReader(b), l, p)
+}
+
+// maxItem bounds one encoded object (etcd stores at most a few MiB); a
+// larger length means a corrupt response, not an allocation to make.
+const maxItem = 64 << 20
+
+// decodeProtoListStream decodes a protobuf List response as it arrives,
+// one item at a time: the response (12 MB for 10,000 pods) is never held
+// whole, and decoding overlaps the transfer.
+func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, err := br.Peek(len(protoMagic))
+	if err != nil || !bytes.Equal(magic, protoMagic) {
+		return nil, nil, fmt.Errorf("%w: no protobuf envelope", errProto)
 	}
-	head := map[string]any{"apiVersion": apiVersion, "kind": kind}
+	_, _ = br.Discard(len(protoMagic))
+	head := map[string]any{}
 	var items []map[string]any
-	w := wire{b: raw}
-	for !w.done() {
-		num, wt, err := w.tag()
+	env := streamWire{r: br, n: math.MaxInt64} // runtime.Unknown, to the end of the response
+	for {
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, nil, err
+		}
+		num, wt, err := env.tag()
 		if err != nil {
 			return nil, nil, err
 		}
-		if wt != wireBytes || (num != l.listItems && num != l.listMeta) {
-			if err := w.skip(wt); err != nil {
+		if wt != wireBytes || num > 3 {
+			if err := env.skip(wt); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
-		v, err := w.bytes()
+		n, err := env.length()
 		if err != nil {
 			return nil, nil, err
 		}
-		if num == l.listMeta {
-			if head["metadata"], err = typedJSON(l.meta, v); err != nil {
+		if num == 2 { // raw: the list message
+			list := streamWire{r: br, n: int64(n)}
+			if items, err = l.streamList(&list, p, head); err != nil {
 				return nil, nil, err
 			}
+			env.n -= int64(n)
 			continue
 		}
-		obj, err := l.object.project(v, p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("item %d: %w", len(items), err)
+		if n > maxItem {
+			return nil, nil, fmt.Errorf("%w: envelope field of %d bytes", errProto, n)
 		}
-		items = append(items, obj)
+		v, err := env.read(nil, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch num {
+		case 1: // typeMeta
+			apiVersion, kind, err := typeMeta(v)
+			if err != nil {
+				return nil, nil, err
+			}
+			head["apiVersion"], head["kind"] = apiVersion, kind
+		case 3: // contentEncoding
+			if len(v) > 0 {
+				return nil, nil, fmt.Errorf("%w: content encoding %q", errProto, v)
+			}
+		}
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if _, ok := head[k]; !ok {
+			head[k] = ""
+		}
 	}
 	if _, ok := head["metadata"]; !ok {
 		head["metadata"] = map[string]any{}
 	}
 	return head, items, nil
+}
+
+// streamList reads a list message: its metadata into head, its items
+// projected on p.
+func (l *protoLayout) streamList(s *streamWire, p *node.Paths, head map[string]any) ([]map[string]any, error) {
+	var items []map[string]any
+	var buf []byte
+	for s.n > 0 {
+		num, wt, err := s.tag()
+		if err != nil {
+			return nil, err
+		}
+		if wt != wireBytes || (num != l.listItems && num != l.listMeta) {
+			if err := s.skip(wt); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		n, err := s.length()
+		if err != nil {
+			return nil, err
+		}
+		if n > maxItem {
+			return nil, fmt.Errorf("%w: list item of %d bytes", errProto, n)
+		}
+		if buf, err = s.read(buf, n); err != nil {
+			return nil, err
+		}
+		if num == l.listMeta {
+			if head["metadata"], err = typedJSON(l.meta, buf); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		obj, err := l.object.project(buf, p)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", len(items), err)
+		}
+		items = append(items, obj)
+	}
+	return items, nil
+}
+
+// typeMeta reads runtime.TypeMeta: apiVersion = 1, kind = 2.
+func typeMeta(b []byte) (apiVersion, kind string, err error) {
+	w := wire{b: b}
+	for !w.done() {
+		n, wt, err := w.tag()
+		if err != nil {
+			return "", "", err
+		}
+		if wt != wireBytes {
+			if err := w.skip(wt); err != nil {
+				return "", "", err
+			}
+			continue
+		}
+		s, err := w.bytes()
+		if err != nil {
+			return "", "", err
+		}
+		switch n {
+		case 1:
+			apiVersion = string(s)
+		case 2:
+			kind = string(s)
+		}
+	}
+	return apiVersion, kind, nil
+}
+
+// streamWire reads the wire format from a stream, n bytes at most.
+type streamWire struct {
+	r *bufio.Reader
+	n int64 // bytes left in the message being read
+}
+
+func (s *streamWire) byte() (byte, error) {
+	if s.n <= 0 {
+		return 0, fmt.Errorf("%w: value beyond its message", errProto)
+	}
+	c, err := s.r.ReadByte()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errProto, io.ErrUnexpectedEOF)
+	}
+	s.n--
+	return c, nil
+}
+
+func (s *streamWire) varint() (uint64, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		c, err := s.byte()
+		if err != nil {
+			return 0, err
+		}
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: varint too long", errProto)
+}
+
+func (s *streamWire) tag() (int, int, error) {
+	v, err := s.varint()
+	if err != nil {
+		return 0, 0, err
+	}
+	num := v >> 3
+	if num == 0 || num > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%w: field number %d", errProto, num)
+	}
+	return int(num), int(v & 7), nil
+}
+
+// length reads a length-delimited value's length.
+func (s *streamWire) length() (int, error) {
+	n, err := s.varint()
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(s.n) || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: length %d beyond its message", errProto, n)
+	}
+	return int(n), nil
+}
+
+// read reads n bytes into buf (grown as needed).
+func (s *streamWire) read(buf []byte, n int) ([]byte, error) {
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(s.r, buf); err != nil {
+		return nil, fmt.Errorf("%w: %w", errProto, io.ErrUnexpectedEOF)
+	}
+	s.n -= int64(n)
+	return buf, nil
+}
+
+func (s *streamWire) discard(n int) error {
+	if int64(n) > s.n {
+		return fmt.Errorf("%w: value beyond its message", errProto)
+	}
+	if _, err := s.r.Discard(n); err != nil {
+		return fmt.Errorf("%w: %w", errProto, io.ErrUnexpectedEOF)
+	}
+	s.n -= int64(n)
+	return nil
+}
+
+func (s *streamWire) skip(wt int) error {
+	switch wt {
+	case wireVarint:
+		_, err := s.varint()
+		return err
+	case wireFixed64:
+		return s.discard(8)
+	case wireFixed32:
+		return s.discard(4)
+	case wireBytes:
+		n, err := s.length()
+		if err != nil {
+			return err
+		}
+		return s.discard(n)
+	}
+	return fmt.Errorf("%w: wire type %d", errProto, wt)
 }
 
 // project decodes message bytes b keeping p's paths, as the JSON decoder
