@@ -41,6 +41,9 @@ type lister struct {
 	// pb, for a built-in resource read through a projection, asks for
 	// protobuf (protobuf.go); responses in JSON are still decoded.
 	pb *protoLayout
+	// record, when set, turns each listed or watched object into the
+	// record object the cache keeps (newRecordInformer).
+	record func(*unstructured.Unstructured) *recordObject
 }
 
 // Accept headers: protobuf first when the resource has it, JSON always.
@@ -75,13 +78,18 @@ func (l lister) path() []string {
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
 func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
-		opts.ResourceVersion = ""
-		opts.Limit = 0
-	}
-	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
+	req := l.request(opts)
 	if l.pb != nil {
-		return l.listProto(ctx, req)
+		list := &unstructured.UnstructuredList{}
+		head, err := l.listProto(ctx, req, func(u *unstructured.Unstructured) error {
+			list.Items = append(list.Items, *u)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		list.Object = head
+		return list, nil
 	}
 	raw, err := req.Do(ctx).Raw()
 	if err != nil {
@@ -90,9 +98,55 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructure
 	return decodeList(raw, l.proj)
 }
 
-// listProto asks for protobuf and decodes the response as it arrives; a
-// server that answers JSON is decoded as JSON.
-func (l lister) listProto(ctx context.Context, req *rest.Request) (*unstructured.UnstructuredList, error) {
+// listRecords lists into record objects, converting each item as it
+// arrives.
+func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
+	list := &recordList{}
+	convert := func(u *unstructured.Unstructured) error {
+		list.Items = append(list.Items, l.record(u))
+		return nil
+	}
+	req := l.request(opts)
+	var head map[string]any
+	if l.pb != nil {
+		var err error
+		if head, err = l.listProto(ctx, req, convert); err != nil {
+			return nil, err
+		}
+	} else {
+		raw, err := req.Do(ctx).Raw()
+		if err != nil {
+			return nil, err
+		}
+		ul, err := decodeList(raw, l.proj)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ul.Items {
+			_ = convert(&ul.Items[i])
+		}
+		head = ul.Object
+	}
+	h := unstructured.Unstructured{Object: head}
+	list.APIVersion, list.Kind = h.GetAPIVersion(), h.GetKind()
+	list.ResourceVersion, list.Continue = h.GetResourceVersion(), h.GetContinue()
+	list.RemainingItemCount = h.GetRemainingItemCount()
+	return list, nil
+}
+
+// request builds a list request (see List for the resourceVersion).
+func (l lister) request(opts metav1.ListOptions) *rest.Request {
+	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
+		opts.ResourceVersion = ""
+		opts.Limit = 0
+	}
+	return l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
+}
+
+// listProto asks for protobuf and hands each item to each as it arrives
+// (with the list's kind when it has none); a server that answers JSON is
+// decoded as JSON. It returns the list's own fields.
+func (l lister) listProto(ctx context.Context, req *rest.Request, each func(*unstructured.Unstructured) error) (map[string]any, error) {
 	body, err := req.SetHeader("Accept", acceptProtobuf).Stream(ctx)
 	if err != nil {
 		return nil, err
@@ -104,13 +158,39 @@ func (l lister) listProto(ctx context.Context, req *rest.Request) (*unstructured
 		if err != nil {
 			return nil, fmt.Errorf("read list: %w", err)
 		}
-		return decodeList(raw, l.proj)
+		list, err := decodeList(raw, l.proj)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			if err := each(&list.Items[i]); err != nil {
+				return nil, err
+			}
+		}
+		return list.Object, nil
 	}
-	head, items, err := decodeProtoListStream(r, l.pb, l.proj)
+	head := map[string]any{}
+	err = decodeProtoListStream(r, l.pb, l.proj, head, func(obj map[string]any) error {
+		u := &unstructured.Unstructured{Object: obj}
+		setListKind(u, head)
+		return each(u)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("decode list: %w", err)
 	}
-	return projectedList(head, items), nil
+	return head, nil
+}
+
+// setListKind gives an item of a typed list, which carries no kind, the
+// list's (as client-go does).
+func setListKind(u *unstructured.Unstructured, head map[string]any) {
+	if u.GetKind() != "" || u.GetAPIVersion() != "" {
+		return
+	}
+	kind, _ := head["kind"].(string)
+	apiVersion, _ := head["apiVersion"].(string)
+	u.SetKind(strings.TrimSuffix(kind, "List"))
+	u.SetAPIVersion(apiVersion)
 }
 
 func decodeList(raw []byte, proj *node.Paths) (*unstructured.UnstructuredList, error) {
@@ -155,14 +235,9 @@ func decodeProjectedList(raw []byte, proj *node.Paths) (*unstructured.Unstructur
 // carry no kind: like client-go, take it from the list.
 func projectedList(head map[string]any, items []map[string]any) *unstructured.UnstructuredList {
 	list := &unstructured.UnstructuredList{Object: head, Items: make([]unstructured.Unstructured, len(items))}
-	kind := strings.TrimSuffix(list.GetKind(), "List")
 	for i, m := range items {
-		u := unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" && u.GetAPIVersion() == "" {
-			u.SetKind(kind)
-			u.SetAPIVersion(list.GetAPIVersion())
-		}
-		list.Items[i] = u
+		list.Items[i] = unstructured.Unstructured{Object: m}
+		setListKind(&list.Items[i], head)
 	}
 	return list
 }
@@ -178,7 +253,7 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb}
+	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record}
 	go w.run()
 	return w, nil
 }
@@ -191,6 +266,8 @@ type streamWatch struct {
 	once sync.Once
 	proj *node.Paths
 	pb   *protoLayout // the resource's protobuf layout; the stream's first byte says which encoding came
+	// record, when set, turns each event's object into a record object.
+	record func(*unstructured.Unstructured) *recordObject
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -225,6 +302,9 @@ func (w *streamWatch) run() {
 		switch {
 		case err == nil:
 			ev = event(typ, obj)
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.record != nil {
+				ev.Object = w.record(u)
+			}
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			utilnet.IsProbableEOF(err) || errors.Is(err, context.Canceled):
 			return

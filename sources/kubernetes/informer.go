@@ -69,12 +69,55 @@ func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 		obs := observedMetadata{Interface: cl.metadata, obs: w.observe}
 		return metadatainformer.NewFilteredMetadataInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 	}
+	if w.src.proj != nil && cl.rest != nil && !w.src.opts.cached {
+		return w.newRecordInformer(cl.rest, tweak)
+	}
 	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe, proj: w.src.proj}
 	if w.src.proj != nil {
 		obs.pb = layoutFor(w.res.gvk)
 	}
 	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 }
+
+// newRecordInformer builds the informer of a projecting source: its list
+// and watch decode each object straight into the record object the cache
+// keeps (record.go), as the bytes arrive, so the cache never sees an
+// intermediate unstructured object and the conversion overlaps the
+// transfer instead of following it.
+func (w *watcher) newRecordInformer(rc rest.Interface, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: layoutFor(w.res.gvk), record: w.record}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			list, err := l.listRecords(ctx, o)
+			w.observe(ctx, err)
+			if err != nil {
+				return nil, err
+			}
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			wi, err := l.Watch(ctx, o)
+			w.observe(ctx, err)
+			return wi, err
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(listWatchNoStream{lw}, &recordObject{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: w.res.gvr.String()})
+}
+
+// record turns a decoded (projected) object into what the cache keeps.
+func (w *watcher) record(u *unstructured.Unstructured) *recordObject {
+	w.src.pruner.Prune(u.Object)
+	return newRecordObject(u, w.src.keyer, w.src.reads)
+}
+
+// listWatchNoStream starts the informer with a LIST rather than a
+// watch-list stream (see observedDynamic.IsWatchListSemanticsUnSupported).
+type listWatchNoStream struct{ *cache.ListWatch }
+
+func (listWatchNoStream) IsWatchListSemanticsUnSupported() bool { return true }
 
 // fieldSelector adds metadata.name=NAME for a single-resource watch.
 func (w *watcher) fieldSelector() string {

@@ -435,7 +435,16 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 // decodeProtoList decodes a protobuf List response: its head (apiVersion,
 // kind, metadata) and each item projected on p.
 func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
-	return decodeProtoListStream(bytes.NewReader(b), l, p)
+	var items []map[string]any
+	head := map[string]any{}
+	err := decodeProtoListStream(bytes.NewReader(b), l, p, head, func(obj map[string]any) error {
+		items = append(items, obj)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return head, items, nil
 }
 
 // maxItem bounds one encoded object (etcd stores at most a few MiB); a
@@ -443,116 +452,116 @@ func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, [
 const maxItem = 64 << 20
 
 // decodeProtoListStream decodes a protobuf List response as it arrives,
-// one item at a time: the response (12 MB for 10,000 pods) is never held
-// whole, and decoding overlaps the transfer.
-func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
+// one item at a time, handing each projected item to each: the response
+// (12 MB for 10,000 pods) is never held whole, and decoding overlaps the
+// transfer. It fills head with the list's own fields (apiVersion, kind,
+// metadata); apiVersion and kind are there before the first item (the
+// envelope's type comes first).
+func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, err := br.Peek(len(protoMagic))
 	if err != nil || !bytes.Equal(magic, protoMagic) {
-		return nil, nil, fmt.Errorf("%w: no protobuf envelope", errProto)
+		return fmt.Errorf("%w: no protobuf envelope", errProto)
 	}
 	_, _ = br.Discard(len(protoMagic))
-	head := map[string]any{}
-	var items []map[string]any
+	head["apiVersion"], head["kind"] = "", ""
 	env := streamWire{r: br, n: math.MaxInt64} // runtime.Unknown, to the end of the response
 	for {
 		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return nil, nil, err
+			return err
 		}
 		num, wt, err := env.tag()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if wt != wireBytes || num > 3 {
 			if err := env.skip(wt); err != nil {
-				return nil, nil, err
+				return err
 			}
 			continue
 		}
 		n, err := env.length()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if num == 2 { // raw: the list message
 			list := streamWire{r: br, n: int64(n)}
-			if items, err = l.streamList(&list, p, head); err != nil {
-				return nil, nil, err
+			if err := l.streamList(&list, p, head, each); err != nil {
+				return err
 			}
 			env.n -= int64(n)
 			continue
 		}
 		if n > maxItem {
-			return nil, nil, fmt.Errorf("%w: envelope field of %d bytes", errProto, n)
+			return fmt.Errorf("%w: envelope field of %d bytes", errProto, n)
 		}
 		v, err := env.read(nil, n)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		switch num {
 		case 1: // typeMeta
 			apiVersion, kind, err := typeMeta(v)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			head["apiVersion"], head["kind"] = apiVersion, kind
 		case 3: // contentEncoding
 			if len(v) > 0 {
-				return nil, nil, fmt.Errorf("%w: content encoding %q", errProto, v)
+				return fmt.Errorf("%w: content encoding %q", errProto, v)
 			}
-		}
-	}
-	for _, k := range []string{"apiVersion", "kind"} {
-		if _, ok := head[k]; !ok {
-			head[k] = ""
 		}
 	}
 	if _, ok := head["metadata"]; !ok {
 		head["metadata"] = map[string]any{}
 	}
-	return head, items, nil
+	return nil
 }
 
 // streamList reads a list message: its metadata into head, its items
 // projected on p.
-func (l *protoLayout) streamList(s *streamWire, p *node.Paths, head map[string]any) ([]map[string]any, error) {
-	var items []map[string]any
+func (l *protoLayout) streamList(s *streamWire, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
 	var buf []byte
+	items := 0
 	for s.n > 0 {
 		num, wt, err := s.tag()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if wt != wireBytes || (num != l.listItems && num != l.listMeta) {
 			if err := s.skip(wt); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		n, err := s.length()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n > maxItem {
-			return nil, fmt.Errorf("%w: list item of %d bytes", errProto, n)
+			return fmt.Errorf("%w: list item of %d bytes", errProto, n)
 		}
 		if buf, err = s.read(buf, n); err != nil {
-			return nil, err
+			return err
 		}
 		if num == l.listMeta {
 			if head["metadata"], err = typedJSON(l.meta, buf); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		obj, err := l.object.project(buf, p)
 		if err != nil {
-			return nil, fmt.Errorf("item %d: %w", len(items), err)
+			return fmt.Errorf("item %d: %w", items, err)
 		}
-		items = append(items, obj)
+		if err := each(obj); err != nil {
+			return err
+		}
+		items++
 	}
-	return items, nil
+	return nil
 }
 
 // typeMeta reads runtime.TypeMeta: apiVersion = 1, kind = 2.

@@ -102,7 +102,26 @@ func (o *recordObject) sameAs(old any) bool {
 	return ok && o.valErr == nil && p.valErr == nil && o.val.RawEquals(p.val)
 }
 
+// recordList is a list of record objects, as the record informer's list
+// returns it (informer.go).
+type recordList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []*recordObject // pointers: the cache keeps each item, not the array
+}
+
+// DeepCopyObject implements runtime.Object; values are immutable and shared.
+func (l *recordList) DeepCopyObject() runtime.Object {
+	c := &recordList{TypeMeta: l.TypeMeta, Items: make([]*recordObject, len(l.Items))}
+	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	for i, it := range l.Items {
+		c.Items[i] = it.DeepCopyObject().(*recordObject)
+	}
+	return c
+}
+
 var (
 	_ item           = (*recordObject)(nil)
 	_ runtime.Object = (*recordObject)(nil)
+	_ runtime.Object = (*recordList)(nil)
 )
