@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,7 +87,9 @@ type pbField struct {
 // pbMessage is the layout of one Go struct type.
 type pbMessage struct {
 	typ    reflect.Type
-	byNum  map[int]*pbField
+	byNum  []*pbField // by field number; nil where none
+	plans  sync.Map   // *node.Paths -> *projPlan
+	nplans atomic.Int32
 	fields []*pbField // in declaration order, for the defaults of absent fields
 	// whole: a field of this message is inlined in JSON (`json:",inline"`
 	// with its own protobuf field), or has no protobuf field but a JSON
@@ -116,7 +119,7 @@ func messageOf(t reflect.Type) *pbMessage {
 	if m, ok := pbCache[t]; ok {
 		return m
 	}
-	m := &pbMessage{typ: t, byNum: map[int]*pbField{}, unmarshal: reflect.PointerTo(t).Implements(protoUnmarshalType)}
+	m := &pbMessage{typ: t, unmarshal: reflect.PointerTo(t).Implements(protoUnmarshalType)}
 	pbCache[t] = m // before its fields, so that recursive types end
 	if hasJSONForm(t) {
 		return m // decoded whole by its Unmarshal: no field layout needed
@@ -164,6 +167,15 @@ func (m *pbMessage) build() error {
 			return fmt.Errorf("%s.%s: %w", m.typ, sf.Name, err)
 		}
 		f.idx = len(m.fields)
+		if num > 1<<16 {
+			return fmt.Errorf("%s.%s: field number %d", m.typ, sf.Name, num)
+		}
+		for len(m.byNum) <= num {
+			m.byNum = append(m.byNum, nil)
+		}
+		if m.byNum[num] != nil {
+			return fmt.Errorf("%s.%s: field number %d used twice", m.typ, sf.Name, num)
+		}
 		m.byNum[num] = f
 		m.fields = append(m.fields, f)
 	}
@@ -692,6 +704,39 @@ func (s *streamWire) skip(wt int) error {
 	return fmt.Errorf("%w: wire type %d", errProto, wt)
 }
 
+// projPlan is what one projection reads of a message's fields, by
+// declaration index: worked out once per message and projection, so that
+// decoding an object looks up no field name.
+// maxPlans bounds the plans a message keeps.
+const maxPlans = 256
+
+type projPlan struct {
+	read []bool
+	sub  []*node.Paths
+	n    int // fields read
+}
+
+func (m *pbMessage) plan(p *node.Paths) *projPlan {
+	if pl, ok := m.plans.Load(p); ok {
+		return pl.(*projPlan)
+	}
+	pl := &projPlan{read: make([]bool, len(m.fields)), sub: make([]*node.Paths, len(m.fields))}
+	for i, f := range m.fields {
+		pl.sub[i], pl.read[i] = p.Field(f.name)
+		if pl.read[i] {
+			pl.n++
+		}
+	}
+	// Projections live as long as their source; a process that reloads
+	// its configuration many times must not keep every old one.
+	if m.nplans.Add(1) > maxPlans {
+		m.plans.Clear()
+		m.nplans.Store(1)
+	}
+	m.plans.Store(p, pl)
+	return pl
+}
+
 // project decodes message bytes b keeping p's paths, as the JSON decoder
 // would yield them.
 func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
@@ -706,7 +751,8 @@ func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
 		}
 		return projectMap(obj, p), nil
 	}
-	out := map[string]any{}
+	pl := m.plan(p)
+	out := make(map[string]any, pl.n)
 	var seen uint64 // fields seen, by declaration index (first 64)
 	w := wire{b: b}
 	for !w.done() {
@@ -714,14 +760,17 @@ func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		f := m.byNum[num]
+		var f *pbField
+		if num < len(m.byNum) {
+			f = m.byNum[num]
+		}
 		if f == nil {
 			if err := w.skip(wt); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		sub, read := p.Field(f.name)
+		sub, read := pl.sub[f.idx], pl.read[f.idx]
 		if !read {
 			if err := w.skip(wt); err != nil {
 				return nil, err
@@ -743,11 +792,10 @@ func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
 		if _, done := out[f.name]; done {
 			continue
 		}
-		sub, read := p.Field(f.name)
-		if !read {
+		if !pl.read[i] {
 			continue
 		}
-		if err := f.absent(sub, out); err != nil {
+		if err := f.absent(pl.sub[i], out); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
 	}

@@ -296,3 +296,18 @@ func TestLayoutFor(t *testing.T) {
 		}
 	}
 }
+
+// TestProtobufPlansBounded: decoding under ever new projections (a
+// configuration reloaded again and again) keeps a bounded number of plans.
+func TestProtobufPlansBounded(t *testing.T) {
+	l := layoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))
+	pb, _ := encodeBoth(t, &corev1.PodList{Items: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}, corev1.SchemeGroupVersion.WithKind("PodList"))
+	for range 3 * maxPlans {
+		if _, _, err := decodeProtoList(pb, l, paths(".metadata.name", ".status.podIP")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := l.object.nplans.Load(); n > maxPlans {
+		t.Fatalf("%d plans kept, bound %d", n, maxPlans)
+	}
+}
