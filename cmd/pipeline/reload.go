@@ -195,7 +195,8 @@ func startReloads(ctx context.Context, r *reloader, f reloadFlags) (wait func())
 			}
 			return configwatch.Hash(files)
 		}
-		o := configwatch.Options{Dirs: configwatch.Dirs(r.paths), Debounce: f.debounce, Interval: f.interval, Hash: hash, Logger: r.log}
+		o := configwatch.Options{Dirs: configwatch.Dirs(r.paths), Debounce: f.debounce, Interval: f.interval, Hash: hash, Logger: r.log,
+			Relevant: configwatch.Relevant(r.paths)}
 		wg.Go(func() { _ = configwatch.Run(ctx, o, func() { r.trigger("file", false) }) })
 	}
 	return wg.Wait

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -39,6 +40,10 @@ type Options struct {
 	Hash func() (string, error)
 	// Logger receives inotify errors and the switch to polling.
 	Logger *slog.Logger
+	// Relevant, when set, says whether an event's path can change the
+	// configuration (see Relevant); other events are ignored, so a log
+	// file written in a configuration directory triggers nothing.
+	Relevant func(path string) bool
 }
 
 // Run reports possible changes by calling changed, from Run's goroutine,
@@ -80,9 +85,12 @@ func Run(ctx context.Context, o Options, changed func()) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				events = nil
+				continue
+			}
+			if o.Relevant != nil && !o.Relevant(ev.Name) {
 				continue
 			}
 			quiet.Reset(o.Debounce)
@@ -137,6 +145,49 @@ func Dirs(paths []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Relevant returns the filter of events for the given configuration
+// paths: a configuration file itself; a *.hcl file (not *.test.hcl) in a
+// configuration directory; a watched directory itself; and names starting
+// with ".." in either, which is how Kubernetes swaps a mounted ConfigMap
+// (the "..data" symlink and its timestamped directories). An editor's
+// temporary and backup files, and any other file (a log written next to
+// the configuration), are ignored.
+func Relevant(paths []string) func(string) bool {
+	files := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			dirs[p] = true
+			continue
+		}
+		files[p] = true
+		if _, ok := dirs[filepath.Dir(p)]; !ok {
+			dirs[filepath.Dir(p)] = false // watched for the file only
+		}
+	}
+	return func(name string) bool {
+		name = filepath.Clean(name)
+		if files[name] {
+			return true
+		}
+		if _, watched := dirs[name]; watched {
+			return true
+		}
+		dir, base := filepath.Dir(name), filepath.Base(name)
+		all, watched := dirs[dir]
+		switch {
+		case !watched:
+			return false
+		case strings.HasPrefix(base, ".."):
+			return true
+		case all:
+			return strings.HasSuffix(base, ".hcl") && !strings.HasSuffix(base, ".test.hcl")
+		}
+		return false
+	}
 }
 
 // Hash digests the names and contents of files (symlinks followed, as

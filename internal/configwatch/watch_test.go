@@ -100,3 +100,51 @@ func TestHashAndDirs(t *testing.T) {
 		t.Errorf("Dirs = %v, want [%s]", got, dir)
 	}
 }
+
+// A file that is not configuration (a log written next to it, an
+// editor's swap file) triggers nothing; the configuration file does, and
+// so does a ConfigMap's "..data" swap.
+func TestRelevant(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir, cfgDir := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(cfg, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{cfg, cfgDir}
+	rel := Relevant(paths)
+	for name, want := range map[string]bool{
+		cfg: true, filepath.Join(dir, "out.log"): false, filepath.Join(dir, ".p.hcl.swp"): false,
+		filepath.Join(dir, "other.hcl"): false, filepath.Join(dir, "..data"): true,
+		filepath.Join(cfgDir, "a.hcl"): true, filepath.Join(cfgDir, "a.test.hcl"): false,
+		filepath.Join(cfgDir, "notes.txt"): false, filepath.Join(cfgDir, "..2026_11_24_01_00_00.1"): true,
+		cfgDir: true, "/elsewhere/p.hcl": false,
+	} {
+		if got := rel(name); got != want {
+			t.Errorf("Relevant(%s) = %v, want %v", name, got, want)
+		}
+	}
+	n, stop := run(t, Options{Dirs: Dirs(paths), Debounce: 50 * time.Millisecond, Relevant: rel})
+	defer stop()
+	time.Sleep(20 * time.Millisecond) // the watch is set
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(dir, "out.log"), []byte{byte(i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d reports for a log file written beside the configuration", got)
+	}
+	if err := os.WriteFile(cfg, []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d reports for a configuration write, want 1", got)
+	}
+}
