@@ -104,6 +104,15 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 func (c *collection) Replace(records []node.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.state) == 0 { // the first state: everything is new
+		c.state = make(map[node.Key]slot, len(records))
+		deltas := make([]node.Delta, len(records))
+		for i, r := range records {
+			deltas[i] = node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin}
+		}
+		c.applyLocked(deltas)
+		return
+	}
 	want := make(map[node.Key]struct{}, len(records))
 	deltas := make([]node.Delta, 0)
 	for _, r := range records {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,7 +229,7 @@ func (w *watcher) markSynced() {
 	for _, r := range w.initial {
 		records = append(records, r)
 	}
-	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
+	slices.SortFunc(records, func(a, b node.Record) int { return strings.Compare(a.Key, b.Key) })
 	w.out.Replace(records)
 	w.out.MarkSynced()
 	w.synced, w.initial = true, nil

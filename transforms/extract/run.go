@@ -56,7 +56,7 @@ type runner struct {
 }
 
 func (t *Transform) newRunner(env node.Env) (*runner, error) {
-	r := &runner{t: t, env: env, ev: newEvaluator(t), idx: newIndex(), failing: map[node.Key]struct{}{}, pos: map[node.Key]int{},
+	r := &runner{t: t, env: env, ev: newEvaluator(t), idx: newIndex(0), failing: map[node.Key]struct{}{}, pos: map[node.Key]int{},
 		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
 			Help: "Evaluations of an input object whose expressions failed; the object yields nothing."}),
 		skips: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_skipped_records_total",
@@ -89,7 +89,7 @@ func (r *runner) handle(ev node.Event, out node.Output) {
 
 // reset rebuilds the whole state from a snapshot.
 func (r *runner) reset(snapshot []node.Record) {
-	r.idx = newIndex()
+	r.idx = newIndex(len(snapshot))
 	failing := r.failing
 	r.failing = make(map[node.Key]struct{}, len(failing))
 	for _, rec := range snapshot {

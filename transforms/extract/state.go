@@ -77,8 +77,9 @@ type index struct {
 	byRecord map[node.Key]owners
 }
 
-func newIndex() *index {
-	return &index{byObject: map[node.Key][]node.Key{}, byRecord: map[node.Key]owners{}}
+// newIndex returns an empty index sized for about n objects.
+func newIndex(n int) *index {
+	return &index{byObject: make(map[node.Key][]node.Key, n), byRecord: make(map[node.Key]owners, n)}
 }
 
 // value returns a record's current value.

@@ -18,7 +18,7 @@ import (
 func TestIndexModel(t *testing.T) {
 	for seed := range 50 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		x := newIndex()
+		x := newIndex(0)
 		model := map[node.Key]map[node.Key]string{} // object -> record -> value
 		for range 300 {
 			obj := fmt.Sprint("o", rng.IntN(8))
