@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ func TestProjection(t *testing.T) {
 		name, source, rest string
 		want               string // the projection, or "whole"
 		warn               string // a warning summary expected, if any
+		detail             string // and text its detail holds, with where
 	}{
 		{name: "flagship", rest: `
 transform "extract" "ips" {
@@ -78,6 +80,31 @@ transform "extract" "ips" {
 }
 sink "log" "out" { input = transform.extract.ips }`,
 			want: ".metadata.name .spec.nodeName", warn: "Ignored field is read"},
+		{name: "field not in the schema", rest: `
+transform "extract" "ips" {
+  input = source.kubernetes.pods
+  where = try(object.status.podIp, "") != ""
+  key   = object.status.podIP
+  value = { app = object.metadata.labels.app, ann = object.metadata.annotations["a/b"] }
+}
+sink "log" "out" { input = transform.extract.ips }`,
+			want: ".metadata.annotations.a/b .metadata.labels.app .status.podIP .status.podIp", warn: "Field not in the resource's schema",
+			detail: `p.hcl:7,15-34: Pod objects (resource "pods") have no field .status.podIp, so reading it always yields nothing (an error, or the fallback of try()). Did you mean "podIP"?`},
+		{name: "field below a list", rest: `
+transform "extract" "ips" {
+  input = source.kubernetes.pods
+  key   = object.metadata.name
+  value = { c = try(object.spec.containers.name, "") }
+}
+sink "log" "out" { input = transform.extract.ips }`,
+			want: ".metadata.name .spec.containers.name", warn: "Field not in the resource's schema", detail: "have no field .spec.containers.name"},
+		{name: "custom resources are not checked", source: "  group = \"example.com\"\n  version = \"v1\"\n", rest: `
+transform "extract" "ips" {
+  input = source.kubernetes.pods
+  key   = object.spec.anything.at.all
+}
+sink "log" "out" { input = transform.extract.ips }`,
+			want: ".spec.anything.at.all"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,12 +115,20 @@ sink "log" "out" { input = transform.extract.ips }`,
 				t.Fatal(err)
 			}
 			l := load([]string{f}, nil)
-			var warns []string
+			var warns, details []string
 			for _, d := range l.diags {
 				if d.Severity == 1 {
 					t.Fatalf("%s", d)
 				}
 				warns = append(warns, d.Summary)
+				where := ""
+				if d.Subject != nil {
+					where = fmt.Sprintf("%s:%d,%d-%d: ", filepath.Base(d.Subject.Filename), d.Subject.Start.Line, d.Subject.Start.Column, d.Subject.End.Column)
+				}
+				details = append(details, where+d.Detail)
+			}
+			if tt.detail != "" && !strings.Contains(strings.Join(details, "|"), tt.detail) {
+				t.Errorf("warning details %q, want one holding %q", details, tt.detail)
 			}
 			if tt.warn != "" && !strings.Contains(strings.Join(warns, "|"), tt.warn) {
 				t.Errorf("warnings %q, want %q", warns, tt.warn)

@@ -17,7 +17,14 @@ import (
 type Paths struct {
 	whole  bool
 	fields map[string]*Paths
+	// at holds where expressions read exactly this path (the first
+	// maxRanges), so a source can point at the expression when the path
+	// cannot exist (Source.Project).
+	at []hcl.Range
 }
+
+// maxRanges bounds the expression ranges a path keeps.
+const maxRanges = 4
 
 // WholeObject returns paths that read everything.
 func WholeObject() *Paths { return &Paths{whole: true} }
@@ -44,8 +51,61 @@ func (p *Paths) Add(path ...string) {
 	p.whole, p.fields = true, nil
 }
 
+// AddAt adds path as Add does and records that the expression at r reads it.
+func (p *Paths) AddAt(r hcl.Range, path ...string) {
+	for _, f := range path {
+		if p.whole {
+			return
+		}
+		if p.fields == nil {
+			p.fields = map[string]*Paths{}
+		}
+		c := p.fields[f]
+		if c == nil {
+			c = &Paths{}
+			p.fields[f] = c
+		}
+		p = c
+	}
+	p.whole, p.fields = true, nil
+	p.addRanges(r)
+}
+
+func (p *Paths) addRanges(rs ...hcl.Range) {
+	for _, r := range rs {
+		if len(p.at) < maxRanges && r.Filename != "" {
+			p.at = append(p.at, r)
+		}
+	}
+}
+
+// Ranges returns where expressions read exactly this path (AddAt).
+func (p *Paths) Ranges() []hcl.Range {
+	if p == nil {
+		return nil
+	}
+	return p.at
+}
+
+// Fields returns the names of the fields read below p, sorted; none when
+// p is whole.
+func (p *Paths) Fields() []string {
+	if p.Whole() {
+		return nil
+	}
+	out := make([]string, 0, len(p.fields))
+	for f := range p.fields {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Merge adds every path of q to p.
 func (p *Paths) Merge(q *Paths) {
+	if q != nil {
+		p.addRanges(q.at...)
+	}
 	if q.Whole() {
 		p.whole, p.fields = true, nil
 		return
@@ -153,7 +213,7 @@ func ExprPaths(p *Paths, root string, expr hcl.Expression, call CallPaths) []hcl
 				return nil
 			}
 			for _, path := range paths {
-				p.Add(path...)
+				p.AddAt(fc.Range(), path...)
 			}
 			for _, a := range fc.Args {
 				for _, tr := range a.Variables() {
@@ -172,7 +232,7 @@ func ExprPaths(p *Paths, root string, expr hcl.Expression, call CallPaths) []hcl
 		if len(path) == 0 {
 			whole = append(whole, tr.SourceRange())
 		}
-		p.Add(path...)
+		p.AddAt(tr.SourceRange(), path...)
 	}
 	return whole
 }

@@ -38,6 +38,7 @@ func (s *Source) Project(p *node.Paths) hcl.Diagnostics {
 		s.proj = nil
 		return diags
 	}
+	diags = append(diags, s.checkSchema(p)...)
 	s.reads = &node.Paths{}
 	s.reads.Merge(p)
 	proj := &node.Paths{}
