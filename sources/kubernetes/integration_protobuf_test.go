@@ -99,7 +99,8 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 
 	// Watch both encodings from one resourceVersion through a relabel,
 	// a status change and a delete.
-	p := projections[0]
+	p := &node.Paths{} // a new projection: decoders keep per-projection plans
+	p.Merge(projections[0])
 	p.Merge(projections[1])
 	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p}
 	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: layoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))}

@@ -16,8 +16,15 @@ func metaOrigin(src string, m *metav1.PartialObjectMetadata) *node.Origin {
 	return &node.Origin{Source: src, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID), ResourceVersion: m.ResourceVersion}
 }
 
+// origin hands out the record object's own origin: the object is never
+// changed once cached (a new version is a new object), so neither is it.
 func (o *recordObject) origin(src string) *node.Origin {
-	return metaOrigin(src, &o.PartialObjectMetadata)
+	if o.org.Source != src {
+		org := o.org
+		org.Source = src
+		return &org
+	}
+	return &o.org
 }
 func (o *slimObject) origin(src string) *node.Origin {
 	return metaOrigin(src, &o.PartialObjectMetadata)

@@ -716,6 +716,8 @@ type projPlan struct {
 	n    int // fields read
 }
 
+// A projection must not change once objects are decoded with it (a
+// source's never does: the compiler fixes it before the source runs).
 func (m *pbMessage) plan(p *node.Paths) *projPlan {
 	if pl, ok := m.plans.Load(p); ok {
 		return pl.(*projPlan)

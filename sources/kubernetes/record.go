@@ -18,25 +18,30 @@ import (
 // projection: the object's identity, its record key and its record value,
 // which is the very value emitted downstream. The cache and the
 // collections share that one immutable value instead of each holding a
-// copy of the object.
+// copy of the object. The identity lives in the record's origin, which the
+// object hands out by reference (origin.go), so provenance costs nothing
+// more per object; informers reach it through GetObjectMeta.
 type recordObject struct {
-	metav1.PartialObjectMetadata
+	metav1.TypeMeta
+	org       node.Origin // Source, Namespace, Name, UID, ResourceVersion, Object (the record key)
 	recordKey string
 	keyErr    error
 	val       cty.Value
 	valErr    error
 }
 
-// newRecordObject makes the cached form of a projected object. The record
-// value holds only what the graph reads (reads): not the identity fields
-// the source decodes for itself (apiVersion, kind, name, namespace, uid,
-// resourceVersion) unless an expression reads them, so that a write
-// changing nothing the graph reads yields an equal value, and 10,000 pods
-// do not keep 10,000 copies of fields nobody reads (each object level of
-// a cty value carries its own type).
-func newRecordObject(u *unstructured.Unstructured, keyer *kobject.Keyer, reads *node.Paths) *recordObject {
-	o := &recordObject{PartialObjectMetadata: identity(u)}
+// newRecordObject makes the cached form of a projected object of source
+// src. The record value holds only what the graph reads (reads): not the
+// identity fields the source decodes for itself (apiVersion, kind, name,
+// namespace, uid, resourceVersion) unless an expression reads them, so
+// that a write changing nothing the graph reads yields an equal value, and
+// 10,000 pods do not keep 10,000 copies of fields nobody reads (each
+// object level of a cty value carries its own type).
+func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, reads *node.Paths) *recordObject {
+	o := &recordObject{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
+		org: node.Origin{Source: src, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
+	o.org.Object = o.recordKey
 	o.val, o.valErr = readValue(u.Object, reads)
 	return o
 }
@@ -67,12 +72,17 @@ func readValue(obj map[string]any, reads *node.Paths) (cty.Value, error) {
 
 // DeepCopyObject implements runtime.Object; the value is immutable and shared.
 func (o *recordObject) DeepCopyObject() runtime.Object {
-	c := &recordObject{recordKey: o.recordKey, keyErr: o.keyErr, val: o.val, valErr: o.valErr}
-	o.PartialObjectMetadata.DeepCopyInto(&c.PartialObjectMetadata)
-	return c
+	c := *o
+	return &c
 }
 
-func (o *recordObject) id() string                         { return id(o.Namespace, o.Name) }
+// GetObjectMeta implements metav1.ObjectMetaAccessor (meta.Accessor): the
+// informer's keys and the reflector's resourceVersion come from it.
+func (o *recordObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: o.org.Namespace, Name: o.org.Name, UID: types.UID(o.org.UID), ResourceVersion: o.org.ResourceVersion}
+}
+
+func (o *recordObject) id() string                         { return id(o.org.Namespace, o.org.Name) }
 func (o *recordObject) key(*kobject.Keyer) (string, error) { return o.recordKey, o.keyErr }
 func (o *recordObject) value() (cty.Value, error)          { return o.val, o.valErr }
 func (o *recordObject) release()                           {}
@@ -87,8 +97,8 @@ func (o *recordObject) unstructured() *unstructured.Unstructured {
 	for _, f := range []struct {
 		v   string
 		set func(string)
-	}{{o.APIVersion, u.SetAPIVersion}, {o.Kind, u.SetKind}, {o.Namespace, u.SetNamespace}, {o.Name, u.SetName},
-		{string(o.UID), func(s string) { u.SetUID(types.UID(s)) }}, {o.ResourceVersion, u.SetResourceVersion}} {
+	}{{o.APIVersion, u.SetAPIVersion}, {o.Kind, u.SetKind}, {o.org.Namespace, u.SetNamespace}, {o.org.Name, u.SetName},
+		{o.org.UID, func(s string) { u.SetUID(types.UID(s)) }}, {o.org.ResourceVersion, u.SetResourceVersion}} {
 		if f.v != "" {
 			f.set(f.v)
 		}
@@ -121,7 +131,8 @@ func (l *recordList) DeepCopyObject() runtime.Object {
 }
 
 var (
-	_ item           = (*recordObject)(nil)
-	_ runtime.Object = (*recordObject)(nil)
-	_ runtime.Object = (*recordList)(nil)
+	_ item                      = (*recordObject)(nil)
+	_ runtime.Object            = (*recordObject)(nil)
+	_ metav1.ObjectMetaAccessor = (*recordObject)(nil)
+	_ runtime.Object            = (*recordList)(nil)
 )

@@ -167,7 +167,11 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			out = append(out, node.Remove(ch.Key, now))
 			continue
 		}
-		org.Object = ch.Key // the source's key: namespace/name or index_by's
+		if org.Object != ch.Key { // the source's key: namespace/name or index_by's
+			c := *org // origins may be shared with the cache: never written
+			c.Object = ch.Key
+			org = &c
+		}
 		d := node.Upsert(ch.Key, v, now)
 		d.Origin = org
 		out = append(out, d)
