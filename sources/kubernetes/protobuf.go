@@ -27,8 +27,8 @@ import (
 
 // Built-in resources (pods, services, config maps...) are listed and
 // watched as protobuf when the source decodes a projection: the API server
-// encodes 10,000 pods as protobuf about three times faster than as JSON,
-// and the bytes are a third. The decoder below walks the protobuf wire
+// answers a LIST of 10,000 pods in protobuf in about half the time it takes
+// in JSON, with 40% fewer bytes. The decoder below walks the protobuf wire
 // format with a layout derived from the Go API types' struct tags (field
 // numbers from `protobuf:"..."`, names and omitempty from `json:"..."`),
 // skips every field the graph does not read without allocating it, and
@@ -406,7 +406,7 @@ func (w *wire) skip(wt int) error {
 	return err
 }
 
-// unknown reads runtime.Unknown's envelope after the magic: the type
+// unknownEnvelope reads the magic and runtime.Unknown's envelope: the type
 // (apiVersion, kind) and the raw message.
 func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) {
 	if len(b) < len(protoMagic) || string(b[:len(protoMagic)]) != string(protoMagic) {
@@ -704,12 +704,12 @@ func (s *streamWire) skip(wt int) error {
 	return fmt.Errorf("%w: wire type %d", errProto, wt)
 }
 
-// projPlan is what one projection reads of a message's fields, by
-// declaration index: worked out once per message and projection, so that
-// decoding an object looks up no field name.
 // maxPlans bounds the plans a message keeps.
 const maxPlans = 256
 
+// projPlan is what one projection reads of a message's fields, by
+// declaration index: worked out once per message and projection, so that
+// decoding an object looks up no field name.
 type projPlan struct {
 	read []bool
 	sub  []*node.Paths
