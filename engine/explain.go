@@ -148,12 +148,12 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	tk, ok := s.targetOf(key)
 	ik := key
 	if !ok {
-		if s.keys[key] == nil {
+		if s.keys.get(key) == nil {
 			return false
 		}
 		tk, ik = key, s.inputKeyOf(key)
 	}
-	ks := s.keys[tk]
+	ks := s.keys.get(tk)
 	if ks == nil {
 		return false
 	}
@@ -165,9 +165,11 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	if e.Held {
 		e.Have = ks.have.Value
 	}
-	e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = ks.attempts, ks.lastErr, ks.lastErrAt, ks.retryAt
+	if f := ks.fail; f != nil {
+		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
+	}
 	switch {
-	case ks.attempts > 0:
+	case ks.attempts() > 0:
 		e.Status = "failing"
 	case e.Wanted && e.Held && ks.have.Same(ks.want):
 		e.Status = "applied"
@@ -186,7 +188,7 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 // inputKeyOf finds the input key that maps to target key tk (linear in
 // the keys whose target form differs; explain only).
 func (s *sinkLoop) inputKeyOf(tk node.Key) node.Key {
-	if ks := s.keys[tk]; ks != nil && ks.self {
+	if ks := s.keys.get(tk); ks != nil && ks.self {
 		return tk
 	}
 	for k, t := range s.alias {

@@ -156,16 +156,16 @@ func (s *sinkLoop) standby() bool {
 		s.gate.term = 0
 		s.needFull = false
 		for _, tk := range s.dirty {
-			if ks := s.keys[tk]; ks != nil {
+			if ks := s.keys.get(tk); ks != nil {
 				ks.dirty = false
-				s.forget(tk, ks)
+				s.forget(ks)
 			}
 		}
 		s.dirty = s.dirty[:0]
-		for tk, ks := s.retries.next(); ks != nil; tk, ks = s.retries.next() {
+		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
 			s.retries.remove(ks)
-			ks.attempts = 0
-			s.forget(tk, ks)
+			ks.fail = nil
+			s.forget(ks)
 		}
 		s.h.set(false, node.Healthy, "standby: another instance leads; writes wait for the lease")
 		return true

@@ -293,7 +293,7 @@ func (r *Runtime) clean(ctx context.Context, s *sinkLoop) {
 	}
 	var dels []node.Entry
 	for _, e := range entries {
-		if ks := s.keys[e.Key]; s.n.Prune || (ks != nil && ks.written) {
+		if ks := s.keys.get(e.Key); s.n.Prune || (ks != nil && ks.written) {
 			dels = append(dels, e)
 		}
 	}

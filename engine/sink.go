@@ -42,7 +42,7 @@ type sinkLoop struct {
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
 	// key where the two differ (an input key absent here maps to itself).
-	keys    map[node.Key]*keyState
+	keys    keyStore
 	held    int // keys the target holds as far as the loop knows
 	alias   map[node.Key]node.Key
 	dirty   []node.Key // keys to look at in the next incremental pass
@@ -86,12 +86,12 @@ func newSinkMetrics(m *Metrics, addr string) sinkMetrics {
 // disown forgets every input key (a Reset follows): each key wanted so
 // far is looked at again, and deleted if the new state does not want it.
 func (s *sinkLoop) disown() {
-	for k, ks := range s.keys {
+	s.keys.all(func(ks *keyState) {
 		if ks.owners > 0 {
 			ks.owners, ks.self, ks.want = 0, false, node.Entry{}
-			s.touch(k, ks, time.Time{})
+			s.touch(ks, time.Time{})
 		}
-	}
+	})
 	clear(s.alias)
 }
 
@@ -107,8 +107,8 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		}
 	}()
 	s.target = target
-	s.keys, s.alias, s.held = map[node.Key]*keyState{}, map[node.Key]node.Key{}, 0
-	s.dirty, s.retries = nil, retryHeap{}
+	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
+	s.dirty, s.retries = nil, nil
 	s.dec.attach(s.n.Address, target)
 	defer s.dec.detach(s.n.Address)
 	s.synced, s.needFull, s.fulls = false, true, 0
@@ -185,12 +185,10 @@ func (s *sinkLoop) handle(ev node.Event) {
 
 // state returns the state of target key tk, creating it.
 func (s *sinkLoop) state(tk node.Key) *keyState {
-	ks := s.keys[tk]
-	if ks == nil {
-		ks = &keyState{heapIdx: -1}
-		s.keys[tk] = ks
+	if ks := s.keys.get(tk); ks != nil {
+		return ks
 	}
-	return ks
+	return s.keys.add(tk)
 }
 
 // targetOf returns the target key input key k maps to.
@@ -198,7 +196,7 @@ func (s *sinkLoop) targetOf(k node.Key) (node.Key, bool) {
 	if tk, ok := s.alias[k]; ok {
 		return tk, true
 	}
-	if ks := s.keys[k]; ks != nil && ks.self {
+	if ks := s.keys.get(k); ks != nil && ks.self {
 		return k, true
 	}
 	return "", false
@@ -214,9 +212,9 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	}
 	old, had := s.targetOf(r.Key)
 	if had && old == e.Key {
-		ks := s.keys[e.Key]
+		ks := s.keys.get(e.Key)
 		ks.want = e
-		s.touch(e.Key, ks, t)
+		s.touch(ks, t)
 		return
 	}
 	if had {
@@ -230,7 +228,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	} else {
 		s.alias[r.Key] = e.Key
 	}
-	s.touch(e.Key, ks, t)
+	s.touch(ks, t)
 }
 
 func (s *sinkLoop) del(k node.Key, t time.Time) {
@@ -241,7 +239,7 @@ func (s *sinkLoop) del(k node.Key, t time.Time) {
 
 // release drops input key k's claim on target key tk.
 func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
-	ks := s.keys[tk]
+	ks := s.keys.get(tk)
 	if k == tk {
 		ks.self = false
 	} else {
@@ -250,14 +248,14 @@ func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
 	if ks.owners--; ks.owners <= 0 {
 		ks.owners, ks.want = 0, node.Entry{}
 	}
-	s.touch(tk, ks, t)
+	s.touch(ks, t)
 }
 
-// touch lists tk for the next pass, keeping the time of its oldest change.
-func (s *sinkLoop) touch(tk node.Key, ks *keyState, t time.Time) {
+// touch lists ks for the next pass, keeping the time of its oldest change.
+func (s *sinkLoop) touch(ks *keyState, t time.Time) {
 	if !ks.dirty {
 		ks.dirty = true
-		s.dirty = append(s.dirty, tk)
+		s.dirty = append(s.dirty, ks.key)
 	}
 	if !t.IsZero() && (ks.changed.IsZero() || t.Before(ks.changed)) {
 		ks.changed = t
@@ -265,9 +263,9 @@ func (s *sinkLoop) touch(tk node.Key, ks *keyState, t time.Time) {
 }
 
 // forget drops the state of a key that holds nothing worth keeping.
-func (s *sinkLoop) forget(tk node.Key, ks *keyState) {
-	if ks.idle() && ks.attempts == 0 {
-		delete(s.keys, tk)
+func (s *sinkLoop) forget(ks *keyState) {
+	if ks.idle() {
+		s.keys.remove(ks)
 	}
 }
 
@@ -283,24 +281,24 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 	s.dirty, s.spare = s.spare[:0], nil
 	var ups, dels []node.Entry
 	for _, tk := range dirty {
-		ks := s.keys[tk]
+		ks := s.keys.get(tk)
 		if ks == nil || !ks.dirty {
 			continue
 		}
 		ks.dirty = false
-		if ks.heapIdx >= 0 {
+		if ks.waiting() {
 			continue // waiting for its retry, which looks at its latest state
 		}
-		ups, dels = s.decide(tk, ks, ups, dels)
+		ups, dels = s.decide(ks, ups, dels)
 	}
 	s.spare = dirty[:0]
 	s.applyBatch(ctx, ups, dels)
 }
 
-// decide appends what key tk needs (reconcile.Decide) to ups or dels; a
+// decide appends what key ks needs (reconcile.Decide) to ups or dels; a
 // key that needs nothing forgets its change time and, when it holds
 // nothing worth keeping, its state.
-func (s *sinkLoop) decide(tk node.Key, ks *keyState, ups, dels []node.Entry) ([]node.Entry, []node.Entry) {
+func (s *sinkLoop) decide(ks *keyState, ups, dels []node.Entry) ([]node.Entry, []node.Entry) {
 	switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
 		ups = append(ups, ks.want)
@@ -308,7 +306,7 @@ func (s *sinkLoop) decide(tk node.Key, ks *keyState, ups, dels []node.Entry) ([]
 		dels = append(dels, ks.have)
 	default:
 		ks.changed = time.Time{}
-		s.forget(tk, ks)
+		s.forget(ks)
 	}
 	return ups, dels
 }
@@ -326,12 +324,12 @@ func (s *sinkLoop) full(ctx context.Context) {
 	s.fullFailures, s.fullRetry = 0, time.Time{}
 	var ups, dels []node.Entry
 	if s.held == 0 { // an empty target: everything wanted is written
-		ups = make([]node.Entry, 0, len(s.keys))
+		ups = make([]node.Entry, 0, s.keys.len())
 	}
-	for tk, ks := range s.keys {
+	s.keys.all(func(ks *keyState) {
 		ks.dirty = false
-		ups, dels = s.decide(tk, ks, ups, dels)
-	}
+		ups, dels = s.decide(ks, ups, dels)
+	})
 	s.dirty = s.dirty[:0]
 	s.needFull = false
 	s.apply(ctx, ups, dels)
@@ -371,13 +369,13 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		}
 		s.holdEntry(ks, e)
 	}
-	for tk, ks := range s.keys {
+	s.keys.all(func(ks *keyState) {
 		if ks.applied && ks.seen != s.fullGen {
 			drift++ // held before, gone now
 			s.dropEntry(ks)
-			s.forget(tk, ks)
+			s.forget(ks)
 		}
-	}
+	})
 	s.reportHeld()
 	if drift > 0 && s.fulls > 0 {
 		s.met.drift.Add(float64(drift))

@@ -48,11 +48,15 @@ func (s *sinkLoop) outcome(e node.Entry, del bool) {
 			s.met.writeErr.Inc()
 		}
 		now := time.Now()
-		ks.lastErr, ks.lastErrAt = e.Err.Error(), now
-		ks.retryAt = now.Add(backoff(ks.attempts))
-		ks.attempts++
-		s.retries.schedule(e.Key, ks)
-		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", ks.attempts)
+		if ks.fail == nil {
+			ks.fail = &keyFailure{heapIdx: -1}
+		}
+		f := ks.fail
+		f.lastErr, f.lastErrAt = e.Err.Error(), now
+		f.retryAt = now.Add(backoff(f.attempts))
+		f.attempts++
+		s.retries.schedule(ks)
+		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", f.attempts)
 		return
 	}
 	if s.tap.active() {
@@ -68,22 +72,22 @@ func (s *sinkLoop) outcome(e node.Entry, del bool) {
 		s.holdEntry(ks, e)
 		ks.written = true
 	}
-	ks.attempts, ks.lastErr, ks.lastErrAt = 0, "", time.Time{}
 	s.retries.remove(ks)
+	ks.fail = nil
 	if !ks.changed.IsZero() {
 		s.met.latency.Observe(time.Since(ks.changed).Seconds())
 		ks.changed = time.Time{}
 	}
-	s.forget(e.Key, ks)
+	s.forget(ks)
 }
 
 func (s *sinkLoop) updateHealth() {
 	failing := s.retries.Len()
 	switch {
 	case failing > 0:
-		k, ks := s.retries.next()
+		ks := s.retries.next()
 		s.h.set(false, node.Degraded, fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
-			failing, k, ks.attempts, ks.lastErrAt.UTC().Format(time.RFC3339), ks.lastErr))
+			failing, ks.key, ks.fail.attempts, ks.fail.lastErrAt.UTC().Format(time.RFC3339), ks.fail.lastErr))
 	case !s.synced:
 		s.h.set(false, node.Pending, "waiting for input to sync")
 	default:
@@ -97,8 +101,8 @@ func (s *sinkLoop) armRetry(t *time.Timer) {
 	if s.needFull {
 		next = s.fullRetry
 	}
-	if _, ks := s.retries.next(); ks != nil && (next.IsZero() || ks.retryAt.Before(next)) {
-		next = ks.retryAt
+	if ks := s.retries.next(); ks != nil && (next.IsZero() || ks.fail.retryAt.Before(next)) {
+		next = ks.fail.retryAt
 	}
 	if next.IsZero() {
 		next = time.Now().Add(time.Hour)
@@ -108,7 +112,7 @@ func (s *sinkLoop) armRetry(t *time.Timer) {
 
 // dueRetries lists every key whose retry is due for the next pass.
 func (s *sinkLoop) dueRetries() {
-	s.retries.due(time.Now(), func(k node.Key, ks *keyState) { s.touch(k, ks, time.Time{}) })
+	s.retries.due(time.Now(), func(ks *keyState) { s.touch(ks, time.Time{}) })
 }
 
 // backoff is exponential from 100ms to 30s.

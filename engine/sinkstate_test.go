@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// TestKeyStore checks the store against a plain map through random adds
+// and removes, some of them made while a pass visits every key: each pass
+// sees every key held before it exactly once, a removed slot is reused,
+// and the slabs go when the store empties.
+func TestKeyStore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	st := newKeyStore()
+	want := map[node.Key]bool{}
+	check := func() {
+		t.Helper()
+		if st.len() != len(want) {
+			t.Fatalf("len %d, want %d", st.len(), len(want))
+		}
+		var seen []node.Key
+		st.all(func(ks *keyState) { seen = append(seen, ks.key) })
+		slices.Sort(seen)
+		if len(slices.Compact(seen)) != len(want) {
+			t.Fatalf("a pass saw %d distinct keys, want %d", len(seen), len(want))
+		}
+		for _, k := range seen {
+			if !want[k] || st.get(k) == nil || st.get(k).key != k {
+				t.Fatalf("key %q: held %v, found %v", k, want[k], st.get(k))
+			}
+		}
+	}
+	for round := range 200 {
+		for range rng.IntN(3 * keySlab) {
+			k := node.Key(fmt.Sprint(rng.IntN(4 * keySlab)))
+			if want[k] {
+				continue
+			}
+			st.add(k)
+			want[k] = true
+		}
+		check()
+		// Remove some keys during a pass, add others: every key held
+		// before the pass is visited once, removed or not.
+		before := maps.Clone(want)
+		visited := map[node.Key]int{}
+		st.all(func(ks *keyState) {
+			visited[ks.key]++
+			if rng.IntN(2) == 0 {
+				delete(want, ks.key)
+				st.remove(ks)
+			}
+			if rng.IntN(10) == 0 {
+				k := node.Key(fmt.Sprint("new", round, rng.IntN(1000)))
+				if !want[k] {
+					st.add(k)
+					want[k] = true
+				}
+			}
+		})
+		for k := range before {
+			if visited[k] != 1 {
+				t.Fatalf("key %q visited %d times by a pass that removed keys", k, visited[k])
+			}
+		}
+		check()
+		if round%50 == 49 { // empty it
+			st.all(func(ks *keyState) { delete(want, ks.key); st.remove(ks) })
+			check()
+			if st.slabs != nil || st.free != nil {
+				t.Fatalf("an empty store keeps %d slabs and %d free slots", len(st.slabs), len(st.free))
+			}
+		}
+	}
+	slots := 0
+	for _, s := range st.slabs {
+		slots += len(s)
+	}
+	if slots > len(want)+4*keySlab+keySlab {
+		t.Fatalf("%d slots for %d keys: freed slots are not reused", slots, len(want))
+	}
+}
