@@ -126,6 +126,12 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 	// The kept source still feeds the new sink.
 	reloadPod(t, cs, ns, "late", "10.1.0.99")
 	eventually(t, 10*time.Second, "the new pod's IP in the map", func() bool { return mapLen(m) == 21 })
+	// The sink counts a write after the map holds it: wait for the count
+	// too, or the next check sees this write as the rollback's.
+	eventually(t, 10*time.Second, "the new pod's write counted", func() bool {
+		u, _ := r.writes("sink.ebpf_map.allowed")
+		return u == ups+1
+	})
 
 	// A new sink whose pin is not on a bpffs fails to open: rollback.
 	bad := fmt.Sprintf("sink \"ebpf_map\" \"bad\" {\n  input = transform.extract.ips\n  pin = %s\n  key {\n    type = \"ipv4\"\n  }\n  value {\n    type = \"u8\"\n    from = 1\n  }\n}\n",
