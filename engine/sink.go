@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -348,26 +349,43 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 	if s.appendOnly {
 		return nil
 	}
-	entries, err := s.target.Actual(ctx)
-	if errors.Is(err, node.ErrNoActualState) {
-		s.appendOnly = true
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	s.fullGen++
 	drift := 0
-	for _, e := range entries {
+	hold := func(e node.Entry) {
 		ks := s.state(e.Key)
 		if ks.seen == s.fullGen {
-			continue // a target listing a key twice: keep the first
+			return // a target listing a key twice: keep the first
 		}
 		ks.seen = s.fullGen
 		if ks.applied && !ks.have.Same(e) {
 			drift++
 		}
 		s.holdEntry(ks, e)
+	}
+	var err error
+	if sc, ok := s.target.(node.ActualScanner); ok {
+		// An entry held with the same bytes only needs marking as seen.
+		err = sc.ScanActual(ctx, func(key, data []byte) bool {
+			ks := s.keys.lookup(key)
+			if ks == nil || ks.seen == s.fullGen || !ks.applied || ks.have.Data == nil || !bytes.Equal(ks.have.Data, data) {
+				return false
+			}
+			ks.seen = s.fullGen
+			return true
+		}, hold)
+	} else {
+		var entries []node.Entry
+		entries, err = s.target.Actual(ctx)
+		for _, e := range entries {
+			hold(e)
+		}
+	}
+	if errors.Is(err, node.ErrNoActualState) {
+		s.appendOnly = true
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	s.keys.all(func(ks *keyState) {
 		if ks.applied && ks.seen != s.fullGen {

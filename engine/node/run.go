@@ -157,6 +157,18 @@ func (e Entry) Same(o Entry) bool {
 	return false
 }
 
+// ActualScanner is implemented by a target that can show its entries one
+// at a time, so that a full read costs nothing for an entry the engine
+// already knows: ScanActual calls known with each entry's key (canonical
+// form) and encoded bytes (Data), both valid only during the call; when
+// known returns false (a key the engine does not hold, or holds with
+// other bytes), the target builds the entry and passes it to add. The
+// engine prefers it to Actual for full reconciles; Actual stays for plan
+// and explain.
+type ActualScanner interface {
+	ScanActual(ctx context.Context, known func(key, data []byte) bool, add func(Entry)) error
+}
+
 // HeldCounter is implemented by a target that shows how many entries it
 // holds (a BPF map's fill level): after every write round and full read
 // the engine tells it how many entries it knows the target holds.

@@ -1,6 +1,7 @@
 package ebpfmap
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +29,13 @@ func benchRecords() []node.Record {
 // benchState is a pinned hash map, 100,000 prepared entries, and the same
 // keys and values pre-encoded for the raw floor.
 type benchState struct {
-	tg         *Target
-	entries    []node.Entry
+	tg      *Target
+	entries []node.Entry
+	// desired finds a key's state in keys, which a full pass walks in
+	// order, as the sink loop's keyStore does.
 	desired    map[node.Key]*benchKey
-	keys, vals any // [][4]byte slabs for raw batch calls
+	keys       []benchKey
+	rawK, rawV any // [][4]byte slabs for raw batch calls
 	gen        uint32
 }
 
@@ -55,7 +59,7 @@ func newBenchState(b *testing.B) *benchState {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &benchState{tg: tg0.(*Target), desired: make(map[node.Key]*benchKey, benchN)}
+	st := &benchState{tg: tg0.(*Target), desired: make(map[node.Key]*benchKey, benchN), keys: make([]benchKey, benchN)}
 	b.Cleanup(func() { _ = st.tg.Close() })
 	start := time.Now()
 	for _, r := range benchRecords() {
@@ -67,10 +71,11 @@ func newBenchState(b *testing.B) *benchState {
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/benchN, "prepare-ns/record")
 	var kb, vb []byte
-	st.keys, kb = byteSlab(4, benchN)
-	st.vals, vb = byteSlab(4, benchN)
+	st.rawK, kb = byteSlab(4, benchN)
+	st.rawV, vb = byteSlab(4, benchN)
 	for i, e := range st.entries {
-		st.desired[e.Key] = &benchKey{want: e}
+		st.keys[i] = benchKey{want: e}
+		st.desired[e.Key] = &st.keys[i]
 		k, v := st.tg.split(e)
 		copy(kb[i*4:], k)
 		copy(vb[i*4:], v)
@@ -79,7 +84,7 @@ func newBenchState(b *testing.B) *benchState {
 }
 
 func (st *benchState) clear(b *testing.B) {
-	if _, err := st.tg.m.BatchDelete(st.keys, nil); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if _, err := st.tg.m.BatchDelete(st.rawK, nil); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		b.Fatal(err)
 	}
 }
@@ -123,7 +128,7 @@ func BenchmarkInitialReconcile(b *testing.B) {
 	for b.Loop() {
 		st.clear(b)
 		timed(&floor, func() {
-			if _, err := st.tg.m.BatchUpdate(st.keys, st.vals, nil); err != nil {
+			if _, err := st.tg.m.BatchUpdate(st.rawK, st.rawV, nil); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -166,9 +171,11 @@ func mustWrite(b *testing.B, write func(context.Context, []node.Entry), es []nod
 }
 
 // reconcile is what the engine's full reconcile does with the target:
-// read, diff (the sink loop's readActual and decide passes over its
-// persistent per-key state), write the difference. The optional durations
-// receive its parts.
+// read (ScanActual: an entry held with the same bytes is only marked as
+// seen), diff (the sink loop's pass over its per-key state, walked in
+// memory order) and write the difference, then tell the target how many
+// entries it holds. The optional durations receive the parts; the read
+// and the first half of the diff are one pass, timed as the read.
 func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	var part time.Duration
 	mark := func(d *time.Duration, f func()) {
@@ -178,26 +185,37 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 		}
 		part = 0
 	}
-	var actual []node.Entry
-	mark(read, func() {
-		var err error
-		if actual, err = st.tg.Actual(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	})
 	var ups, dels []node.Entry
-	mark(diff, func() {
-		ups = make([]node.Entry, 0, max(len(st.desired)-len(actual), 16))
-		st.gen++
-		for _, e := range actual {
+	st.gen++
+	held := 0
+	mark(read, func() {
+		err := st.tg.ScanActual(context.Background(), func(key, data []byte) bool {
+			k := st.desired[string(key)]
+			if k == nil || k.seen == st.gen || !k.held || !bytes.Equal(k.have.Data, data) {
+				return false
+			}
+			k.seen = st.gen
+			held++
+			return true
+		}, func(e node.Entry) {
+			held++
 			k := st.desired[e.Key]
 			if k == nil { // not wanted: pruned
 				dels = append(dels, e)
-				continue
+				return
 			}
 			k.have, k.held, k.seen = e, true, st.gen
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
-		for _, k := range st.desired {
+	})
+	mark(diff, func() {
+		if held == 0 { // an empty target: everything wanted is written
+			ups = make([]node.Entry, 0, len(st.keys))
+		}
+		for i := range st.keys {
+			k := &st.keys[i]
 			if k.seen != st.gen || !k.have.Same(k.want) {
 				ups = append(ups, k.want)
 			}
@@ -206,5 +224,10 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	mark(write, func() {
 		mustWrite(b, st.tg.Update, ups)
 		mustWrite(b, st.tg.Delete, dels)
+		for _, e := range ups {
+			k := st.desired[e.Key]
+			k.have, k.held = e, true
+		}
+		st.tg.Held(len(st.keys)) // the sink loop's count after its writes
 	})
 }

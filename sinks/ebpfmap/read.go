@@ -20,6 +20,8 @@ type reader struct {
 	values map[string]cty.Value // encoded value bytes (every CPU's copy) -> Value
 	sbuf   []byte
 	ends   []int
+	dbuf   []byte // scan's scratch Data
+	count  int    // entries scanned
 }
 
 // maxCachedValues bounds the distinct values a read remembers; maps whose
@@ -62,6 +64,35 @@ func (r *reader) chunk(n int, keys, vals []byte) {
 	for j, end := range r.ends {
 		r.out[first+j].Key = s[prev:end]
 		prev = end
+	}
+}
+
+// scan passes each entry of a chunk to known, and builds the entries
+// known does not recognise (ScanActual). An entry whose CPUs disagree is
+// never known: it differs from any prepared one.
+func (r *reader) scan(n int, keys, vals []byte, known func(key, data []byte) bool, add func(node.Entry)) {
+	t := r.t
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
+	fvs := vs * t.ncpu
+	for i := range n {
+		k, v := keys[i*ks:(i+1)*ks], vals[i*fvs:(i+1)*fvs]
+		if t.isArr && allZero(v) {
+			continue // an array slot holding zeros is an absent entry
+		}
+		r.count++
+		same := t.ncpu == 1 || sameCopies(v, vs)
+		if same {
+			r.dbuf = append(append(r.dbuf[:0], k...), v[:vs]...)
+			r.sbuf = t.s.key.enc.appendCanonical(r.sbuf[:0], k)
+			if known(r.sbuf, r.dbuf) {
+				continue
+			}
+		}
+		d := append(append(make([]byte, 0, ks+len(v)), k...), v[:vs]...)
+		if !same {
+			d = append(d[:ks], v...)
+		}
+		add(node.Entry{Key: string(t.s.key.enc.appendCanonical(r.sbuf[:0], k)), Value: r.value(v, vs), Data: d})
 	}
 }
 

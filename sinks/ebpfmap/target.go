@@ -184,10 +184,31 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	return r.out, nil
 }
 
+// ScanActual implements node.ActualScanner: a full read that builds no
+// entry for a key the engine holds with the same bytes.
+func (t *Target) ScanActual(ctx context.Context, known func(key, data []byte) bool, add func(node.Entry)) error {
+	if t.m == nil {
+		return nil
+	}
+	if err := t.checkPin(); err != nil {
+		return err
+	}
+	r := newReader(t)
+	if err := t.readAll(ctx, func(n int, keys, vals []byte) { r.scan(n, keys, vals, known, add) }); err != nil {
+		return fmt.Errorf("read map %s: %w", t.s.pin, err)
+	}
+	t.setCount(r.count)
+	t.lastCount = r.count
+	return nil
+}
+
 // Held implements node.HeldCounter: the engine's count of the entries the
 // map holds, after each write round (a hash map cannot be counted without
-// reading it whole).
-func (t *Target) Held(n int) { t.setCount(n) }
+// reading it whole). The next full read sizes its result by it.
+func (t *Target) Held(n int) {
+	t.setCount(n)
+	t.lastCount = n
+}
 
 func (t *Target) setCount(n int) {
 	if t.met.entries == nil {

@@ -34,6 +34,9 @@ type MemSink struct {
 	// HealthyOnOpen makes Open report Healthy, as a sink whose connection
 	// is up does before it has written anything.
 	HealthyOnOpen bool
+	// Encoded makes the target encode its entries (Data) and show them
+	// through node.ActualScanner, as a BPF map does.
+	Encoded bool
 }
 
 // NewMemSink returns an empty MemSink.
@@ -63,6 +66,9 @@ func (m *MemSink) HeldCount() int {
 func (m *MemSink) Open(_ context.Context, env node.Env, _ node.Mode) (node.Target, error) {
 	if m.HealthyOnOpen && env.Health != nil {
 		env.Health.Set(node.Healthy, "")
+	}
+	if m.Encoded {
+		return &scanTarget{memTarget{m}}, nil
 	}
 	return &memTarget{m}, nil
 }
@@ -129,8 +135,20 @@ func (t *memTarget) Prepare(r node.Record) (node.Entry, error) {
 			return node.Entry{}, err
 		}
 	}
-	return node.Entry{Key: r.Key, Value: r.Value}, nil
+	return t.entry(r.Key, r.Value), nil
 }
+
+// entry is the target's form of one entry: with Data when it encodes.
+func (t *memTarget) entry(k node.Key, v cty.Value) node.Entry {
+	e := node.Entry{Key: k, Value: v}
+	if t.m.Encoded {
+		e.Data = encode(k, v)
+	}
+	return e
+}
+
+// encode is an Encoded target's bytes for an entry.
+func encode(k node.Key, v cty.Value) []byte { return []byte(k + "\x00" + v.GoString()) }
 
 func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 	m := t.m
@@ -147,9 +165,28 @@ func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 	}
 	out := make([]node.Entry, 0, len(m.state))
 	for k, v := range m.state {
-		out = append(out, node.Entry{Key: k, Value: v})
+		out = append(out, t.entry(k, v))
 	}
 	return out, nil
+}
+
+// scanTarget is an Encoded MemSink's target.
+type scanTarget struct{ memTarget }
+
+var _ node.ActualScanner = (*scanTarget)(nil)
+
+// ScanActual implements node.ActualScanner over Actual's entries.
+func (t *scanTarget) ScanActual(ctx context.Context, known func(key, data []byte) bool, add func(node.Entry)) error {
+	es, err := t.Actual(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if !known([]byte(e.Key), e.Data) {
+			add(e)
+		}
+	}
+	return nil
 }
 
 func (t *memTarget) Update(_ context.Context, batch []node.Entry) {
