@@ -74,7 +74,7 @@ func str(d *decoder, a *schema.Attr[string]) (string, hcl.Range) {
 	return v, rng
 }
 
-func newSource(b node.Build) (*Source, hcl.Diagnostics) {
+func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	d := &decoder{c: b.Content}
 	s := &Source{address: b.Address, nsFile: serviceAccountNamespace}
 	s.cluster = d.cluster(b.Config)
