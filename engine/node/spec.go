@@ -58,15 +58,14 @@ type Spec struct {
 	// Accepts lists what a transform or sink takes as input; empty means any.
 	Accepts []DataType
 	Status  Status
-	// The constructor decodes and checks the block and returns the node.
-	// It does no I/O and starts no goroutine, so validate and plan can
-	// build whole graphs cheaply. Exactly one is set: the one of Kind.
+	// NewSource, NewTransform and NewSink construct a node of each kind;
+	// a spec sets exactly the one of its Kind. The constructor decodes and
+	// checks the block and returns the node with every diagnostic. It does
+	// no I/O and starts no goroutine, so validate and plan can build whole
+	// graphs cheaply.
 	NewSource    func(b Build) (Source, hcl.Diagnostics)
 	NewTransform func(b Build) (Transform, hcl.Diagnostics)
 	NewSink      func(b Build) (Sink, hcl.Diagnostics)
-	// New is the untyped constructor the typed ones replace; a spec sets
-	// either New or the constructor of its Kind, until every type is moved.
-	New func(b Build) (any, hcl.Diagnostics)
 }
 
 // Built is a node built by its Spec: the field of the spec's Kind holds
@@ -93,12 +92,9 @@ func (b Built) Impl() any {
 	return nil
 }
 
-// Build calls the constructor of s.Kind. It panics when s has none, which
-// NewRegistry refuses.
+// Build calls the constructor of s.Kind. Like NewRegistry, it panics
+// unless that constructor, and only it, is set.
 func (s Spec) Build(b Build) (Built, hcl.Diagnostics) {
-	if s.New != nil {
-		return s.buildUntyped(b)
-	}
 	if err := s.checkConstructors(); err != nil {
 		panic(fmt.Sprintf("node: %s %q: %v", s.Kind, s.Type, err))
 	}
@@ -111,28 +107,6 @@ func (s Spec) Build(b Build) (Built, hcl.Diagnostics) {
 		out.Transform, diags = s.NewTransform(b)
 	case KindSink:
 		out.Sink, diags = s.NewSink(b)
-	}
-	return out, diags
-}
-
-// buildUntyped calls New and checks that it returned what Kind says.
-func (s Spec) buildUntyped(b Build) (Built, hcl.Diagnostics) {
-	var out Built
-	impl, diags := s.New(b)
-	if impl == nil {
-		return out, diags
-	}
-	var ok bool
-	switch s.Kind {
-	case KindSource:
-		out.Source, ok = impl.(Source)
-	case KindTransform:
-		out.Transform, ok = impl.(Transform)
-	case KindSink:
-		out.Sink, ok = impl.(Sink)
-	}
-	if !ok {
-		panic(fmt.Sprintf("node: %s %q: constructor returned %T, which is not a node.%s", s.Kind, s.Type, impl, s.Kind))
 	}
 	return out, diags
 }
@@ -202,10 +176,8 @@ func NewRegistry(specs ...Spec) *Registry {
 		if s.Kind == "" || s.Type == "" || s.Summary == "" {
 			panic(fmt.Sprintf("node.NewRegistry: incomplete spec %q/%q", s.Kind, s.Type))
 		}
-		if s.New == nil {
-			if err := s.checkConstructors(); err != nil {
-				panic(fmt.Sprintf("node.NewRegistry: %s %q: %v", s.Kind, s.Type, err))
-			}
+		if err := s.checkConstructors(); err != nil {
+			panic(fmt.Sprintf("node.NewRegistry: %s %q: %v", s.Kind, s.Type, err))
 		}
 		if s.Kind != KindSink && s.Output == "" {
 			panic(fmt.Sprintf("node.NewRegistry: %s %q declares no Output", s.Kind, s.Type))

@@ -18,7 +18,7 @@ import (
 // serviceAccountNamespace is where a pod reads its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// Source is a configured source "kubernetes". New only decodes; Run
+// Source is a configured source "kubernetes". NewSource only decodes; Run
 // connects, resolves the resource and watches it.
 type Source struct {
 	address string
