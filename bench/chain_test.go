@@ -61,12 +61,11 @@ func BenchmarkChain(b *testing.B) {
 	f := &churnFeed{ops: make(chan func(node.Output), 64)}
 	sink := nodetest.NewMemSink()
 	sink.AppendOnly = true
-	pick := func(impl any) func(node.Build) (any, hcl.Diagnostics) {
-		return func(node.Build) (any, hcl.Diagnostics) { return impl, nil }
-	}
 	reg := node.NewRegistry(extract.Spec(), debounce.Spec(), graceperiod.Spec(),
-		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects, New: pick(f)},
-		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "bench", New: pick(sink)})
+		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects,
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return f, nil }},
+		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "bench",
+			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return sink, nil }})
 	cfg, diags := schema.NewLoader().ParseSource("bench.hcl", []byte(graph), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		b.Fatal(diags)

@@ -204,11 +204,9 @@ func churnChild(ctx context.Context, args []string) error {
 }
 
 func churnRuntime(f *churnFeed, pin string, maxEntries int) (*engine.Runtime, error) {
-	pick := func(impl any) func(node.Build) (any, hcl.Diagnostics) {
-		return func(node.Build) (any, hcl.Diagnostics) { return impl, nil }
-	}
 	reg := node.NewRegistry(extract.Spec(), debounce.Spec(), ebpfmap.Spec(),
-		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects, New: pick(f)})
+		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects,
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return f, nil }})
 	cfg, diags := schema.NewLoader().ParseSource("churn.hcl", fmt.Appendf(nil, churnGraph, pin, maxEntries), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		return nil, diags

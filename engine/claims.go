@@ -21,7 +21,7 @@ func checkClaims(nodes []*Node) hcl.Diagnostics {
 	}
 	first := map[string]owner{}
 	for _, n := range nodes {
-		c, ok := n.Impl.(claimer)
+		c, ok := n.Impl().(claimer)
 		if !ok {
 			continue
 		}

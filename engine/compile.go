@@ -99,7 +99,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		diags = append(diags, g.project()...)
 	}
 	for _, n := range order {
-		if n.Impl != nil {
+		if n.Impl() != nil {
 			g.fingerprint(n, contents[n])
 		}
 	}
@@ -289,7 +289,7 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 			}
 			// The node's own errors too, so one run shows all of them; the
 			// node is not used.
-			_, d := n.Spec.New(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
+			_, d := n.Spec.Build(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
 			for _, e := range d {
 				if e.Severity == hcl.DiagError {
 					diags = append(diags, e)
@@ -301,15 +301,12 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 	if undecoded {
 		return n.Spec.Body.Check(content)
 	}
-	impl, d := n.Spec.New(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
+	built, d := n.Spec.Build(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
 	diags = append(diags, d...)
-	if d.HasErrors() || impl == nil {
+	if d.HasErrors() || built.Impl() == nil {
 		return diags
 	}
-	if err := checkImpl(n.Kind, impl); err != nil {
-		panic(fmt.Sprintf("%s: %v", n.Address, err)) // programmer error in the type's constructor
-	}
-	n.Impl = impl
+	n.Built = built
 	switch {
 	case n.Kind == node.KindSink:
 	case n.Spec.Output == node.SameAsInput:
@@ -318,22 +315,6 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 		n.Emits = n.Spec.Output
 	}
 	return diags
-}
-
-func checkImpl(k node.Kind, impl any) error {
-	var ok bool
-	switch k {
-	case node.KindSource:
-		_, ok = impl.(node.Source)
-	case node.KindTransform:
-		_, ok = impl.(node.Transform)
-	case node.KindSink:
-		_, ok = impl.(node.Sink)
-	}
-	if !ok {
-		return fmt.Errorf("constructor returned %T, which is not a node.%s", impl, k)
-	}
-	return nil
 }
 
 func accepts(list []node.DataType, t node.DataType) bool {

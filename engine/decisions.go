@@ -54,7 +54,7 @@ func newDecisions(g *Graph, log *slog.Logger) *decisions {
 func (d *decisions) setGates(g *Graph) {
 	gates := map[string]node.Gate{}
 	for _, n := range g.Nodes {
-		if gate, ok := n.Impl.(node.Gate); ok && n.Kind == node.KindSink {
+		if gate, ok := n.Sink.(node.Gate); ok {
 			gates[n.Address] = gate
 		}
 	}

@@ -22,19 +22,13 @@ func diffRegistry() *node.Registry {
 	}
 	tr := schema.Block{Attrs: []schema.Attribute{schema.Expr("key", "record")}}
 	sink := schema.Block{Attrs: []schema.Attribute{schema.String("pin")}}
-	build := func(b node.Build) (any, hcl.Diagnostics) {
-		switch {
-		case strings.HasPrefix(b.Address, "source."):
-			return newScriptSource(), nil
-		case strings.HasPrefix(b.Address, "transform."):
-			return passTransform{}, nil
-		}
-		return &memSinkStub{}, nil
-	}
 	return node.NewRegistry(
-		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, Body: src, New: build},
-		node.Spec{Kind: node.KindTransform, Type: "pass", Summary: "test", Output: node.SameAsInput, Body: tr, New: build},
-		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", Body: sink, New: build},
+		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, Body: src,
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return newScriptSource(), nil }},
+		node.Spec{Kind: node.KindTransform, Type: "pass", Summary: "test", Output: node.SameAsInput, Body: tr,
+			NewTransform: func(node.Build) (node.Transform, hcl.Diagnostics) { return passTransform{}, nil }},
+		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", Body: sink,
+			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return &memSinkStub{}, nil }},
 	)
 }
 

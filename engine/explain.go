@@ -222,7 +222,7 @@ func (r *Runtime) stage(n *Node, k node.Key, rec node.Record, ok bool) Stage {
 	if ok {
 		st.Value = rec.Value
 	}
-	if p, isPending := n.Impl.(node.PendingDue); isPending {
+	if p, isPending := n.Impl().(node.PendingDue); isPending {
 		st.PendingDelete, _ = p.PendingDue(k)
 	}
 	return st

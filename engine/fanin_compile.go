@@ -144,7 +144,7 @@ func checkKnownConflicts(nodes []*Node) hcl.Diagnostics {
 		seen := map[node.Key]int{} // key -> index of the first known input holding it
 		known := map[int]map[node.Key]node.Record{}
 		for i, in := range n.Inputs {
-			k, ok := in.Impl.(node.KnownRecords)
+			k, ok := in.Impl().(node.KnownRecords)
 			if !ok {
 				continue
 			}

@@ -377,16 +377,16 @@ func TestFanInProjection(t *testing.T) {
 		"transform.obj.u":    {paths: []string{"status.ip"}},
 		"transform.rec.next": {paths: []string{"metadata.labels"}},
 	}
-	pick := func(b node.Build) (any, hcl.Diagnostics) { return readers[b.Address], nil }
+	reader := func(b node.Build) (node.Transform, hcl.Diagnostics) { return readers[b.Address], nil }
 	reg := node.NewRegistry(
 		node.Spec{Kind: node.KindSource, Type: "objects", Summary: "test", Output: node.Objects,
-			New: func(b node.Build) (any, hcl.Diagnostics) {
+			NewSource: func(b node.Build) (node.Source, hcl.Diagnostics) {
 				return map[string]*projSource{"source.objects.x": x, "source.objects.y": y}[b.Address], nil
 			}},
-		node.Spec{Kind: node.KindTransform, Type: "obj", Summary: "test", Output: node.SameAsInput, New: pick},
-		node.Spec{Kind: node.KindTransform, Type: "rec", Summary: "test", Output: node.Records, New: pick},
+		node.Spec{Kind: node.KindTransform, Type: "obj", Summary: "test", Output: node.SameAsInput, NewTransform: reader},
+		node.Spec{Kind: node.KindTransform, Type: "rec", Summary: "test", Output: node.Records, NewTransform: reader},
 		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test",
-			New: func(node.Build) (any, hcl.Diagnostics) { return nodetest.NewMemSink(), nil }},
+			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return nodetest.NewMemSink(), nil }},
 	)
 	src := `
 source "objects" "x" {}

@@ -25,8 +25,9 @@ type Node struct {
 	Name    string
 	Spec    node.Spec
 	Block   *schema.NodeBlock
-	// Impl is the node.Source, node.Transform or node.Sink built by the spec.
-	Impl any
+	// Built holds the node.Source, node.Transform or node.Sink the spec
+	// built, in the field of Kind; all are nil when the node did not build.
+	node.Built
 	// Input is the upstream node of a transform or sink: its only input,
 	// or the first of Inputs.
 	Input *Node

@@ -41,7 +41,7 @@ func (r *Runtime) GraphState() GraphState {
 		} else if s, ok := r.sinks[n]; ok {
 			ns.Synced = s.started.Load()
 		}
-		if p, ok := n.Impl.(node.PendingLister); ok {
+		if p, ok := n.Impl().(node.PendingLister); ok {
 			ns.Pending = p.Pending()
 		}
 		out.Nodes = append(out.Nodes, ns)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -64,14 +65,26 @@ func (passTransform) Run(ctx context.Context, _ node.Env, in node.Input, out nod
 // testRegistry has a "script" source, a "pass" transform and a "mem" sink
 // whose implementations come from impls, keyed by address.
 func testRegistry(impls map[string]any) *node.Registry {
-	pick := func(b node.Build) (any, hcl.Diagnostics) { return impls[b.Address], nil }
 	return node.NewRegistry(
-		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, New: pick},
-		node.Spec{Kind: node.KindSource, Type: "objects", Summary: "test", Output: node.Objects, New: pick},
+		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, NewSource: pick[node.Source](impls)},
+		node.Spec{Kind: node.KindSource, Type: "objects", Summary: "test", Output: node.Objects, NewSource: pick[node.Source](impls)},
 		node.Spec{Kind: node.KindTransform, Type: "pass", Summary: "test", Output: node.SameAsInput,
-			New: func(node.Build) (any, hcl.Diagnostics) { return passTransform{}, nil }},
-		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", Accepts: []node.DataType{node.Records}, New: pick},
+			NewTransform: func(node.Build) (node.Transform, hcl.Diagnostics) { return passTransform{}, nil }},
+		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", Accepts: []node.DataType{node.Records}, NewSink: pick[node.Sink](impls)},
 	)
+}
+
+// pick returns a constructor that builds the node impls holds at the
+// node's address, or none when it holds none. A node of another kind
+// there is a mistake in the test.
+func pick[T any](impls map[string]any) func(node.Build) (T, hcl.Diagnostics) {
+	return func(b node.Build) (T, hcl.Diagnostics) {
+		impl, ok := impls[b.Address].(T)
+		if !ok && impls[b.Address] != nil {
+			panic(fmt.Sprintf("%s: the test's node is a %T", b.Address, impls[b.Address]))
+		}
+		return impl, nil
+	}
 }
 
 func compileText(t *testing.T, src string, impls map[string]any) (*Graph, hcl.Diagnostics) {

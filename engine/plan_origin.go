@@ -39,7 +39,7 @@ func (r *Runtime) traceOrigins() {
 func (r *Runtime) originOf(n *Node, k node.Key) (string, bool) {
 	if n.Kind == node.KindSource {
 		noun := n.Address
-		if nn, ok := n.Impl.(node.Noun); ok {
+		if nn, ok := n.Source.(node.Noun); ok {
 			noun = nn.Noun()
 		}
 		return noun + " " + k, true

@@ -17,7 +17,7 @@ import (
 // does and diffs it with what the target holds.
 func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*SinkPlan, error) {
 	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}}
-	target, err := n.Impl.(node.Sink).Open(ctx, env, node.ModePlan)
+	target, err := n.Sink.Open(ctx, env, node.ModePlan)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseOpen, err)
 	}
@@ -88,7 +88,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		sp.Projected = 0 // an append-only target holds no state to count
 	}
 	for up := n.Input; up != nil; up = up.Input {
-		if p, ok := up.Impl.(node.PendingLister); ok {
+		if p, ok := up.Impl().(node.PendingLister); ok {
 			sp.Pending = append(sp.Pending, p.Pending()...)
 		}
 	}

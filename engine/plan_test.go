@@ -222,7 +222,7 @@ func TestPlanPending(t *testing.T) {
 	src, empty := newScriptSource(), newScriptSource()
 	g := mustCompile(t, fmt.Sprintf(planGraph, true), map[string]any{"source.script.s": src, "source.script.empty": empty,
 		"sink.mem.m": nodetest.NewMemSink(), "sink.mem.log": nodetest.NewMemSink(), "sink.mem.none": nodetest.NewMemSink()})
-	g.Node("transform.pass.a").Impl = pendingPass{due: due}
+	g.Node("transform.pass.a").Transform = pendingPass{due: due}
 	src.ops <- func(o node.Output) { o.MarkSynced() }
 	empty.ops <- func(o node.Output) { o.MarkSynced() }
 	p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})

@@ -24,9 +24,9 @@ sink "later" "out" {
 	impls := map[string]any{"source.script.in": newScriptSource()}
 	reg := node.NewRegistry(
 		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records,
-			New: func(b node.Build) (any, hcl.Diagnostics) { return impls[b.Address], nil }},
+			NewSource: pick[node.Source](impls)},
 		node.Spec{Kind: node.KindSink, Type: "later", Summary: "test", Status: node.Planned,
-			New: func(b node.Build) (any, hcl.Diagnostics) { return node.PlannedSink{Address: b.Address}, nil }},
+			NewSink: func(b node.Build) (node.Sink, hcl.Diagnostics) { return node.PlannedSink{Address: b.Address}, nil }},
 	)
 	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {

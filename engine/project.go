@@ -18,7 +18,7 @@ import (
 func (g *Graph) project() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, n := range g.Nodes {
-		pr, ok := n.Impl.(node.Projector)
+		pr, ok := n.Source.(node.Projector)
 		if !ok || n.Emits != node.Objects {
 			continue
 		}
@@ -40,10 +40,10 @@ func reads(n *Node, p *node.Paths) hcl.Diagnostics {
 		if p.Whole() {
 			return diags
 		}
-		if c.Impl == nil { // did not build: its errors are reported
+		if c.Impl() == nil { // did not build: its errors are reported
 			continue
 		}
-		r, ok := c.Impl.(node.ObjectReader)
+		r, ok := c.Impl().(node.ObjectReader)
 		if !ok {
 			p.Merge(node.WholeObject())
 			continue

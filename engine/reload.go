@@ -202,7 +202,7 @@ func checkRunnable(g *Graph) error {
 		return errors.New("no graph")
 	}
 	for _, n := range g.Nodes {
-		if n.Impl == nil {
+		if n.Impl() == nil {
 			return fmt.Errorf("%s: not built; validate the configuration first", n.Address)
 		}
 		if n.Spec.Status == node.Planned {

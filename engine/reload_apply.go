@@ -76,7 +76,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 func claimSet(nodes []*Node) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range nodes {
-		if c, ok := n.Impl.(claimer); ok && n.Kind == node.KindSink {
+		if c, ok := n.Sink.(claimer); ok {
 			for _, cl := range c.Claims() {
 				out[cl.What+"\x00"+cl.Name] = true
 			}
@@ -86,7 +86,7 @@ func claimSet(nodes []*Node) map[string]bool {
 }
 
 func overlaps(n *Node, claims map[string]bool) bool {
-	if c, ok := n.Impl.(claimer); ok {
+	if c, ok := n.Impl().(claimer); ok {
 		for _, cl := range c.Claims() {
 			if claims[cl.What+"\x00"+cl.Name] {
 				return true
@@ -103,7 +103,7 @@ func (r *Runtime) openSinks(ctx context.Context, st *staging, handover bool) err
 		if n.Kind != node.KindSink || st.handover[n] != handover {
 			continue
 		}
-		t, err := n.Impl.(node.Sink).Open(ctx, r.env(n), node.ModeRun)
+		t, err := n.Sink.Open(ctx, r.env(n), node.ModeRun)
 		if err != nil {
 			return fmt.Errorf("%s: open target: %w", n.Address, err)
 		}
@@ -273,7 +273,7 @@ func (r *Runtime) clean(ctx context.Context, s *sinkLoop) {
 		return
 	}
 	env := node.Env{Logger: log, Health: nodeHealth{&health{}}, Address: s.n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
-	t, err := s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
+	t, err := s.n.Sink.Open(ctx, env, node.ModeRun)
 	if err != nil {
 		log.Error("removed sink not cleaned: open target", "err", err)
 		return

@@ -112,20 +112,19 @@ var dropAttr = schema.String("drop")
 // reloadRegistry is testRegistry plus a "drop" transform, a "broken" sink
 // and a "broken" source. Sources and sinks come from impls by address.
 func reloadRegistry(impls map[string]any) *node.Registry {
-	pick := func(b node.Build) (any, hcl.Diagnostics) { return impls[b.Address], nil }
 	return node.NewRegistry(
-		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, New: pick},
+		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, NewSource: pick[node.Source](impls)},
 		node.Spec{Kind: node.KindSource, Type: "broken", Summary: "test", Output: node.Records,
-			New: func(node.Build) (any, hcl.Diagnostics) { return brokenSource{}, nil }},
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return brokenSource{}, nil }},
 		node.Spec{Kind: node.KindTransform, Type: "drop", Summary: "test", Output: node.SameAsInput,
 			Body: schema.Block{Attrs: []schema.Attribute{dropAttr}},
-			New: func(b node.Build) (any, hcl.Diagnostics) {
+			NewTransform: func(b node.Build) (node.Transform, hcl.Diagnostics) {
 				d, _, diags := dropAttr.Get(b.Content)
 				return &dropTransform{drop: d}, diags
 			}},
-		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", New: pick},
+		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", NewSink: pick[node.Sink](impls)},
 		node.Spec{Kind: node.KindSink, Type: "broken", Summary: "test",
-			New: func(node.Build) (any, hcl.Diagnostics) { return brokenSink{}, nil }},
+			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return brokenSink{}, nil }},
 	)
 }
 

@@ -58,7 +58,7 @@ type Runtime struct {
 func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	var planned []string
 	for _, n := range g.Nodes {
-		if n.Impl == nil {
+		if n.Impl() == nil {
 			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
 		}
 		if n.Spec.Status == node.Planned {
@@ -288,21 +288,21 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 		env.Origins = o.record
 	}
 	r.mu.RUnlock()
-	switch impl := n.Impl.(type) {
-	case node.Source:
+	switch {
+	case n.Source != nil:
 		if r.sandbox {
 			<-ctx.Done() // the config test feeds the collection
 			return nil
 		}
-		return impl.Run(ctx, env, out)
-	case node.Transform:
+		return n.Source.Run(ctx, env, out)
+	case n.Transform != nil:
 		sub := in.subscribe(stats)
 		defer in.unsubscribe(sub)
-		return impl.Run(ctx, env, sub, out)
-	case node.Sink:
+		return n.Transform.Run(ctx, env, sub, out)
+	case n.Sink != nil:
 		return sl.run(ctx, env, stats)
 	}
-	return fmt.Errorf("%s: unknown implementation %T", n.Address, n.Impl)
+	return fmt.Errorf("%s: not built", n.Address)
 }
 
 // Readiness reports whether every source has synced and every sink is

@@ -225,5 +225,5 @@ func (s *sinkLoop) openTarget(ctx context.Context, env node.Env) (node.Target, e
 	if s.memOpen != nil {
 		return s.memOpen(ctx, env)
 	}
-	return s.n.Impl.(node.Sink).Open(ctx, env, node.ModeRun)
+	return s.n.Sink.Open(ctx, env, node.ModeRun)
 }

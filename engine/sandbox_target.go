@@ -27,7 +27,7 @@ type memTarget struct {
 // opener returns the sink loop's open function for n.
 func (m *memTarget) opener(n *Node) func(context.Context, node.Env) (node.Target, error) {
 	return func(_ context.Context, env node.Env) (node.Target, error) {
-		if enc, ok := n.Impl.(node.Encoder); ok {
+		if enc, ok := n.Sink.(node.Encoder); ok {
 			p, err := enc.Encoder(env)
 			if err != nil {
 				return nil, fmt.Errorf("%s: encoder: %w", n.Address, err)

@@ -69,11 +69,11 @@ func TestSandboxRunsInVirtualTime(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	reg := node.NewRegistry(
 		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records,
-			New: func(node.Build) (any, hcl.Diagnostics) { return newScriptSource(), nil }},
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return newScriptSource(), nil }},
 		node.Spec{Kind: node.KindTransform, Type: "hold", Summary: "test", Output: node.SameAsInput,
-			New: func(node.Build) (any, hcl.Diagnostics) { return holdTransform{hold: time.Hour}, nil }},
+			NewTransform: func(node.Build) (node.Transform, hcl.Diagnostics) { return holdTransform{hold: time.Hour}, nil }},
 		node.Spec{Kind: node.KindSink, Type: "enc", Summary: "test", Accepts: []node.DataType{node.Records},
-			New: func(node.Build) (any, hcl.Diagnostics) { return prefixEncoder{}, nil }},
+			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return prefixEncoder{}, nil }},
 	)
 	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(`
 source "script" "s" {}
@@ -158,11 +158,11 @@ func TestSandboxFailsOnNodeFailure(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	reg := node.NewRegistry(
 		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records,
-			New: func(node.Build) (any, hcl.Diagnostics) { return newScriptSource(), nil }},
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return newScriptSource(), nil }},
 		node.Spec{Kind: node.KindTransform, Type: "boom", Summary: "test", Output: node.SameAsInput,
-			New: func(node.Build) (any, hcl.Diagnostics) { return panicTransform{}, nil }},
+			NewTransform: func(node.Build) (node.Transform, hcl.Diagnostics) { return panicTransform{}, nil }},
 		node.Spec{Kind: node.KindSink, Type: "enc", Summary: "test", Accepts: []node.DataType{node.Records},
-			New: func(node.Build) (any, hcl.Diagnostics) { return prefixEncoder{}, nil }},
+			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return prefixEncoder{}, nil }},
 	)
 	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(`
 source "script" "s" {}

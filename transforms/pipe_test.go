@@ -72,7 +72,7 @@ func chain(tb testing.TB, out node.Output, stages ...stage) *pipe {
 	upstream := &node.Upstream{Address: "source.kubernetes.pods", Type: node.Objects}
 	done := make(chan error, len(stages))
 	for i, s := range stages {
-		tr := nodetest.MustBuild(tb, s.spec, "input = "+upstream.Address+"\n"+s.body, upstream).(node.Transform)
+		tr := nodetest.MustBuild(tb, s.spec, "input = "+upstream.Address+"\n"+s.body, upstream).Transform
 		var o node.Output = out
 		next := newPipe(ctx.Done())
 		if i < len(stages)-1 {

@@ -276,9 +276,9 @@ func staticRecords(t *testing.T, g *engine.Graph, addr string) map[string]any {
 	if n == nil {
 		t.Fatalf("no node %s", addr)
 	}
-	src, ok := n.Impl.(*static.Source)
+	src, ok := n.Source.(*static.Source)
 	if !ok {
-		t.Fatalf("%s is %T, not a static source", addr, n.Impl)
+		t.Fatalf("%s is %T, not a static source", addr, n.Impl())
 	}
 	out := map[string]any{}
 	for _, r := range src.Records() {
@@ -339,7 +339,7 @@ func checkLanguage(t *testing.T, g *engine.Graph) {
 	}
 	for _, addr := range []string{"sink.log.out", "sink.audit.trail", "sink.nats.events", "sink.nats_kv.state"} {
 		n := g.Node(addr)
-		if n == nil || n.Impl == nil || n.Input == nil || n.Input.Address != "source.static.values" {
+		if n == nil || n.Sink == nil || n.Input == nil || n.Input.Address != "source.static.values" {
 			t.Errorf("%s is not built from source.static.values: %+v", addr, n)
 		}
 	}

@@ -64,7 +64,7 @@ func writeDOT(w io.Writer, g *engine.Graph) {
 // reads describes what a selectively decoding source decodes: the fields
 // the graph reads, or whole objects.
 func reads(n *engine.Node) string {
-	if _, ok := n.Impl.(node.Projector); !ok {
+	if _, ok := n.Source.(node.Projector); !ok {
 		return ""
 	}
 	if n.Projection == nil {

@@ -64,7 +64,7 @@ func manifestInput(l *loaded) manifests.Input {
 	in := manifests.Input{Files: map[string][]byte{}}
 	for _, n := range l.graph.Nodes {
 		in.Needs = append(in.Needs, nodeNeeds(n)...)
-		if h, ok := n.Impl.(node.HostAccess); ok {
+		if h, ok := n.Impl().(node.HostAccess); ok {
 			in.Host = append(in.Host, h.HostNeeds())
 		}
 	}
@@ -75,7 +75,7 @@ func manifestInput(l *loaded) manifests.Input {
 }
 
 func nodeNeeds(n *engine.Node) []manifests.Need {
-	a, ok := n.Impl.(node.KubeAccess)
+	a, ok := n.Impl().(node.KubeAccess)
 	if !ok {
 		return nil
 	}

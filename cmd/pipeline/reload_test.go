@@ -265,7 +265,7 @@ func (s gatedSource) Run(ctx context.Context, _ node.Env, out node.Output) error
 func TestReloadSignalDuringReload(t *testing.T) {
 	gate, started := make(chan struct{}), make(chan struct{}, 1)
 	gated := node.Spec{Kind: node.KindSource, Type: "gated", Summary: "test", Output: node.Records,
-		New: func(node.Build) (any, hcl.Diagnostics) { return gatedSource{gate, started}, nil }}
+		NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return gatedSource{gate, started}, nil }}
 	reg := node.NewRegistry(static.Spec(), log.Spec(), gated)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "p.hcl")

@@ -138,7 +138,7 @@ type credentialChecker interface {
 func preflight(g *engine.Graph) error {
 	var errs []error
 	for _, n := range g.Nodes {
-		if c, ok := n.Impl.(credentialChecker); ok {
+		if c, ok := n.Impl().(credentialChecker); ok {
 			if err := c.CheckCredentials(); err != nil {
 				errs = append(errs, fmt.Errorf("%w (%s)", err, schema.Pos(n.Block.DeclRange)))
 			}

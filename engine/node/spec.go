@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -57,10 +58,89 @@ type Spec struct {
 	// Accepts lists what a transform or sink takes as input; empty means any.
 	Accepts []DataType
 	Status  Status
-	// New decodes and checks the block and returns a Source, Transform or
-	// Sink. It does no I/O and starts no goroutine, so validate and plan can
-	// build whole graphs cheaply.
-	New func(b Build) (any, hcl.Diagnostics)
+	// NewSource, NewTransform and NewSink construct a node of each kind;
+	// a spec sets exactly the one of its Kind. The constructor decodes and
+	// checks the block and returns the node with every diagnostic. It does
+	// no I/O and starts no goroutine, so validate and plan can build whole
+	// graphs cheaply.
+	NewSource    func(b Build) (Source, hcl.Diagnostics)
+	NewTransform func(b Build) (Transform, hcl.Diagnostics)
+	NewSink      func(b Build) (Sink, hcl.Diagnostics)
+}
+
+// Built is a node built by its Spec: the field of the spec's Kind holds
+// it and the others are nil. All are nil when the constructor returned
+// no node.
+type Built struct {
+	Source    Source
+	Transform Transform
+	Sink      Sink
+}
+
+// Impl returns the built node whatever its kind, or nil, for asserting
+// the optional interfaces a node may implement (Projector, Encoder,
+// KubeAccess …). Its role is its typed field, never an assertion.
+func (b Built) Impl() any {
+	switch {
+	case b.Source != nil:
+		return b.Source
+	case b.Transform != nil:
+		return b.Transform
+	case b.Sink != nil:
+		return b.Sink
+	}
+	return nil
+}
+
+// Build calls the constructor of s.Kind. Like NewRegistry, it panics
+// unless that constructor, and only it, is set.
+func (s Spec) Build(b Build) (Built, hcl.Diagnostics) {
+	if err := s.checkConstructors(); err != nil {
+		panic(fmt.Sprintf("node: %s %q: %v", s.Kind, s.Type, err))
+	}
+	var out Built
+	var diags hcl.Diagnostics
+	switch s.Kind {
+	case KindSource:
+		out.Source, diags = s.NewSource(b)
+	case KindTransform:
+		out.Transform, diags = s.NewTransform(b)
+	case KindSink:
+		out.Sink, diags = s.NewSink(b)
+	}
+	return out, diags
+}
+
+// checkConstructors says what is wrong with s's constructors: exactly the
+// one of s.Kind must be set.
+func (s Spec) checkConstructors() error {
+	var want string
+	var set []string
+	for _, c := range []struct {
+		kind Kind
+		name string
+		set  bool
+	}{
+		{KindSource, "NewSource", s.NewSource != nil},
+		{KindTransform, "NewTransform", s.NewTransform != nil},
+		{KindSink, "NewSink", s.NewSink != nil},
+	} {
+		if c.kind == s.Kind {
+			want = c.name
+		}
+		if c.set {
+			set = append(set, c.name)
+		}
+	}
+	switch {
+	case want == "":
+		return fmt.Errorf("unknown kind %q", s.Kind)
+	case len(set) == 0:
+		return fmt.Errorf("no constructor: set %s", want)
+	case len(set) > 1 || set[0] != want:
+		return fmt.Errorf("sets %s: set only %s", strings.Join(set, " and "), want)
+	}
+	return nil
 }
 
 // Build is what a constructor receives.
@@ -87,13 +167,17 @@ type Registry struct {
 	specs map[Kind]map[string]Spec
 }
 
-// NewRegistry builds a registry. It panics on a duplicate Kind+Type or a
-// Spec missing a required field: both are programmer errors.
+// NewRegistry builds a registry. It panics on a duplicate Kind+Type, a
+// Spec missing a required field, and a Spec whose constructor is not
+// exactly the one of its Kind: all are programmer errors.
 func NewRegistry(specs ...Spec) *Registry {
 	r := &Registry{specs: map[Kind]map[string]Spec{}}
 	for _, s := range specs {
-		if s.Kind == "" || s.Type == "" || s.Summary == "" || s.New == nil {
+		if s.Kind == "" || s.Type == "" || s.Summary == "" {
 			panic(fmt.Sprintf("node.NewRegistry: incomplete spec %q/%q", s.Kind, s.Type))
+		}
+		if err := s.checkConstructors(); err != nil {
+			panic(fmt.Sprintf("node.NewRegistry: %s %q: %v", s.Kind, s.Type, err))
 		}
 		if s.Kind != KindSink && s.Output == "" {
 			panic(fmt.Sprintf("node.NewRegistry: %s %q declares no Output", s.Kind, s.Type))

@@ -30,7 +30,7 @@ var up = &node.Upstream{Address: "source.static.x", Type: node.Records}
 func build(t testing.TB, dir, extra string) *Sink {
 	t.Helper()
 	body := fmt.Sprintf("input = source.static.x\npath = %q\n%s", filepath.Join(dir, "trail.jsonl"), extra)
-	return nodetest.MustBuild(t, Spec(), body, up).(*Sink)
+	return nodetest.MustBuild(t, Spec(), body, up).Sink.(*Sink)
 }
 
 func open(t testing.TB, s *Sink) (*target, *nodetest.HealthRecorder, *prometheus.Registry) {
@@ -190,7 +190,7 @@ func TestDigestWithoutValues(t *testing.T) {
 
 func TestStdout(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions()...)
-	s := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"-\"", up).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"-\"", up).Sink.(*Sink)
 	var out bytes.Buffer
 	s.Stdout = &out
 	tg, _, _ := open(t, s)

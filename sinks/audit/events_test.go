@@ -157,12 +157,12 @@ func TestEventsConfig(t *testing.T) {
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), "nope") {
 		t.Errorf("undeclared cluster: diagnostics %v", diags)
 	}
-	s := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"t\"\nevents {\n  ops = [\"delete\"]\n}\n", up).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"t\"\nevents {\n  ops = [\"delete\"]\n}\n", up).Sink.(*Sink)
 	want := []node.KubeRule{{Resource: "events", OwnNamespace: true, Verbs: []string{"create", "patch"}}}
 	if d := cmp.Diff(want, s.KubeRules()); d != "" {
 		t.Errorf("KubeRules (-want +got):\n%s", d)
 	}
-	if r := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"t\"\n", up).(*Sink).KubeRules(); r != nil {
+	if r := nodetest.MustBuild(t, Spec(), "input = source.static.x\npath = \"t\"\n", up).Sink.(*Sink).KubeRules(); r != nil {
 		t.Errorf("KubeRules without events = %v, want none", r)
 	}
 }

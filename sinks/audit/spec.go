@@ -47,8 +47,8 @@ func Spec() node.Spec {
 		Summary: "Appends every change and every engine decision to a tamper-evident JSON-lines trail.",
 		Doc: "Each line is chained to the one before it with SHA-256; `pipeline audit verify` checks the chain across rotated " +
 			"files and the checkpoint and names the first broken line. See the README's \"Audit trail\" section for the line format.",
-		Body: body,
-		New:  newSink,
+		Body:    body,
+		NewSink: newSink,
 	}
 }
 
@@ -67,7 +67,7 @@ type config struct {
 	events           *eventsConfig    // nil without an events block
 }
 
-func newSink(b node.Build) (any, hcl.Diagnostics) {
+func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	get := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	var c config

@@ -53,7 +53,7 @@ func newBenchState(b *testing.B) *benchState {
 	}
 	pin := fmt.Sprintf("/sys/fs/bpf/pipeline-bench-%d", os.Getpid())
 	b.Cleanup(func() { _ = os.RemoveAll(pin) })
-	s := nodetest.MustBuild(b, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nmax_entries = %d\nkey { type = \"ipv4\" }\nvalue {\n type = \"u32\"\n from = 1\n}", pin+"/m", 2*benchN), records).(*Sink)
+	s := nodetest.MustBuild(b, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nmax_entries = %d\nkey { type = \"ipv4\" }\nvalue {\n type = \"u32\"\n from = 1\n}", pin+"/m", 2*benchN), records).Sink.(*Sink)
 	env, _ := nodetest.Env(b, nil)
 	tg0, err := s.Open(context.Background(), env, node.ModeRun)
 	if err != nil {

@@ -47,7 +47,7 @@ func requireBPF(t *testing.T) string {
 
 func open(t *testing.T, body string) (*Target, *nodetest.HealthRecorder) {
 	t.Helper()
-	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body, records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body, records).Sink.(*Sink)
 	env, h := nodetest.Env(t, nil)
 	tg, err := s.Open(context.Background(), env, node.ModeRun)
 	if err != nil {
@@ -91,7 +91,7 @@ func TestCreateOpenMismatchRecreate(t *testing.T) {
 	}
 	tg.Close()
 
-	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body("u64", ""), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body("u64", ""), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	_, err := s.Open(context.Background(), env, node.ModeRun)
 	if err == nil || !strings.Contains(err.Error(), "value size is 4, declared 8") || !strings.Contains(err.Error(), pin) {
@@ -106,7 +106,7 @@ func TestCreateOpenMismatchRecreate(t *testing.T) {
 func TestPlanModeCreatesNothing(t *testing.T) {
 	dir := requireBPF(t)
 	pin := dir + "/absent"
-	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nkey { type = \"ipv4\" }\nvalue {\n type = \"u8\"\n from = 1\n}", pin), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nkey { type = \"ipv4\" }\nvalue {\n type = \"u8\"\n from = 1\n}", pin), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	tg, err := s.Open(context.Background(), env, node.ModePlan)
 	if err != nil {
@@ -301,7 +301,7 @@ func TestTargetSuite(t *testing.T) {
 // mount command, never at validate.
 func TestMissingBPFFSExplained(t *testing.T) {
 	dir := t.TempDir() // tmpfs or disk, not bpffs
-	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nkey { type = \"ipv4\" }\nvalue {\n type = \"u8\"\n from = 1\n}", dir+"/m"), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nkey { type = \"ipv4\" }\nvalue {\n type = \"u8\"\n from = 1\n}", dir+"/m"), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	_, err := s.Open(context.Background(), env, node.ModeRun)
 	if err == nil || !strings.Contains(err.Error(), "mount -t bpf bpf /sys/fs/bpf") {

@@ -26,7 +26,7 @@ key {
 value {
   type = "u32"
   from = record.value.id
-}`, records).(*Sink)
+}`, records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	enc, err := s.Encoder(env)
 	if err != nil {

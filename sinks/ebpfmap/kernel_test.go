@@ -160,7 +160,7 @@ func TestPlanModeOnExistingMap(t *testing.T) {
 		t.Fatalf("Actual of an empty map = %v, %v", a, err)
 	}
 	put(t, tg, rec("10.0.0.1", cty.EmptyObjectVal))
-	s := nodetest.MustBuild(t, Spec(), body, records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), body, records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	pt, err := s.Open(context.Background(), env, node.ModePlan)
 	if err != nil {
@@ -194,7 +194,7 @@ func TestMapFlags(t *testing.T) {
 		t.Fatalf("flags %#x, want %#x", got, want)
 	}
 	tg.Close()
-	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body(`[]`), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+body(`[]`), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	if _, err := s.Open(context.Background(), env, node.ModeRun); err == nil || !strings.Contains(err.Error(), "flags is 130, declared 0") {
 		t.Fatalf("flag mismatch error = %v", err)
@@ -217,7 +217,7 @@ func TestArrayIndexOutOfRange(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	dir := requireBPF(t)
 	reg := prometheus.NewRegistry()
-	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nmax_entries = 4\nkey { type = \"ipv4\" }\n%s", dir+"/met", u8Value), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = transform.extract.ips\npin = %q\nmax_entries = 4\nkey { type = \"ipv4\" }\n%s", dir+"/met", u8Value), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, reg)
 	tg0, err := s.Open(context.Background(), env, node.ModeRun)
 	if err != nil {

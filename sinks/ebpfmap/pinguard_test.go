@@ -24,7 +24,7 @@ func TestSecondWriterRefused(t *testing.T) {
 	dir := requireBPF(t)
 	pin := dir + "/shared"
 	first, _ := open(t, pinBody(pin))
-	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+pinBody(pin), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+pinBody(pin), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	_, err := s.Open(context.Background(), env, node.ModeRun)
 	if err == nil || !strings.Contains(err.Error(), "another pipeline") || !strings.Contains(err.Error(), pin) {
@@ -106,7 +106,7 @@ func TestPinIsDirectory(t *testing.T) {
 	if err := os.MkdirAll(dir+"/maps", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+pinBody(dir+"/maps"), records).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\n"+pinBody(dir+"/maps"), records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	_, err := s.Open(context.Background(), env, node.ModeRun)
 	if err == nil || !strings.Contains(err.Error(), "is a directory") || strings.Contains(err.Error(), "root") {

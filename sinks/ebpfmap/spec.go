@@ -45,7 +45,7 @@ func Spec() node.Spec {
 			Blocks: []*schema.BlockType{keyBlk, valueBlk},
 		},
 		Accepts: []node.DataType{node.Records},
-		New:     newSink,
+		NewSink: newSink,
 	}
 }
 
@@ -81,7 +81,7 @@ func flagNames() []string {
 	return names
 }
 
-func newSink(b node.Build) (any, hcl.Diagnostics) {
+func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	c := b.Content
 	s := &Sink{address: b.Address, ctx: c.Ctx}
 	var diags hcl.Diagnostics

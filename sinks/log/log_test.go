@@ -19,7 +19,7 @@ var up = &node.Upstream{Address: "source.static.x", Type: node.Records}
 func TestTargetSuite(t *testing.T) {
 	recs := []node.Record{{Key: "a", Value: cty.StringVal("1")}, {Key: "b", Value: cty.EmptyObjectVal}, {Key: "c", Value: cty.NumberIntVal(3)}}
 	nodetest.RunTargetSuite(t, func(t *testing.T) node.Target {
-		s := nodetest.MustBuild(t, Spec(), "input = source.static.x", up).(*Sink)
+		s := nodetest.MustBuild(t, Spec(), "input = source.static.x", up).Sink.(*Sink)
 		s.Out = &bytes.Buffer{}
 		tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)
 		if err != nil {
@@ -34,7 +34,7 @@ func TestFormats(t *testing.T) {
 		"text": {`+ 10.0.0.1 {"pod":"a"}`, `- 10.0.0.1`},
 		"json": {`"op":"upsert","time":`, `"key":"10.0.0.1","op":"delete"`},
 	} {
-		s := nodetest.MustBuild(t, Spec(), "input = source.static.x\nformat = \""+format+"\"", up).(*Sink)
+		s := nodetest.MustBuild(t, Spec(), "input = source.static.x\nformat = \""+format+"\"", up).Sink.(*Sink)
 		var buf bytes.Buffer
 		s.Out = &buf
 		tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)
@@ -55,7 +55,7 @@ func TestFormats(t *testing.T) {
 // An open error names the operation and path once.
 func TestOpenErrorNamedOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "out.log")
-	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\npath = %q", path), up).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\npath = %q", path), up).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	_, err := s.Open(context.Background(), env, node.ModeRun)
 	if err == nil || strings.Count(err.Error(), "open") != 1 || strings.Count(err.Error(), path) != 1 {

@@ -18,7 +18,7 @@ import (
 // no string redaction configured.
 func TestMarkedValuesMasked(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
-		s := nodetest.MustBuild(t, Spec(), "input = source.static.x\nformat = \""+format+"\"", up).(*Sink)
+		s := nodetest.MustBuild(t, Spec(), "input = source.static.x\nformat = \""+format+"\"", up).Sink.(*Sink)
 		var buf bytes.Buffer
 		s.Out = &buf
 		tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)

@@ -34,7 +34,7 @@ func Spec() node.Spec {
 		Type:    "log",
 		Summary: "Prints one line per delta, for debugging and demos.",
 		Body:    schema.Block{Attrs: []schema.Attribute{formatAttr, pathAttr}},
-		New:     newSink,
+		NewSink: newSink,
 	}
 }
 
@@ -60,7 +60,7 @@ func (s *Sink) Claims() []node.Claim {
 	return []node.Claim{{What: "log file", Name: filepath.Clean(s.path), Range: s.pathRange}}
 }
 
-func newSink(b node.Build) (any, hcl.Diagnostics) {
+func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	format, _, diags := formatAttr.Get(b.Content)
 	path, pathRange, d := pathAttr.Get(b.Content)
 	diags = append(diags, d...)

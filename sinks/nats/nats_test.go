@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func open(t *testing.T, srv *natstest.Server, extra string) *Target {
 	t.Helper()
 	body := fmt.Sprintf("input = transform.extract.ips\nurl = [%q]\nsubject = \"pods.${record.value.ns}\"\nreconnect_wait = \"50ms\"\n%s", srv.URL(), extra)
-	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Address: "transform.extract.ips", Type: node.Records}).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Address: "transform.extract.ips", Type: node.Records}).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	tg, err := s.Open(context.Background(), env, node.ModeRun)
 	if err != nil {

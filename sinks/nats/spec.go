@@ -38,7 +38,7 @@ func Spec() node.Spec {
 			"once the input syncs.",
 		Accepts: []node.DataType{node.Records},
 		Body:    body,
-		New:     newSink,
+		NewSink: newSink,
 	}
 }
 
@@ -54,7 +54,7 @@ type Sink struct {
 	ackTimeout time.Duration
 }
 
-func newSink(b node.Build) (any, hcl.Diagnostics) {
+func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s := &Sink{address: b.Address, ctx: b.Content.Ctx}
 	if b.Input != nil {
 		s.source = b.Input.Address

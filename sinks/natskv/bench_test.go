@@ -34,7 +34,7 @@ func BenchmarkMirror10k(b *testing.B) {
 	recs := benchRecords()
 	for i := 0; b.Loop(); i++ {
 		body := fmt.Sprintf("input = transform.extract.ips\nurl = %q\nbucket = \"m%d\"\nkey_prefix = \"v1.\"", srv.URL(), i)
-		s := nodetest.MustBuild(b, Spec(), body, &node.Upstream{Type: node.Records}).(*Sink)
+		s := nodetest.MustBuild(b, Spec(), body, &node.Upstream{Type: node.Records}).Sink.(*Sink)
 		env, _ := nodetest.Env(b, nil)
 		tg, err := s.Open(context.Background(), env, node.ModeRun)
 		if err != nil {

@@ -29,7 +29,7 @@ func open(t *testing.T, srv *natstest.Server, extra string) (*Target, string) {
 	t.Helper()
 	bucket := fmt.Sprintf("b%d", buckets.Add(1))
 	body := fmt.Sprintf("input = transform.extract.ips\nurl = [%q]\nbucket = %q\nkey_prefix = \"v1.\"\nreconnect_wait = \"50ms\"\n%s", srv.URL(), bucket, extra)
-	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Type: node.Records}).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Type: node.Records}).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	tg, err := s.Open(context.Background(), env, node.ModeRun)
 	if err != nil {
@@ -240,7 +240,7 @@ func TestRestartEmbedded(t *testing.T) { restartConverges(t, natstest.Embedded(t
 func TestPlanModeCreatesNothing(t *testing.T) {
 	srv := natstest.Embedded(t)
 	body := fmt.Sprintf("input = transform.extract.ips\nurl = %q\nbucket = \"planned\"", srv.URL())
-	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Type: node.Records}).(*Sink)
+	s := nodetest.MustBuild(t, Spec(), body, &node.Upstream{Type: node.Records}).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
 	tg, err := s.Open(context.Background(), env, node.ModePlan)
 	if err != nil {

@@ -46,7 +46,7 @@ func Spec() node.Spec {
 			"and in pipeline_node_nats_connected.",
 		Accepts: []node.DataType{node.Records},
 		Body:    body,
-		New:     newSink,
+		NewSink: newSink,
 	}
 }
 
@@ -62,7 +62,7 @@ type Sink struct {
 	timeout      time.Duration
 }
 
-func newSink(b node.Build) (any, hcl.Diagnostics) {
+func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s := &Sink{address: b.Address}
 	var diags hcl.Diagnostics
 	add := func(d hcl.Diagnostics) { diags = append(diags, d...) }

@@ -37,7 +37,7 @@ func build(t *testing.T, dir, body string) (*Source, hcl.Diagnostics) {
 	if d.HasErrors() {
 		return nil, d
 	}
-	n, d := spec.New(node.Build{Address: nb.Address(), Name: nb.Name, Content: content, Config: cfg})
+	n, d := spec.NewSource(node.Build{Address: nb.Address(), Name: nb.Name, Content: content, Config: cfg})
 	s, _ := n.(*Source)
 	return s, d
 }

@@ -45,8 +45,8 @@ func Spec() node.Spec {
 				kobject.IndexByAttr, kobject.IgnoreFieldsAttr, allowEmptyAttr, pollAttr},
 			Blocks: []*schema.BlockType{kobject.SelectorBlock},
 		},
-		Output: node.Objects,
-		New:    func(b node.Build) (any, hcl.Diagnostics) { return newSource(b) },
+		Output:    node.Objects,
+		NewSource: newSource,
 	}
 }
 
@@ -63,7 +63,7 @@ type Source struct {
 	allowEmpty bool
 }
 
-func newSource(b node.Build) (*Source, hcl.Diagnostics) {
+func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	s := &Source{address: b.Address}
 	paths, rng, diags := pathsAttr.Get(b.Content)
 	if len(paths) == 0 && !diags.HasErrors() {

@@ -18,7 +18,7 @@ import (
 // serviceAccountNamespace is where a pod reads its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// Source is a configured source "kubernetes". New only decodes; Run
+// Source is a configured source "kubernetes". NewSource only decodes; Run
 // connects, resolves the resource and watches it.
 type Source struct {
 	address string
@@ -74,7 +74,7 @@ func str(d *decoder, a *schema.Attr[string]) (string, hcl.Range) {
 	return v, rng
 }
 
-func newSource(b node.Build) (*Source, hcl.Diagnostics) {
+func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	d := &decoder{c: b.Content}
 	s := &Source{address: b.Address, nsFile: serviceAccountNamespace}
 	s.cluster = d.cluster(b.Config)

@@ -3,8 +3,6 @@ package kubernetes
 import (
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
 	"github.com/pipeline/pipeline/schema"
@@ -65,7 +63,7 @@ func Spec() node.Spec {
 				syncChangesAttr, disconnectAfterAttr, healthCheckAttr},
 			Blocks: []*schema.BlockType{kobject.SelectorBlock},
 		},
-		Output: node.Objects,
-		New:    func(b node.Build) (any, hcl.Diagnostics) { return newSource(b) },
+		Output:    node.Objects,
+		NewSource: newSource,
 	}
 }

@@ -39,7 +39,7 @@ func bucket(t *testing.T, srv *natstest.Server, name string) jetstream.KeyValue 
 // start runs the source until the test ends.
 func start(t *testing.T, body string) (*nodetest.Output, *nodetest.HealthRecorder) {
 	t.Helper()
-	s := nodetest.MustBuild(t, Spec(), body, nil).(*Source)
+	s := nodetest.MustBuild(t, Spec(), body, nil).Source.(*Source)
 	env, h := nodetest.Env(t, nil)
 	out := nodetest.NewOutput()
 	ctx, cancel := context.WithCancel(context.Background())

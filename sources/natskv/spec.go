@@ -27,9 +27,9 @@ func Spec() node.Spec {
 			"by the bucket's: only real differences flow downstream, so a server restart causes no churn. " +
 			"pipeline_source_nats_kv_revision_lag is the bucket's last revision minus the last one applied (with " +
 			"key_prefix it also counts revisions of other keys).",
-		Body:   body,
-		Output: node.Records,
-		New:    newSource,
+		Body:      body,
+		Output:    node.Records,
+		NewSource: newSource,
 	}
 }
 
@@ -41,7 +41,7 @@ type Source struct {
 	prefix  string
 }
 
-func newSource(b node.Build) (any, hcl.Diagnostics) {
+func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	s := &Source{address: b.Address}
 	conn, diags := natsconn.Decode(b.Content, b.Config.Dir)
 	s.conn = conn

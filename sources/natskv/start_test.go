@@ -43,7 +43,7 @@ func TestStartLogsNoWarning(t *testing.T) {
 	for i := range 200 {
 		put(t, kv, fmt.Sprintf("v1.10.0.%d.%d", i/256, i%256), `{"pod":"a"}`)
 	}
-	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("url = [%q]\nbucket = \"pods\"\nkey_prefix = \"v1.\"", srv.URL()), nil).(*Source)
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("url = [%q]\nbucket = \"pods\"\nkey_prefix = \"v1.\"", srv.URL()), nil).Source.(*Source)
 	env, _ := nodetest.Env(t, nil)
 	var logs lockedBuffer
 	env.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

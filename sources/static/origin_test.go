@@ -18,7 +18,7 @@ func TestOrigins(t *testing.T) {
   "10.0.0.0/8" = { n = 1 }
 
   ("192.168.0.0/16") = { n = 2 }
-}`, nil).(*Source)
+}`, nil).Source.(*Source)
 	got := map[string]int{}
 	for _, r := range src.KnownRecords() {
 		if r.Origin == nil || r.Origin.Source != "source.static.test" || filepath.Base(r.Origin.File) != "test.hcl" {
@@ -30,7 +30,7 @@ func TestOrigins(t *testing.T) {
 		t.Fatalf("origin lines (-want +got):\n%s", d)
 	}
 
-	computed := nodetest.MustBuild(t, Spec(), `records = { for c in ["a", "b"] : c => { n = 1 } }`, nil).(*Source)
+	computed := nodetest.MustBuild(t, Spec(), `records = { for c in ["a", "b"] : c => { n = 1 } }`, nil).Source.(*Source)
 	for _, r := range computed.Records() {
 		if r.Origin == nil || r.Origin.Line != 2 {
 			t.Fatalf("computed record %s: origin %+v, want the attribute's line 2", r.Key, r.Origin)

@@ -21,13 +21,13 @@ var recordsAttr = schema.Value("records").Required().
 // Spec declares source "static".
 func Spec() node.Spec {
 	return node.Spec{
-		Kind:    node.KindSource,
-		Type:    "static",
-		Summary: "Fixed records declared in the configuration.",
-		Doc:     "Emits its records once, marks itself synced and keeps them until the configuration changes.",
-		Body:    schema.Block{Attrs: []schema.Attribute{recordsAttr}},
-		Output:  node.Records,
-		New:     newSource,
+		Kind:      node.KindSource,
+		Type:      "static",
+		Summary:   "Fixed records declared in the configuration.",
+		Doc:       "Emits its records once, marks itself synced and keeps them until the configuration changes.",
+		Body:      schema.Block{Attrs: []schema.Attribute{recordsAttr}},
+		Output:    node.Records,
+		NewSource: newSource,
 	}
 }
 
@@ -36,7 +36,7 @@ type Source struct {
 	records []node.Record
 }
 
-func newSource(b node.Build) (any, hcl.Diagnostics) {
+func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	v, rng, diags := recordsAttr.Get(b.Content)
 	if diags.HasErrors() {
 		return nil, diags

@@ -24,7 +24,7 @@ func build(t *testing.T, records string) (*Source, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	n, diags := Spec().New(node.Build{Address: nb.Address(), Name: nb.Name, Content: content, Config: cfg})
+	n, diags := Spec().NewSource(node.Build{Address: nb.Address(), Name: nb.Name, Content: content, Config: cfg})
 	s, _ := n.(*Source)
 	return s, diags
 }

@@ -29,7 +29,7 @@ type rig struct {
 // synctest bubble.
 func start(t *testing.T, body string) *rig {
 	t.Helper()
-	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\n"+body, upstream).(*Transform)
+	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\n"+body, upstream).Transform.(*Transform)
 	r := &rig{in: nodetest.NewInput(1024), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 	env, _ := nodetest.Env(t, r.reg)
 	nodetest.RunTransform(t, tr, env, r.in, r.out)
@@ -248,7 +248,7 @@ func TestInvalidConfig(t *testing.T) {
 			t.Errorf("%s: want an error", body)
 		}
 	}
-	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x", upstream).(*Transform)
+	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x", upstream).Transform.(*Transform)
 	if tr.interval != 100*time.Millisecond || tr.maxWait != time.Second {
 		t.Fatalf("defaults: interval %s, max_wait %s", tr.interval, tr.maxWait)
 	}

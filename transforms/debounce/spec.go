@@ -35,15 +35,15 @@ func Spec() node.Spec {
 			"A resynchronisation replaces pending changes, which it already contains.\n\n" +
 			"Metrics: pipeline_debounce_flushes_total counts batches, and pipeline_debounce_deltas_total{op} counts their " +
 			"deltas by what they do downstream: created (a new key), modified (a key already written) or deleted.",
-		Body:   schema.Block{Attrs: []schema.Attribute{intervalAttr, maxWaitAttr}},
-		Output: node.SameAsInput,
-		New:    newTransform,
+		Body:         schema.Block{Attrs: []schema.Attribute{intervalAttr, maxWaitAttr}},
+		Output:       node.SameAsInput,
+		NewTransform: newTransform,
 	}
 }
 
 // newTransform reads interval and max_wait and checks that they make sense
 // together.
-func newTransform(b node.Build) (any, hcl.Diagnostics) {
+func newTransform(b node.Build) (node.Transform, hcl.Diagnostics) {
 	interval, irng, diags := intervalAttr.Get(b.Content)
 	maxWait, mrng, d := maxWaitAttr.Get(b.Content)
 	diags = append(diags, d...)

@@ -10,7 +10,7 @@ import (
 // BenchmarkEval measures the expressions of the flagship pod-IP extract
 // for one object. BenchmarkChain in package transforms measures the chain.
 func BenchmarkEval(b *testing.B) {
-	tr := nodetest.MustBuild(b, Spec(), "input = source.kubernetes.pods\n"+podIPs, objects).(*Transform)
+	tr := nodetest.MustBuild(b, Spec(), "input = source.kubernetes.pods\n"+podIPs, objects).Transform.(*Transform)
 	v, err := ctyconv.ToCty(map[string]any{
 		"metadata": map[string]any{"name": "a", "namespace": "shop", "labels": map[string]any{"app": "x"}},
 		"status":   map[string]any{"phase": "Running", "podIP": "10.0.0.1", "podIPs": []any{map[string]any{"ip": "10.0.0.1"}}},

@@ -56,7 +56,7 @@ type rig struct {
 // it inside a synctest bubble and synctest.Wait() before reading out.
 func start(t *testing.T, up *node.Upstream, body string) *rig {
 	t.Helper()
-	tr := nodetest.MustBuild(t, Spec(), "input = "+up.Address+"\n"+body, up).(*Transform)
+	tr := nodetest.MustBuild(t, Spec(), "input = "+up.Address+"\n"+body, up).Transform.(*Transform)
 	r := &rig{in: nodetest.NewInput(16), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 	env, _ := nodetest.Env(t, r.reg)
 	nodetest.RunTransform(t, tr, env, r.in, r.out)

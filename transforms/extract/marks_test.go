@@ -65,7 +65,7 @@ func TestSensitiveMarksCarryThrough(t *testing.T) {
 // secret is not parsed into the projection (which the graph shows); the
 // transform reads the traversal's subtree whole instead.
 func TestSensitiveJSONPathReadsWhole(t *testing.T) {
-	tr := nodetest.MustBuild(t, Spec(), "input = source.kubernetes.pods\nkey = \"k\"", objects).(*Transform)
+	tr := nodetest.MustBuild(t, Spec(), "input = source.kubernetes.pods\nkey = \"k\"", objects).Transform.(*Transform)
 	ctx := tr.ctx.NewChild()
 	ctx.Functions = tr.ctx.Functions
 	ctx.Variables = map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{

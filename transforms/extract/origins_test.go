@@ -18,7 +18,7 @@ import (
 // deltas alike.
 func TestOriginsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := nodetest.MustBuild(t, Spec(), "input = "+objects.Address+"\n"+podIPs, objects).(*Transform)
+		tr := nodetest.MustBuild(t, Spec(), "input = "+objects.Address+"\n"+podIPs, objects).Transform.(*Transform)
 		r := &rig{in: nodetest.NewInput(16), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 		env, _ := nodetest.Env(t, r.reg)
 		var mu sync.Mutex

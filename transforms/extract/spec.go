@@ -44,16 +44,16 @@ func Spec() node.Spec {
 			"Several objects may yield the same key (two hostNetwork pods share their node's IP): the record exists while " +
 			"any of them yields it, and its value is the one yielded by the object with the smallest key, so deleting one " +
 			"pod never removes an IP another pod still uses.",
-		Body:    schema.Block{Attrs: []schema.Attribute{whereAttr, forEachAttr, keyAttr, valueAttr}},
-		Output:  node.Records,
-		Accepts: []node.DataType{node.Objects, node.Records},
-		New:     newTransform,
+		Body:         schema.Block{Attrs: []schema.Attribute{whereAttr, forEachAttr, keyAttr, valueAttr}},
+		Output:       node.Records,
+		Accepts:      []node.DataType{node.Objects, node.Records},
+		NewTransform: newTransform,
 	}
 }
 
 // newTransform reads the expressions through their handles, with jsonpath()
 // in the evaluation context so literal templates are checked now.
-func newTransform(b node.Build) (any, hcl.Diagnostics) {
+func newTransform(b node.Build) (node.Transform, hcl.Diagnostics) {
 	c := *b.Content
 	c.Ctx = withJSONPath(b.Content.Ctx)
 	t := &Transform{address: b.Address, ctx: c.Ctx}

@@ -32,7 +32,7 @@ type rig struct {
 // a synctest bubble.
 func start(t *testing.T, where string) *rig {
 	t.Helper()
-	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\nwhere = "+where, up).(*Transform)
+	tr := nodetest.MustBuild(t, Spec(), "input = source.static.x\nwhere = "+where, up).Transform.(*Transform)
 	r := &rig{in: nodetest.NewInput(8), out: nodetest.NewOutput(), reg: prometheus.NewRegistry()}
 	env, _ := nodetest.Env(t, r.reg)
 	nodetest.RunTransform(t, tr, env, r.in, r.out)

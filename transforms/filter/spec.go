@@ -24,7 +24,7 @@ func Spec() node.Spec {
 			"Use try() for fields that may be missing: `try(record.value.labels.tier, \"\") == \"web\"`.",
 		Body:   schema.Block{Attrs: []schema.Attribute{whereAttr}},
 		Output: node.SameAsInput,
-		New: func(b node.Build) (any, hcl.Diagnostics) {
+		NewTransform: func(b node.Build) (node.Transform, hcl.Diagnostics) {
 			e, _, diags := whereAttr.Get(b.Content)
 			return &Transform{address: b.Address, where: e, ctx: b.Content.Ctx}, diags
 		},

@@ -32,7 +32,7 @@ type rig struct {
 
 func build(t *testing.T, delay string) *Transform {
 	t.Helper()
-	return nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\ndelay = %q", delay), upstream).(*Transform)
+	return nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\ndelay = %q", delay), upstream).Transform.(*Transform)
 }
 
 // run runs tr on a fresh input and output until stop or the end of the

@@ -30,7 +30,7 @@ func Spec() node.Spec {
 			"memory only (one timer serves them all), about 100 bytes each beyond the record itself.",
 		Body:   schema.Block{Attrs: []schema.Attribute{delayAttr}},
 		Output: node.SameAsInput,
-		New: func(b node.Build) (any, hcl.Diagnostics) {
+		NewTransform: func(b node.Build) (node.Transform, hcl.Diagnostics) {
 			d, _, diags := delayAttr.Get(b.Content)
 			return &Transform{address: b.Address, delay: d, passed: map[node.Key]cty.Value{}, pending: newQueue()}, diags
 		},

@@ -16,26 +16,27 @@ import (
 // Build decodes body (the inside of a block, as HCL text) against spec and
 // calls its constructor. Input, when non-nil, is what the node's input emits.
 // Diagnostics are returned, not fatal, so tests can check them.
-func Build(t testing.TB, spec node.Spec, body string, input *node.Upstream) (any, hcl.Diagnostics) {
+func Build(t testing.TB, spec node.Spec, body string, input *node.Upstream) (node.Built, hcl.Diagnostics) {
 	t.Helper()
 	src := string(spec.Kind) + ` "` + spec.Type + `" "test" {` + "\n" + body + "\n}\n"
 	l := schema.NewLoader()
 	cfg, diags := l.ParseSource(t.TempDir()+"/test.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
-		return nil, diags
+		return node.Built{}, diags
 	}
 	nb := cfg.Nodes[0]
 	content, d := schema.Decode(nb.Body, spec.FullBody(), cfg.Ctx, nb.DeclRange)
 	diags = append(diags, d...)
 	if d.HasErrors() {
-		return nil, diags
+		return node.Built{}, diags
 	}
-	n, d := spec.New(node.Build{Address: nb.Address(), Name: nb.Name, Content: content, Input: input, Config: cfg})
+	n, d := spec.Build(node.Build{Address: nb.Address(), Name: nb.Name, Content: content, Input: input, Config: cfg})
 	return n, append(diags, d...)
 }
 
-// MustBuild is Build that fails the test on any error diagnostic.
-func MustBuild(t testing.TB, spec node.Spec, body string, input *node.Upstream) any {
+// MustBuild is Build that fails the test on any error diagnostic. The
+// node is in the field of spec.Kind: MustBuild(…).Sink.(*Sink).
+func MustBuild(t testing.TB, spec node.Spec, body string, input *node.Upstream) node.Built {
 	t.Helper()
 	n, diags := Build(t, spec, body, input)
 	if diags.HasErrors() {
