@@ -115,7 +115,8 @@ func timed(d *time.Duration, f func()) {
 //   - floor: one raw BatchUpdate of the 100,000 pre-encoded keys;
 //   - update: the Target's write path, Update of the 100,000 prepared
 //     entries into the empty map (goal: <= 1.25x floor);
-//   - empty: a full reconcile into the empty map (Actual, diff, Update);
+//   - empty: a full reconcile into the empty map, and its parts (read,
+//     diff, write);
 //   - drift1pct: a full reconcile of the full map after 1% drift, and its
 //     parts: actual (the read), diff (the engine's loop, inlined: a node
 //     package does not import the engine) and write;
@@ -124,7 +125,8 @@ func timed(d *time.Duration, f func()) {
 // Prepare's cost is reported once, per record.
 func BenchmarkInitialReconcile(b *testing.B) {
 	st := newBenchState(b)
-	var floor, update, empty, drift, actual, diff, write, perKey time.Duration
+	var floor, update, empty, drift, perKey time.Duration
+	var eActual, eDiff, eWrite, actual, diff, write time.Duration
 	for b.Loop() {
 		st.clear(b)
 		timed(&floor, func() {
@@ -135,7 +137,7 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		st.clear(b)
 		timed(&update, func() { mustWrite(b, st.tg.Update, st.entries) })
 		st.clear(b)
-		timed(&empty, func() { reconcile(b, st, nil, nil, nil) })
+		timed(&empty, func() { reconcile(b, st, &eActual, &eDiff, &eWrite) })
 		st.drift()
 		timed(&drift, func() { reconcile(b, st, &actual, &diff, &write) })
 		st.clear(b)
@@ -151,7 +153,8 @@ func BenchmarkInitialReconcile(b *testing.B) {
 	for _, m := range []struct {
 		d    time.Duration
 		unit string
-	}{{floor, "floor"}, {update, "update"}, {empty, "empty"}, {drift, "drift1pct"}, {actual, "drift-actual"},
+	}{{floor, "floor"}, {update, "update"}, {empty, "empty"}, {eActual, "empty-actual"}, {eDiff, "empty-diff"},
+		{eWrite, "empty-write"}, {drift, "drift1pct"}, {actual, "drift-actual"},
 		{diff, "drift-diff"}, {write, "drift-write"}, {perKey, "put-per-key"}} {
 		b.ReportMetric(float64(m.d.Nanoseconds())/n, m.unit+"-ns/op")
 	}
