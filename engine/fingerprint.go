@@ -28,20 +28,41 @@ import (
 // Fingerprints are made of SHA-256 digests only. A sensitive value (an
 // attribute declared Sensitive, a sensitive variable, a cluster token)
 // enters them through an HMAC keyed with a secret drawn when the process
-// starts, so no fingerprint can be used to guess a secret; the price is
-// that fingerprints of sensitive nodes compare only within one process.
+// starts, so no fingerprint can be used to guess a secret. Fingerprints of
+// sensitive nodes therefore compare only between processes that share the
+// key: `pipeline run` writes its key to a file only its user can read, and
+// `pipeline plan --against` on the same machine uses it (UseFingerprintKey).
 
 // engineOnlyAttrs are common attributes the engine reads when it removes a
 // node, not while it runs: changing one alone keeps the node running.
 var engineOnlyAttrs = map[string]bool{node.OnRemoveAttr.Info().Name: true}
 
 var fingerprintKey = func() []byte {
-	k := make([]byte, 32)
+	k := make([]byte, FingerprintKeySize)
 	if _, err := rand.Read(k); err != nil {
 		panic(fmt.Sprintf("engine: no randomness for fingerprint keys: %v", err)) // the platform is broken
 	}
 	return k
 }()
+
+// FingerprintKeySize is the size of a fingerprint key.
+const FingerprintKeySize = 32
+
+// FingerprintKey returns the key this process digests sensitive parts of
+// fingerprints with.
+func FingerprintKey() []byte { return append([]byte(nil), fingerprintKey...) }
+
+// UseFingerprintKey makes this process digest sensitive parts with k, the
+// key of a running instance, so that the fingerprints of the nodes holding
+// a secret compare with that instance's. Call it before compiling a graph;
+// graphs compiled before keep their fingerprints.
+func UseFingerprintKey(k []byte) error {
+	if len(k) != FingerprintKeySize {
+		return fmt.Errorf("fingerprint key of %d bytes, want %d", len(k), FingerprintKeySize)
+	}
+	fingerprintKey = append([]byte(nil), k...)
+	return nil
+}
 
 func digest(parts ...string) string {
 	h := sha256.New()

@@ -13,6 +13,11 @@ import (
 // the admin endpoint.
 type GraphState struct {
 	Nodes []NodeState `json:"nodes"`
+	// FingerprintKeyFile is where the instance keeps the key of the
+	// sensitive parts of its fingerprints, readable only by its user
+	// (empty: nowhere). A plan on the same machine as that user reads it
+	// to compare the nodes that hold a secret.
+	FingerprintKeyFile string `json:"fingerprint_key_file,omitempty"`
 }
 
 // NodeState is one node of a GraphState.

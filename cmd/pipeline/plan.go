@@ -64,10 +64,23 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if f.maxEntries < 0 {
 		return fmt.Errorf("--max-entries %d: give a number of changes, or 0 for counts only", f.maxEntries)
 	}
+	var reload *reloadPlan
+	if f.against != "" {
+		// The instance's fingerprint key must be in use before the
+		// planned graph compiles (fpkey.go).
+		var err error
+		if reload, err = fetchGraph(ctx, f.against); err != nil {
+			return err
+		}
+		reload.keyErr = useInstanceKey(reload.running)
+	}
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
 		writeDiagsText(stderr, l.files, l.diags)
 		return exitError{1}
+	}
+	if reload != nil {
+		reload.compare(l.graph)
 	}
 	if err := preflight(l.graph); err != nil {
 		return err
@@ -82,12 +95,6 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 		p := &progress{w: stderr}
 		opts.Progress = p.show
 		defer p.done()
-	}
-	var reload *reloadPlan
-	if f.against != "" {
-		if reload, err = fetchGraph(ctx, f.against, l.graph); err != nil {
-			return err
-		}
 	}
 	plan, err := engine.Plan(ctx, l.graph, opts)
 	if err != nil {

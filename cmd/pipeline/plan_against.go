@@ -19,11 +19,14 @@ type reloadPlan struct {
 	against string
 	diff    engine.GraphDiff
 	running engine.GraphState
+	// keyErr says why the plan could not use the instance's fingerprint
+	// key: nodes holding a secret then show as rebuilt.
+	keyErr error
 }
 
 // fetchGraph asks a running `pipeline run` for its graph (GET /graph on
-// its --listen address) and compares the planned graph with it.
-func fetchGraph(ctx context.Context, base string, g *engine.Graph) (*reloadPlan, error) {
+// its --listen address).
+func fetchGraph(ctx context.Context, base string) (*reloadPlan, error) {
 	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/graph")
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--against %q: give the admin address of a running pipeline, such as http://127.0.0.1:9464", base)
@@ -47,8 +50,11 @@ func fetchGraph(ctx context.Context, base string, g *engine.Graph) (*reloadPlan,
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("plan: read the running graph: GET %s: %w", u, err)
 	}
-	return &reloadPlan{against: base, diff: engine.DiffGraphs(st.Graph(), g), running: st}, nil
+	return &reloadPlan{against: base, running: st}, nil
 }
+
+// compare sets the node diff of a reload of the instance to g.
+func (rp *reloadPlan) compare(g *engine.Graph) { rp.diff = engine.DiffGraphs(rp.running.Graph(), g) }
 
 var reloadMarks = map[engine.Action]string{engine.Added: "+", engine.Rebuilt: "~", engine.Removed: "-", engine.Kept: "="}
 
@@ -69,6 +75,9 @@ func (v textPlan) writeReload(b *strings.Builder, rp *reloadPlan) {
 		fmt.Fprintln(b, line)
 	}
 	fmt.Fprintf(b, "  = %d nodes unchanged, kept running with their state\n", kept)
+	if rp.keyErr != nil {
+		fmt.Fprintf(b, "  note: nodes holding a secret show as rebuilt: the instance's fingerprint key could not be read (%v); run plan on its machine as its user\n", rp.keyErr)
+	}
 	if len(rp.diff.Relist) > 0 {
 		fmt.Fprintf(b, "  sources that would list afresh: %s\n", strings.Join(rp.diff.Relist, ", "))
 	}
@@ -80,9 +89,12 @@ func (v textPlan) writeReload(b *strings.Builder, rp *reloadPlan) {
 }
 
 type reloadDoc struct {
-	Against string        `json:"against"`
-	Nodes   []nodeDiffDoc `json:"nodes"`
-	Relist  []string      `json:"relist"`
+	Against string `json:"against"`
+	// SecretsCompared is false when the instance's fingerprint key could
+	// not be read: nodes holding a secret then show as rebuilt.
+	SecretsCompared bool          `json:"secrets_compared"`
+	Nodes           []nodeDiffDoc `json:"nodes"`
+	Relist          []string      `json:"relist"`
 	// Pending are the deletions the running instance's grace periods hold.
 	Pending []pendingDoc `json:"pending_deletions"`
 }
@@ -104,7 +116,7 @@ func reloadJSON(rp *reloadPlan) *reloadDoc {
 	if rp == nil {
 		return nil
 	}
-	d := &reloadDoc{Against: rp.against, Nodes: []nodeDiffDoc{}, Relist: rp.diff.Relist}
+	d := &reloadDoc{Against: rp.against, Nodes: []nodeDiffDoc{}, Relist: rp.diff.Relist, SecretsCompared: rp.keyErr == nil}
 	for _, n := range rp.diff.Nodes {
 		nd := nodeDiffDoc{Address: n.Address, Kind: string(n.Kind), Action: string(n.Action), Changed: n.Changed}
 		if nd.Changed == nil {

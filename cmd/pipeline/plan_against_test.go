@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -171,5 +173,119 @@ func TestPlanAgainstMatchesReload(t *testing.T) {
 	slices.Sort(done)
 	if diff := cmp.Diff(plannedActions, done); diff != "" {
 		t.Errorf("planned node actions vs the reload's (-plan +reload):\n%s", diff)
+	}
+}
+
+const againstSecret = `
+variable "token" {
+  type      = string
+  sensitive = true
+  default   = "s3cret-token-value"
+}
+source "static" "sec" {
+  records = { k = { t = var.token } }
+}
+sink "log" "sec" {
+  input = source.static.sec
+  path  = "sec.log"
+}
+source "static" "plain" {
+  records = { a = 1 }
+}
+sink "log" "plain" {
+  input = source.static.plain
+  path  = "plain.log"
+}
+`
+
+// TestPlanAgainstSecretNodes: a plan in another process compares the nodes
+// that hold a secret with the running instance's through the key file the
+// instance names in /graph, so it keeps them as the reload then does; a
+// plan that cannot read the file shows them as rebuilt and says why.
+func TestPlanAgainstSecretNodes(t *testing.T) {
+	bin, err := exec.LookPath("pipeline") // the test binary, installed by TestMain
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // where the instance writes its key
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	writeConfig(t, cfg, againstSecret)
+	w := runWatched(t, cfg)
+	var st struct {
+		KeyFile string `json:"fingerprint_key_file"`
+	}
+	if err := json.Unmarshal([]byte(get(t, w.client, "http://"+w.addr+"/graph")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(st.KeyFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %q: %v (want mode 0600)", st.KeyFile, err)
+	}
+
+	newCfg := strings.Replace(againstSecret, "records = { a = 1 }", "records = { a = 2 }", 1)
+	planned := filepath.Join(t.TempDir(), "new.hcl")
+	writeConfig(t, planned, newCfg)
+	plan := func() (map[string]string, bool, string) {
+		t.Helper()
+		out, err := exec.Command(bin, "plan", "--json", "--against", "http://"+w.addr, planned).Output()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("plan: %v (want exit 2)\n%s", err, out)
+		}
+		var doc struct {
+			Reload struct {
+				Nodes []struct {
+					Address, Action string
+				} `json:"nodes"`
+				SecretsCompared bool `json:"secrets_compared"`
+			} `json:"reload"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		actions := map[string]string{}
+		for _, n := range doc.Reload.Nodes {
+			actions[n.Address] = n.Action
+		}
+		return actions, doc.Reload.SecretsCompared, string(out)
+	}
+	actions, compared, out := plan()
+	if !compared || actions["source.static.sec"] != "kept" || actions["sink.log.sec"] != "kept" || actions["source.static.plain"] != "rebuilt" {
+		t.Fatalf("plan with the instance's key: compared=%v actions %v\n%s", compared, actions, out)
+	}
+	if strings.Contains(out, "s3cret-token-value") {
+		t.Fatalf("the plan shows the secret:\n%s", out)
+	}
+
+	// Without the key file the secret nodes cannot be compared.
+	key, err := os.ReadFile(st.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(st.KeyFile); err != nil {
+		t.Fatal(err)
+	}
+	actions, compared, out = plan()
+	if compared || actions["source.static.sec"] != "rebuilt" {
+		t.Fatalf("plan without the key: compared=%v actions %v\n%s", compared, actions, out)
+	}
+	text, _ := exec.Command(bin, "plan", "--against", "http://"+w.addr, planned).Output()
+	if !strings.Contains(string(text), "nodes holding a secret show as rebuilt") {
+		t.Errorf("the text plan does not say why secret nodes show as rebuilt:\n%s", text)
+	}
+	if err := os.WriteFile(st.KeyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The reload does what the plan with the key said.
+	saveFile(t, cfg, newCfg)
+	recs := w.settle(t, 1)
+	if recs[0].Result != "applied" {
+		t.Fatalf("reload %s: %s", recs[0].Result, recs[0].Error)
+	}
+	for _, n := range recs[0].Nodes {
+		if want := map[string]string{"source.static.sec": "kept", "sink.log.sec": "kept", "source.static.plain": "rebuilt"}[n.Address]; want != "" && string(n.Action) != want {
+			t.Errorf("reload: %s %s, want %s", n.Address, n.Action, want)
+		}
 	}
 }

@@ -325,7 +325,7 @@ func checkPlanJSON(t *testing.T, out, ns string) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("map changes (-want +got):\n%s", diff)
 	}
-	if doc.FormatVersion != "1.0" || doc.Summary["add"] != 1 || doc.Summary["change"] != 1 || doc.Summary["remove"] != 1 || doc.Summary["emit"] != 3 {
+	if doc.FormatVersion != "1.1" || doc.Summary["add"] != 1 || doc.Summary["change"] != 1 || doc.Summary["remove"] != 1 || doc.Summary["emit"] != 3 {
 		t.Errorf("format_version %q, summary %v", doc.FormatVersion, doc.Summary)
 	}
 }

@@ -110,7 +110,13 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 		return err
 	}
 	if f.listen != "" {
-		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, metrics.NodeGatherer()}, rt, secrets)
+		keyFile, removeKey, err := writeFingerprintKey("")
+		if err != nil {
+			logger.Warn("plan --against will show nodes holding a secret as rebuilt", "err", err)
+		} else {
+			defer removeKey()
+		}
+		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, metrics.NodeGatherer()}, rt, secrets, keyFile)
 		if err != nil {
 			return err
 		}
@@ -195,7 +201,9 @@ func redactor(r *redact.Redactor) func([]string, slog.Attr) slog.Attr {
 	}
 }
 
-func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *redact.Redactor) (*http.Server, error) {
+// serveHTTP serves the admin endpoint; keyFile is where the fingerprint
+// key is for GET /graph to name (fpkey.go).
+func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *redact.Redactor, keyFile string) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin endpoint: %w", err) // the error names the address
@@ -207,7 +215,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("/reloads", reloadsHandler(rt, secrets))
-	mux.Handle("/graph", graphHandler(rt, secrets))
+	mux.Handle("/graph", graphHandler(rt, secrets, keyFile))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		r := rt.Readiness()
 		for i := range r.Nodes {
