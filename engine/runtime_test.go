@@ -218,6 +218,35 @@ func testDriftRepairedAtResync(t *testing.T, encoded bool) {
 	})
 }
 
+// TestFailedKeyNoLongerWantedForgotten: a key whose write keeps failing
+// and that the input then drops needs nothing more: its failure goes
+// (no retry, no failing status, nothing kept for it).
+func TestFailedKeyNoLongerWantedForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		sink.FailKey = func(k node.Key) bool { return k == "bad" }
+		h := start(t, true, 0, sink)
+		h.send(func(o node.Output) {
+			o.Replace([]node.Record{{Key: "good", Value: str("1")}, {Key: "bad", Value: str("2")}})
+			o.MarkSynced()
+		})
+		synctest.Wait()
+		if st := h.rt.Readiness(); st.Ready {
+			t.Fatalf("sink with a failing entry reported ready: %+v", st)
+		}
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("bad", time.Now())}) })
+		time.Sleep(time.Second) // the retry comes due and finds nothing to do
+		synctest.Wait()
+		if st := h.rt.Readiness(); !st.Ready {
+			t.Fatalf("a key the input dropped still counts as failing: %+v", st)
+		}
+		if e := h.rt.Explain(context.Background(), "bad"); len(e.Entries) != 0 {
+			t.Fatalf("the sink still keeps state for a dropped key: %+v", e.Entries)
+		}
+		h.shutdown()
+	})
+}
+
 func TestFailedEntriesRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()

@@ -297,8 +297,8 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 }
 
 // decide appends what key ks needs (reconcile.Decide) to ups or dels; a
-// key that needs nothing forgets its change time and, when it holds
-// nothing worth keeping, its state.
+// key that needs nothing forgets its change time and its write failure
+// and, when it holds nothing worth keeping, its state.
 func (s *sinkLoop) decide(ks *keyState, ups, dels []node.Entry) ([]node.Entry, []node.Entry) {
 	switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
@@ -306,7 +306,9 @@ func (s *sinkLoop) decide(ks *keyState, ups, dels []node.Entry) ([]node.Entry, [
 	case reconcile.Delete:
 		dels = append(dels, ks.have)
 	default:
-		ks.changed = time.Time{}
+		// Nothing to do: a failure of an earlier write is moot too.
+		s.retries.remove(ks)
+		ks.changed, ks.fail = time.Time{}, nil
 		s.forget(ks)
 	}
 	return ups, dels
