@@ -43,6 +43,10 @@ type template struct {
 	// rewrites the parse tree while it walks a range, so such a template is
 	// parsed again for every call.
 	reuse bool
+	// fields is set for a template that is one action made of field names
+	// only ({.status.podIP}): eval then walks the value itself instead of
+	// converting the whole value to Go first.
+	fields []string
 }
 
 // parseTemplate parses a template and classifies it.
@@ -52,6 +56,7 @@ func parseTemplate(src string) (*template, error) {
 		return nil, err
 	}
 	t := &template{reuse: true}
+	t.fields = fieldChain(p.Root)
 	for _, n := range p.Root.Nodes {
 		list, ok := n.(*jsonpath.ListNode)
 		if !ok {
@@ -69,6 +74,59 @@ func parseTemplate(src string) (*template, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// fieldChain returns the field names of a template that is one action of
+// field names only, else nil.
+func fieldChain(root *jsonpath.ListNode) []string {
+	if len(root.Nodes) != 1 {
+		return nil
+	}
+	list, ok := root.Nodes[0].(*jsonpath.ListNode)
+	if !ok || len(list.Nodes) == 0 {
+		return nil
+	}
+	var names []string
+	for _, n := range list.Nodes {
+		f, ok := n.(*jsonpath.FieldNode)
+		if !ok || f.Value == "" {
+			return nil
+		}
+		names = append(names, f.Value)
+	}
+	return names
+}
+
+// walkFields is what client-go's JSONPath (missing keys allowed) finds for
+// a chain of field names, read from the value itself: a field of an object
+// or map, nothing past a null, a missing field or anything else. The value
+// found is converted as the general path converts it (through Go), so both
+// paths agree (jsonpath_test.go checks it); only that value is converted.
+func walkFields(v cty.Value, fields []string) (cty.Value, error) {
+	for _, f := range fields {
+		if v.IsNull() || !v.IsKnown() {
+			return cty.NullVal(cty.DynamicPseudoType), nil
+		}
+		switch ty := v.Type(); {
+		case ty.IsObjectType():
+			if !ty.HasAttribute(f) {
+				return cty.NullVal(cty.DynamicPseudoType), nil
+			}
+			v = v.GetAttr(f)
+		case ty.IsMapType():
+			k := cty.StringVal(f)
+			if !v.HasIndex(k).True() {
+				return cty.NullVal(cty.DynamicPseudoType), nil
+			}
+			v = v.Index(k)
+		default:
+			return cty.NullVal(cty.DynamicPseudoType), nil
+		}
+	}
+	if v.IsNull() {
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	}
+	return ctyconv.ToCty(ctyconv.FromCty(v))
 }
 
 // templates caches parsed templates. A parsed JSONPath keeps state while it
@@ -96,14 +154,22 @@ func (ts *templates) get(src string) (*template, error) {
 	return t, nil
 }
 
-// eval runs a template against a Go value.
-func (ts *templates) eval(src string, data any) (cty.Value, error) {
+// eval runs a template against a value.
+func (ts *templates) eval(src string, v cty.Value) (cty.Value, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t, err := ts.get(src)
 	if err != nil {
 		return cty.NilVal, err
 	}
+	if t.fields != nil {
+		return walkFields(v, t.fields)
+	}
+	return t.evalGo(ctyconv.FromCty(v))
+}
+
+// evalGo runs t against a Go value, as client-go's JSONPath does.
+func (t *template) evalGo(data any) (cty.Value, error) {
 	if t.text {
 		var buf bytes.Buffer
 		if err := t.jp.Execute(&buf, data); err != nil {
@@ -154,7 +220,7 @@ func jsonPathFunc() function.Function {
 				}
 				return cty.DynamicVal, nil
 			}
-			v, err := ts.eval(src, ctyconv.FromCty(args[0]))
+			v, err := ts.eval(src, args[0])
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("jsonpath %s: %w", src, err)
 			}

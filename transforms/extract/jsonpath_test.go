@@ -1,6 +1,8 @@
 package extract
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -71,4 +73,72 @@ value = { ips = jsonpath(object, "{.status.podIPs[*].ip}"), node = jsonpath(obje
 			t.Fatalf("(-want +got):\n%s", d)
 		}
 	})
+}
+
+// TestJSONPathFieldsSameAsGeneral: a template of field names only is read
+// from the value itself; on random values and templates it gives what the
+// general path (the value converted to Go, client-go's JSONPath) gives.
+func TestJSONPathFieldsSameAsGeneral(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := []string{"a", "b", "status", "podIP", "x-y"}
+	var gen func(depth int) cty.Value
+	gen = func(depth int) cty.Value {
+		switch k := rng.IntN(9); {
+		case depth > 3 || k == 0:
+			return cty.StringVal(fmt.Sprint("s", rng.IntN(5)))
+		case k == 1:
+			return cty.NumberIntVal(int64(rng.IntN(100)))
+		case k == 2:
+			return cty.NullVal(cty.String)
+		case k == 3:
+			return cty.BoolVal(rng.IntN(2) == 0)
+		case k == 4:
+			return cty.TupleVal([]cty.Value{gen(depth + 1), gen(depth + 1)})
+		case k == 5:
+			m := map[string]cty.Value{}
+			for range rng.IntN(3) {
+				m[names[rng.IntN(len(names))]] = cty.StringVal(fmt.Sprint("m", rng.IntN(5)))
+			}
+			if len(m) == 0 {
+				return cty.MapValEmpty(cty.String)
+			}
+			return cty.MapVal(m)
+		default:
+			m := map[string]cty.Value{}
+			for range rng.IntN(4) {
+				m[names[rng.IntN(len(names))]] = gen(depth + 1)
+			}
+			return cty.ObjectVal(m)
+		}
+	}
+	fast := 0
+	for i := range 5000 {
+		v := gen(0)
+		var fields []string
+		for range 1 + rng.IntN(3) {
+			fields = append(fields, names[rng.IntN(len(names))])
+		}
+		src := "{." + strings.Join(fields, ".") + "}"
+		tmpl, err := parseTemplate(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tmpl.fields == nil {
+			continue
+		}
+		fast++
+		got, gerr := walkFields(v, tmpl.fields)
+		want, werr := tmpl.evalGo(ctyconv.FromCty(v))
+		if (gerr != nil) != (werr != nil) || (gerr == nil && !got.RawEquals(want)) {
+			t.Fatalf("case %d: %s of %#v: fields %#v (%v), general %#v (%v)", i, src, v, got, gerr, want, werr)
+		}
+	}
+	if fast < 4000 {
+		t.Fatalf("only %d of 5000 templates took the field path", fast)
+	}
+	for _, src := range []string{"{.a[0]}", "{.a.*}", "{..a}", "x{.a}", "{.a}{.b}", "{range .a}{end}", "{.}"} {
+		if tmpl, err := parseTemplate(src); err != nil || tmpl.fields != nil {
+			t.Errorf("%s: fields %v (%v), want the general path", src, tmpl.fields, err)
+		}
+	}
 }
