@@ -414,3 +414,59 @@ func TestSinkReadyOnlyOnceTargetHoldsSyncedInput(t *testing.T) {
 		h.shutdown()
 	})
 }
+
+// TestFullReconcileInChunks: a full reconcile of more keys than it hands
+// the target at once writes exactly the difference, chunk by chunk: the
+// missing and wrong entries, the foreign ones deleted, a failing one
+// retried, equal ones untouched.
+func TestFullReconcileInChunks(t *testing.T) {
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := 2*fullChunk + fullChunk/2
+				sink := nodetest.NewMemSink()
+				sink.Encoded = encoded
+				var failing atomic.Bool
+				failing.Store(true)
+				sink.FailKey = func(k node.Key) bool { return k == "k3" && failing.Load() }
+				var recs []node.Record
+				want := map[node.Key]cty.Value{}
+				missing, wrong := 0, 0
+				for i := range n {
+					k := fmt.Sprint("k", i)
+					recs = append(recs, node.Record{Key: k, Value: str("v")})
+					want[k] = str("v")
+					switch {
+					case i%3 == 0:
+						missing++
+					case i%5 == 0:
+						sink.Set(k, str("old"))
+						wrong++
+					default:
+						sink.Set(k, str("v"))
+					}
+				}
+				for i := range fullChunk + 3 {
+					sink.Set(fmt.Sprint("foreign", i), str("x"))
+				}
+				h := start(t, true, 0, sink)
+				h.send(func(o node.Output) { o.Replace(recs); o.MarkSynced() })
+				synctest.Wait()
+				up, del, _ := sink.Counts()
+				if up != missing+wrong-1 || del != fullChunk+3 { // k3 (missing) fails
+					t.Fatalf("wrote %d and deleted %d, want %d and %d", up, del, missing+wrong-1, fullChunk+3)
+				}
+				failing.Store(false)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if d := cmp.Diff(want, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
+					t.Fatalf("sink differs (-want +got):\n%s", d)
+				}
+				if n := sink.HeldCount(); n != len(want) {
+					t.Errorf("target told it holds %d, want %d", n, len(want))
+				}
+				h.shutdown()
+			})
+		})
+	}
+}

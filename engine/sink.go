@@ -280,7 +280,7 @@ func (s *sinkLoop) deletable(ks *keyState) bool {
 func (s *sinkLoop) incremental(ctx context.Context) {
 	dirty := s.dirty
 	s.dirty, s.spare = s.spare[:0], nil
-	var ups, dels []node.Entry
+	var b batch
 	for _, tk := range dirty {
 		ks := s.keys.get(tk)
 		if ks == nil || !ks.dirty {
@@ -290,29 +290,31 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 		if ks.waiting() {
 			continue // waiting for its retry, which looks at its latest state
 		}
-		ups, dels = s.decide(ks, ups, dels)
+		s.decide(ks, &b)
 	}
 	s.spare = dirty[:0]
-	s.applyBatch(ctx, ups, dels)
+	s.applyBatch(ctx, &b)
 }
 
-// decide appends what key ks needs (reconcile.Decide) to ups or dels; a
-// key that needs nothing forgets its change time and its write failure
-// and, when it holds nothing worth keeping, its state.
-func (s *sinkLoop) decide(ks *keyState, ups, dels []node.Entry) ([]node.Entry, []node.Entry) {
+// decide adds what key ks needs (reconcile.Decide) to b; a key that
+// needs nothing forgets its change time and its write failure and, when
+// it holds nothing worth keeping, its state.
+func (s *sinkLoop) decide(ks *keyState, b *batch) {
 	switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
-		ups = append(ups, ks.want)
+		b.ups, b.upStates = append(b.ups, ks.want), append(b.upStates, ks)
 	case reconcile.Delete:
-		dels = append(dels, ks.have)
+		b.dels, b.delStates = append(b.dels, ks.have), append(b.delStates, ks)
 	default:
 		// Nothing to do: a failure of an earlier write is moot too.
 		s.retries.remove(ks)
 		ks.changed, ks.fail = time.Time{}, nil
 		s.forget(ks)
 	}
-	return ups, dels
 }
+
+// fullChunk is the most entries a full reconcile hands its target at once.
+const fullChunk = 4096
 
 func (s *sinkLoop) full(ctx context.Context) {
 	start := time.Now()
@@ -325,23 +327,34 @@ func (s *sinkLoop) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
-	var ups, dels []node.Entry
-	if s.held == 0 { // an empty target: everything wanted is written
-		ups = make([]node.Entry, 0, s.keys.len())
-	}
+	// The pass writes as it goes, fullChunk entries at a time: 100,000
+	// keys never gather in one slice, and each entry is written while
+	// its state is still in the caches.
+	var w written
+	n := min(s.keys.len(), fullChunk)
+	b := batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n)}
 	s.keys.all(func(ks *keyState) {
+		if ctx.Err() != nil {
+			return // stopping: write nothing more
+		}
 		ks.dirty = false
-		ups, dels = s.decide(ks, ups, dels)
+		s.decide(ks, &b)
+		if b.len() >= fullChunk {
+			s.apply(ctx, &b)
+			w.add(&b)
+			b.reset()
+		}
 	})
 	s.dirty = s.dirty[:0]
 	s.needFull = false
-	s.apply(ctx, ups, dels)
+	s.apply(ctx, &b)
+	w.add(&b)
 	s.fulls++
 	if s.synced && ctx.Err() == nil && !s.started.Swap(true) && s.mem != nil {
 		s.mem.sinkStarted()
 	}
 	s.met.reconcile.Observe(time.Since(start).Seconds())
-	s.logFull(start, ups, dels)
+	s.logFull(start, w)
 }
 
 // readActual replaces what the loop believes the target holds with what

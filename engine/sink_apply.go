@@ -8,35 +8,51 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// apply writes ups and dels, records the outcome per entry and schedules
-// retries for failures. times holds the receipt time of each key's change.
-func (s *sinkLoop) apply(ctx context.Context, ups, dels []node.Entry) {
-	if !s.hold(ctx, len(ups)+len(dels)) {
+// batch is one round's writes: the entries to upsert and delete and,
+// index for index, the states of their keys, so recording each outcome
+// needs no lookup.
+type batch struct {
+	ups, dels           []node.Entry
+	upStates, delStates []*keyState
+}
+
+func (b *batch) len() int { return len(b.ups) + len(b.dels) }
+
+// reset empties b, keeping its arrays.
+func (b *batch) reset() {
+	clear(b.upStates)
+	clear(b.delStates)
+	b.ups, b.dels, b.upStates, b.delStates = b.ups[:0], b.dels[:0], b.upStates[:0], b.delStates[:0]
+}
+
+// apply writes b, records the outcome per entry and schedules retries for
+// failures.
+func (s *sinkLoop) apply(ctx context.Context, b *batch) {
+	if !s.hold(ctx, b.len()) {
 		return // stopped while a closed audit trail held the writes
 	}
-	if len(ups) > 0 {
-		s.target.Update(ctx, ups)
+	if len(b.ups) > 0 {
+		s.target.Update(ctx, b.ups)
 		if ctx.Err() != nil {
 			return // stopping: the entries not written are no failures to retry or log
 		}
-		for _, e := range ups {
-			s.outcome(e, false)
+		for i, e := range b.ups {
+			s.outcome(b.upStates[i], e, false)
 		}
 	}
-	if len(dels) > 0 {
-		s.target.Delete(ctx, dels)
-		for _, e := range dels {
-			s.outcome(e, true)
+	if len(b.dels) > 0 {
+		s.target.Delete(ctx, b.dels)
+		for i, e := range b.dels {
+			s.outcome(b.delStates[i], e, true)
 		}
 	}
 	s.updateHealth()
 	s.reportHeld()
 }
 
-// outcome records the result of writing e: the key's new state on
-// success, its error, attempt count and next retry on failure.
-func (s *sinkLoop) outcome(e node.Entry, del bool) {
-	ks := s.state(e.Key)
+// outcome records the result of writing e at ks's key: the key's new
+// state on success, its error, attempt count and next retry on failure.
+func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) {
 	op := "update"
 	if del {
 		op = "delete"

@@ -18,6 +18,10 @@ import (
 
 const benchN = 100_000
 
+// fullChunk is the engine's: the most entries a full reconcile hands the
+// target at once.
+const fullChunk = 4096
+
 func benchRecords() []node.Record {
 	recs := make([]node.Record, benchN)
 	for i := range recs {
@@ -175,10 +179,10 @@ func mustWrite(b *testing.B, write func(context.Context, []node.Entry), es []nod
 
 // reconcile is what the engine's full reconcile does with the target:
 // read (ScanActual: an entry held with the same bytes is only marked as
-// seen), diff (the sink loop's pass over its per-key state, walked in
-// memory order) and write the difference, then tell the target how many
+// seen), then one pass over its per-key state in memory order that
+// writes the difference a chunk at a time, then tell the target how many
 // entries it holds. The optional durations receive the parts; the read
-// and the first half of the diff are one pass, timed as the read.
+// and the matching of what it finds are one pass, timed as the read.
 func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	var part time.Duration
 	mark := func(d *time.Duration, f func()) {
@@ -190,7 +194,6 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	}
 	var ups, dels []node.Entry
 	st.gen++
-	held := 0
 	mark(read, func() {
 		err := st.tg.ScanActual(context.Background(), func(key, data []byte) bool {
 			k := st.desired[string(key)]
@@ -198,10 +201,8 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 				return false
 			}
 			k.seen = st.gen
-			held++
 			return true
 		}, func(e node.Entry) {
-			held++
 			k := st.desired[e.Key]
 			if k == nil { // not wanted: pruned
 				dels = append(dels, e)
@@ -213,24 +214,40 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 			b.Fatal(err)
 		}
 	})
-	mark(diff, func() {
-		if held == 0 { // an empty target: everything wanted is written
-			ups = make([]node.Entry, 0, len(st.keys))
+	// The pass writes as it goes, chunk by chunk, keeping each entry's
+	// state beside it to record the outcome, as the sink loop does
+	// (engine fullChunk): write is the time in Update and Delete, diff
+	// the rest of the pass.
+	var writing time.Duration
+	var states []*benchKey
+	flush := func() {
+		timed(&writing, func() {
+			mustWrite(b, st.tg.Update, ups)
+			mustWrite(b, st.tg.Delete, dels)
+		})
+		for i, e := range ups {
+			states[i].have, states[i].held = e, true
 		}
+		ups, dels, states = ups[:0], dels[:0], states[:0]
+	}
+	mark(diff, func() {
+		ups, states = make([]node.Entry, 0, fullChunk), make([]*benchKey, 0, fullChunk)
 		for i := range st.keys {
 			k := &st.keys[i]
 			if k.seen != st.gen || !k.have.Same(k.want) {
-				ups = append(ups, k.want)
+				ups, states = append(ups, k.want), append(states, k)
+			}
+			if len(ups)+len(dels) >= fullChunk {
+				flush()
 			}
 		}
-	})
-	mark(write, func() {
-		mustWrite(b, st.tg.Update, ups)
-		mustWrite(b, st.tg.Delete, dels)
-		for _, e := range ups {
-			k := st.desired[e.Key]
-			k.have, k.held = e, true
-		}
+		flush()
 		st.tg.Held(len(st.keys)) // the sink loop's count after its writes
 	})
+	if diff != nil {
+		*diff -= writing
+	}
+	if write != nil {
+		*write += writing
+	}
 }
