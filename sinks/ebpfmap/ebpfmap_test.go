@@ -177,6 +177,7 @@ func TestEncodings(t *testing.T) {
 			if err != nil || len(actual) != 1 || actual[0].Key != tc.wantCanonical || !actual[0].Value.RawEquals(es[0].Value) {
 				t.Fatalf("Actual = %v, %v", actual, err)
 			}
+			checkScan(t, tg)
 		})
 	}
 }

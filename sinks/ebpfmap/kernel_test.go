@@ -61,6 +61,13 @@ func TestPerCPU(t *testing.T) {
 					if len(a) != 1 || a[0].Value.RawEquals(es[0].Value) {
 						t.Fatalf("a CPU holding another value must show as drift: %v", a)
 					}
+					checkScan(t, tg)
+					var drift []node.Entry
+					err := tg.ScanActual(context.Background(), func(_, data []byte) bool { return bytes.Equal(data, es[0].Data) },
+						func(e node.Entry) { drift = append(drift, e) })
+					if err != nil || len(drift) != 1 {
+						t.Fatalf("ScanActual knowing the written entry must hand over the drifted one: %v, %v", drift, err)
+					}
 					put(t, tg, rec(tc.record, cty.EmptyObjectVal))
 					checkActual(t, tg, es[0].Key, es[0].Value)
 				}
@@ -86,6 +93,48 @@ func checkActual(t *testing.T, tg *Target, key string, value cty.Value) {
 	a, err := tg.Actual(context.Background())
 	if err != nil || len(a) != 1 || a[0].Key != key || !a[0].Value.RawEquals(value) {
 		t.Fatalf("Actual = %v, %v; want one entry %s = %#v", a, err, key, value)
+	}
+	checkScan(t, tg)
+}
+
+// checkScan checks ScanActual against Actual: knowing nothing, it hands
+// over the entries Actual reads; knowing each by its key and bytes, none.
+func checkScan(t *testing.T, tg *Target) {
+	t.Helper()
+	actual, err := tg.Actual(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]node.Entry{}
+	for _, e := range actual {
+		byKey[e.Key] = e
+	}
+	var added []node.Entry
+	add := func(e node.Entry) { added = append(added, e) }
+	if err := tg.ScanActual(context.Background(), func(key, data []byte) bool { return false }, add); err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != len(actual) {
+		t.Fatalf("ScanActual knowing nothing handed over %d entries, Actual read %d", len(added), len(actual))
+	}
+	for _, e := range added {
+		a, ok := byKey[e.Key]
+		if !ok || !a.Value.RawEquals(e.Value) || !bytes.Equal(a.Data, e.Data) {
+			t.Fatalf("ScanActual handed over %s = %#v %x; Actual read %#v %x", e.Key, e.Value, e.Data, a.Value, a.Data)
+		}
+	}
+	added = nil
+	known := func(key, data []byte) bool {
+		a, ok := byKey[string(key)]
+		return ok && bytes.Equal(a.Data, data)
+	}
+	if err := tg.ScanActual(context.Background(), known, add); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range added { // only entries whose CPUs disagree differ from any one copy
+		if a := byKey[e.Key]; len(a.Data) == int(tg.s.spec.KeySize)+int(tg.s.spec.ValueSize) {
+			t.Fatalf("ScanActual knowing every entry handed over %s", e.Key)
+		}
 	}
 }
 
