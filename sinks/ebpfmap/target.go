@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/hashicorp/hcl/v2"
@@ -50,6 +51,10 @@ type Target struct {
 	// lastCount is the size of the last read, to size the next one.
 	lastCount int
 	lock      *os.File // held while open in run mode (pinguard.go)
+	// shown holds the shown form (hex) of value bytes Prepare met, so
+	// entries with equal values share one (at most maxCachedValues).
+	shownMu sync.Mutex
+	shown   map[string]cty.Value
 }
 
 type targetMetrics struct {
@@ -159,11 +164,37 @@ func (t *Target) Prepare(rec node.Record) (node.Entry, error) {
 	if err != nil {
 		return node.Entry{}, fmt.Errorf("value: %w", err)
 	}
-	shown := hexValue(v)
+	var shown cty.Value
 	if sensitive {
-		shown = schema.MarkSensitive(shown) // its bytes are the secret's: views mask them
+		shown = schema.MarkSensitive(hexValue(v)) // its bytes are the secret's: views mask them
+	} else {
+		shown = t.shownValue(v)
 	}
-	return node.Entry{Key: t.s.key.enc.canonical(k), Value: shown, Data: data}, nil
+	// The record key is usually the canonical form already (10.0.0.7):
+	// then the entry shares its string.
+	var buf [64]byte
+	key := rec.Key
+	if c := t.s.key.enc.appendCanonical(buf[:0], k); string(c) != key {
+		key = string(c)
+	}
+	return node.Entry{Key: key, Value: shown, Data: data}, nil
+}
+
+// shownValue is the shown form of value bytes v, shared by equal values.
+func (t *Target) shownValue(v []byte) cty.Value {
+	t.shownMu.Lock()
+	defer t.shownMu.Unlock()
+	if c, ok := t.shown[string(v)]; ok {
+		return c
+	}
+	c := hexValue(v)
+	if t.shown == nil {
+		t.shown = map[string]cty.Value{}
+	}
+	if len(t.shown) < maxCachedValues {
+		t.shown[string(v)] = c
+	}
+	return c
 }
 
 // Actual implements node.Target: every entry of the map, read with batch
