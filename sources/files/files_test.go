@@ -253,12 +253,17 @@ func TestRunWatchesFiles(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	// wait wakes on each change of the output and also polls: a counter
+	// (the bad document) can move without the output changing.
 	wait := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.After(10 * time.Second)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
 		for !cond() {
 			select {
 			case <-out.Changed():
+			case <-tick.C:
 			case <-deadline:
 				t.Fatalf("timed out waiting for %s; keys %v", what, out.Keys())
 			}
