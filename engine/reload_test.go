@@ -140,6 +140,11 @@ func compileReload(t testing.TB, src string, impls map[string]any) (*Graph, hcl.
 
 // reloadConfig is a source, a drop transform and a sink m, with knobs.
 func reloadConfig(drop, resync string, extra string) string {
+	return reloadConfigInput(drop, resync, "input = transform.drop.d", extra)
+}
+
+// reloadConfigInput is reloadConfig with the input line of sink m.
+func reloadConfigInput(drop, resync, input, extra string) string {
 	return fmt.Sprintf(`
 source "script" "s" {}
 transform "drop" "d" {
@@ -147,10 +152,10 @@ transform "drop" "d" {
   drop  = %q
 }
 sink "mem" "m" {
-  input  = transform.drop.d
+  %s
   resync = %q
 }
-%s`, drop, resync, extra)
+%s`, drop, input, resync, extra)
 }
 
 type reloadHarness struct {
@@ -459,10 +464,43 @@ func TestReloadNotRunning(t *testing.T) {
 	}
 }
 
+// randomInputs are the inputs a sink of TestReloadRandom may have: the drop
+// transform, or the union of it and source t with a rule; tWins says
+// whether t's value wins a key both hold.
+var randomInputs = []struct {
+	line  string
+	fanIn bool
+	tWins bool
+}{
+	{line: "input = transform.drop.d"},
+	{line: "inputs = [transform.drop.d, source.script.t]\n  on_conflict = \"first\"", fanIn: true},
+	{line: "inputs = [transform.drop.d, source.script.t]\n  on_conflict = \"last\"", fanIn: true, tWins: true},
+	{line: "inputs = [source.script.t, transform.drop.d]\n  on_conflict = \"first\"", fanIn: true, tWins: true},
+}
+
+// randomWant is the desired state of a sink of TestReloadRandom with input
+// choice in, given what the drop transform passes on and what t holds.
+func randomWant(in int, passed map[node.Key]cty.Value, t []node.Record) map[node.Key]cty.Value {
+	want := map[node.Key]cty.Value{}
+	for k, v := range passed {
+		want[k] = v
+	}
+	if !randomInputs[in].fanIn {
+		return want
+	}
+	for _, r := range t {
+		if _, both := want[r.Key]; !both || randomInputs[in].tWins {
+			want[r.Key] = r.Value
+		}
+	}
+	return want
+}
+
 // TestReloadRandom applies random valid, invalid and failing configurations
 // while deltas flow: every sink ends equal to its desired state (no delta
 // lost), no unchanged entry is ever rewritten, and no node, subscription
-// or goroutine is left behind.
+// or goroutine is left behind. Sinks go from one input to the union of two
+// (fan-in) and back, and between conflict rules.
 func TestReloadRandom(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	reloads := 1000
@@ -472,20 +510,49 @@ func TestReloadRandom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(17, 4))
 		n := &strictSink{MemSink: nodetest.NewMemSink()}
-		h := startReloadWith(t, reloadConfig("", "1m", ""), map[string]any{"sink.mem.n": n})
+		// t is a static source: it holds k1 (a key s may hold too) and
+		// keys of its own, and is declared in every configuration.
+		held := recs("k1", "t", "t0", "t", "t1", "t")
+		ts := newScriptSource()
+		ts.ops <- func(o node.Output) { o.Replace(held); o.MarkSynced() }
+		const declT = "source \"script\" \"t\" {}\n"
+		h := startReloadWith(t, reloadConfig("", "1m", declT), map[string]any{"sink.mem.n": n, "source.script.t": ts})
 		model := map[node.Key]cty.Value{}
 		h.send(func(o node.Output) { o.MarkSynced() })
-		drop, withN := "", false
+		drop, withN, inM, inN := "", false, 0, 0
+		// converged reports whether every sink holds its desired state.
+		converged := func(when int) bool {
+			passed := map[node.Key]cty.Value{}
+			for k, v := range model {
+				if k != drop {
+					passed[k] = v
+				}
+			}
+			ok := true
+			if d := cmp.Diff(randomWant(inM, passed, held), h.sink.State(), ctyEqual); d != "" {
+				t.Errorf("after reload %d, sink.mem.m differs from its desired state (-want +got):\n%s", when, d)
+				ok = false
+			}
+			if withN {
+				if d := cmp.Diff(randomWant(inN, passed, held), n.State(), ctyEqual); d != "" {
+					t.Errorf("after reload %d, sink.mem.n differs from its desired state (-want +got):\n%s", when, d)
+					ok = false
+				}
+			}
+			return ok
+		}
 		results := map[ReloadResult]int{}
-		for range reloads {
+		checking := true
+		for i := range reloads {
 			batch := randomBatch(rng, model)
 			h.send(func(o node.Output) { o.Apply(batch) })
 			nextDrop := []string{"", "k1", "k2", "k3"}[rng.IntN(4)]
 			resync := []string{"1m", "2m"}[rng.IntN(2)]
-			extra := ""
+			nextInM, nextInN := rng.IntN(len(randomInputs)), rng.IntN(len(randomInputs))
+			extra := declT
 			nextN := rng.IntN(2) == 0
 			if nextN {
-				extra = "sink \"mem\" \"n\" {\n  input = transform.drop.d\n}"
+				extra += "sink \"mem\" \"n\" {\n  " + randomInputs[nextInN].line + "\n}"
 			}
 			switch rng.IntN(10) {
 			case 0: // invalid
@@ -493,30 +560,18 @@ func TestReloadRandom(t *testing.T) {
 			case 1: // a new part fails to start
 				extra += "\nsink \"broken\" \"b\" {\n  input = source.script.s\n}"
 			}
-			rec := h.reload(reloadConfig(nextDrop, resync, extra))
+			rec := h.reload(reloadConfigInput(nextDrop, resync, randomInputs[nextInM].line, extra))
 			results[rec.Result]++
 			if rec.Result == ReloadApplied {
-				drop, withN = nextDrop, nextN
+				drop, withN, inM, inN = nextDrop, nextN, nextInM, nextInN
 			}
 			if rng.IntN(8) == 0 {
 				synctest.Wait()
+				checking = checking && converged(i) // the first difference only
 			}
 		}
 		synctest.Wait()
-		want := map[node.Key]cty.Value{}
-		for k, v := range model {
-			if k != drop {
-				want[k] = v
-			}
-		}
-		if d := cmp.Diff(want, h.sink.State(), ctyEqual); d != "" {
-			t.Errorf("sink.mem.m differs from its desired state (-want +got):\n%s", d)
-		}
-		if withN {
-			if d := cmp.Diff(want, n.State(), ctyEqual); d != "" {
-				t.Errorf("sink.mem.n differs from its desired state (-want +got):\n%s", d)
-			}
-		}
+		converged(reloads)
 		for _, s := range []*strictSink{h.sink, n} {
 			if got := s.violations(); len(got) != 0 {
 				t.Errorf("unchanged entries rewritten: %d, first %v", len(got), got[0])
@@ -526,7 +581,7 @@ func TestReloadRandom(t *testing.T) {
 			t.Errorf("results %v: every outcome should occur", results)
 		}
 		checkNoLeftovers(t, h.rt)
-		t.Logf("%d reloads: %v", reloads, results)
+		t.Logf("%d reloads: %v; inputs of m %d, of n %d (%v)", reloads, results, inM, inN, withN)
 	})
 }
 
