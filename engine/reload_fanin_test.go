@@ -270,3 +270,33 @@ func TestReloadFanInRollback(t *testing.T) {
 		}
 	})
 }
+
+// A transform with fan-in that is rebuilt (its own attribute changed) takes
+// the running union over; its sink changes only the keys that differ.
+func TestReloadFanInTransform(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		config := func(drop string) string {
+			return strings.Replace(reloadConfig(drop, "1m", "source \"script\" \"t\" {}\n"),
+				"input = source.script.s", "inputs = [source.script.s, source.script.t]", 1)
+		}
+		h := startFanInReload(t, config("k1"), map[string][]node.Record{"t": tRecs})
+		want := withRecs(h.feed(5), tRecs)
+		synctest.Wait()
+		h.sink.ResetCounts()
+		d := func() *fanIn {
+			h.rt.mu.RLock()
+			defer h.rt.mu.RUnlock()
+			return h.rt.fanins[h.rt.g.Node("transform.drop.d")]
+		}
+		before := d()
+		rec := h.reload(config("t0"))
+		synctest.Wait()
+		delete(want, "t0")
+		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Kept, "transform.drop.d": Rebuilt, "sink.mem.m": Rebuilt},
+			want, 1, 1)
+		if d() != before || before == nil {
+			t.Errorf("the union was rebuilt; its inputs and rule are unchanged")
+		}
+	})
+}
