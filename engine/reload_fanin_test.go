@@ -300,3 +300,35 @@ func TestReloadFanInTransform(t *testing.T) {
 		}
 	})
 }
+
+// randomInputs are the inputs a sink of TestReloadRandom may have: the drop
+// transform, or the union of it and source t with a rule; tWins says
+// whether t's value wins a key both hold.
+var randomInputs = []struct {
+	line  string
+	fanIn bool
+	tWins bool
+}{
+	{line: "input = transform.drop.d"},
+	{line: "inputs = [transform.drop.d, source.script.t]\n  on_conflict = \"first\"", fanIn: true},
+	{line: "inputs = [transform.drop.d, source.script.t]\n  on_conflict = \"last\"", fanIn: true, tWins: true},
+	{line: "inputs = [source.script.t, transform.drop.d]\n  on_conflict = \"first\"", fanIn: true, tWins: true},
+}
+
+// randomWant is the desired state of a sink of TestReloadRandom with input
+// choice in, given what the drop transform passes on and what t holds.
+func randomWant(in int, passed map[node.Key]cty.Value, t []node.Record) map[node.Key]cty.Value {
+	want := map[node.Key]cty.Value{}
+	for k, v := range passed {
+		want[k] = v
+	}
+	if !randomInputs[in].fanIn {
+		return want
+	}
+	for _, r := range t {
+		if _, both := want[r.Key]; !both || randomInputs[in].tWins {
+			want[r.Key] = r.Value
+		}
+	}
+	return want
+}
