@@ -121,9 +121,10 @@ func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 // ends.
 func (r *Runtime) startFanInLocked(f *fanIn) {
 	ctx, cancel := context.WithCancel(r.restCtx)
-	f.task = &task{cancel: cancel, done: make(chan struct{})}
+	t := &task{cancel: cancel, done: make(chan struct{})}
+	f.task = t
 	go func() {
-		defer close(f.task.done)
+		defer close(t.done)
 		f.run(ctx)
 	}()
 }
