@@ -139,6 +139,9 @@ func TestDiffGraphs(t *testing.T) {
 		{name: "rewired input", config: strings.Replace(edit("input = source.script.b", "input = transform.pass.t"), "source \"script\" \"b\" {}", "", 1), want: []row{
 			{"sink.mem.m", Kept, nil}, {"sink.mem.n", Rebuilt, []string{"input"}},
 			{"source.script.a", Kept, nil}, {"source.script.b", Removed, nil}, {"transform.pass.t", Kept, nil}}},
+		{name: "fan-in: its second input rebuilt", config: edit("input = source.script.b", "inputs = [transform.pass.t, source.script.b]"), want: []row{
+			{"sink.mem.m", Kept, nil}, {"sink.mem.n", Rebuilt, []string{"input", "inputs"}},
+			{"source.script.a", Kept, nil}, {"source.script.b", Kept, nil}, {"transform.pass.t", Kept, nil}}},
 		{name: "added and removed", config: edit(`sink "mem" "n"`, `sink "mem" "n2"`), want: []row{
 			{"sink.mem.m", Kept, nil}, {"sink.mem.n", Removed, nil}, {"sink.mem.n2", Added, nil},
 			{"source.script.a", Kept, nil}, {"source.script.b", Kept, nil}, {"transform.pass.t", Kept, nil}}},
@@ -161,6 +164,22 @@ func TestDiffGraphs(t *testing.T) {
 				t.Errorf("Changed() = %v, want %v", d.Changed(), want)
 			}
 		})
+	}
+}
+
+// A fan-in's fingerprint holds every input's: rebuilding any of them
+// rebuilds the union's consumer.
+func TestDiffGraphsFanInInputs(t *testing.T) {
+	base := strings.Replace(diffBase, "input = source.script.b", "inputs = [transform.pass.t, source.script.b]", 1)
+	old := diffCompile(t, base)
+	for _, edit := range [][2]string{{`"/run"`, `"/var/run"`}, {"source \"script\" \"b\" {}", "source \"script\" \"b\" {\n  qps = 7\n}"}} {
+		d := DiffGraphs(old, diffCompile(t, strings.Replace(base, edit[0], edit[1], 1)))
+		if a, _ := d.Action("sink.mem.n"); a != Rebuilt {
+			t.Errorf("%s -> %s: sink.mem.n %s, want rebuilt", edit[0], edit[1], a)
+		}
+	}
+	if d := DiffGraphs(old, diffCompile(t, base)); d.Changed() {
+		t.Errorf("the same fan-in configuration changes: %+v", d.Nodes)
 	}
 }
 

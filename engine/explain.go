@@ -91,13 +91,16 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 		if !ok {
 			continue
 		}
-		if rec, ok := r.inputOf(n).lookup(e.InputKey); ok {
+		r.mu.RLock()
+		in, f := r.inputOf(n), r.fanins[n]
+		r.mu.RUnlock()
+		if rec, ok := in.lookup(e.InputKey); ok {
 			e.Origin = rec.Origin
 			if e.Origin != nil {
 				e.Path = r.stages(n, e.Origin, e.InputKey)
 			}
 		}
-		if f := r.fanins[n]; f != nil {
+		if f != nil {
 			e.Conflict, _ = f.conflict(e.InputKey)
 		}
 		ex.Entries = append(ex.Entries, e)
@@ -136,7 +139,10 @@ func (r *Runtime) sinkEntry(ctx context.Context, n *Node, key node.Key) (SinkEnt
 	}
 	// The loop is not running (its target failed to open) or is stuck in
 	// a write: the input still says whether it wants the key.
-	if _, ok := r.inputOf(n).lookup(key); ok {
+	r.mu.RLock()
+	in := r.inputOf(n)
+	r.mu.RUnlock()
+	if _, ok := in.lookup(key); ok {
 		e.InputKey, e.TargetKey, e.Wanted, e.Status = key, key, true, "sink not running"
 		return e, true
 	}

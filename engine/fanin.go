@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // fanIn makes the union of a node's inputs (inputs = [a, b]) into the one
@@ -22,14 +23,18 @@ import (
 // in the union while any input holds it, with the value its conflict rule
 // picks; the union is synced once every input is, so its consumer never
 // deletes before all of them delivered their initial state. Its goroutine
-// runs for the whole Runtime.Run, beside the nodes.
+// lives as long as its definition: a reload keeps it while its inputs are
+// kept and its conflict rule unchanged, handing it to a rebuilt consumer,
+// and else stages a new one beside the running graph (reload_apply.go).
 type fanIn struct {
 	n         *Node
 	ins       []*collection
 	out       *collection
 	log       *slog.Logger
 	conflicts prometheus.Counter
-	ctx       *hcl.EvalContext // for merge; nil without one
+	reg       *prometheus.Registry // holds conflicts; nil without metrics
+	ctx       *hcl.EvalContext     // for merge; nil without one
+	task      *task                // its goroutine under Run; guarded by Runtime.mu
 
 	held    []map[node.Key]node.Record // what each input holds; the goroutine's own
 	synced  []bool
@@ -47,29 +52,48 @@ type fanIn struct {
 func (r *Runtime) newFanIns() {
 	r.fanins = map[*Node]*fanIn{}
 	for _, n := range r.g.Nodes {
-		if !n.FanIn() {
-			continue
+		if n.FanIn() {
+			r.fanins[n] = r.newFanInLocked(n, r.g.Config)
+			r.showFanIn(n, r.fanins[n])
 		}
-		f := &fanIn{n: n, out: newCollection(r.opts.QueueLimit, nil), log: r.logger(n).With("op", "fan-in"),
-			held: make([]map[node.Key]node.Record, len(n.Inputs)), synced: make([]bool, len(n.Inputs)),
-			touched: map[node.Key]struct{}{}, clashes: map[node.Key]string{}}
-		for i, in := range n.Inputs {
-			f.ins = append(f.ins, r.outs[in])
-			f.held[i] = map[node.Key]node.Record{}
-		}
-		if n.Merge != nil && r.g.Config != nil {
-			f.ctx = r.g.Config.Ctx.NewChild()
-			f.ctx.Functions = r.g.Config.Ctx.Functions
-		}
-		f.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_node_conflicts_total",
-			Help: "Keys that two inputs of a fan-in came to hold with different values that its conflict rule could not resolve (on_conflict = \"error\", or a failing merge)."})
-		if m := r.opts.Metrics; m != nil {
-			reg := prometheus.NewRegistry()
-			prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, reg).MustRegister(f.conflicts)
-			m.nodeGatherer.set(n.Address+" fan-in", reg)
-		}
-		r.fanins[n] = f
 	}
+}
+
+// newFanInLocked prepares the union of n's inputs, which must be added;
+// cfg evaluates its merge expression.
+func (r *Runtime) newFanInLocked(n *Node, cfg *schema.Config) *fanIn {
+	f := &fanIn{n: n, out: newCollection(r.opts.QueueLimit, nil), log: r.logger(n).With("op", "fan-in"),
+		held: make([]map[node.Key]node.Record, len(n.Inputs)), synced: make([]bool, len(n.Inputs)),
+		touched: map[node.Key]struct{}{}, clashes: map[node.Key]string{}}
+	for i, in := range n.Inputs {
+		f.ins = append(f.ins, r.outs[in])
+		f.held[i] = map[node.Key]node.Record{}
+	}
+	if n.Merge != nil && cfg != nil {
+		f.ctx = cfg.Ctx.NewChild()
+		f.ctx.Functions = cfg.Ctx.Functions
+	}
+	f.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_node_conflicts_total",
+		Help: "Keys that two inputs of a fan-in came to hold with different values that its conflict rule could not resolve (on_conflict = \"error\", or a failing merge)."})
+	if r.opts.Metrics != nil {
+		f.reg = prometheus.NewRegistry()
+		prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, f.reg).MustRegister(f.conflicts)
+	}
+	return f
+}
+
+// showFanIn shows the metrics of f, n's union, or hides n's union's when
+// f is nil (its consumer is retired).
+func (r *Runtime) showFanIn(n *Node, f *fanIn) {
+	m := r.opts.Metrics
+	if m == nil {
+		return
+	}
+	var reg *prometheus.Registry
+	if f != nil {
+		reg = f.reg
+	}
+	m.nodeGatherer.set(n.Address+" fan-in", reg)
 }
 
 // inputOf returns the collection n consumes: its input's, or the union of
@@ -82,6 +106,7 @@ func (r *Runtime) inputOf(n *Node) *collection {
 }
 
 // runFanIns starts every union's goroutine on wg; they stop when ctx ends.
+// A plan runs them so; Run gives each a task (startFanInLocked).
 func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 	for _, f := range r.fanins {
 		wg.Add(1)
@@ -90,6 +115,55 @@ func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 			f.run(ctx)
 		}()
 	}
+}
+
+// startFanInLocked runs f until its task stops or the other nodes' context
+// ends.
+func (r *Runtime) startFanInLocked(f *fanIn) {
+	ctx, cancel := context.WithCancel(r.restCtx)
+	t := &task{cancel: cancel, done: make(chan struct{})}
+	f.task = t
+	go func() {
+		defer close(t.done)
+		f.run(ctx)
+	}()
+}
+
+// stopFanIns stops the unions of nodes, but those in keep, and waits for
+// their goroutines.
+func (r *Runtime) stopFanIns(nodes []*Node, keep map[*fanIn]bool) {
+	var ts []*task
+	r.mu.RLock()
+	for _, n := range nodes {
+		if f := r.fanins[n]; f != nil && f.task != nil && !keep[f] {
+			ts = append(ts, f.task)
+		}
+	}
+	r.mu.RUnlock()
+	for _, t := range ts {
+		t.stop()
+	}
+}
+
+// sameUnion reports whether n, a new node, makes the same union as o, the
+// running node at its address: the same running inputs in the same order
+// and the same conflict rule. Its consumer may differ (a sink attribute
+// changed): the union is handed over with what it holds.
+func sameUnion(o, n *Node) bool {
+	if !o.FanIn() || len(o.Inputs) != len(n.Inputs) {
+		return false
+	}
+	for i := range o.Inputs {
+		if o.Inputs[i] != n.Inputs[i] { // n's inputs are the merged graph's: equal only when kept
+			return false
+		}
+	}
+	for _, a := range []string{node.OnConflictAttr.Name(), node.MergeAttr.Name()} {
+		if o.parts[a] != n.parts[a] {
+			return false
+		}
+	}
+	return true
 }
 
 // run merges the inputs' events until ctx ends.

@@ -22,7 +22,7 @@ import (
 // every attribute of its body after compile-time evaluation (variables,
 // locals, functions, the cluster blocks it refers to, defaults filled in),
 // what the graph reads of its objects (a source's projection) and its
-// input's fingerprint. Two nodes with equal fingerprints would run the same
+// inputs' fingerprints. Two nodes with equal fingerprints would run the same
 // way on the same upstream data, so a reload keeps such a node running.
 //
 // Fingerprints are made of SHA-256 digests only. A sensitive value (an
@@ -94,7 +94,16 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	for _, bt := range body.Blocks {
 		parts[bt.Name] = fp.blocks(bt, content)
 	}
-	if n.Input != nil {
+	switch {
+	case n.FanIn():
+		// Every input counts: a union whose second input is rebuilt is
+		// rebuilt too, with its consumer.
+		ins := make([]string, 0, 2*len(n.Inputs))
+		for _, in := range n.Inputs {
+			ins = append(ins, in.Address, in.Fingerprint)
+		}
+		parts["input"] = digest(ins...)
+	case n.Input != nil:
 		parts["input"] = digest(n.Input.Address, n.Input.Fingerprint)
 	}
 	if n.Projection != nil {

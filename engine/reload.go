@@ -18,11 +18,13 @@ import (
 // new one (DiffGraphs): kept nodes go on running with their state; added
 // and rebuilt nodes are started beside the running graph (sources and
 // transforms until their output is synced, sinks until their target is
-// open); only then the graph is swapped: the replaced sinks stop, the new
-// sinks start on their open targets and reconcile against their synced
-// input (so unchanged entries are not rewritten), and the replaced sources
-// and transforms stop. If any new part fails before the swap, every new
-// part is torn down and the running graph was never touched (rolled back).
+// open, and the union of a node with several inputs, fanin.go, until it is
+// synced; a kept node keeps its union); only then the graph is swapped:
+// the replaced sinks stop, the new sinks start on their open targets and
+// reconcile against their synced input (so unchanged entries are not
+// rewritten), and the replaced sources, transforms and unions stop. If any
+// new part fails before the swap, every new part is torn down and the
+// running graph was never touched (rolled back).
 
 // ReloadResult is the outcome of one reload.
 type ReloadResult string
@@ -165,11 +167,6 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 		rec.Result, rec.Error = ReloadRejected, err.Error()
 		return r.noteLocked(rec)
 	}
-	if addr := fanInNode(cur, g); addr != "" {
-		rec.Result = ReloadRejected
-		rec.Error = addr + " has several inputs: a configuration with fan-in (inputs = [...]) cannot be reloaded yet; restart the pipeline to apply it"
-		return r.noteLocked(rec)
-	}
 	if timeout <= 0 {
 		timeout = DefaultReloadTimeout
 	}
@@ -181,19 +178,6 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	}
 	rec.Result = ReloadApplied
 	return r.noteLocked(rec)
-}
-
-// fanInNode returns the address of a node with several inputs in either
-// graph: the unions (fanin.go) live for the whole Run and are not staged.
-func fanInNode(graphs ...*Graph) string {
-	for _, g := range graphs {
-		for _, n := range g.Nodes {
-			if n.FanIn() {
-				return n.Address
-			}
-		}
-	}
-	return ""
 }
 
 // checkRunnable refuses what NewRuntime refuses.

@@ -9,11 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // staging holds the new parts of a reload until the swap.
 type staging struct {
 	nodes  []*Node
+	cfg    *schema.Config // of the new graph: the new unions' merge reads it
 	tasks  map[*Node]*task
 	opened map[*Node]node.Target
 	// handover holds the new sinks that take over a target a running
@@ -21,6 +23,9 @@ type staging struct {
 	// exclusive resource such as a pin lock opens only once its holder
 	// stopped, so these open after the retired sinks stop.
 	handover map[*Node]bool
+	// unions holds, by new node, the running union it takes over (see
+	// sameUnion): kept running, never stopped by this reload.
+	unions map[*Node]*fanIn
 }
 
 // apply runs the reload: merge, stage, swap; or tear the stage down.
@@ -34,8 +39,11 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 			use.OnRemove = n.OnRemove // read by a later removal only; see engineOnlyAttrs
 		} else {
 			fresh = append(fresh, n)
+			for i, in := range n.Inputs {
+				n.Inputs[i] = merged.byAddr[in.Address] // a kept input is the running one
+			}
 			if n.Input != nil {
-				n.Input = merged.byAddr[n.Input.Address] // a kept input is the running one
+				n.Input = merged.byAddr[n.Input.Address]
 			}
 		}
 		merged.Nodes = append(merged.Nodes, use)
@@ -47,7 +55,15 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 			retired = append(retired, o)
 		}
 	}
-	st := &staging{nodes: fresh, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{}, handover: map[*Node]bool{}}
+	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{},
+		handover: map[*Node]bool{}, unions: map[*Node]*fanIn{}}
+	r.mu.RLock()
+	for _, n := range fresh {
+		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
+			st.unions[n] = r.fanins[o]
+		}
+	}
+	r.mu.RUnlock()
 	held := claimSet(retired)
 	for _, n := range fresh {
 		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
@@ -70,6 +86,15 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 	}
 	r.swap(ctx, merged, st, retired, d)
 	return nil
+}
+
+// kept returns the set of the unions a reload hands over.
+func kept(unions map[*Node]*fanIn) map[*fanIn]bool {
+	out := make(map[*fanIn]bool, len(unions))
+	for _, f := range unions {
+		out[f] = true
+	}
+	return out
 }
 
 // claimSet returns the claims of the sinks among nodes.
@@ -127,11 +152,18 @@ func (r *Runtime) stopSinks(nodes []*Node) []*Node {
 	return out
 }
 
-// prepare starts the new sources and transforms and opens the new sinks'
-// targets, beside the running graph, and waits for the new outputs to sync.
+// prepare starts the new sources, unions and transforms and opens the new
+// sinks' targets, beside the running graph, and waits for the new outputs
+// to sync.
 func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duration) error {
 	r.mu.Lock()
 	for _, n := range st.nodes {
+		switch { // the union before its consumer, which reads from it
+		case st.unions[n] != nil:
+			r.fanins[n] = st.unions[n]
+		case n.FanIn():
+			r.fanins[n] = r.newFanInLocked(n, st.cfg)
+		}
 		r.addLocked(n)
 		r.reload.staged[n] = nil
 	}
@@ -141,6 +173,9 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 	}
 	r.mu.Lock()
 	for _, n := range st.nodes {
+		if f := r.fanins[n]; f != nil && st.unions[n] == nil {
+			r.startFanInLocked(f)
+		}
 		if n.Kind != node.KindSink {
 			st.tasks[n] = r.startLocked(n)
 		}
@@ -160,6 +195,9 @@ func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Dura
 		var waiting *Node
 		r.mu.RLock()
 		for _, n := range st.nodes {
+			if f := r.fanins[n]; waiting == nil && f != nil && !f.out.isSynced() {
+				waiting = n
+			}
 			if n.Kind == node.KindSink {
 				continue
 			}
@@ -190,6 +228,7 @@ func (r *Runtime) unstage(st *staging) {
 	for _, t := range st.tasks {
 		t.stop()
 	}
+	r.stopFanIns(st.nodes, kept(st.unions))
 	for n, t := range st.opened {
 		if err := t.Close(); err != nil {
 			r.logger(n).Warn("close target failed", "err", err)
@@ -216,7 +255,15 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	r.mu.RUnlock()
 	r.mu.Lock()
 	r.g = merged
+	for _, o := range retired {
+		if r.fanins[o] != nil {
+			r.showFanIn(o, nil) // unless the new node at its address shows its own, below
+		}
+	}
 	for _, n := range st.nodes {
+		if f := r.fanins[n]; f != nil {
+			r.showFanIn(n, f)
+		}
 		if reg := r.reload.staged[n]; reg != nil && r.opts.Metrics != nil {
 			r.opts.Metrics.nodeGatherer.set(n.Address, reg)
 		}
@@ -233,6 +280,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	for _, t := range oldRest {
 		t.stop()
 	}
+	r.stopFanIns(retired, kept(st.unions)) // once their consumers stopped
 	r.mu.Lock()
 	var cleanups []*sinkLoop
 	for _, o := range retired {
@@ -260,6 +308,7 @@ func (r *Runtime) removeLocked(n *Node) {
 	delete(r.stats, n)
 	delete(r.sinks, n)
 	delete(r.tasks, n)
+	delete(r.fanins, n)
 	delete(r.reload.staged, n)
 }
 

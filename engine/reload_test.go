@@ -140,6 +140,11 @@ func compileReload(t testing.TB, src string, impls map[string]any) (*Graph, hcl.
 
 // reloadConfig is a source, a drop transform and a sink m, with knobs.
 func reloadConfig(drop, resync string, extra string) string {
+	return reloadConfigInput(drop, resync, "input = transform.drop.d", extra)
+}
+
+// reloadConfigInput is reloadConfig with the input line of sink m.
+func reloadConfigInput(drop, resync, input, extra string) string {
 	return fmt.Sprintf(`
 source "script" "s" {}
 transform "drop" "d" {
@@ -147,10 +152,10 @@ transform "drop" "d" {
   drop  = %q
 }
 sink "mem" "m" {
-  input  = transform.drop.d
+  %s
   resync = %q
 }
-%s`, drop, resync, extra)
+%s`, drop, input, resync, extra)
 }
 
 type reloadHarness struct {
@@ -462,7 +467,8 @@ func TestReloadNotRunning(t *testing.T) {
 // TestReloadRandom applies random valid, invalid and failing configurations
 // while deltas flow: every sink ends equal to its desired state (no delta
 // lost), no unchanged entry is ever rewritten, and no node, subscription
-// or goroutine is left behind.
+// or goroutine is left behind. Sinks go from one input to the union of two
+// (fan-in) and back, and between conflict rules.
 func TestReloadRandom(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	reloads := 1000
@@ -472,20 +478,49 @@ func TestReloadRandom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(17, 4))
 		n := &strictSink{MemSink: nodetest.NewMemSink()}
-		h := startReloadWith(t, reloadConfig("", "1m", ""), map[string]any{"sink.mem.n": n})
+		// t is a static source: it holds k1 (a key s may hold too) and
+		// keys of its own, and is declared in every configuration.
+		held := recs("k1", "t", "t0", "t", "t1", "t")
+		ts := newScriptSource()
+		ts.ops <- func(o node.Output) { o.Replace(held); o.MarkSynced() }
+		const declT = "source \"script\" \"t\" {}\n"
+		h := startReloadWith(t, reloadConfig("", "1m", declT), map[string]any{"sink.mem.n": n, "source.script.t": ts})
 		model := map[node.Key]cty.Value{}
 		h.send(func(o node.Output) { o.MarkSynced() })
-		drop, withN := "", false
+		drop, withN, inM, inN := "", false, 0, 0
+		// converged reports whether every sink holds its desired state.
+		converged := func(when int) bool {
+			passed := map[node.Key]cty.Value{}
+			for k, v := range model {
+				if k != drop {
+					passed[k] = v
+				}
+			}
+			ok := true
+			if d := cmp.Diff(randomWant(inM, passed, held), h.sink.State(), ctyEqual); d != "" {
+				t.Errorf("after reload %d, sink.mem.m differs from its desired state (-want +got):\n%s", when, d)
+				ok = false
+			}
+			if withN {
+				if d := cmp.Diff(randomWant(inN, passed, held), n.State(), ctyEqual); d != "" {
+					t.Errorf("after reload %d, sink.mem.n differs from its desired state (-want +got):\n%s", when, d)
+					ok = false
+				}
+			}
+			return ok
+		}
 		results := map[ReloadResult]int{}
-		for range reloads {
+		checking := true
+		for i := range reloads {
 			batch := randomBatch(rng, model)
 			h.send(func(o node.Output) { o.Apply(batch) })
 			nextDrop := []string{"", "k1", "k2", "k3"}[rng.IntN(4)]
 			resync := []string{"1m", "2m"}[rng.IntN(2)]
-			extra := ""
+			nextInM, nextInN := rng.IntN(len(randomInputs)), rng.IntN(len(randomInputs))
+			extra := declT
 			nextN := rng.IntN(2) == 0
 			if nextN {
-				extra = "sink \"mem\" \"n\" {\n  input = transform.drop.d\n}"
+				extra += "sink \"mem\" \"n\" {\n  " + randomInputs[nextInN].line + "\n}"
 			}
 			switch rng.IntN(10) {
 			case 0: // invalid
@@ -493,30 +528,18 @@ func TestReloadRandom(t *testing.T) {
 			case 1: // a new part fails to start
 				extra += "\nsink \"broken\" \"b\" {\n  input = source.script.s\n}"
 			}
-			rec := h.reload(reloadConfig(nextDrop, resync, extra))
+			rec := h.reload(reloadConfigInput(nextDrop, resync, randomInputs[nextInM].line, extra))
 			results[rec.Result]++
 			if rec.Result == ReloadApplied {
-				drop, withN = nextDrop, nextN
+				drop, withN, inM, inN = nextDrop, nextN, nextInM, nextInN
 			}
 			if rng.IntN(8) == 0 {
 				synctest.Wait()
+				checking = checking && converged(i) // the first difference only
 			}
 		}
 		synctest.Wait()
-		want := map[node.Key]cty.Value{}
-		for k, v := range model {
-			if k != drop {
-				want[k] = v
-			}
-		}
-		if d := cmp.Diff(want, h.sink.State(), ctyEqual); d != "" {
-			t.Errorf("sink.mem.m differs from its desired state (-want +got):\n%s", d)
-		}
-		if withN {
-			if d := cmp.Diff(want, n.State(), ctyEqual); d != "" {
-				t.Errorf("sink.mem.n differs from its desired state (-want +got):\n%s", d)
-			}
-		}
+		converged(reloads)
 		for _, s := range []*strictSink{h.sink, n} {
 			if got := s.violations(); len(got) != 0 {
 				t.Errorf("unchanged entries rewritten: %d, first %v", len(got), got[0])
@@ -526,7 +549,7 @@ func TestReloadRandom(t *testing.T) {
 			t.Errorf("results %v: every outcome should occur", results)
 		}
 		checkNoLeftovers(t, h.rt)
-		t.Logf("%d reloads: %v", reloads, results)
+		t.Logf("%d reloads: %v; inputs of m %d, of n %d (%v)", reloads, results, inM, inN, withN)
 	})
 }
 
@@ -542,10 +565,28 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 			len(r.healths), len(r.stats), len(r.tasks), len(r.reload.staged), nodes)
 	}
 	consumers := map[*Node]int{}
+	unions := 0
 	for _, n := range r.g.Nodes {
-		if n.Input != nil {
-			consumers[n.Input]++
+		for _, in := range n.Inputs { // a union subscribes once to each input
+			consumers[in]++
 		}
+		f := r.fanins[n]
+		if n.FanIn() != (f != nil) {
+			t.Errorf("%s has %d inputs and union %v", n.Address, len(n.Inputs), f != nil)
+		}
+		if f == nil {
+			continue
+		}
+		unions++
+		f.out.mu.Lock()
+		subs := len(f.out.subs)
+		f.out.mu.Unlock()
+		if subs != 1 {
+			t.Errorf("the union of %s has %d subscriptions for its one consumer", n.Address, subs)
+		}
+	}
+	if len(r.fanins) != unions {
+		t.Errorf("runtime holds %d unions for %d nodes with fan-in", len(r.fanins), unions)
 	}
 	for n, c := range r.outs {
 		c.mu.Lock()
@@ -586,22 +627,5 @@ func TestReloadRebuiltSinkFailsToOpen(t *testing.T) {
 			t.Errorf("not ready after the rollback: %+v", r)
 		}
 		checkNoLeftovers(t, h.rt)
-	})
-}
-
-// A configuration with fan-in (inputs = [...]) is refused by a reload,
-// with the reason, and the running graph goes on.
-func TestReloadRefusesFanIn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := startReloadWith(t, reloadConfig("", "1m", ""), map[string]any{"source.script.t": newScriptSource(), "sink.mem.u": nodetest.NewMemSink()})
-		h.feed(3)
-		synctest.Wait()
-		rec := h.reload(reloadConfig("", "1m", "source \"script\" \"t\" {}\nsink \"mem\" \"u\" {\n  inputs = [source.script.s, source.script.t]\n}"))
-		if rec.Result != ReloadRejected || !strings.Contains(rec.Error, "sink.mem.u has several inputs") {
-			t.Fatalf("reload = %s %q", rec.Result, rec.Error)
-		}
-		if r := h.rt.Readiness(); len(r.Nodes) != 3 {
-			t.Errorf("the running graph changed: %+v", r.Nodes)
-		}
 	})
 }

@@ -135,11 +135,12 @@ func (r *Runtime) Run(ctx context.Context) error {
 	restCtx, stopRest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRest()
 	r.configLoaded()
-	var fanIns sync.WaitGroup
-	r.runFanIns(restCtx, &fanIns)
-	defer fanIns.Wait()
+	defer r.waitFanIns()
 	r.mu.Lock()
 	r.srcCtx, r.restCtx = srcCtx, restCtx
+	for _, f := range r.fanins {
+		r.startFanInLocked(f)
+	}
 	for _, n := range r.g.Nodes {
 		r.tasks[n] = r.startLocked(n)
 	}
@@ -154,6 +155,22 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.wait("")
 	r.opts.Logger.Info("stopped")
 	return nil
+}
+
+// waitFanIns waits for the unions' goroutines to end, once the other
+// nodes' context ended and no reload can start.
+func (r *Runtime) waitFanIns() {
+	r.mu.RLock()
+	var ts []*task
+	for _, f := range r.fanins {
+		if f.task != nil {
+			ts = append(ts, f.task)
+		}
+	}
+	r.mu.RUnlock()
+	for _, t := range ts {
+		<-t.done
+	}
 }
 
 // task is one supervised node goroutine.

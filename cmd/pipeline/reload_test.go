@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -372,4 +373,44 @@ sink "log" "secret" {
 	if !strings.Contains(recs[0].Error, "sink.log.secret: open target") {
 		t.Errorf("the error does not name the sink that failed: %q", recs[0].Error)
 	}
+}
+
+// fanInConfig is a log sink over the union of static sources, one per
+// network number.
+func fanInConfig(nets ...int) string {
+	var b strings.Builder
+	var refs []string
+	for _, n := range nets {
+		fmt.Fprintf(&b, "source \"static\" \"n%d\" {\n  records = { \"10.0.0.%d/32\" = { network = \"internal\" } }\n}\n", n, n)
+		refs = append(refs, fmt.Sprintf("source.static.n%d", n))
+	}
+	fmt.Fprintf(&b, "sink \"log\" \"out\" {\n  inputs = [%s]\n  path   = \"out.log\"\n}\n", strings.Join(refs, ", "))
+	return b.String()
+}
+
+// TestReloadFanIn: a configuration with fan-in reloads like any other; an
+// added input reaches the sink through the new union.
+func TestReloadFanIn(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, fanInConfig(1, 2))
+	w := runWatched(t, dir)
+	saveFile(t, cfg, fanInConfig(1, 2, 3))
+	recs := w.settle(t, 1)
+	actions := map[string]engine.Action{}
+	for _, n := range recs[0].Nodes {
+		actions[n.Address] = n.Action
+	}
+	want := map[string]engine.Action{"source.static.n1": engine.Kept, "source.static.n2": engine.Kept,
+		"source.static.n3": engine.Added, "sink.log.out": engine.Rebuilt}
+	if recs[0].Result != engine.ReloadApplied {
+		t.Fatalf("reload: %s %q", recs[0].Result, recs[0].Error)
+	}
+	if d := cmp.Diff(want, actions); d != "" {
+		t.Errorf("actions (-want +got):\n%s", d)
+	}
+	eventually(t, "the added input's record in out.log", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.log"))
+		return bytes.Contains(b, []byte("10.0.0.3/32"))
+	})
 }
