@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -83,11 +84,20 @@ const explainWait = 2 * time.Second
 // of its rounds, and collections are read under their locks.
 func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	ex := Explanation{Key: key}
-	for _, n := range r.g.Nodes {
-		if n.Kind != node.KindSink {
+	// A reload swaps the graph and its loops and collections under r.mu:
+	// take this graph's, then ask each loop without holding the lock.
+	r.mu.RLock()
+	g := r.g
+	nodes := g.Nodes
+	loops := make(map[*Node]*sinkLoop, len(r.sinks))
+	maps.Copy(loops, r.sinks)
+	outs := maps.Clone(r.outs)
+	r.mu.RUnlock()
+	for _, n := range nodes {
+		if n.Kind != node.KindSink || loops[n] == nil {
 			continue
 		}
-		e, ok := r.sinkEntry(ctx, n, key)
+		e, ok := r.sinkEntry(ctx, n, loops[n], key)
 		if !ok {
 			continue
 		}
@@ -97,7 +107,7 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 		if rec, ok := in.lookup(e.InputKey); ok {
 			e.Origin = rec.Origin
 			if e.Origin != nil {
-				e.Path = r.stages(n, e.Origin, e.InputKey)
+				e.Path = r.stages(n, e.Origin, e.InputKey, outs)
 			}
 		}
 		if f != nil {
@@ -106,22 +116,21 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 		ex.Entries = append(ex.Entries, e)
 	}
 	if len(ex.Entries) == 0 {
-		for _, n := range r.g.Nodes {
-			if c := r.outs[n]; c != nil {
+		for _, n := range nodes {
+			if c := outs[n]; c != nil {
 				if rec, ok := c.lookup(key); ok {
 					ex.Seen = append(ex.Seen, r.stage(n, key, rec, true))
 				}
 			}
 		}
-		ex.Gates = r.gates()
+		ex.Gates = gatesOf(g)
 	}
 	return ex
 }
 
 // sinkEntry asks sink n's loop about key; ok is false when it neither
 // holds nor wants it.
-func (r *Runtime) sinkEntry(ctx context.Context, n *Node, key node.Key) (SinkEntry, bool) {
-	s := r.sinks[n]
+func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sinkLoop, key node.Key) (SinkEntry, bool) {
 	e := SinkEntry{Sink: n.Address}
 	var found bool
 	done := make(chan struct{})
@@ -209,7 +218,7 @@ func (s *sinkLoop) inputKeyOf(tk node.Key) node.Key {
 // the origin's source, with what its output holds. Where a record passes
 // from objects to records (extract) its key changes from the object's to
 // the record's.
-func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key) []Stage {
+func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key, outs map[*Node]*collection) []Stage {
 	path := pathFrom(sink, org.Source)
 	out := make([]Stage, 0, len(path))
 	for _, n := range path {
@@ -217,7 +226,7 @@ func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key) []Stage {
 		if n.Emits == node.Objects {
 			k = objectKey(org)
 		}
-		rec, ok := r.outs[n].lookup(k)
+		rec, ok := outs[n].lookup(k)
 		out = append(out, r.stage(n, k, rec, ok))
 	}
 	return out
@@ -267,23 +276,23 @@ func pathFrom(sink *Node, src string) []*Node {
 	return p[:len(p)-1]
 }
 
-// gates lists, for every node that feeds a sink, the attributes that
-// decide which records pass: a source's selectors and a transform's
+// gatesOf lists, for every node of g that feeds a sink, the attributes
+// that decide which records pass: a source's selectors and a transform's
 // runtime expressions. Sensitive attributes are left out.
-func (r *Runtime) gates() []Gate {
+func gatesOf(g *Graph) []Gate {
 	var out []Gate
-	for _, n := range r.g.Nodes {
+	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
 			continue
 		}
-		out = append(out, r.nodeGates(n)...)
+		out = append(out, nodeGates(g, n)...)
 	}
 	return out
 }
 
-func (r *Runtime) nodeGates(n *Node) []Gate {
+func nodeGates(g *Graph, n *Node) []Gate {
 	body := n.Spec.Body
-	content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), r.g.Config.Ctx, n.Block.DeclRange)
+	content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), g.Config.Ctx, n.Block.DeclRange)
 	var out []Gate
 	for _, a := range body.Attrs {
 		info := a.Info()
@@ -295,15 +304,15 @@ func (r *Runtime) nodeGates(n *Node) []Gate {
 			continue
 		}
 		rng := attr.Expr.Range()
-		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: r.text(rng)})
+		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: configText(g, rng)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out
 }
 
-// text returns the configuration text of rng.
-func (r *Runtime) text(rng hcl.Range) string {
-	f := r.g.Config.Files[rng.Filename]
+// configText returns the text of rng in g's configuration.
+func configText(g *Graph, rng hcl.Range) string {
+	f := g.Config.Files[rng.Filename]
 	if f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
 		return ""
 	}
