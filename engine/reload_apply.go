@@ -199,6 +199,7 @@ func (r *Runtime) unstage(st *staging) {
 	defer r.mu.Unlock()
 	for _, n := range st.nodes {
 		r.removeLocked(n)
+		r.forgetTapLocked(n.Address)
 	}
 }
 
@@ -229,6 +230,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 		r.tasks[n] = r.startLocked(n)
 	}
 	r.dec.setGates(merged)
+	r.setTapsLive(st.nodes, retired)
 	r.mu.Unlock()
 	for _, t := range oldRest {
 		t.stop()
@@ -246,6 +248,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 			}
 		}
 		r.removeLocked(o)
+		r.forgetTapLocked(o.Address)
 	}
 	r.mu.Unlock()
 	for _, s := range cleanups {
