@@ -18,7 +18,7 @@ import (
 // new one (DiffGraphs): kept nodes go on running with their state; added
 // and rebuilt nodes are started beside the running graph (sources and
 // transforms until their output is synced, sinks until their target is
-// open); only then the graph is swapped: the replaced sinks stop, the new
+// open and ready, see node.Readier); only then the graph is swapped: the replaced sinks stop, the new
 // sinks start on their open targets and reconcile against their synced
 // input (so unchanged entries are not rewritten), and the replaced sources
 // and transforms stop. If any new part fails before the swap, every new
@@ -68,8 +68,9 @@ type ReloadStatus struct {
 	Error      string       `json:"error,omitempty"`
 }
 
-// DefaultReloadTimeout bounds how long a reload waits for its new sources
-// and transforms to sync before it rolls back.
+// DefaultReloadTimeout bounds how long a reload waits for its new sinks'
+// targets to open and be ready and its new sources and transforms to sync
+// before it rolls back.
 const DefaultReloadTimeout = 30 * time.Second
 
 // reloadHistory is how many reload records Reloads keeps.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -69,6 +70,33 @@ type brokenSource struct{}
 
 func (brokenSource) Run(context.Context, node.Env, node.Output) error {
 	return errors.New("connection refused")
+}
+
+// unreadySink opens at once but its target never becomes ready (a server
+// that cannot be reached); closed counts its closed targets.
+type unreadySink struct {
+	*nodetest.MemSink
+	closed atomic.Int32
+}
+
+func (s *unreadySink) Open(ctx context.Context, env node.Env, m node.Mode) (node.Target, error) {
+	t, err := s.MemSink.Open(ctx, env, m)
+	return &unreadyTarget{Target: t, s: s}, err
+}
+
+type unreadyTarget struct {
+	node.Target
+	s *unreadySink
+}
+
+func (t *unreadyTarget) Ready(ctx context.Context) error {
+	<-ctx.Done()
+	return errors.New("connection refused")
+}
+
+func (t *unreadyTarget) Close() error {
+	t.s.closed.Add(1)
+	return t.Target.Close()
 }
 
 // strictSink is a MemSink that counts every write that changes nothing
@@ -277,9 +305,12 @@ func TestReloadTransformChange(t *testing.T) {
 func TestReloadRollback(t *testing.T) {
 	tests := []struct {
 		name, extra, wantErr string
+		unready              bool
 	}{
-		{"sink fails to open", "sink \"broken\" \"b\" {\n  input = source.script.s\n}", "sink.broken.b: open target: pin path"},
-		{"source fails", "source \"broken\" \"x\" {}\nsink \"mem\" \"n\" {\n  input = source.broken.x\n}", "source.broken.x: failed to start: connection refused"},
+		{"sink fails to open", "sink \"broken\" \"b\" {\n  input = source.script.s\n}", "sink.broken.b: open target: pin path", false},
+		{"source fails", "source \"broken\" \"x\" {}\nsink \"mem\" \"n\" {\n  input = source.broken.x\n}", "source.broken.x: failed to start: connection refused", false},
+		{"sink never ready", "sink \"mem\" \"n\" {\n  input = source.script.s\n}",
+			"sink.mem.n: target not ready: not within the reload timeout (1s): connection refused", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,11 +319,18 @@ func TestReloadRollback(t *testing.T) {
 				want := h.feed(20)
 				synctest.Wait()
 				h.sink.ResetCounts()
+				unready := &unreadySink{MemSink: nodetest.NewMemSink()}
 				h.impls["sink.mem.n"] = nodetest.NewMemSink()
+				if tt.unready {
+					h.impls["sink.mem.n"] = unready
+				}
 				rec := h.reload(reloadConfig("", "2m", tt.extra))
 				synctest.Wait()
 				if rec.Result != ReloadRolledBack || !strings.Contains(rec.Error, tt.wantErr) || rec.Generation != 1 {
 					t.Fatalf("reload = %s gen %d %q; want rolled back with %q", rec.Result, rec.Generation, rec.Error, tt.wantErr)
+				}
+				if tt.unready && unready.closed.Load() != 1 {
+					t.Errorf("the target that was not ready was closed %d times, want once", unready.closed.Load())
 				}
 				if up, del, _ := h.sink.Counts(); up != 0 || del != 0 {
 					t.Errorf("a rolled back reload wrote %d updates and %d deletes", up, del)

@@ -206,5 +206,5 @@ func reloadFlagSet(cmd *cobra.Command, f *reloadFlags) {
 	cmd.Flags().BoolVar(&f.watch, "watch", true, "reload when the configuration files change (SIGHUP always reloads)")
 	cmd.Flags().DurationVar(&f.interval, "watch-interval", 0, "also poll the configuration's content at this interval; for filesystems where inotify fails (0: poll every 2s only when inotify is unavailable)")
 	cmd.Flags().DurationVar(&f.debounce, "watch-debounce", configwatch.DefaultDebounce, "quiet time after the last file event before a reload")
-	cmd.Flags().DurationVar(&f.timeout, "reload-timeout", engine.DefaultReloadTimeout, "how long a reload waits for its new sources to sync before it rolls back")
+	cmd.Flags().DurationVar(&f.timeout, "reload-timeout", engine.DefaultReloadTimeout, "how long a reload waits for its new sources to sync and its new sinks to be ready before it rolls back")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -371,5 +373,78 @@ sink "log" "secret" {
 	}
 	if !strings.Contains(recs[0].Error, "sink.log.secret: open target") {
 		t.Errorf("the error does not name the sink that failed: %q", recs[0].Error)
+	}
+}
+
+// closedAddr returns a local address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	must(t, l.Close())
+	return addr
+}
+
+// TestReloadUnreachableNATSRollsBack: a reload adding a NATS sink whose
+// server cannot be reached rolls back within the reload timeout, naming the
+// sink; the half-open sink is torn down (no goroutine left) and the running
+// graph goes on: its sink keeps receiving.
+func TestReloadUnreachableNATSRollsBack(t *testing.T) {
+	for _, tt := range []struct{ addr, attrs string }{
+		{"sink.nats_kv.remote", `bucket = "nets"`},
+		{"sink.nats.remote", `subject = "nets"`},
+	} {
+		t.Run(tt.addr, func(t *testing.T) {
+			testReloadUnreachableNATS(t, tt.addr, tt.attrs)
+		})
+	}
+}
+
+func testReloadUnreachableNATS(t *testing.T, addr, attrs string) {
+	leakOpts := append([]goleak.Option{goleak.IgnoreCurrent()}, ignoreHTTP...)
+	t.Cleanup(func() { goleak.VerifyNone(t, leakOpts...) }) // after the run's cleanup
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	typ := strings.Split(addr, ".")[1]
+	saveFile(t, cfg, staticConfig(1)+fmt.Sprintf(`
+sink %q "remote" {
+  input = source.static.nets
+  url   = ["nats://%s"]
+  %s
+}
+`, typ, closedAddr(t), attrs))
+	recs := w.settle(t, 1)
+	if recs[0].Result != engine.ReloadRolledBack || !strings.Contains(recs[0].Error, addr+": target not ready") ||
+		!strings.Contains(recs[0].Error, "connection refused") {
+		t.Fatalf("reload: %s %q; want rolled back naming %s and the refused connection", recs[0].Result, recs[0].Error, addr)
+	}
+	if recs[0].Duration > 7*time.Second {
+		t.Errorf("the rollback took %s; the reload timeout is 5s", recs[0].Duration)
+	}
+	r := waitReady(t, w.client, "http://"+w.addr+"/readyz")
+	if !r.Ready || len(r.Nodes) != 2 {
+		t.Errorf("after the rollback: ready %v, nodes %+v", r.Ready, r.Nodes)
+	}
+	// The running graph goes on: a change of the source reaches its sink.
+	saveFile(t, cfg, staticConfig(2))
+	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	out := filepath.Join(dir, "out.log")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if strings.Contains(string(b), "10.0.0.2/32") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running sink did not receive the new record:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
