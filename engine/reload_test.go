@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -499,8 +500,9 @@ func TestReloadNotRunning(t *testing.T) {
 
 // TestReloadRandom applies random valid, invalid and failing configurations
 // while deltas flow: every sink ends equal to its desired state (no delta
-// lost), no unchanged entry is ever rewritten, and no node, subscription
-// or goroutine is left behind.
+// lost), no unchanged entry is ever rewritten, and no node, subscription,
+// goroutine or heap growth is left behind: the live heap after the last
+// reload stays within maxHeapGrowth of the heap after the first 100.
 func TestReloadRandom(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	reloads := 1000
@@ -515,7 +517,12 @@ func TestReloadRandom(t *testing.T) {
 		h.send(func(o node.Output) { o.MarkSynced() })
 		drop, withN := "", false
 		results := map[ReloadResult]int{}
-		for range reloads {
+		var heapAt100 uint64
+		for i := range reloads {
+			if i == 100 {
+				synctest.Wait()
+				heapAt100 = liveHeap()
+			}
 			batch := randomBatch(rng, model)
 			h.send(func(o node.Output) { o.Apply(batch) })
 			nextDrop := []string{"", "k1", "k2", "k3"}[rng.IntN(4)]
@@ -564,9 +571,28 @@ func TestReloadRandom(t *testing.T) {
 			t.Errorf("results %v: every outcome should occur", results)
 		}
 		checkNoLeftovers(t, h.rt)
-		t.Logf("%d reloads: %v", reloads, results)
+		heapAtEnd := liveHeap()
+		if heapAtEnd > maxHeapGrowth(heapAt100) {
+			t.Errorf("live heap grew from %d KiB after 100 reloads to %d KiB after %d (bound %d KiB): something a reload makes is kept",
+				heapAt100>>10, heapAtEnd>>10, reloads, maxHeapGrowth(heapAt100)>>10)
+		}
+		t.Logf("%d reloads: %v; live heap %d KiB after 100, %d KiB at the end", reloads, results, heapAt100>>10, heapAtEnd>>10)
 	})
 }
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// maxHeapGrowth is a generous bound on the live heap after many reloads,
+// given the heap after the first ones: twice as much plus 4 MiB leaves room
+// for noise (test bookkeeping, pools, the GC's timing) but not for anything
+// kept per reload.
+func maxHeapGrowth(base uint64) uint64 { return 2*base + 4<<20 }
 
 // checkNoLeftovers: the runtime holds exactly the nodes of its graph, and
 // each collection exactly one subscription per consumer.
