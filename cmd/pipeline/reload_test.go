@@ -448,3 +448,90 @@ sink %q "remote" {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLeaderChange names what changed in leader_election, by attribute.
+func TestLeaderChange(t *testing.T) {
+	prod := &schema.Cluster{Name: "prod", Kubeconfig: "/etc/kube/prod"}
+	base := schema.LeaderElection{Cluster: prod, Namespace: "pipeline", LeaseName: "hub",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	with := func(f func(*schema.LeaderElection)) *schema.LeaderElection {
+		le := base
+		f(&le)
+		return &le
+	}
+	tests := []struct {
+		name      string
+		cur, next *schema.LeaderElection
+		want      string
+	}{
+		{"none", nil, nil, ""},
+		{"same", &base, with(func(*schema.LeaderElection) {}), ""},
+		{"added", nil, &base, "a leader_election block was added"},
+		{"removed", &base, nil, "the leader_election block was removed"},
+		{"timings", &base, with(func(le *schema.LeaderElection) { le.LeaseDuration, le.RetryPeriod = time.Minute, time.Second }),
+			"leader_election changed (lease_duration, retry_period)"},
+		{"lease", &base, with(func(le *schema.LeaderElection) { le.Namespace, le.LeaseName = "other", "other" }),
+			"leader_election changed (namespace, lease_name)"},
+		{"other cluster", &base, with(func(le *schema.LeaderElection) { le.Cluster = &schema.Cluster{Name: "dev"} }),
+			"leader_election changed (cluster)"},
+		{"cluster settings", &base, with(func(le *schema.LeaderElection) {
+			le.Cluster = &schema.Cluster{Name: "prod", Kubeconfig: "/etc/kube/other"}
+		}), "cluster.prod, which leader_election uses, changed"},
+		{"unrelated cluster setting", &base, with(func(le *schema.LeaderElection) {
+			le.Cluster = &schema.Cluster{Name: "prod", Kubeconfig: "/etc/kube/prod", QPS: 10}
+		}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := leaderChange(tt.cur, tt.next); got != tt.want {
+				t.Errorf("leaderChange = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReloadLeaderElectionRejected: a reload that changes leader_election
+// is rejected with what changed and what to do (restart), and the running
+// graph goes on. (A change of a running election's settings is tested on a
+// real API server: TestDeployOnKubernetes.)
+func TestReloadLeaderElectionRejected(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	saveFile(t, cfg, staticConfig(2)+"\nleader_election {\n  lease_name = \"hub\"\n}\n")
+	recs := w.settle(t, 1)
+	const want = "a leader_election block was added: leader election cannot change while the pipeline runs, " +
+		"so nothing of this configuration was applied and the running graph goes on with the leader_election it started with; " +
+		"restart the pipeline (every instance, for example by rolling the Deployment) to apply it"
+	if recs[0].Result != engine.ReloadRejected || recs[0].Error != want || recs[0].Generation != 1 {
+		t.Fatalf("reload: %s gen %d %q; want rejected with %q", recs[0].Result, recs[0].Generation, recs[0].Error, want)
+	}
+	r := waitReady(t, w.client, "http://"+w.addr+"/readyz")
+	if !r.Ready || r.LastReload == nil || r.LastReload.Error != want {
+		t.Errorf("readyz: ready %v, last reload %+v", r.Ready, r.LastReload)
+	}
+	if !strings.Contains(w.stderr.String(), "restart the pipeline") {
+		t.Errorf("the log does not say to restart:\n%s", w.stderr.String())
+	}
+	out := filepath.Join(dir, "out.log")
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "10.0.0.2/32") {
+		t.Errorf("the rejected configuration reached the sink:\n%s", b)
+	}
+	// The running graph goes on: the next configuration without the change applies.
+	saveFile(t, cfg, staticConfig(3))
+	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied || recs[0].Generation != 2 {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if strings.Contains(string(b), "10.0.0.3/32") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running sink did not receive the new record:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
