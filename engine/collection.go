@@ -32,7 +32,7 @@ type collection struct {
 	// says nothing about its records still names itself. nil for
 	// transforms, whose records keep the origin they came with.
 	origin *node.Origin
-	tap    *tapHub // tap.go
+	tap    *tapPort // tap.go
 }
 
 // slot is one record of a collection: its value and its origin, both

@@ -18,13 +18,14 @@ import (
 // new one (DiffGraphs): kept nodes go on running with their state; added
 // and rebuilt nodes are started beside the running graph (sources and
 // transforms until their output is synced, sinks until their target is
-// open, and the union of a node with several inputs, fanin.go, until it is
-// synced; a kept node keeps its union); only then the graph is swapped:
-// the replaced sinks stop, the new sinks start on their open targets and
-// reconcile against their synced input (so unchanged entries are not
-// rewritten), and the replaced sources, transforms and unions stop. If any
-// new part fails before the swap, every new part is torn down and the
-// running graph was never touched (rolled back).
+// open and ready, see node.Readier, and the union of a node with several
+// inputs, fanin.go, until it is synced; a kept node keeps its union); only
+// then the graph is swapped: the replaced sinks stop, the new sinks start
+// on their open targets and reconcile against their synced input (so
+// unchanged entries are not rewritten), and the replaced sources,
+// transforms and unions stop. If any new part fails before the swap, every
+// new part is torn down and the running graph was never touched (rolled
+// back).
 
 // ReloadResult is the outcome of one reload.
 type ReloadResult string
@@ -70,8 +71,9 @@ type ReloadStatus struct {
 	Error      string       `json:"error,omitempty"`
 }
 
-// DefaultReloadTimeout bounds how long a reload waits for its new sources
-// and transforms to sync before it rolls back.
+// DefaultReloadTimeout bounds how long a reload waits for its new sinks'
+// targets to open and be ready and its new sources and transforms to sync
+// before it rolls back.
 const DefaultReloadTimeout = 30 * time.Second
 
 // reloadHistory is how many reload records Reloads keeps.

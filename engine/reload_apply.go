@@ -70,12 +70,16 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 			st.handover[n] = true
 		}
 	}
-	if err := r.prepare(ctx, st, timeout); err != nil {
+	// One deadline bounds the whole stage: opening the new targets,
+	// waiting for them to be ready and for the new outputs to sync.
+	stage, cancel := context.WithTimeoutCause(ctx, timeout, errStageTimeout)
+	defer cancel()
+	if err := r.prepare(stage, st, timeout); err != nil {
 		r.unstage(st)
 		return err
 	}
 	stopped := r.stopSinks(retired)
-	if err := r.openSinks(ctx, st, true); err != nil {
+	if err := r.openSinks(stage, st, true, timeout); err != nil {
 		r.unstage(st)
 		r.mu.Lock()
 		for _, o := range stopped {
@@ -121,20 +125,37 @@ func overlaps(n *Node, claims map[string]bool) bool {
 	return false
 }
 
-// openSinks opens the targets of the new sinks: the handover ones or
-// the others.
-func (r *Runtime) openSinks(ctx context.Context, st *staging, handover bool) error {
+// errStageTimeout ends a reload's stage that took longer than its timeout.
+var errStageTimeout = errors.New("reload timeout")
+
+// openSinks opens the targets of the new sinks, the handover ones or the
+// others, and waits until each can write (node.Readier). A target that
+// fails stays in st.opened, for unstage to close.
+func (r *Runtime) openSinks(ctx context.Context, st *staging, handover bool, timeout time.Duration) error {
 	for _, n := range st.nodes {
 		if n.Kind != node.KindSink || st.handover[n] != handover {
 			continue
 		}
 		t, err := n.Sink.Open(ctx, r.env(n), node.ModeRun)
 		if err != nil {
-			return fmt.Errorf("%s: open target: %w", n.Address, err)
+			return fmt.Errorf("%s: open target: %w", n.Address, stageErr(ctx, err, timeout))
 		}
 		st.opened[n] = t
+		if rd, ok := t.(node.Readier); ok {
+			if err := rd.Ready(ctx); err != nil {
+				return fmt.Errorf("%s: target not ready: %w", n.Address, stageErr(ctx, err, timeout))
+			}
+		}
 	}
 	return nil
+}
+
+// stageErr adds to err, when the stage's deadline passed, that it did.
+func stageErr(ctx context.Context, err error, timeout time.Duration) error {
+	if errors.Is(context.Cause(ctx), errStageTimeout) {
+		return fmt.Errorf("not within the reload timeout (%s): %w", timeout, err)
+	}
+	return err
 }
 
 // stopSinks stops the running sinks among nodes and returns them.
@@ -168,7 +189,7 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 		r.reload.staged[n] = nil
 	}
 	r.mu.Unlock()
-	if err := r.openSinks(ctx, st, false); err != nil {
+	if err := r.openSinks(ctx, st, false, timeout); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -184,11 +205,10 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 	return r.waitSynced(ctx, st, timeout)
 }
 
-// waitSynced waits until every new output is synced. A new node that
-// fails (its health goes Down) fails the reload at once.
+// waitSynced waits until every new output is synced, or until ctx (the
+// stage, bounded by the reload timeout) ends. A new node that fails (its
+// health goes Down) fails the reload at once.
 func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -215,9 +235,10 @@ func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Dura
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errStageTimeout) {
+				return fmt.Errorf("%s: not synced within %s", waiting.Address, timeout)
+			}
 			return fmt.Errorf("%s: not synced when the reload was cancelled: %w", waiting.Address, ctx.Err())
-		case <-deadline.C:
-			return fmt.Errorf("%s: not synced within %s", waiting.Address, timeout)
 		case <-tick.C:
 		}
 	}
@@ -238,6 +259,7 @@ func (r *Runtime) unstage(st *staging) {
 	defer r.mu.Unlock()
 	for _, n := range st.nodes {
 		r.removeLocked(n)
+		r.forgetTapLocked(n.Address)
 	}
 }
 
@@ -276,6 +298,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 		r.tasks[n] = r.startLocked(n)
 	}
 	r.dec.setGates(merged)
+	r.setTapsLive(st.nodes, retired)
 	r.mu.Unlock()
 	for _, t := range oldRest {
 		t.stop()
@@ -294,6 +317,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 			}
 		}
 		r.removeLocked(o)
+		r.forgetTapLocked(o.Address)
 	}
 	r.mu.Unlock()
 	for _, s := range cleanups {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -69,6 +71,33 @@ type brokenSource struct{}
 
 func (brokenSource) Run(context.Context, node.Env, node.Output) error {
 	return errors.New("connection refused")
+}
+
+// unreadySink opens at once but its target never becomes ready (a server
+// that cannot be reached); closed counts its closed targets.
+type unreadySink struct {
+	*nodetest.MemSink
+	closed atomic.Int32
+}
+
+func (s *unreadySink) Open(ctx context.Context, env node.Env, m node.Mode) (node.Target, error) {
+	t, err := s.MemSink.Open(ctx, env, m)
+	return &unreadyTarget{Target: t, s: s}, err
+}
+
+type unreadyTarget struct {
+	node.Target
+	s *unreadySink
+}
+
+func (t *unreadyTarget) Ready(ctx context.Context) error {
+	<-ctx.Done()
+	return errors.New("connection refused")
+}
+
+func (t *unreadyTarget) Close() error {
+	t.s.closed.Add(1)
+	return t.Target.Close()
 }
 
 // strictSink is a MemSink that counts every write that changes nothing
@@ -282,9 +311,12 @@ func TestReloadTransformChange(t *testing.T) {
 func TestReloadRollback(t *testing.T) {
 	tests := []struct {
 		name, extra, wantErr string
+		unready              bool
 	}{
-		{"sink fails to open", "sink \"broken\" \"b\" {\n  input = source.script.s\n}", "sink.broken.b: open target: pin path"},
-		{"source fails", "source \"broken\" \"x\" {}\nsink \"mem\" \"n\" {\n  input = source.broken.x\n}", "source.broken.x: failed to start: connection refused"},
+		{"sink fails to open", "sink \"broken\" \"b\" {\n  input = source.script.s\n}", "sink.broken.b: open target: pin path", false},
+		{"source fails", "source \"broken\" \"x\" {}\nsink \"mem\" \"n\" {\n  input = source.broken.x\n}", "source.broken.x: failed to start: connection refused", false},
+		{"sink never ready", "sink \"mem\" \"n\" {\n  input = source.script.s\n}",
+			"sink.mem.n: target not ready: not within the reload timeout (1s): connection refused", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,11 +325,18 @@ func TestReloadRollback(t *testing.T) {
 				want := h.feed(20)
 				synctest.Wait()
 				h.sink.ResetCounts()
+				unready := &unreadySink{MemSink: nodetest.NewMemSink()}
 				h.impls["sink.mem.n"] = nodetest.NewMemSink()
+				if tt.unready {
+					h.impls["sink.mem.n"] = unready
+				}
 				rec := h.reload(reloadConfig("", "2m", tt.extra))
 				synctest.Wait()
 				if rec.Result != ReloadRolledBack || !strings.Contains(rec.Error, tt.wantErr) || rec.Generation != 1 {
 					t.Fatalf("reload = %s gen %d %q; want rolled back with %q", rec.Result, rec.Generation, rec.Error, tt.wantErr)
+				}
+				if tt.unready && unready.closed.Load() != 1 {
+					t.Errorf("the target that was not ready was closed %d times, want once", unready.closed.Load())
 				}
 				if up, del, _ := h.sink.Counts(); up != 0 || del != 0 {
 					t.Errorf("a rolled back reload wrote %d updates and %d deletes", up, del)
@@ -466,9 +505,11 @@ func TestReloadNotRunning(t *testing.T) {
 
 // TestReloadRandom applies random valid, invalid and failing configurations
 // while deltas flow: every sink ends equal to its desired state (no delta
-// lost), no unchanged entry is ever rewritten, and no node, subscription
-// or goroutine is left behind. Sinks go from one input to the union of two
-// (fan-in) and back, and between conflict rules.
+// lost), no unchanged entry is ever rewritten, and no node, subscription,
+// goroutine or heap growth is left behind: the live heap after the last
+// reload stays within maxHeapGrowth of the heap after the first 100. Sinks
+// go from one input to the union of two (fan-in) and back, and between
+// conflict rules.
 func TestReloadRandom(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	reloads := 1000
@@ -511,7 +552,12 @@ func TestReloadRandom(t *testing.T) {
 		}
 		results := map[ReloadResult]int{}
 		checking := true
+		var heapAt100 uint64
 		for i := range reloads {
+			if i == 100 {
+				synctest.Wait()
+				heapAt100 = liveHeap()
+			}
 			batch := randomBatch(rng, model)
 			h.send(func(o node.Output) { o.Apply(batch) })
 			nextDrop := []string{"", "k1", "k2", "k3"}[rng.IntN(4)]
@@ -549,9 +595,29 @@ func TestReloadRandom(t *testing.T) {
 			t.Errorf("results %v: every outcome should occur", results)
 		}
 		checkNoLeftovers(t, h.rt)
-		t.Logf("%d reloads: %v; inputs of m %d, of n %d (%v)", reloads, results, inM, inN, withN)
+		heapAtEnd := liveHeap()
+		if heapAtEnd > maxHeapGrowth(heapAt100) {
+			t.Errorf("live heap grew from %d KiB after 100 reloads to %d KiB after %d (bound %d KiB): something a reload makes is kept",
+				heapAt100>>10, heapAtEnd>>10, reloads, maxHeapGrowth(heapAt100)>>10)
+		}
+		t.Logf("%d reloads: %v; inputs of m %d, of n %d (%v); live heap %d KiB after 100, %d KiB at the end",
+			reloads, results, inM, inN, withN, heapAt100>>10, heapAtEnd>>10)
 	})
 }
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// maxHeapGrowth is a generous bound on the live heap after many reloads,
+// given the heap after the first ones: twice as much plus 4 MiB leaves room
+// for noise (test bookkeeping, pools, the GC's timing) but not for anything
+// kept per reload.
+func maxHeapGrowth(base uint64) uint64 { return 2*base + 4<<20 }
 
 // checkNoLeftovers: the runtime holds exactly the nodes of its graph, and
 // each collection exactly one subscription per consumer.

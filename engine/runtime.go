@@ -48,7 +48,7 @@ type Runtime struct {
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
 	origins map[*Node]*origins // plan only (plan_origin.go)
-	taps    map[*Node]*tapHub  // tap.go
+	taps    map[string]*tapHub // by address (tap.go)
 	clock   node.Clock         // nil: the wall clock; a config test's virtual clock
 	sandbox bool               // a config test drives the sources (sandbox.go)
 }
@@ -94,7 +94,6 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 	for _, sl := range r.sinks {
 		sl.mem = mem
 	}
-	r.initTaps()
 	return r, nil
 }
 
@@ -105,13 +104,14 @@ func (r *Runtime) addLocked(n *Node) {
 	r.healths[n] = &health{since: time.Now()}
 	if n.Kind != node.KindSink {
 		r.outs[n] = newCollection(r.opts.QueueLimit, r.stats[n])
+		r.outs[n].tap = r.tapPortLocked(n)
 		if n.Kind == node.KindSource {
 			r.outs[n].origin = &node.Origin{Source: n.Address}
 		}
 		return
 	}
 	r.sinks[n] = &sinkLoop{n: n, in: r.inputOf(n), h: r.healths[n],
-		log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: r.opts.Leader}, dec: r.dec, ask: make(chan func())}
+		log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: r.opts.Leader}, dec: r.dec, ask: make(chan func()), tap: r.tapPortLocked(n)}
 }
 
 func (r *Runtime) logger(n *Node) *slog.Logger {

@@ -31,7 +31,7 @@ type sinkLoop struct {
 	idle   atomic.Bool
 	gate   leaderGate // leader election: write only while leading
 	dec    *decisions // hands decisions to audit trails; holds writes at a shut gate
-	tap    *tapHub    // tap.go
+	tap    *tapPort   // tap.go
 	// memOpen replaces the sink's own Open in a config test (sandbox.go).
 	memOpen func(ctx context.Context, env node.Env) (node.Target, error)
 	// started is set once a full reconcile after the input synced has

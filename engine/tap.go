@@ -25,14 +25,25 @@ type TapEvent struct {
 	Generation uint64
 }
 
-// tapHub hands a node's deltas to the taps attached to it. With no tap
-// attached, the data path pays one atomic load per batch (active).
+// tapHub hands the deltas of the node at one address to the taps attached
+// to it. A hub outlives the node instances at its address: a reload that
+// rebuilds the node moves the hub's live port to the new instance at the
+// swap, so a tap goes on streaming.
 type tapHub struct {
 	addr  string
 	n     atomic.Int32
 	mu    sync.Mutex
 	taps  map[*Tap]struct{}
 	clock func() time.Time
+}
+
+// tapPort is one node instance's way into its address's hub. Only the
+// instance of the running graph is live: a node staged by a reload, or a
+// retired one still draining, publishes nothing. With no tap attached, the
+// data path pays one atomic load per batch (active).
+type tapPort struct {
+	hub  *tapHub
+	live atomic.Bool
 }
 
 // Tap is one client's live view of a node's deltas. Events that do not fit
@@ -46,11 +57,12 @@ type Tap struct {
 	once    sync.Once
 }
 
-// active reports whether anyone taps; nil-safe.
-func (h *tapHub) active() bool { return h != nil && h.n.Load() > 0 }
+// active reports whether anyone taps this live instance; nil-safe.
+func (p *tapPort) active() bool { return p != nil && p.hub.n.Load() > 0 && p.live.Load() }
 
 // deltas publishes a collection's batch (after no-ops were dropped).
-func (h *tapHub) deltas(ds []node.Delta, gen uint64) {
+func (p *tapPort) deltas(ds []node.Delta, gen uint64) {
+	h := p.hub
 	now := h.clock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -60,7 +72,8 @@ func (h *tapHub) deltas(ds []node.Delta, gen uint64) {
 }
 
 // applied publishes one entry a sink's target applied.
-func (h *tapHub) applied(e node.Entry, del bool) {
+func (p *tapPort) applied(e node.Entry, del bool) {
+	h := p.hub
 	ev := TapEvent{Time: h.clock(), Node: h.addr, Delete: del, Key: e.Key}
 	if !del {
 		ev.Value = e.Value
@@ -94,15 +107,19 @@ func (t *Tap) Close() {
 }
 
 // Tap attaches a live view to the node at addr, holding up to buffer
-// events (at least 1). Close it when done.
+// events (at least 1). Close it when done. The tap follows the address,
+// not one instance: after a reload that rebuilds the node, it shows the new
+// node's deltas from the swap on; after a reload that removes the node, it
+// shows nothing until a later reload adds a node at that address again.
 func (r *Runtime) Tap(addr string, buffer int) (*Tap, error) {
-	n := r.g.Node(addr)
-	if n == nil {
+	r.mu.RLock()
+	defer r.mu.RUnlock() // a reload's swap forgets unused hubs under r.mu
+	if r.g.Node(addr) == nil {
 		return nil, fmt.Errorf("tap %s: no such node", addr)
 	}
-	h := r.taps[n]
+	h := r.taps[addr]
 	if h == nil {
-		return nil, fmt.Errorf("tap %s: a node added by a reload cannot be tapped until the next restart", addr)
+		return nil, fmt.Errorf("tap %s: the node has no tap hub", addr) // programmer error: addLocked makes one
 	}
 	t := &Tap{ch: make(chan TapEvent, max(buffer, 1)), hub: h}
 	t.C = t.ch
@@ -113,18 +130,54 @@ func (r *Runtime) Tap(addr string, buffer int) (*Tap, error) {
 	return t, nil
 }
 
-// initTaps gives every node a tap hub, wired into its collection or sink loop.
-func (r *Runtime) initTaps() {
-	r.taps = make(map[*Node]*tapHub, len(r.g.Nodes))
-	for _, n := range r.g.Nodes {
-		h := &tapHub{addr: n.Address, taps: map[*Tap]struct{}{}, clock: r.now}
-		r.taps[n] = h
-		if c := r.outs[n]; c != nil {
-			c.tap = h
+// tapPortLocked returns a port into the hub at n's address, making the hub
+// if need be. The port is live when n belongs to the running graph; a node
+// staged by a reload goes live at the swap (setTapsLive).
+func (r *Runtime) tapPortLocked(n *Node) *tapPort {
+	if r.taps == nil {
+		r.taps = map[string]*tapHub{}
+	}
+	h := r.taps[n.Address]
+	if h == nil {
+		h = &tapHub{addr: n.Address, taps: map[*Tap]struct{}{}, clock: r.now}
+		r.taps[n.Address] = h
+	}
+	p := &tapPort{hub: h}
+	p.live.Store(r.g.Node(n.Address) == n)
+	return p
+}
+
+// tapPortOf returns the port of n's collection or sink loop, or nil.
+func (r *Runtime) tapPortOf(n *Node) *tapPort {
+	if c := r.outs[n]; c != nil {
+		return c.tap
+	}
+	if s := r.sinks[n]; s != nil {
+		return s.tap
+	}
+	return nil
+}
+
+// setTapsLive hands every hub of a reload's changed addresses from the
+// retired instances to the fresh ones; r.mu is held.
+func (r *Runtime) setTapsLive(fresh, retired []*Node) {
+	for _, o := range retired {
+		if p := r.tapPortOf(o); p != nil {
+			p.live.Store(false)
 		}
-		if s := r.sinks[n]; s != nil {
-			s.tap = h
+	}
+	for _, n := range fresh {
+		if p := r.tapPortOf(n); p != nil {
+			p.live.Store(true)
 		}
+	}
+}
+
+// forgetTapLocked drops the hub of an address the running graph no longer
+// has, unless a tap still waits on it.
+func (r *Runtime) forgetTapLocked(addr string) {
+	if h := r.taps[addr]; h != nil && r.g.Node(addr) == nil && h.n.Load() == 0 {
+		delete(r.taps, addr)
 	}
 }
 

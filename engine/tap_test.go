@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,7 +93,7 @@ func TestTapDropsWhenFullAndDetaches(t *testing.T) {
 	if tp.Dropped() != 1 {
 		t.Errorf("dropped %d, want 1", tp.Dropped())
 	}
-	hub := h.rt.taps[h.rt.g.Node("source.script.s")]
+	hub := h.rt.outs[h.rt.g.Node("source.script.s")].tap
 	if !hub.active() {
 		t.Fatal("hub not active with a tap attached")
 	}
@@ -125,4 +127,126 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// tapKeys drains tp and returns its events as "+key" and "-key", in order.
+func tapKeys(tp *Tap) []string {
+	var out []string
+	drain(tp, func(ev TapEvent) {
+		op := "+"
+		if ev.Delete {
+			op = "-"
+		}
+		out = append(out, op+string(ev.Key))
+	})
+	return out
+}
+
+// TestTapFollowsReloads: a tap follows its address through reloads. It
+// shows a rebuilt node's deltas from the swap on (and nothing of what the
+// new node built while staged, nor of a rolled back one); a node added by a
+// reload can be tapped; a tap on a removed node stays open and silent until
+// a node comes back at its address.
+func TestTapFollowsReloads(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		n := nodetest.NewMemSink()
+		h := startReloadWith(t, reloadConfig("k1", "1m", ""), map[string]any{"sink.mem.n": n})
+		h.feed(4)
+		synctest.Wait()
+		dTap, err := h.rt.Tap("transform.drop.d", 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dTap.Close()
+		mTap, err := h.rt.Tap("sink.mem.m", 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mTap.Close()
+		if _, err := h.rt.Tap("sink.mem.n", 1); err == nil {
+			t.Fatal("tapped sink.mem.n before a reload added it")
+		}
+
+		// Rolled back: nothing of the staged nodes reaches the taps.
+		rec := h.reload(reloadConfig("k3", "1m", "sink \"broken\" \"b\" {\n  input = source.script.s\n}"))
+		synctest.Wait()
+		if rec.Result != ReloadRolledBack {
+			t.Fatalf("reload = %s %q; want rolled back", rec.Result, rec.Error)
+		}
+		if got := append(tapKeys(dTap), tapKeys(mTap)...); len(got) != 0 {
+			t.Errorf("taps saw a rolled back reload's staged nodes: %v", got)
+		}
+
+		// Rebuilt transform and sink, plus an added sink.
+		added := "sink \"mem\" \"n\" {\n  input = transform.drop.d\n}"
+		rec = h.reload(reloadConfig("k2", "1m", added))
+		if rec.Result != ReloadApplied {
+			t.Fatalf("reload = %s %q", rec.Result, rec.Error)
+		}
+		synctest.Wait()
+		if d := cmp.Diff([]string{"+k1", "-k2"}, tapKeys(mTap)); d != "" {
+			t.Errorf("tap on the rebuilt sink (-want +got):\n%s", d)
+		}
+		if got := tapKeys(dTap); len(got) != 0 {
+			t.Errorf("tap on the rebuilt transform saw its staged sync: %v", got)
+		}
+		nTap, err := h.rt.Tap("sink.mem.n", 1024)
+		if err != nil {
+			t.Fatalf("tap a sink added by a reload: %v", err)
+		}
+		defer nTap.Close()
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Upsert("after", str("x"), time.Now())}) })
+		synctest.Wait()
+		for name, tp := range map[string]*Tap{"transform.drop.d": dTap, "sink.mem.m": mTap, "sink.mem.n": nTap} {
+			if d := cmp.Diff([]string{"+after"}, tapKeys(tp)); d != "" {
+				t.Errorf("tap on %s after the reload (-want +got):\n%s", name, d)
+			}
+		}
+
+		// Removed, then added again.
+		if rec := h.reload(reloadConfig("k2", "1m", "")); rec.Result != ReloadApplied {
+			t.Fatalf("reload = %s %q", rec.Result, rec.Error)
+		}
+		if _, err := h.rt.Tap("sink.mem.n", 1); err == nil || !strings.Contains(err.Error(), "no such node") {
+			t.Errorf("tap a removed node: err = %v", err)
+		}
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Upsert("gone", str("x"), time.Now())}) })
+		synctest.Wait()
+		if got := tapKeys(nTap); len(got) != 0 {
+			t.Errorf("tap on a removed sink saw %v", got)
+		}
+		if rec := h.reload(reloadConfig("k2", "1m", added)); rec.Result != ReloadApplied {
+			t.Fatalf("reload = %s %q", rec.Result, rec.Error)
+		}
+		synctest.Wait()
+		tapKeys(nTap) // the new sink's first reconcile
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("after", time.Now())}) })
+		synctest.Wait()
+		if d := cmp.Diff([]string{"-after"}, tapKeys(nTap)); d != "" {
+			t.Errorf("tap on a sink added again (-want +got):\n%s", d)
+		}
+		if mTap.Dropped()+dTap.Dropped()+nTap.Dropped() != 0 {
+			t.Error("taps dropped events with room in their buffers")
+		}
+	})
+}
+
+// Hubs of removed addresses are forgotten once no tap waits on them.
+func TestTapHubsForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startReloadWith(t, reloadConfig("", "1m", ""), map[string]any{"sink.mem.n": nodetest.NewMemSink()})
+		synctest.Wait()
+		for range 3 {
+			h.reload(reloadConfig("", "1m", "sink \"mem\" \"n\" {\n  input = transform.drop.d\n}"))
+			h.reload(reloadConfig("", "1m", "sink \"broken\" \"b\" {\n  input = source.script.s\n}"))
+			h.reload(reloadConfig("", "1m", ""))
+		}
+		synctest.Wait()
+		h.rt.mu.RLock()
+		defer h.rt.mu.RUnlock()
+		if len(h.rt.taps) != len(h.rt.g.Nodes) {
+			t.Errorf("%d tap hubs for %d nodes", len(h.rt.taps), len(h.rt.g.Nodes))
+		}
+	})
 }

@@ -32,6 +32,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 )
 
@@ -178,6 +179,7 @@ func leaderElection(t *testing.T, admin kubernetes.Interface, ns, hubDir, dir, k
 	if w := follower.writes(); len(w) != 0 {
 		t.Fatalf("the follower wrote %v", w)
 	}
+	rejectLeaderChange(t, hubDir, leader, follower)
 
 	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -202,6 +204,49 @@ func leaderElection(t *testing.T, admin kubernetes.Interface, ns, hubDir, dir, k
 	waitFor(t, 10*time.Second, "the new leader applies a delete", func() bool {
 		return strings.Contains(string(readFile(follower.out)), "- a\n")
 	})
+}
+
+// rejectLeaderChange edits the hub's leader_election: both instances reject
+// the reload, saying to restart, and go on electing and writing as before.
+func rejectLeaderChange(t *testing.T, hubDir string, leader, follower *instance) {
+	t.Helper()
+	path := filepath.Join(hubDir, "hub.hcl")
+	before := string(readFile(path))
+	after := strings.Replace(before, `renew_deadline = "4s"`, `renew_deadline = "5s"`, 1)
+	if after == before {
+		t.Fatal("hub.hcl has no renew_deadline to change")
+	}
+	writeFile(t, path, after)
+	for _, in := range []*instance{leader, follower} {
+		var last engine.ReloadRecord
+		waitFor(t, 10*time.Second, "the leader_election change is rejected", func() bool {
+			last = in.lastReload()
+			return last.Result == engine.ReloadRejected
+		})
+		if !strings.HasPrefix(last.Error, "leader_election changed (renew_deadline): ") || !strings.Contains(last.Error, "restart the pipeline") {
+			t.Errorf("rejection: %q", last.Error)
+		}
+		if last.Generation != 1 {
+			t.Errorf("config generation %d after a rejected reload, want 1", last.Generation)
+		}
+	}
+	if !leader.readyz().leading() || follower.readyz().leading() {
+		t.Fatal("leadership changed after a rejected reload")
+	}
+}
+
+// lastReload returns the instance's latest reload record, or a zero one.
+func (in *instance) lastReload() engine.ReloadRecord {
+	var b reloadsBody
+	resp, err := http.Get("http://" + in.addr + "/reloads")
+	if err != nil {
+		return engine.ReloadRecord{}
+	}
+	defer resp.Body.Close()
+	if json.NewDecoder(resp.Body).Decode(&b) != nil || len(b.Reloads) == 0 {
+		return engine.ReloadRecord{}
+	}
+	return b.Reloads[0]
 }
 
 // instance is one `pipeline run` process of the hub configuration.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,7 +40,7 @@ type reloader struct {
 	secrets *redact.Redactor
 	log     *slog.Logger
 	timeout time.Duration
-	leader  string // leaderKey of the running configuration
+	leader  *schema.LeaderElection // of the running configuration; a reload cannot change it
 
 	wake     chan struct{} // capacity 1: a reload is due
 	mu       sync.Mutex
@@ -51,7 +52,7 @@ type reloader struct {
 func newReloader(paths []string, opts schema.Options, reg *node.Registry, rt *engine.Runtime, l *loaded,
 	secrets *redact.Redactor, log *slog.Logger, timeout time.Duration) *reloader {
 	r := &reloader{paths: paths, opts: opts, reg: reg, rt: rt, secrets: secrets, log: log, timeout: timeout,
-		leader: leaderKey(l.cfg.LeaderElection), wake: make(chan struct{}, 1)}
+		leader: l.cfg.LeaderElection, wake: make(chan struct{}, 1)}
 	if files, err := schema.ConfigFiles(paths); err == nil {
 		r.lastHash, _ = configwatch.Hash(files)
 	}
@@ -110,15 +111,12 @@ func (r *reloader) reload(ctx context.Context, trigger string, force bool) {
 		r.secrets.Add(l.cfg.Sensitive) // before anything about it is logged
 	}
 	rec.Diagnostics = r.diagnostics(l.diags)
-	switch {
-	case l.diags.HasErrors():
+	if l.diags.HasErrors() {
 		rec.Error = fmt.Sprintf("the configuration has %d errors", errorCount(l.diags))
-	case leaderKey(l.cfg.LeaderElection) != r.leader:
-		rec.Error = "the leader_election block changed; restart the pipeline to apply it"
-	default:
-		if err := preflight(l.graph); err != nil {
-			rec.Error = r.secrets.String(err.Error())
-		}
+	} else if change := leaderChange(r.leader, l.cfg.LeaderElection); change != "" {
+		rec.Error = r.secrets.String(leaderRefusal(change))
+	} else if err := preflight(l.graph); err != nil {
+		rec.Error = r.secrets.String(err.Error())
 	}
 	if rec.Error != "" {
 		r.rt.Reject(rec)
@@ -156,16 +154,65 @@ func errorCount(diags hcl.Diagnostics) int {
 	return n
 }
 
-// leaderKey sums up what leader election runs with; a reload cannot change it.
-func leaderKey(le *schema.LeaderElection) string {
-	if le == nil {
+// leaderRefusal is the error of a reload that changes leader_election:
+// what changed, that nothing was applied, and what to do instead.
+func leaderRefusal(change string) string {
+	return change + ": leader election cannot change while the pipeline runs, so nothing of this " +
+		"configuration was applied and the running graph goes on with the leader_election it started with; " +
+		"restart the pipeline (every instance, for example by rolling the Deployment) to apply it"
+}
+
+// leaderChange says how next's leader_election differs from cur's, by
+// attribute name (never by value: a value may come from a secret); "" when
+// they are the same.
+func leaderChange(cur, next *schema.LeaderElection) string {
+	switch {
+	case cur == nil && next == nil:
+		return ""
+	case cur == nil:
+		return "a leader_election block was added"
+	case next == nil:
+		return "the leader_election block was removed"
+	}
+	var changed []string
+	for _, a := range []struct {
+		name string
+		same bool
+	}{
+		{"cluster", clusterName(cur.Cluster) == clusterName(next.Cluster)},
+		{"namespace", cur.Namespace == next.Namespace},
+		{"lease_name", cur.LeaseName == next.LeaseName},
+		{"lease_duration", cur.LeaseDuration == next.LeaseDuration},
+		{"renew_deadline", cur.RenewDeadline == next.RenewDeadline},
+		{"retry_period", cur.RetryPeriod == next.RetryPeriod},
+	} {
+		if !a.same {
+			changed = append(changed, a.name)
+		}
+	}
+	if len(changed) > 0 {
+		return "leader_election changed (" + strings.Join(changed, ", ") + ")"
+	}
+	if clusterKey(cur.Cluster) != clusterKey(next.Cluster) {
+		return "cluster." + next.Cluster.Name + ", which leader_election uses, changed"
+	}
+	return ""
+}
+
+func clusterName(c *schema.Cluster) string {
+	if c == nil {
 		return ""
 	}
-	var c string
-	if cl := le.Cluster; cl != nil {
-		c = fmt.Sprint(cl.Name, cl.Kubeconfig, cl.Context, cl.InCluster, cl.Endpoint, cl.TokenFile)
+	return c.Name
+}
+
+// clusterKey sums up the connection settings of the cluster leader
+// election uses.
+func clusterKey(c *schema.Cluster) string {
+	if c == nil {
+		return ""
 	}
-	return fmt.Sprint(le.Namespace, le.LeaseName, le.LeaseDuration, le.RenewDeadline, le.RetryPeriod, c)
+	return fmt.Sprint(c.Kubeconfig, "\x00", c.Context, "\x00", c.InCluster, "\x00", c.Endpoint, "\x00", c.TokenFile)
 }
 
 // startReloads runs the reloader, the watcher (unless --watch=false) and
@@ -206,5 +253,5 @@ func reloadFlagSet(cmd *cobra.Command, f *reloadFlags) {
 	cmd.Flags().BoolVar(&f.watch, "watch", true, "reload when the configuration files change (SIGHUP always reloads)")
 	cmd.Flags().DurationVar(&f.interval, "watch-interval", 0, "also poll the configuration's content at this interval; for filesystems where inotify fails (0: poll every 2s only when inotify is unavailable)")
 	cmd.Flags().DurationVar(&f.debounce, "watch-debounce", configwatch.DefaultDebounce, "quiet time after the last file event before a reload")
-	cmd.Flags().DurationVar(&f.timeout, "reload-timeout", engine.DefaultReloadTimeout, "how long a reload waits for its new sources to sync before it rolls back")
+	cmd.Flags().DurationVar(&f.timeout, "reload-timeout", engine.DefaultReloadTimeout, "how long a reload waits for its new sources to sync and its new sinks to be ready before it rolls back")
 }

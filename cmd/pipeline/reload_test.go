@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -413,4 +415,164 @@ func TestReloadFanIn(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, "out.log"))
 		return bytes.Contains(b, []byte("10.0.0.3/32"))
 	})
+}
+
+// closedAddr returns a local address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	must(t, l.Close())
+	return addr
+}
+
+// TestReloadUnreachableNATSRollsBack: a reload adding a NATS sink whose
+// server cannot be reached rolls back within the reload timeout, naming the
+// sink; the half-open sink is torn down (no goroutine left) and the running
+// graph goes on: its sink keeps receiving.
+func TestReloadUnreachableNATSRollsBack(t *testing.T) {
+	for _, tt := range []struct{ addr, attrs string }{
+		{"sink.nats_kv.remote", `bucket = "nets"`},
+		{"sink.nats.remote", `subject = "nets"`},
+	} {
+		t.Run(tt.addr, func(t *testing.T) {
+			testReloadUnreachableNATS(t, tt.addr, tt.attrs)
+		})
+	}
+}
+
+func testReloadUnreachableNATS(t *testing.T, addr, attrs string) {
+	leakOpts := append([]goleak.Option{goleak.IgnoreCurrent()}, ignoreHTTP...)
+	t.Cleanup(func() { goleak.VerifyNone(t, leakOpts...) }) // after the run's cleanup
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	typ := strings.Split(addr, ".")[1]
+	saveFile(t, cfg, staticConfig(1)+fmt.Sprintf(`
+sink %q "remote" {
+  input = source.static.nets
+  url   = ["nats://%s"]
+  %s
+}
+`, typ, closedAddr(t), attrs))
+	recs := w.settle(t, 1)
+	if recs[0].Result != engine.ReloadRolledBack || !strings.Contains(recs[0].Error, addr+": target not ready") ||
+		!strings.Contains(recs[0].Error, "connection refused") {
+		t.Fatalf("reload: %s %q; want rolled back naming %s and the refused connection", recs[0].Result, recs[0].Error, addr)
+	}
+	if recs[0].Duration > 7*time.Second {
+		t.Errorf("the rollback took %s; the reload timeout is 5s", recs[0].Duration)
+	}
+	r := waitReady(t, w.client, "http://"+w.addr+"/readyz")
+	if !r.Ready || len(r.Nodes) != 2 {
+		t.Errorf("after the rollback: ready %v, nodes %+v", r.Ready, r.Nodes)
+	}
+	// The running graph goes on: a change of the source reaches its sink.
+	saveFile(t, cfg, staticConfig(2))
+	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	out := filepath.Join(dir, "out.log")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if strings.Contains(string(b), "10.0.0.2/32") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running sink did not receive the new record:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLeaderChange names what changed in leader_election, by attribute.
+func TestLeaderChange(t *testing.T) {
+	prod := &schema.Cluster{Name: "prod", Kubeconfig: "/etc/kube/prod"}
+	base := schema.LeaderElection{Cluster: prod, Namespace: "pipeline", LeaseName: "hub",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	with := func(f func(*schema.LeaderElection)) *schema.LeaderElection {
+		le := base
+		f(&le)
+		return &le
+	}
+	tests := []struct {
+		name      string
+		cur, next *schema.LeaderElection
+		want      string
+	}{
+		{"none", nil, nil, ""},
+		{"same", &base, with(func(*schema.LeaderElection) {}), ""},
+		{"added", nil, &base, "a leader_election block was added"},
+		{"removed", &base, nil, "the leader_election block was removed"},
+		{"timings", &base, with(func(le *schema.LeaderElection) { le.LeaseDuration, le.RetryPeriod = time.Minute, time.Second }),
+			"leader_election changed (lease_duration, retry_period)"},
+		{"lease", &base, with(func(le *schema.LeaderElection) { le.Namespace, le.LeaseName = "other", "other" }),
+			"leader_election changed (namespace, lease_name)"},
+		{"other cluster", &base, with(func(le *schema.LeaderElection) { le.Cluster = &schema.Cluster{Name: "dev"} }),
+			"leader_election changed (cluster)"},
+		{"cluster settings", &base, with(func(le *schema.LeaderElection) {
+			le.Cluster = &schema.Cluster{Name: "prod", Kubeconfig: "/etc/kube/other"}
+		}), "cluster.prod, which leader_election uses, changed"},
+		{"unrelated cluster setting", &base, with(func(le *schema.LeaderElection) {
+			le.Cluster = &schema.Cluster{Name: "prod", Kubeconfig: "/etc/kube/prod", QPS: 10}
+		}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := leaderChange(tt.cur, tt.next); got != tt.want {
+				t.Errorf("leaderChange = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReloadLeaderElectionRejected: a reload that changes leader_election
+// is rejected with what changed and what to do (restart), and the running
+// graph goes on. (A change of a running election's settings is tested on a
+// real API server: TestDeployOnKubernetes.)
+func TestReloadLeaderElectionRejected(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	w := runWatched(t, dir)
+	saveFile(t, cfg, staticConfig(2)+"\nleader_election {\n  lease_name = \"hub\"\n}\n")
+	recs := w.settle(t, 1)
+	const want = "a leader_election block was added: leader election cannot change while the pipeline runs, " +
+		"so nothing of this configuration was applied and the running graph goes on with the leader_election it started with; " +
+		"restart the pipeline (every instance, for example by rolling the Deployment) to apply it"
+	if recs[0].Result != engine.ReloadRejected || recs[0].Error != want || recs[0].Generation != 1 {
+		t.Fatalf("reload: %s gen %d %q; want rejected with %q", recs[0].Result, recs[0].Generation, recs[0].Error, want)
+	}
+	r := waitReady(t, w.client, "http://"+w.addr+"/readyz")
+	if !r.Ready || r.LastReload == nil || r.LastReload.Error != want {
+		t.Errorf("readyz: ready %v, last reload %+v", r.Ready, r.LastReload)
+	}
+	if !strings.Contains(w.stderr.String(), "restart the pipeline") {
+		t.Errorf("the log does not say to restart:\n%s", w.stderr.String())
+	}
+	out := filepath.Join(dir, "out.log")
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "10.0.0.2/32") {
+		t.Errorf("the rejected configuration reached the sink:\n%s", b)
+	}
+	// The running graph goes on: the next configuration without the change applies.
+	saveFile(t, cfg, staticConfig(3))
+	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied || recs[0].Generation != 2 {
+		t.Fatalf("reload: %+v", recs[0])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if strings.Contains(string(b), "10.0.0.3/32") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running sink did not receive the new record:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -158,7 +158,9 @@ func writeMarkdown(w io.Writer, d schemaDoc) {
 	writeAttrsMarkdown(w, d.Cluster, "")
 	fmt.Fprintln(w, "\n## Leader election\n\n### leader_election\n\nAt most one block. Several instances of the configuration run side by side "+
 		"(`pipeline manifests --mode hub`); every instance keeps its sources synced, and only the holder of a "+
-		"coordination.k8s.io Lease writes to the sinks. Leadership shows on `/readyz` and as `pipeline_leader_leading`.")
+		"coordination.k8s.io Lease writes to the sinks. Leadership shows on `/readyz` and as `pipeline_leader_leading`. "+
+		"A hot reload cannot add, remove or change this block (nor where the cluster block it uses connects): such a reload is rejected "+
+		"and the instance goes on with the settings it started with; restart the instances to apply a change.")
 	writeAttrsMarkdown(w, d.Leader, "")
 }
 

@@ -176,6 +176,16 @@ type HeldCounter interface {
 	Held(n int)
 }
 
+// Readier is implemented by a target whose Open returns before it can
+// write (a NATS connection still dialling, a bucket not bound yet). Ready
+// blocks until the target can write, or until ctx ends, and then returns
+// why it cannot. A hot reload waits for the new sinks' targets to be ready
+// before it swaps, and rolls back when one is not; at start, the sink loop
+// writes and retries without waiting.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
 // ErrNoActualState is returned by Actual of append-only targets (audit, NATS
 // publish, log): they cannot be read back, so plan lists what they would
 // append and the engine never prunes them.

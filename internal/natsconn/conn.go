@@ -1,6 +1,7 @@
 package natsconn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -333,6 +334,29 @@ func (c *Conn) attemptFailed(msg string) {
 	c.opt.Logger.Warn("nats connect attempt failed", "err", msg)
 	if c.opt.Report != nil && st != Connected {
 		c.opt.Report(st, "connect failed: "+msg)
+	}
+}
+
+// WaitConnected blocks until the connection is up or ctx ends; then it
+// says what the last attempt failed with.
+func (c *Conn) WaitConnected(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c.mu.Lock()
+		st, last := c.status, c.lastErr
+		c.mu.Unlock()
+		if st == Connected {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if last == "" {
+				last = ctx.Err().Error()
+			}
+			return fmt.Errorf("not connected to %s (%s): %s", c.cfg.safeURLs(), st, last)
+		case <-tick.C:
+		}
 	}
 }
 

@@ -66,6 +66,14 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 	return t, nil
 }
 
+// Ready implements node.Readier: the connection is up.
+func (t *Target) Ready(ctx context.Context) error {
+	if t.plan {
+		return nil
+	}
+	return t.conn.WaitConnected(ctx)
+}
+
 func reportTo(h node.Health) func(natsconn.Status, string) {
 	return func(s natsconn.Status, detail string) {
 		switch s {
@@ -282,6 +290,7 @@ func (t *Target) Close() error {
 }
 
 var (
-	_ node.Sink   = (*Sink)(nil)
-	_ node.Target = (*Target)(nil)
+	_ node.Sink    = (*Sink)(nil)
+	_ node.Target  = (*Target)(nil)
+	_ node.Readier = (*Target)(nil)
 )

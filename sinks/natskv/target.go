@@ -71,6 +71,30 @@ func (s *Sink) Open(ctx context.Context, env node.Env, mode node.Mode) (node.Tar
 	return t, nil
 }
 
+// Ready implements node.Readier: the connection is up and the bucket
+// bound (or created).
+func (t *Target) Ready(ctx context.Context) error {
+	if t.offline || t.plan {
+		return nil
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := t.conn.WaitConnected(ctx); err != nil {
+			return err
+		}
+		_, err := t.bucket(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
 // reportTo maps connection states to node health.
 func reportTo(h node.Health) func(natsconn.Status, string) {
 	return func(s natsconn.Status, detail string) {
@@ -265,6 +289,7 @@ func (t *Target) purge(ctx context.Context, markers []jetstream.KeyValueEntry) {
 }
 
 var (
-	_ node.Sink   = (*Sink)(nil)
-	_ node.Target = (*Target)(nil)
+	_ node.Sink    = (*Sink)(nil)
+	_ node.Target  = (*Target)(nil)
+	_ node.Readier = (*Target)(nil)
 )
