@@ -115,8 +115,9 @@ func (st *keyStore) remove(ks *keyState) {
 	st.free = append(st.free, ks)
 }
 
-// all visits every held state in slab order. visit may remove the state
-// it is given, and may add states (which this pass may or may not visit).
+// all visits every held state in slab order. visit may remove any state
+// (one not visited yet is then skipped) and add states (which this pass
+// may or may not visit).
 func (st *keyStore) all(visit func(*keyState)) {
 	for i := 0; i < len(st.slabs); i++ {
 		slab := st.slabs[i]
