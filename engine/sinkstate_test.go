@@ -69,6 +69,31 @@ func TestKeyStore(t *testing.T) {
 			}
 		}
 		check()
+		// Remove other keys during a pass, some visited already, some not:
+		// a key removed before its turn is not visited, every other key
+		// held at the start is visited once.
+		before = maps.Clone(want)
+		visited = map[node.Key]int{}
+		removedEarly := map[node.Key]bool{}
+		st.all(func(ks *keyState) {
+			visited[ks.key]++
+			for k := range want {
+				if rng.IntN(8) == 0 && k != ks.key {
+					if visited[k] == 0 {
+						removedEarly[k] = true
+					}
+					delete(want, k)
+					st.remove(st.get(k))
+				}
+				break
+			}
+		})
+		for k := range before {
+			if w := map[bool]int{true: 0, false: 1}[removedEarly[k]]; visited[k] != w {
+				t.Fatalf("key %q visited %d times, want %d (removed before its turn: %v)", k, visited[k], w, removedEarly[k])
+			}
+		}
+		check()
 		if round%50 == 49 { // empty it
 			st.all(func(ks *keyState) { delete(want, ks.key); st.remove(ks) })
 			check()
