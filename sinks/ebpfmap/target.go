@@ -200,23 +200,22 @@ func (t *Target) shownValue(v []byte) cty.Value {
 // Actual implements node.Target: every entry of the map, read with batch
 // lookups where the kernel has them. An array slot of zeros is absent.
 func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
-	if t.m == nil {
-		return nil, nil
+	var out []node.Entry
+	add := func(e node.Entry) {
+		if out == nil { // sized by the last read: a map rarely changes much between reads
+			out = make([]node.Entry, 0, max(t.lastCount+t.lastCount/8, 64))
+		}
+		out = append(out, e)
 	}
-	if err := t.checkPin(); err != nil {
+	if err := t.ScanActual(ctx, nil, add); err != nil {
 		return nil, err
 	}
-	r := newReader(t)
-	if err := t.readAll(ctx, r.chunk); err != nil {
-		return nil, fmt.Errorf("read map %s: %w", t.s.pin, err)
-	}
-	t.setCount(len(r.out))
-	t.lastCount = len(r.out)
-	return r.out, nil
+	return out, nil
 }
 
 // ScanActual implements node.ActualScanner: a full read that builds no
-// entry for a key the engine holds with the same bytes.
+// entry for a key the engine holds with the same bytes (known); Actual is
+// the read that knows none.
 func (t *Target) ScanActual(ctx context.Context, known func(key, data []byte) bool, add func(node.Entry)) error {
 	if t.m == nil {
 		return nil
@@ -224,7 +223,7 @@ func (t *Target) ScanActual(ctx context.Context, known func(key, data []byte) bo
 	if err := t.checkPin(); err != nil {
 		return err
 	}
-	r := newReader(t)
+	r := &reader{t: t}
 	if err := t.readAll(ctx, func(n int, keys, vals []byte) { r.scan(n, keys, vals, known, add) }); err != nil {
 		return fmt.Errorf("read map %s: %w", t.s.pin, err)
 	}
