@@ -340,15 +340,13 @@ func (s *sinkLoop) full(ctx context.Context) {
 		ks.dirty = false
 		s.decide(ks, &b)
 		if b.len() >= fullChunk {
-			s.apply(ctx, &b)
-			w.add(&b)
+			w.plus(s.apply(ctx, &b))
 			b.reset()
 		}
 	})
 	s.dirty = s.dirty[:0]
 	s.needFull = false
-	s.apply(ctx, &b)
-	w.add(&b)
+	w.plus(s.apply(ctx, &b))
 	s.fulls++
 	if s.synced && ctx.Err() == nil && !s.started.Swap(true) && s.mem != nil {
 		s.mem.sinkStarted()

@@ -25,34 +25,37 @@ func (b *batch) reset() {
 	b.ups, b.dels, b.upStates, b.delStates = b.ups[:0], b.dels[:0], b.upStates[:0], b.delStates[:0]
 }
 
-// apply writes b, records the outcome per entry and schedules retries for
-// failures.
-func (s *sinkLoop) apply(ctx context.Context, b *batch) {
+// apply writes b, records the outcome per entry, schedules retries for
+// failures and returns what it wrote.
+func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
+	var w written
 	if !s.hold(ctx, b.len()) {
-		return // stopped while a closed audit trail held the writes
+		return w // stopped while a closed audit trail held the writes
 	}
 	if len(b.ups) > 0 {
 		s.target.Update(ctx, b.ups)
 		if ctx.Err() != nil {
-			return // stopping: the entries not written are no failures to retry or log
+			return w // stopping: the entries not written are no failures to retry or log
 		}
 		for i, e := range b.ups {
-			s.outcome(b.upStates[i], e, false)
+			w.count(s.outcome(b.upStates[i], e, false), false)
 		}
 	}
 	if len(b.dels) > 0 {
 		s.target.Delete(ctx, b.dels)
 		for i, e := range b.dels {
-			s.outcome(b.delStates[i], e, true)
+			w.count(s.outcome(b.delStates[i], e, true), true)
 		}
 	}
 	s.updateHealth()
 	s.reportHeld()
+	return w
 }
 
 // outcome records the result of writing e at ks's key: the key's new
 // state on success, its error, attempt count and next retry on failure.
-func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) {
+// It reports whether the write succeeded.
+func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) bool {
 	op := "update"
 	if del {
 		op = "delete"
@@ -73,7 +76,7 @@ func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) {
 		f.attempts++
 		s.retries.schedule(ks)
 		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", f.attempts)
-		return
+		return false
 	}
 	if s.tap.active() {
 		s.tap.applied(e, del)
@@ -95,6 +98,7 @@ func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) {
 		ks.changed = time.Time{}
 	}
 	s.forget(ks)
+	return true
 }
 
 func (s *sinkLoop) updateHealth() {

@@ -4,23 +4,26 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/pipeline/pipeline/engine/node"
 )
 
 // written counts what one round of a sink wrote.
 type written struct{ ups, dels, failed int }
 
-// add counts the entries of b, applied (their Err fields set).
-func (w *written) add(b *batch) {
-	w.ups, w.dels = w.ups+len(b.ups), w.dels+len(b.dels)
-	for _, es := range [][]node.Entry{b.ups, b.dels} {
-		for _, e := range es {
-			if e.Err != nil {
-				w.failed++
-			}
-		}
+// count counts one entry written (ok) or failed.
+func (w *written) count(ok, del bool) {
+	switch {
+	case !ok:
+		w.failed++
+	case del:
+		w.dels++
+	default:
+		w.ups++
 	}
+}
+
+// plus adds o's counts to w's.
+func (w *written) plus(o written) {
+	w.ups, w.dels, w.failed = w.ups+o.ups, w.dels+o.dels, w.failed+o.failed
 }
 
 // logApplied says at info what one round of a sink did to its target: a
@@ -28,7 +31,7 @@ func (w *written) add(b *batch) {
 // failures and duration. A round that wrote nothing is logged only when
 // quiet is false.
 func logApplied(log *slog.Logger, round string, took time.Duration, w written, quiet bool) {
-	if quiet && w.ups+w.dels == 0 {
+	if quiet && w.ups+w.dels+w.failed == 0 {
 		return
 	}
 	log.Info(round, "upserts", w.ups, "deletes", w.dels, "failed", w.failed, "duration", took.Round(time.Microsecond))
@@ -43,10 +46,7 @@ const (
 // applyBatch applies one incremental batch and logs it.
 func (s *sinkLoop) applyBatch(ctx context.Context, b *batch) {
 	start := time.Now()
-	s.apply(ctx, b)
-	var w written
-	w.add(b)
-	logApplied(s.log, roundBatch, time.Since(start), w, true)
+	logApplied(s.log, roundBatch, time.Since(start), s.apply(ctx, b), true)
 }
 
 // logFull logs a full reconcile that started at start. One that writes
