@@ -477,17 +477,10 @@ sink %q "remote" {
 		t.Fatalf("reload: %+v", recs[0])
 	}
 	out := filepath.Join(dir, "out.log")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, "the running sink to receive the new record", func() bool {
 		b, _ := os.ReadFile(out)
-		if strings.Contains(string(b), "10.0.0.2/32") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the running sink did not receive the new record:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(string(b), "10.0.0.2/32")
+	})
 }
 
 // TestLeaderChange names what changed in leader_election, by attribute.
@@ -564,15 +557,8 @@ func TestReloadLeaderElectionRejected(t *testing.T) {
 	if recs := w.settle(t, 2); recs[0].Result != engine.ReloadApplied || recs[0].Generation != 2 {
 		t.Fatalf("reload: %+v", recs[0])
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, "the running sink to receive the new record", func() bool {
 		b, _ := os.ReadFile(out)
-		if strings.Contains(string(b), "10.0.0.3/32") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the running sink did not receive the new record:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(string(b), "10.0.0.3/32")
+	})
 }
