@@ -35,11 +35,43 @@ type collection struct {
 	tap    *tapPort // tap.go
 }
 
-// slot is one record of a collection: its value and its origin, both
-// shared by reference with the other stages.
+// slot is one record of a collection: its value, or the value's packed
+// form when the producer handed that over (node.Packed: the value is then
+// built for each consumer that receives it), and its origin, all shared
+// by reference with the other stages.
 type slot struct {
 	v cty.Value
+	p node.Packed
 	o *node.Origin
+}
+
+func slotOf(v cty.Value, p node.Packed, o *node.Origin) slot {
+	if p != nil && v.Type() == cty.NilType {
+		return slot{p: p, o: o}
+	}
+	return slot{v: v, o: o}
+}
+
+// value returns the slot's value, built from its packed form if needed.
+func (sl slot) value() cty.Value {
+	if sl.p != nil {
+		return sl.p.Value()
+	}
+	return sl.v
+}
+
+// same reports whether the slot holds v (packed as p when set): packed
+// forms compare cheaply, anything else compares values.
+func (sl slot) same(v cty.Value, p node.Packed) bool {
+	if sl.p != nil && p != nil && v.Type() == cty.NilType && sl.p.Same(p) {
+		return true
+	}
+	return sl.value().RawEquals(node.Delta{Value: v, Packed: p}.Val())
+}
+
+// record returns the slot as the record at k, its value built.
+func (sl slot) record(k node.Key) node.Record {
+	return node.Record{Key: k, Value: sl.value(), Origin: sl.o}
 }
 
 func newCollection(limit int, stats *nodeStats) *collection {
@@ -75,13 +107,14 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 					d.Origin = old.o
 				}
 			}
-			if had && old.v.RawEquals(d.Value) {
+			if had && old.same(d.Value, d.Packed) {
 				if d.Origin != old.o {
-					c.state[d.Key] = slot{old.v, d.Origin} // newer provenance, same value: nothing to publish
+					old.o = d.Origin // newer provenance, same value: nothing to publish
+					c.state[d.Key] = old
 				}
 				continue
 			}
-			c.state[d.Key] = slot{d.Value, d.Origin}
+			c.state[d.Key] = slotOf(d.Value, d.Packed, d.Origin)
 		}
 		deltas[n] = d
 		n++
@@ -108,7 +141,7 @@ func (c *collection) Replace(records []node.Record) {
 		c.state = make(map[node.Key]slot, len(records))
 		deltas := make([]node.Delta, len(records))
 		for i, r := range records {
-			deltas[i] = node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin}
+			deltas[i] = node.Delta{Key: r.Key, Value: r.Value, Packed: r.Packed, Origin: r.Origin}
 		}
 		c.applyLocked(deltas)
 		return
@@ -117,8 +150,8 @@ func (c *collection) Replace(records []node.Record) {
 	deltas := make([]node.Delta, 0)
 	for _, r := range records {
 		want[r.Key] = struct{}{}
-		if old, ok := c.state[r.Key]; !ok || !old.v.RawEquals(r.Value) || (r.Origin != nil && r.Origin != old.o) {
-			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin})
+		if old, ok := c.state[r.Key]; !ok || !old.same(r.Value, r.Packed) || (r.Origin != nil && r.Origin != old.o) {
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Packed: r.Packed, Origin: r.Origin})
 		}
 	}
 	for k := range c.state {
@@ -153,7 +186,10 @@ func (c *collection) lookup(k node.Key) (node.Record, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl, ok := c.state[k]
-	return node.Record{Key: k, Value: sl.v, Origin: sl.o}, ok
+	if !ok {
+		return node.Record{Key: k}, false
+	}
+	return sl.record(k), true
 }
 
 func (c *collection) len() int {
@@ -172,7 +208,7 @@ func (c *collection) snapshot() ([]node.Record, bool, uint64) {
 func (c *collection) snapshotLocked() []node.Record {
 	out := make([]node.Record, 0, len(c.state))
 	for k, sl := range c.state {
-		out = append(out, node.Record{Key: k, Value: sl.v, Origin: sl.o})
+		out = append(out, sl.record(k))
 	}
 	return out
 }
@@ -251,6 +287,11 @@ func (s *subscription) poll() (node.Event, bool) {
 		s.stats.in(len(ev.Snapshot))
 	case len(s.queue) > 0:
 		ev.Deltas, s.queue = s.queue, nil
+		for i := range ev.Deltas { // consumers receive values, never packed forms
+			if d := &ev.Deltas[i]; d.Packed != nil {
+				d.Value, d.Packed = d.Val(), nil
+			}
+		}
 		s.stats.in(len(ev.Deltas))
 	case c.synced && !s.sentSynced:
 	default:

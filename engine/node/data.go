@@ -14,6 +14,9 @@ type Key = string
 type Record struct {
 	Key   Key
 	Value cty.Value
+	// Packed, when set, is the value's compact form and Value is left
+	// cty.NilVal (see Packed); consumers always receive Value.
+	Packed Packed
 	// Origin is where the record came from, shared by reference; nil
 	// keeps what the receiving collection knows (see Origin).
 	Origin *Origin
@@ -41,14 +44,49 @@ type Origin struct {
 
 // Delta is an upsert or a delete of one key.
 type Delta struct {
-	Key    Key
-	Value  cty.Value // cty.NilVal for a delete
+	Key   Key
+	Value cty.Value // cty.NilVal for a delete
+	// Packed, when set, is an upsert's value in compact form and Value is
+	// left cty.NilVal (see Packed); consumers always receive Value.
+	Packed Packed
 	Delete bool
 	// Time is when the change entered the pipeline at its source; it feeds
 	// the change-latency histogram. Transforms carry it forward.
 	Time time.Time
 	// Origin is the upserted record's provenance (see Record.Origin).
 	Origin *Origin
+}
+
+// Packed is the compact form of a record value that a producer hands to
+// its output instead of the value (the kubernetes source does, for
+// projected objects: the read fields' values in a fixed order, without
+// the type and attribute maps a cty object carries at every level). The
+// output keeps the packed form at rest and builds the value only when a
+// consumer receives the record, so the many records a source holds cost
+// their fields, not their cty structure. A packed value is immutable.
+type Packed interface {
+	// Value builds the cty value; every call returns an equal value.
+	Value() cty.Value
+	// Same reports whether o is known to be an equal value (false when
+	// it cannot tell cheaply, e.g. another kind of packed form).
+	Same(o Packed) bool
+}
+
+// Val returns the record's value, built from its packed form if needed.
+func (r Record) Val() cty.Value {
+	if r.Packed != nil && r.Value.Type() == cty.NilType {
+		return r.Packed.Value()
+	}
+	return r.Value
+}
+
+// Val returns the delta's value, built from its packed form if needed
+// (cty.NilVal for a delete).
+func (d Delta) Val() cty.Value {
+	if d.Packed != nil && d.Value.Type() == cty.NilType {
+		return d.Packed.Value()
+	}
+	return d.Value
 }
 
 // Upsert returns an upsert delta.

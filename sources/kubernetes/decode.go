@@ -27,7 +27,7 @@ type Source struct {
 	keyer   *kobject.Keyer
 	pruner  *kobject.Pruner
 	proj    *node.Paths // what the source decodes; nil: whole objects (see Project)
-	reads   *node.Paths // what the graph reads, the part of proj a record's value holds
+	shape   *shape      // what the graph reads, the part of proj a record's value holds (packed.go)
 	opts    options
 	// nsFile holds the pod's namespace for namespaced_watch; tests point it elsewhere.
 	nsFile string

@@ -110,7 +110,7 @@ func (w *watcher) newRecordInformer(rc rest.Interface, tweak func(*metav1.ListOp
 // record turns a decoded (projected) object into what the cache keeps.
 func (w *watcher) record(u *unstructured.Unstructured) *recordObject {
 	w.src.pruner.Prune(u.Object)
-	return newRecordObject(u, w.src.address, w.src.keyer, w.src.reads)
+	return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape)
 }
 
 // listWatchNoStream starts the informer with a LIST rather than a
@@ -283,7 +283,7 @@ func (w *watcher) transform(obj any) (any, error) {
 		return newSlim(u, w.src.keyer, !w.cachedUnchanged(u)), nil
 	}
 	if w.src.proj != nil {
-		return newRecordObject(u, w.src.address, w.src.keyer, w.src.reads), nil
+		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape), nil
 	}
 	return u, nil
 }

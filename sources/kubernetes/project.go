@@ -39,8 +39,7 @@ func (s *Source) Project(p *node.Paths) hcl.Diagnostics {
 		return diags
 	}
 	diags = append(diags, s.checkSchema(p)...)
-	s.reads = &node.Paths{}
-	s.reads.Merge(p)
+	s.shape = newShape(p)
 	proj := &node.Paths{}
 	proj.Merge(p)
 	for _, path := range identityPaths {

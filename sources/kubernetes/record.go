@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"fmt"
 
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,59 +14,35 @@ import (
 )
 
 // recordObject is what the informer cache holds when the source decodes a
-// projection: the object's identity, its record key and its record value,
-// which is the very value emitted downstream. The cache and the
-// collections share that one immutable value instead of each holding a
-// copy of the object. The identity lives in the record's origin, which the
-// object hands out by reference (origin.go), so provenance costs nothing
-// more per object; informers reach it through GetObjectMeta.
+// projection: the object's identity, its record key and its record value
+// in packed form (packed.go), which is the very form the source's
+// collection keeps: the cache and the collection share one immutable
+// packed value instead of each holding a copy of the object, and the cty
+// value is built only for the consumers that receive it. The identity
+// lives in the record's origin, which the object hands out by reference
+// (origin.go), so provenance costs nothing more per object; informers
+// reach it through GetObjectMeta.
 type recordObject struct {
 	metav1.TypeMeta
 	org       node.Origin // Source, Namespace, Name, UID, ResourceVersion, Object (the record key)
 	recordKey string
 	keyErr    error
-	val       cty.Value
+	val       *packed
 	valErr    error
 }
 
 // newRecordObject makes the cached form of a projected object of source
-// src. The record value holds only what the graph reads (reads): not the
+// src. The record value holds only what the graph reads (sh): not the
 // identity fields the source decodes for itself (apiVersion, kind, name,
 // namespace, uid, resourceVersion) unless an expression reads them, so
-// that a write changing nothing the graph reads yields an equal value, and
-// 10,000 pods do not keep 10,000 copies of fields nobody reads (each
-// object level of a cty value carries its own type).
-func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, reads *node.Paths) *recordObject {
+// that a write changing nothing the graph reads yields an equal value.
+func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, sh *shape) *recordObject {
 	o := &recordObject{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
 		org: node.Origin{Source: src, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
 	o.org.Object = o.recordKey
-	o.val, o.valErr = readValue(u.Object, reads)
+	o.val, o.valErr = sh.pack(u.Object)
 	return o
-}
-
-// readValue converts the fields of obj that reads covers.
-func readValue(obj map[string]any, reads *node.Paths) (cty.Value, error) {
-	if reads.Whole() {
-		return kobject.Value(obj)
-	}
-	attrs := make(map[string]cty.Value, len(obj))
-	for f, v := range obj {
-		below, ok := reads.Field(f)
-		if !ok {
-			continue
-		}
-		var err error
-		if m, isMap := v.(map[string]any); isMap && !below.Whole() {
-			attrs[f], err = readValue(m, below)
-		} else {
-			attrs[f], err = ctyconv.ToCty(v)
-		}
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("convert object: %w", err)
-		}
-	}
-	return cty.ObjectVal(attrs), nil
 }
 
 // DeepCopyObject implements runtime.Object; the value is immutable and shared.
@@ -84,10 +59,24 @@ func (o *recordObject) GetObjectMeta() metav1.Object {
 
 func (o *recordObject) id() string                         { return id(o.org.Namespace, o.org.Name) }
 func (o *recordObject) key(*kobject.Keyer) (string, error) { return o.recordKey, o.keyErr }
-func (o *recordObject) value() (cty.Value, error)          { return o.val, o.valErr }
+func (o *recordObject) value() (cty.Value, error) {
+	if o.valErr != nil {
+		return cty.NilVal, o.valErr
+	}
+	return o.val.Value(), nil
+}
+func (o *recordObject) packed() node.Packed {
+	if o.valErr != nil {
+		return nil
+	}
+	return o.val
+}
 func (o *recordObject) release()                           {}
 func (o *recordObject) unstructured() *unstructured.Unstructured {
-	m, _ := ctyconv.FromCty(o.val).(map[string]any)
+	var m map[string]any
+	if o.valErr == nil {
+		m, _ = ctyconv.FromCty(o.val.Value()).(map[string]any)
+	}
 	if m == nil {
 		m = map[string]any{}
 	}
@@ -109,7 +98,7 @@ func (o *recordObject) unstructured() *unstructured.Unstructured {
 // sameAs compares record values, which leave out the resourceVersion.
 func (o *recordObject) sameAs(old any) bool {
 	p, ok := old.(*recordObject)
-	return ok && o.valErr == nil && p.valErr == nil && o.val.RawEquals(p.val)
+	return ok && o.valErr == nil && p.valErr == nil && o.val.Same(p.val)
 }
 
 // recordList is a list of record objects, as the record informer's list

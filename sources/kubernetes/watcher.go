@@ -51,6 +51,12 @@ type item interface {
 	origin(src string) *node.Origin     // the record's provenance (origin.go)
 }
 
+// packer is an item that hands its record value over in packed form
+// (node.Packed): a record object's value, shared with the cache.
+type packer interface {
+	packed() node.Packed // nil when the value cannot be converted
+}
+
 type memItem struct{ u *unstructured.Unstructured }
 
 func (m memItem) id() string                           { return id(m.u.GetNamespace(), m.u.GetName()) }
@@ -151,10 +157,16 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			continue
 		}
 		var v cty.Value
+		var pk node.Packed
 		var err error
 		var org *node.Origin
 		if ch.Winner == self && it != nil {
-			v, err = it.value()
+			if p, ok := it.(packer); ok {
+				pk = p.packed()
+			}
+			if pk == nil {
+				v, err = it.value()
+			}
 			org = it.origin(w.src.address)
 		} else {
 			w.unskip(ch.Winner) // a duplicate that now provides the key
@@ -173,7 +185,7 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			org = &c
 		}
 		d := node.Upsert(ch.Key, v, now)
-		d.Origin = org
+		d.Packed, d.Origin = pk, org
 		out = append(out, d)
 	}
 	return out
@@ -213,7 +225,7 @@ func (w *watcher) emit(deltas []node.Delta) {
 			if d.Delete {
 				delete(w.initial, d.Key)
 			} else {
-				w.initial[d.Key] = node.Record{Key: d.Key, Value: d.Value, Origin: d.Origin}
+				w.initial[d.Key] = node.Record{Key: d.Key, Value: d.Value, Packed: d.Packed, Origin: d.Origin}
 			}
 		}
 		if !w.src.opts.syncChanges {

@@ -42,7 +42,12 @@ func (o *Output) apply(deltas []node.Delta) {
 		if d.Delete {
 			delete(o.state, d.Key)
 		} else {
-			o.state[d.Key] = d.Value
+			o.state[d.Key] = d.Val()
+		}
+	}
+	for i := range deltas { // as the engine's collections hand them on: values built
+		if d := &deltas[i]; d.Packed != nil {
+			d.Value, d.Packed = d.Val(), nil
 		}
 	}
 	o.batches = append(o.batches, deltas)
@@ -59,9 +64,10 @@ func (o *Output) Replace(records []node.Record) {
 	want := map[node.Key]cty.Value{}
 	var deltas []node.Delta
 	for _, r := range records {
-		want[r.Key] = r.Value
-		if old, ok := o.state[r.Key]; !ok || !old.RawEquals(r.Value) {
-			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value})
+		v := r.Val()
+		want[r.Key] = v
+		if old, ok := o.state[r.Key]; !ok || !old.RawEquals(v) {
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: v})
 		}
 	}
 	for k := range o.state {
