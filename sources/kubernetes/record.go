@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,7 +70,7 @@ func (o *recordObject) packed() node.Packed {
 	}
 	return o.val
 }
-func (o *recordObject) release()                           {}
+func (o *recordObject) release() {}
 func (o *recordObject) unstructured() *unstructured.Unstructured {
 	var m map[string]any
 	if o.valErr == nil {
