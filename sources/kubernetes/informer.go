@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,16 +62,10 @@ func newClients(c connection) (clients, error) {
 // informer (any resource, whole objects) or, with metadata_only, a metadata
 // informer. Label and field selectors (and name) are applied by the server.
 func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
-	tweak := func(o *metav1.ListOptions) {
-		o.LabelSelector = w.src.target.labelSelector
-		o.FieldSelector = w.fieldSelector()
-	}
+	tweak := w.tweak
 	if w.src.opts.metadataOnly {
 		obs := observedMetadata{Interface: cl.metadata, obs: w.observe}
 		return metadatainformer.NewFilteredMetadataInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
-	}
-	if w.src.proj != nil && cl.rest != nil && !w.src.opts.cached {
-		return w.newRecordInformer(cl.rest, tweak)
 	}
 	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe, proj: w.src.proj}
 	if w.src.proj != nil {
@@ -79,16 +74,35 @@ func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 }
 
+// tweak applies the source's selectors to a list or watch request.
+func (w *watcher) tweak(o *metav1.ListOptions) {
+	o.LabelSelector = w.src.target.labelSelector
+	o.FieldSelector = w.fieldSelector()
+}
+
+// recordsDecoded reports whether the source runs the record informer
+// (newRecordInformer) rather than client-go's shared informer.
+func (w *watcher) recordsDecoded(cl clients) bool {
+	return w.src.proj != nil && cl.rest != nil && !w.src.opts.cached && !w.src.opts.metadataOnly
+}
+
 // newRecordInformer builds the informer of a projecting source: its list
 // and watch decode each object straight into the record object the cache
 // keeps (record.go), as the bytes arrive, so the cache never sees an
 // intermediate unstructured object and the conversion overlaps the
-// transfer instead of following it.
-func (w *watcher) newRecordInformer(rc rest.Interface, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: layoutFor(w.res.gvk), record: w.record}
+// transfer instead of following it. It is client-go's plain informer,
+// which calls the watcher from the goroutine that pops the queue; the
+// shared informer hands every notification through two more goroutines
+// (its listener's pop and run), which cost about 60 us per change here.
+// The plain informer has no watch error handler: the list and watch calls
+// report their outcome (observe), and the watch stream its errors
+// (streamErr), which is what the shared informer's handler heard.
+func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: layoutFor(w.res.gvk), record: w.record,
+		streamErr: func(err error) { w.watchError(w.ctx, nil, err) }}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
+			w.tweak(&o)
 			list, err := l.listRecords(ctx, o)
 			w.observe(ctx, err)
 			if err != nil {
@@ -97,14 +111,14 @@ func (w *watcher) newRecordInformer(rc rest.Interface, tweak func(*metav1.ListOp
 			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
+			w.tweak(&o)
 			wi, err := l.Watch(ctx, o)
 			w.observe(ctx, err)
 			return wi, err
 		},
 	}
-	return cache.NewSharedIndexInformerWithOptions(listWatchNoStream{lw}, &recordObject{},
-		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: w.res.gvr.String()})
+	return cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: listWatchNoStream{lw}, ObjectType: &recordObject{},
+		Handler: w, Transform: w.transform, Logger: logger})
 }
 
 // record turns a decoded (projected) object into what the cache keeps.

@@ -84,21 +84,29 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
 		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
-	inf := w.newInformer(cl)
-	w.store = inf.GetStore()
 	if s.opts.cached {
 		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
 	}
 	logger := logr.FromSlogHandler(env.Logger.Handler())
-	if err := inf.SetTransform(w.transform); err != nil {
-		return fmt.Errorf("%s: set transform: %w", s.address, err)
-	}
-	if err := inf.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
-		return fmt.Errorf("%s: set watch error handler: %w", s.address, err)
-	}
-	reg, err := inf.AddEventHandlerWithOptions(w, cache.HandlerOptions{Logger: &logger})
-	if err != nil {
-		return fmt.Errorf("%s: add event handler: %w", s.address, err)
+	var run func(context.Context)
+	var synced <-chan struct{}
+	if w.recordsDecoded(cl) {
+		store, ctrl := w.newRecordInformer(cl.rest, &logger)
+		w.store, run, synced = store, ctrl.RunWithContext, ctrl.HasSyncedChecker().Done()
+	} else {
+		inf := w.newInformer(cl)
+		w.store, run = inf.GetStore(), inf.RunWithContext
+		if err := inf.SetTransform(w.transform); err != nil {
+			return fmt.Errorf("%s: set transform: %w", s.address, err)
+		}
+		if err := inf.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
+			return fmt.Errorf("%s: set watch error handler: %w", s.address, err)
+		}
+		reg, err := inf.AddEventHandlerWithOptions(w, cache.HandlerOptions{Logger: &logger})
+		if err != nil {
+			return fmt.Errorf("%s: add event handler: %w", s.address, err)
+		}
+		synced = reg.HasSyncedChecker().Done()
 	}
 	s.setCurrent(w)
 	defer s.setCurrent(nil)
@@ -109,11 +117,11 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	// before the cancel would hang.
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { inf.RunWithContext(ictx) })
+	wg.Go(func() { run(ictx) })
 	if cl.readyz != nil && s.opts.healthCheck > 0 {
 		wg.Go(func() { w.checkLoop(ictx, cl.readyz) })
 	}
-	return w.loop(ctx, reg.HasSyncedChecker().Done())
+	return w.loop(ctx, synced)
 }
 
 func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {
