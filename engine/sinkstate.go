@@ -16,13 +16,17 @@ type keyState struct {
 	have node.Entry // valid while applied
 	// owners counts the input keys whose prepared entry has this key (two
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
-	owners  int32
+	owners int32
+	// seen is the number of the last full read that saw the key, for a
+	// key held but not indexed (sinkLoop.heldIdx keeps the others' marks).
 	seen    uint32
-	live    bool // the slot holds a key (keyStore)
-	self    bool // the input key equal to this target key is an owner
-	applied bool // the target holds have, as far as the loop knows
-	written bool // this run wrote it (prune = false deletes only these)
-	dirty   bool // listed in sinkLoop.dirty, waiting to be looked at
+	ref     uint32 // the slot's number in its keyStore (keyStore.at)
+	live    bool   // the slot holds a key (keyStore)
+	indexed bool   // have's Data is in sinkLoop.heldIdx
+	self    bool   // the input key equal to this target key is an owner
+	applied bool   // the target holds have, as far as the loop knows
+	written bool   // this run wrote it (prune = false deletes only these)
+	dirty   bool   // listed in sinkLoop.dirty, waiting to be looked at
 	// changed is when the oldest change not yet applied entered the
 	// pipeline, for the change-latency histogram; zero when unknown.
 	changed time.Time
@@ -97,17 +101,21 @@ func (st *keyStore) add(k node.Key) *keyState {
 			st.used = 0
 		}
 		ks = &st.slabs[len(st.slabs)-1][st.used]
+		ks.ref = uint32((len(st.slabs)-1)*keySlab + st.used)
 		st.used++
 	}
-	*ks = keyState{key: k, live: true}
+	*ks = keyState{key: k, live: true, ref: ks.ref}
 	st.index[k] = ks
 	return ks
 }
 
+// at returns the state in slot ref, which must hold a key.
+func (st *keyStore) at(ref uint32) *keyState { return &st.slabs[ref/keySlab][ref%keySlab] }
+
 // remove drops ks, which must be held and out of the retry heap.
 func (st *keyStore) remove(ks *keyState) {
 	delete(st.index, ks.key)
-	*ks = keyState{}
+	*ks = keyState{ref: ks.ref} // a slot keeps its number for its next key
 	if len(st.index) == 0 {
 		st.slabs, st.used, st.free = nil, 0, nil
 		return
