@@ -47,14 +47,16 @@ type sinkLoop struct {
 	held int // keys the target holds as far as the loop knows
 	// heldIdx finds a held key by its bytes for a target read through
 	// node.ActualScanner (nil for others); unindexed counts the held keys
-	// it does not hold (no Data, or Data of another length).
-	heldIdx   *heldindex.Index
-	unindexed int
-	alias     map[node.Key]node.Key
-	dirty     []node.Key // keys to look at in the next incremental pass
-	spare     []node.Key
-	retries   retryHeap
-	fullGen   uint32
+	// it does not hold, and pending lists them (sink_held.go).
+	heldIdx    *heldindex.Index
+	unindexed  int
+	pending    []uint32
+	deferIndex bool
+	alias      map[node.Key]node.Key
+	dirty      []node.Key // keys to look at in the next incremental pass
+	spare      []node.Key
+	retries    retryHeap
+	fullGen    uint32
 
 	// fullRetry holds back the next full reconcile after fullFailures
 	// failed reads of the target.
@@ -114,7 +116,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	}()
 	s.target = target
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
-	s.heldIdx, s.unindexed = nil, 0
+	s.heldIdx, s.unindexed, s.pending, s.deferIndex = nil, 0, nil, false
 	if _, ok := target.(node.ActualScanner); ok {
 		s.heldIdx = heldindex.New()
 	}
@@ -327,6 +329,9 @@ const fullChunk = 4096
 
 func (s *sinkLoop) full(ctx context.Context) {
 	start := time.Now()
+	// The keys the pass holds are indexed in bulk by the next read.
+	s.deferIndex = true
+	defer func() { s.deferIndex = false }()
 	if err := s.readActual(ctx); err != nil {
 		s.h.set(false, node.Degraded, "read target: "+err.Error())
 		s.noteHealth()
@@ -336,9 +341,6 @@ func (s *sinkLoop) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
-	if s.heldIdx != nil {
-		s.heldIdx.Grow(s.keys.len()) // the keys wanted are about to be held
-	}
 	// The pass writes as it goes, fullChunk entries at a time: 100,000
 	// keys never gather in one slice, and each entry is written while
 	// its state is still in the caches.
@@ -389,7 +391,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		}
 		s.holdEntry(ks, e)
 		ks.seen = gen
-		if ks.indexed {
+		if ks.indexed { // held already with these bytes
 			s.heldIdx.Mark(e.Data, gen)
 		}
 	}
@@ -422,45 +424,4 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		s.log.Info("drift found in target", "entries", drift)
 	}
 	return nil
-}
-
-// reindex puts in heldIdx the held keys it could not take when they were
-// held (it held bytes of another length then), so that the read finds
-// them with one probe again.
-func (s *sinkLoop) reindex() {
-	if s.unindexed == 0 {
-		return
-	}
-	s.keys.all(func(ks *keyState) {
-		if ks.applied && !ks.indexed {
-			s.unindexed--
-			s.index(ks)
-		}
-	})
-}
-
-// dropUnseen forgets every key held before the read numbered gen that
-// the read did not see, and returns how many: the indexed keys it did
-// not mark, found in the index's slot order without touching the others'
-// states, and the unindexed keys it did not see.
-func (s *sinkLoop) dropUnseen(gen uint32) int {
-	n := 0
-	lose := func(ks *keyState) {
-		n++
-		s.dropEntry(ks)
-		s.forget(ks)
-	}
-	if s.heldIdx != nil {
-		for _, ref := range s.heldIdx.AppendUnmarked(nil, gen) {
-			lose(s.keys.at(ref))
-		}
-	}
-	if s.unindexed > 0 {
-		s.keys.all(func(ks *keyState) {
-			if ks.applied && !ks.indexed && ks.seen != gen {
-				lose(ks)
-			}
-		})
-	}
-	return n
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -146,47 +145,4 @@ func backoff(attempt int) time.Duration {
 		d = 30 * time.Second
 	}
 	return d
-}
-
-// holdEntry records that the target holds e at ks's key, and indexes
-// its bytes when the target is read through node.ActualScanner.
-func (s *sinkLoop) holdEntry(ks *keyState, e node.Entry) {
-	if ks.indexed && bytes.Equal(ks.have.Data, e.Data) {
-		ks.have = e // the same bytes: the index entry stands, mark and all
-		return
-	}
-	s.dropEntry(ks)
-	s.held++
-	ks.have, ks.applied = e, true
-	s.index(ks)
-}
-
-// index puts a held key's bytes in heldIdx; a key it cannot take (no
-// index, no Data, another length) counts as unindexed.
-func (s *sinkLoop) index(ks *keyState) {
-	ks.indexed = s.heldIdx != nil && ks.have.Data != nil && s.heldIdx.Put(ks.have.Data, ks.ref)
-	if !ks.indexed {
-		s.unindexed++
-	}
-}
-
-// dropEntry records that the target no longer holds ks's key.
-func (s *sinkLoop) dropEntry(ks *keyState) {
-	if !ks.applied {
-		return
-	}
-	s.held--
-	if ks.indexed {
-		s.heldIdx.Delete(ks.have.Data)
-	} else {
-		s.unindexed--
-	}
-	ks.have, ks.applied, ks.indexed = node.Entry{}, false, false
-}
-
-// reportHeld tells a target that counts its entries how many it holds.
-func (s *sinkLoop) reportHeld() {
-	if c, ok := s.target.(node.HeldCounter); ok {
-		c.Held(s.held)
-	}
 }

@@ -18,7 +18,8 @@ type keyState struct {
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
 	owners int32
 	// seen is the number of the last full read that saw the key, for a
-	// key held but not indexed (sinkLoop.heldIdx keeps the others' marks).
+	// key held but not indexed (sinkLoop.heldIdx keeps the others' marks:
+	// sink_held.go).
 	seen    uint32
 	ref     uint32 // the slot's number in its keyStore (keyStore.at)
 	live    bool   // the slot holds a key (keyStore)
@@ -109,8 +110,14 @@ func (st *keyStore) add(k node.Key) *keyState {
 	return ks
 }
 
-// at returns the state in slot ref, which must hold a key.
-func (st *keyStore) at(ref uint32) *keyState { return &st.slabs[ref/keySlab][ref%keySlab] }
+// at returns the state in slot ref (holding a key or not), or nil when
+// the store has no such slot (it emptied since).
+func (st *keyStore) at(ref uint32) *keyState {
+	if int(ref/keySlab) >= len(st.slabs) {
+		return nil
+	}
+	return &st.slabs[ref/keySlab][ref%keySlab]
+}
 
 // remove drops ks, which must be held and out of the retry heap.
 func (st *keyStore) remove(ks *keyState) {

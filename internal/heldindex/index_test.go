@@ -203,12 +203,7 @@ func TestDifferential(t *testing.T) {
 			space := []int{16, 200, 2000}[seed%3]
 			gen := uint32(1)
 			for op := range 20_000 {
-				d := make([]byte, width)
-				if width < 4 {
-					d[0] = byte(rng.IntN(space))
-				} else {
-					binary.LittleEndian.PutUint32(d[width-4:], uint32(rng.IntN(space)))
-				}
+				d := randomData(rng, width, space)
 				e, held := model[string(d)]
 				switch r := rng.IntN(100); {
 				case r < 40:
@@ -248,6 +243,9 @@ func TestDifferential(t *testing.T) {
 					gen++
 				case r < 92:
 					x.Grow(rng.IntN(4 * space))
+				case r < 94:
+					data, refs := randomBatch(rng, width, space)
+					putMany(t, x, model, data, refs)
 				default:
 					r, ok := x.Ref(d)
 					if ok != held || (held && r != e.ref) {
@@ -260,6 +258,83 @@ func TestDifferential(t *testing.T) {
 			}
 			check(t, x, model)
 		})
+	}
+}
+
+// randomBatch returns up to 300 entries, most of them width bytes long
+// (some equal to each other), a few of another length or with a
+// reference above MaxRef.
+func randomBatch(rng *rand.Rand, width, space int) ([][]byte, []uint32) {
+	n := rng.IntN(300)
+	data, refs := make([][]byte, n), make([]uint32, n)
+	for i := range n {
+		w := width
+		if rng.IntN(20) == 0 {
+			w = rng.IntN(2 * (width + 1))
+		}
+		data[i], refs[i] = randomData(rng, w, space), uint32(rng.IntN(1<<20))
+		if rng.IntN(50) == 0 {
+			refs[i] = MaxRef + 1
+		}
+	}
+	return data, refs
+}
+
+// randomData returns width bytes spelling one of space numbers.
+func randomData(rng *rand.Rand, width, space int) []byte {
+	d := make([]byte, width)
+	if width < 4 {
+		for j := range d {
+			d[j] = byte(rng.IntN(space))
+		}
+	} else {
+		binary.LittleEndian.PutUint32(d[width-4:], uint32(rng.IntN(space)))
+	}
+	return d
+}
+
+// putMany checks PutMany against the model's Puts one after another.
+func putMany(t *testing.T, x *Index, model map[string]entry, data [][]byte, refs []uint32) {
+	t.Helper()
+	ok := make([]bool, len(data))
+	for i := range ok {
+		ok[i] = i%2 == 0 // PutMany sets every one
+	}
+	width := x.Width()
+	x.PutMany(data, refs, ok)
+	for i, d := range data {
+		if len(model) == 0 && width == -1 && i == 0 {
+			width = len(d)
+		}
+		_, held := model[string(d)]
+		want := !held && len(d) == width && refs[i] <= MaxRef
+		if ok[i] != want {
+			t.Fatalf("PutMany: entry %d (%x, ref %d): ok %v, want %v", i, d, refs[i], ok[i], want)
+		}
+		if want {
+			model[string(d)] = entry{ref: refs[i]}
+		}
+	}
+	check(t, x, model)
+}
+
+func TestPutMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, width := range []int{0, 1, 5, 8, 20} {
+		x := New()
+		model := map[string]entry{}
+		putMany(t, x, model, nil, nil)
+		for range 30 {
+			data, refs := randomBatch(rng, width, 50)
+			putMany(t, x, model, data, refs)
+		}
+		big := make([][]byte, 50_000)
+		refs := make([]uint32, len(big))
+		for i := range big {
+			big[i] = binary.LittleEndian.AppendUint64(make([]byte, 0, 8), uint64(i)*0x9e3779b97f4a7c15)[:min(8, width)]
+			refs[i] = uint32(i)
+		}
+		putMany(t, x, model, big, refs)
 	}
 }
 
@@ -279,6 +354,16 @@ func FuzzIndex(f *testing.F) {
 			}
 			e, held := model[string(d)]
 			fits := x.Width() == -1 || x.Width() == len(d)
+			if op%7 == 6 { // a batch of the next few entries
+				var data [][]byte
+				var refs []uint32
+				for j := 0; j < int(arg%8) && i+1+j < len(ops); j++ {
+					data = append(data, []byte{ops[i+1+j] & 0x3f, ops[i+1+j] >> 6, 0}[:2+int(ops[i+1+j]>>7)&1])
+					refs = append(refs, uint32(j))
+				}
+				putMany(t, x, model, data, refs)
+				continue
+			}
 			switch op % 5 {
 			case 0, 1:
 				if got, want := x.Put(d, uint32(op)), !held && fits; got != want {
@@ -299,7 +384,7 @@ func FuzzIndex(f *testing.F) {
 				if held {
 					model[string(d)] = entry{ref: e.ref, mark: 1}
 				}
-			default:
+			case 4:
 				x.Grow(int(arg))
 			}
 		}

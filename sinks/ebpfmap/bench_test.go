@@ -44,6 +44,7 @@ type benchState struct {
 	keys       []benchKey
 	idx        *heldindex.Index
 	unindexed  int
+	pending    []uint32
 	rawK, rawV any // [][4]byte slabs for raw batch calls
 	gen        uint32
 }
@@ -58,22 +59,22 @@ type benchKey struct {
 	ref           uint32
 }
 
-// hold, drop and index are the sink loop's holdEntry, dropEntry and index.
+// hold and drop are the sink loop's holdEntry and dropEntry during a full
+// reconcile: a key held is listed in pending, and the next read indexes
+// the pending keys in one batch (reindex).
 func (st *benchState) hold(k *benchKey, e node.Entry) {
 	if k.indexed && bytes.Equal(k.have.Data, e.Data) {
 		k.have = e
 		return
 	}
+	if k.held && !k.indexed {
+		k.have = e
+		return
+	}
 	st.drop(k)
 	k.have, k.held = e, true
-	st.index(k)
-}
-
-func (st *benchState) index(k *benchKey) {
-	k.indexed = k.have.Data != nil && st.idx.Put(k.have.Data, k.ref)
-	if !k.indexed {
-		st.unindexed++
-	}
+	st.unindexed++
+	st.pending = append(st.pending, k.ref)
 }
 
 func (st *benchState) drop(k *benchKey) {
@@ -88,6 +89,36 @@ func (st *benchState) drop(k *benchKey) {
 	k.have, k.held, k.indexed = node.Entry{}, false, false
 }
 
+// reindex is the sink loop's: the pending keys go into the index in one
+// batch.
+func (st *benchState) reindex() {
+	if len(st.pending) == 0 {
+		return
+	}
+	data, refs := make([][]byte, 0, len(st.pending)), make([]uint32, 0, len(st.pending))
+	states := make([]*benchKey, 0, len(st.pending))
+	var keep []uint32
+	for _, ref := range st.pending {
+		k := &st.keys[ref]
+		if !k.held || k.indexed {
+			continue
+		}
+		k.indexed = true
+		data, refs, states = append(data, k.have.Data), append(refs, ref), append(states, k)
+	}
+	ok := make([]bool, len(states))
+	st.idx.PutMany(data, refs, ok)
+	for i, k := range states {
+		if ok[i] {
+			st.unindexed--
+		} else {
+			k.indexed = false
+			keep = append(keep, k.ref)
+		}
+	}
+	st.pending = keep
+}
+
 // forget resets what the loop believes the map holds, as a sink loop
 // that starts does.
 func (st *benchState) forget() {
@@ -95,7 +126,7 @@ func (st *benchState) forget() {
 		k := &st.keys[i]
 		k.have, k.held, k.indexed, k.seen = node.Entry{}, false, false, 0
 	}
-	st.idx, st.unindexed = heldindex.New(), 0
+	st.idx, st.unindexed, st.pending = heldindex.New(), 0, nil
 }
 
 func newBenchState(b *testing.B) *benchState {
@@ -247,14 +278,7 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 	}
 	gen := st.gen
 	mark(read, func() {
-		if st.unindexed > 0 {
-			for i := range st.keys {
-				if k := &st.keys[i]; k.held && !k.indexed {
-					st.unindexed--
-					st.index(k)
-				}
-			}
-		}
+		st.reindex()
 		err := st.tg.ScanActual(context.Background(), func(data []byte) bool { return st.idx.Mark(data, gen) }, func(e node.Entry) {
 			k := st.desired[e.Key]
 			if k == nil { // not wanted: pruned
@@ -277,8 +301,8 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 			st.drop(&st.keys[ref])
 		}
 		if st.unindexed > 0 {
-			for i := range st.keys {
-				if k := &st.keys[i]; k.held && !k.indexed && k.seen != gen {
+			for _, ref := range st.pending {
+				if k := &st.keys[ref]; k.held && !k.indexed && k.seen != gen {
 					st.drop(k)
 				}
 			}
@@ -301,7 +325,6 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 		ups, dels, states = ups[:0], dels[:0], states[:0]
 	}
 	mark(diff, func() {
-		st.idx.Grow(len(st.keys))
 		ups, states = make([]node.Entry, 0, fullChunk), make([]*benchKey, 0, fullChunk)
 		for i := range st.keys {
 			k := &st.keys[i]
