@@ -21,7 +21,6 @@ type Index struct {
 	slots []byte // len(slots) = size * (mask+1); nil when empty
 	mask  uint64 // slot count - 1 (a power of two)
 	n     int
-	grow  int // entries to make room for when the slots are allocated
 }
 
 const (
@@ -47,18 +46,6 @@ func (x *Index) Width() int { return x.width }
 // Bytes is the memory the index holds (its slots).
 func (x *Index) Bytes() int { return len(x.slots) }
 
-// Grow makes room for n entries in all, so that putting them does not
-// rehash. An empty index makes the room at its first Put (whose length
-// sets the slot size).
-func (x *Index) Grow(n int) {
-	switch {
-	case x.slots == nil:
-		x.grow = n
-	case slotsFor(n) > int(x.mask+1):
-		x.rehash(slotsFor(n))
-	}
-}
-
 // Put adds data with reference ref and mark 0. It reports false, and
 // changes nothing, when data is already held, when its length is not the
 // index's width (an empty index takes any), or when ref > MaxRef. The
@@ -78,11 +65,11 @@ func (x *Index) Put(data []byte, ref uint32) bool {
 }
 
 // PutMany puts data[i] with reference refs[i] for each i in order, and
-// sets ok[i] to what Put would report. It makes room for them all first
-// and inserts them in the order of their home slots, so that putting
-// 100,000 entries walks the slots about once instead of probing them at
-// random: on the flagship's map that is about 2 ms instead of 10.
-// data and refs must have the same length as ok.
+// sets ok[i] to what Put would report. It sorts the entries by home slot
+// first (a counting sort) and puts them in that order: into an empty
+// index it lays them out in one sweep with no probing, as linear probing
+// would place them, and into a held one it walks the slots once instead
+// of probing them at random. data and refs must be as long as ok.
 func (x *Index) PutMany(data [][]byte, refs []uint32, ok []bool) {
 	clear(ok)
 	if len(data) == 0 {
@@ -100,35 +87,71 @@ func (x *Index) PutMany(data [][]byte, refs []uint32, ok []bool) {
 	if m == 0 {
 		return
 	}
+	empty := x.n == 0
 	x.reserve(m)
-	// A counting sort by bucket of 16 slots (four cache lines of the
-	// flagship's slots), stable so that of two equal entries the first
-	// is put; the entries are copied on the way, so that the inserts read
-	// one small array instead of the caller's.
-	buckets := int(x.mask>>4) + 1
-	start := make([]int32, buckets+1)
-	homes := make([]uint64, len(data))
+	// Sort by home slot, stably (of two equal entries the first is put),
+	// copying each entry on the way so that the sweep reads one array.
+	start := make([]int32, x.mask+2)
+	homes := make([]uint32, len(data))
 	for i, d := range data {
 		if len(d) == w && refs[i] <= MaxRef {
-			homes[i] = x.home(d)
-			start[homes[i]>>4+1]++
+			homes[i] = uint32(x.home(d))
+			start[homes[i]+1]++
 		}
 	}
-	for b := range buckets {
-		start[b+1] += start[b]
+	for h := range x.mask + 1 {
+		start[h+1] += start[h]
 	}
 	order := make([]int32, m)
 	flat := make([]byte, m*w)
 	for i, d := range data {
 		if len(d) == w && refs[i] <= MaxRef {
-			j := start[homes[i]>>4]
-			start[homes[i]>>4]++
+			j := start[homes[i]]
+			start[homes[i]]++
 			order[j] = int32(i)
 			copy(flat[int(j)*w:], d)
 		}
 	}
+	if !empty {
+		for j, i := range order {
+			ok[i] = x.insert(uint64(homes[i]), flat[j*w:(j+1)*w], refs[i])
+		}
+		return
+	}
+	x.layOut(order, homes, flat, refs, ok)
+}
+
+// layOut puts into an empty index the entries of order, sorted by home
+// slot: each goes to its home slot or the first slot after the entries
+// placed before it, which is where linear probing would put it. Equal
+// entries share a home slot, so a duplicate is found among the entries
+// of its home placed just before it. The entries that run past the last
+// slot wrap around through insert.
+func (x *Index) layOut(order []int32, homes []uint32, flat []byte, refs []uint32, ok []bool) {
+	w := x.width
+	next, group := uint64(0), uint64(0) // next free slot; first slot of the current home's entries
 	for j, i := range order {
-		ok[i] = x.insert(homes[i], flat[j*w:(j+1)*w], refs[i])
+		h, d := uint64(homes[i]), flat[j*w:(j+1)*w]
+		if j == 0 || homes[order[j-1]] != homes[i] {
+			group = max(h, next)
+		}
+		pos := max(h, next)
+		if pos > x.mask {
+			ok[i] = x.insert(h, d, refs[i])
+			continue
+		}
+		dup := false
+		for p := group; p < pos && !dup; p++ {
+			dup = bytes.Equal(x.slot(p)[head:head+w], d)
+		}
+		if dup {
+			continue
+		}
+		s := x.slot(pos)
+		binary.LittleEndian.PutUint32(s, refs[i]+1)
+		copy(s[head:], d)
+		x.n++
+		ok[i], next = true, pos+1
 	}
 }
 
@@ -136,8 +159,7 @@ func (x *Index) PutMany(data [][]byte, refs []uint32, ok []bool) {
 func (x *Index) reserve(m int) {
 	switch {
 	case x.slots == nil:
-		x.rehash(slotsFor(max(x.grow, x.n+m)))
-		x.grow = 0
+		x.rehash(slotsFor(m))
 	case (x.n+m)*maxLoadDen > int(x.mask+1)*maxLoadNum:
 		x.rehash(slotsFor(x.n + m))
 	}

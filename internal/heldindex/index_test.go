@@ -161,33 +161,29 @@ func TestWidths(t *testing.T) {
 	}
 }
 
+// TestGrow checks the index's size: PutMany makes room for its entries
+// at once, and the slots double as Puts pass the load limit.
 func TestGrow(t *testing.T) {
+	const n = 100_000
+	data, refs := make([][]byte, n), make([]uint32, n)
+	for i := range data {
+		data[i], refs[i] = binary.LittleEndian.AppendUint64(nil, uint64(i)<<8|0xff), uint32(i)
+	}
 	x := New()
-	x.Grow(100_000)
-	if x.Bytes() != 0 {
-		t.Fatal("Grow on an empty index allocates nothing before the first Put")
-	}
-	x.Put([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 0)
+	x.PutMany(data, refs, make([]bool, n))
 	if got, want := x.Bytes(), 131072*16; got != want {
-		t.Fatalf("after Grow(100,000) and one Put: %d bytes; want %d", got, want)
+		t.Fatalf("100,000 entries put at once: %d bytes; want %d", got, want)
 	}
-	before := x.Bytes()
-	model := map[string]entry{string([]byte{1, 2, 3, 4, 5, 6, 7, 8}): {}}
-	for i := range 99_999 {
-		d := binary.LittleEndian.AppendUint64(nil, uint64(i)<<8|0xff)
-		x.Put(d, uint32(i+1))
-		model[string(d)] = entry{ref: uint32(i + 1)}
+	for i := range 6_496 { // 106,496 entries are the most 131,072 slots hold
+		x.Put(binary.LittleEndian.AppendUint64(nil, uint64(i)<<8|0xfe), 1)
 	}
-	if x.Bytes() != before {
-		t.Fatalf("putting the entries Grow made room for rehashed: %d -> %d bytes", before, x.Bytes())
+	if got, want := x.Bytes(), 131072*16; got != want {
+		t.Fatalf("106,496 entries: %d bytes; want %d", got, want)
 	}
-	check(t, x, model)
-	x.Grow(10) // no shrinking
-	x.Grow(200_000)
+	x.Put([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 2)
 	if got, want := x.Bytes(), 262144*16; got != want {
-		t.Fatalf("Grow(200,000): %d bytes; want %d", got, want)
+		t.Fatalf("106,497 entries: %d bytes; want %d", got, want)
 	}
-	check(t, x, model)
 }
 
 // TestDifferential runs random operations on an index and on a Go map
@@ -241,8 +237,6 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("op %d: AppendUnmarked(%d) = %v; want %v", op, gen, got, want)
 					}
 					gen++
-				case r < 92:
-					x.Grow(rng.IntN(4 * space))
 				case r < 94:
 					data, refs := randomBatch(rng, width, space)
 					putMany(t, x, model, data, refs)
@@ -364,7 +358,7 @@ func FuzzIndex(f *testing.F) {
 				putMany(t, x, model, data, refs)
 				continue
 			}
-			switch op % 5 {
+			switch op % 4 {
 			case 0, 1:
 				if got, want := x.Put(d, uint32(op)), !held && fits; got != want {
 					t.Fatalf("Put(%x) = %v; want %v", d, got, want)
@@ -384,8 +378,6 @@ func FuzzIndex(f *testing.F) {
 				if held {
 					model[string(d)] = entry{ref: e.ref, mark: 1}
 				}
-			case 4:
-				x.Grow(int(arg))
 			}
 		}
 		check(t, x, model)
