@@ -63,7 +63,14 @@ func ebpfReconcile(ctx context.Context, e *Env) ([]Row, error) {
 	df.Note = "measured by benchtable just before E4, same map shape"
 	rows = append(rows, df)
 	metric("E4", "ebpf_map full reconcile after 1% drift of 100,000 keys", "drift1pct-ns/op", func(r Row) Row {
-		return r.against(df, "<= 2x E3")
+		r = r.against(df, "<= 2x E3")
+		// The first reconcile after the empty one also indexes the keys
+		// that one wrote; a later resync does not.
+		if vs := m["drift1pct-steady-ns/op"]; len(vs) > 0 && df.Skipped == "" {
+			st := measured("", "", "ms", scaled(vs, 1e6))
+			r.Note = fmt.Sprintf("the next resync after the same drift: %.1f ms (%.2fx E3)", st.Median, st.Median/df.Median)
+		}
+		return r
 	})
 	return rows, nil
 }

@@ -197,17 +197,20 @@ func timed(d *time.Duration, f func()) {
 //   - floor: one raw BatchUpdate of the 100,000 pre-encoded keys;
 //   - update: the Target's write path, Update of the 100,000 prepared
 //     entries into the empty map (goal: <= 1.25x floor);
-//   - empty: a full reconcile into the empty map, and its parts (read,
-//     diff, write);
-//   - drift1pct: a full reconcile of the full map after 1% drift, and its
-//     parts: actual (the read), diff (the engine's loop, inlined: a node
-//     package does not import the engine) and write;
+//   - empty: a full reconcile into the empty map by a loop that just
+//     started, and its parts (read, diff, write);
+//   - drift1pct: the next full reconcile, of the full map after 1% drift,
+//     and its parts: actual (the read, which also puts the keys the empty
+//     reconcile wrote into the held index), diff (the engine's loop,
+//     inlined: a node package does not import the engine) and write;
+//   - drift1pct-steady: the reconcile after that, after the same drift
+//     again: a periodic resync of a loop that has read the map before;
 //   - put-per-key: the hand-written baseline, one Map.Put per key.
 //
 // Prepare's cost is reported once, per record.
 func BenchmarkInitialReconcile(b *testing.B) {
 	st := newBenchState(b)
-	var floor, update, empty, drift, perKey time.Duration
+	var floor, update, empty, drift, steady, perKey time.Duration
 	var eActual, eDiff, eWrite, actual, diff, write time.Duration
 	for b.Loop() {
 		st.clear(b)
@@ -223,6 +226,8 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		timed(&empty, func() { reconcile(b, st, &eActual, &eDiff, &eWrite) })
 		st.drift()
 		timed(&drift, func() { reconcile(b, st, &actual, &diff, &write) })
+		st.drift()
+		timed(&steady, func() { reconcile(b, st, nil, nil, nil) })
 		st.clear(b)
 		timed(&perKey, func() {
 			for _, e := range st.entries {
@@ -237,7 +242,7 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		d    time.Duration
 		unit string
 	}{{floor, "floor"}, {update, "update"}, {empty, "empty"}, {eActual, "empty-actual"}, {eDiff, "empty-diff"},
-		{eWrite, "empty-write"}, {drift, "drift1pct"}, {actual, "drift-actual"},
+		{eWrite, "empty-write"}, {drift, "drift1pct"}, {actual, "drift-actual"}, {steady, "drift1pct-steady"},
 		{diff, "drift-diff"}, {write, "drift-write"}, {perKey, "put-per-key"}} {
 		b.ReportMetric(float64(m.d.Nanoseconds())/n, m.unit+"-ns/op")
 	}
