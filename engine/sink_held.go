@@ -133,7 +133,9 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 		return n
 	}
 	for _, ref := range s.heldIdx.AppendUnmarked(nil, gen) {
-		lose(s.keys.at(ref))
+		if ks := s.keys.at(ref); ks != nil && ks.indexed {
+			lose(ks)
+		}
 	}
 	if s.unindexed > 0 {
 		for _, ref := range s.pending {
