@@ -157,6 +157,11 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		} else if !s.needFull && len(s.dirty) > 0 {
 			s.incremental(ctx)
 		}
+		if len(s.pending) > 0 && len(s.dirty) == 0 && !s.needFull {
+			// Nothing to write: index what the last full pass wrote now,
+			// not in the next full read (sink_held.go).
+			s.reindex()
+		}
 		s.armRetry(retry)
 		s.idle.Store(len(s.dirty) == 0 && !s.needFull)
 		select {

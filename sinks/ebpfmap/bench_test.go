@@ -60,8 +60,9 @@ type benchKey struct {
 }
 
 // hold and drop are the sink loop's holdEntry and dropEntry during a full
-// reconcile: a key held is listed in pending, and the next read indexes
-// the pending keys in one batch (reindex).
+// reconcile: a key held is listed in pending, and the loop indexes the
+// pending keys in one batch (reindex) once it has nothing left to write,
+// or at the start of the next read.
 func (st *benchState) hold(k *benchKey, e node.Entry) {
 	if k.indexed && bytes.Equal(k.have.Data, e.Data) {
 		k.have = e
@@ -199,18 +200,17 @@ func timed(d *time.Duration, f func()) {
 //     entries into the empty map (goal: <= 1.25x floor);
 //   - empty: a full reconcile into the empty map by a loop that just
 //     started, and its parts (read, diff, write);
+//   - index: what the loop does next, with nothing left to write: put
+//     the keys the reconcile wrote into the held index in one batch;
 //   - drift1pct: the next full reconcile, of the full map after 1% drift,
-//     and its parts: actual (the read, which also puts the keys the empty
-//     reconcile wrote into the held index), diff (the engine's loop,
-//     inlined: a node package does not import the engine) and write;
-//   - drift1pct-steady: the reconcile after that, after the same drift
-//     again: a periodic resync of a loop that has read the map before;
+//     and its parts: actual (the read), diff (the engine's loop, inlined:
+//     a node package does not import the engine) and write;
 //   - put-per-key: the hand-written baseline, one Map.Put per key.
 //
 // Prepare's cost is reported once, per record.
 func BenchmarkInitialReconcile(b *testing.B) {
 	st := newBenchState(b)
-	var floor, update, empty, drift, steady, perKey time.Duration
+	var floor, update, empty, index, drift, perKey time.Duration
 	var eActual, eDiff, eWrite, actual, diff, write time.Duration
 	for b.Loop() {
 		st.clear(b)
@@ -224,10 +224,9 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		st.clear(b)
 		st.forget()
 		timed(&empty, func() { reconcile(b, st, &eActual, &eDiff, &eWrite) })
+		timed(&index, st.reindex)
 		st.drift()
 		timed(&drift, func() { reconcile(b, st, &actual, &diff, &write) })
-		st.drift()
-		timed(&steady, func() { reconcile(b, st, nil, nil, nil) })
 		st.clear(b)
 		timed(&perKey, func() {
 			for _, e := range st.entries {
@@ -242,7 +241,7 @@ func BenchmarkInitialReconcile(b *testing.B) {
 		d    time.Duration
 		unit string
 	}{{floor, "floor"}, {update, "update"}, {empty, "empty"}, {eActual, "empty-actual"}, {eDiff, "empty-diff"},
-		{eWrite, "empty-write"}, {drift, "drift1pct"}, {actual, "drift-actual"}, {steady, "drift1pct-steady"},
+		{eWrite, "empty-write"}, {index, "index"}, {drift, "drift1pct"}, {actual, "drift-actual"},
 		{diff, "drift-diff"}, {write, "drift-write"}, {perKey, "put-per-key"}} {
 		b.ReportMetric(float64(m.d.Nanoseconds())/n, m.unit+"-ns/op")
 	}
