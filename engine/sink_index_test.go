@@ -15,9 +15,9 @@ import (
 // TestFullReadKnowsHeldEntries checks that a full read of a target read
 // through node.ActualScanner recognises every entry the loop holds with
 // the same bytes (the held index): entries written by a full pass
-// (indexed by the next read), by incremental rounds, and entries held
-// while the index held bytes of another length (indexed by the first
-// read after those are gone).
+// (indexed once the loop is idle), by incremental rounds, and entries
+// held while the index held bytes of another length (indexed by the
+// first read after those are gone).
 func TestFullReadKnowsHeldEntries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
@@ -41,6 +41,9 @@ func TestFullReadKnowsHeldEntries(t *testing.T) {
 			o.MarkSynced()
 		})
 		synctest.Wait()
+		if pending, indexed := heldState(h); pending != 0 || indexed != 1 {
+			t.Fatalf("idle after the first full pass: %d keys pending, %d indexed; want 0 and 1", pending, indexed)
+		}
 		resync("first resync", 0, 0)
 		var ds []node.Delta
 		for i := range 100 {
@@ -131,4 +134,22 @@ func TestHeldBookkeeping(t *testing.T) {
 		}
 		check(step)
 	}
+}
+
+// heldState asks the harness's sink loop how many keys wait to be
+// indexed and how many are.
+func heldState(h *harness) (pending, indexed int) {
+	h.rt.mu.RLock()
+	var s *sinkLoop
+	for _, sl := range h.rt.sinks {
+		s = sl
+	}
+	h.rt.mu.RUnlock()
+	done := make(chan struct{})
+	s.ask <- func() {
+		defer close(done)
+		pending, indexed = len(s.pending), s.heldIdx.Len()
+	}
+	<-done
+	return pending, indexed
 }
