@@ -334,7 +334,8 @@ const fullChunk = 4096
 
 func (s *sinkLoop) full(ctx context.Context) {
 	start := time.Now()
-	// The keys the pass holds are indexed in bulk by the next read.
+	// The keys the pass holds are indexed in one batch afterwards
+	// (sink_held.go).
 	s.deferIndex = true
 	defer func() { s.deferIndex = false }()
 	if err := s.readActual(ctx); err != nil {

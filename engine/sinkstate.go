@@ -85,9 +85,6 @@ func newKeyStore() keyStore { return keyStore{index: map[node.Key]*keyState{}} }
 // get returns the state of k, or nil.
 func (st *keyStore) get(k node.Key) *keyState { return st.index[k] }
 
-// lookup is get for a key given as bytes (no string is allocated).
-func (st *keyStore) lookup(k []byte) *keyState { return st.index[string(k)] }
-
 // len is the number of keys held.
 func (st *keyStore) len() int { return len(st.index) }
 
