@@ -87,12 +87,8 @@ func (s *sinkLoop) reindex() {
 	if len(s.pending) == 0 {
 		return
 	}
-	var (
-		data   = make([][]byte, 0, len(s.pending))
-		refs   = make([]uint32, 0, len(s.pending))
-		states = make([]*keyState, 0, len(s.pending))
-		keep   []uint32
-	)
+	data, refs := make([][]byte, 0, len(s.pending)), make([]uint32, 0, len(s.pending))
+	var keep []uint32
 	for _, ref := range s.pending {
 		ks := s.unindexedAt(ref)
 		switch {
@@ -101,17 +97,17 @@ func (s *sinkLoop) reindex() {
 			keep = append(keep, ref)
 		default:
 			ks.indexed = true // taken: a slot listed twice is taken once
-			data, refs, states = append(data, ks.have.Data), append(refs, ref), append(states, ks)
+			data, refs = append(data, ks.have.Data), append(refs, ref)
 		}
 	}
-	ok := make([]bool, len(states))
+	ok := make([]bool, len(refs))
 	s.heldIdx.PutMany(data, refs, ok)
-	for i, ks := range states {
+	for i, ref := range refs {
 		if ok[i] {
 			s.unindexed--
 		} else {
-			ks.indexed = false
-			keep = append(keep, ks.ref)
+			s.keys.at(ref).indexed = false
+			keep = append(keep, ref)
 		}
 	}
 	s.pending = keep

@@ -97,7 +97,6 @@ func (st *benchState) reindex() {
 		return
 	}
 	data, refs := make([][]byte, 0, len(st.pending)), make([]uint32, 0, len(st.pending))
-	states := make([]*benchKey, 0, len(st.pending))
 	var keep []uint32
 	for _, ref := range st.pending {
 		k := &st.keys[ref]
@@ -105,16 +104,16 @@ func (st *benchState) reindex() {
 			continue
 		}
 		k.indexed = true
-		data, refs, states = append(data, k.have.Data), append(refs, ref), append(states, k)
+		data, refs = append(data, k.have.Data), append(refs, ref)
 	}
-	ok := make([]bool, len(states))
+	ok := make([]bool, len(refs))
 	st.idx.PutMany(data, refs, ok)
-	for i, k := range states {
+	for i, ref := range refs {
 		if ok[i] {
 			st.unindexed--
 		} else {
-			k.indexed = false
-			keep = append(keep, k.ref)
+			st.keys[ref].indexed = false
+			keep = append(keep, ref)
 		}
 	}
 	st.pending = keep
