@@ -69,14 +69,19 @@ func (x *Index) Put(data []byte, ref uint32) bool {
 // first (a counting sort) and puts them in that order: into an empty
 // index it lays them out in one sweep with no probing, as linear probing
 // would place them, and into a held one it walks the slots once instead
-// of probing them at random. data and refs must be as long as ok.
+// of probing them at random. Entries past the end of the shortest of
+// data, refs and ok are left out.
 func (x *Index) PutMany(data [][]byte, refs []uint32, ok []bool) {
 	clear(ok)
-	if len(data) == 0 {
-		return
-	}
-	if x.n == 0 && len(data[0]) != x.width {
-		x.setWidth(len(data[0]))
+	n := min(len(data), len(refs), len(ok))
+	data, refs = data[:n], refs[:n]
+	if x.n == 0 {
+		for i, d := range data {
+			if refs[i] <= MaxRef { // the first entry Put would take sets the width
+				x.setWidth(len(d))
+				break
+			}
+		}
 	}
 	w, m := x.width, 0
 	for i, d := range data {

@@ -111,6 +111,16 @@ func TestBasics(t *testing.T) {
 	if !x.Put([]byte("abc"), 1) || x.Width() != 3 {
 		t.Fatal("an emptied index takes a new width")
 	}
+	ok := make([]bool, 1)
+	x.PutMany([][]byte{[]byte("def"), []byte("ghi")}, []uint32{2, 3, 4}, ok)
+	if !ok[0] || x.Len() != 2 {
+		t.Fatalf("PutMany takes the entries all its slices reach: ok %v, len %d", ok, x.Len())
+	}
+	y := New()
+	y.PutMany([][]byte{[]byte("toolong"), []byte("ab")}, []uint32{MaxRef + 1, 5}, make([]bool, 2))
+	if y.Width() != 2 || y.Len() != 1 {
+		t.Fatalf("the first entry PutMany takes sets the width: width %d, len %d", y.Width(), y.Len())
+	}
 }
 
 func TestWidths(t *testing.T) {
@@ -297,7 +307,7 @@ func putMany(t *testing.T, x *Index, model map[string]entry, data [][]byte, refs
 	width := x.Width()
 	x.PutMany(data, refs, ok)
 	for i, d := range data {
-		if len(model) == 0 && width == -1 && i == 0 {
+		if len(model) == 0 && width == -1 && refs[i] <= MaxRef {
 			width = len(d)
 		}
 		_, held := model[string(d)]
