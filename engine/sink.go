@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -347,6 +348,11 @@ func (s *sinkLoop) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
+	if s.heldIdx != nil {
+		// The keys not held yet are about to be, and listed for the index:
+		// make room for them at once (100,000 at start-up).
+		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
+	}
 	// The pass writes as it goes, fullChunk entries at a time: 100,000
 	// keys never gather in one slice, and each entry is written while
 	// its state is still in the caches.

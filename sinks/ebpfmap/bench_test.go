@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -328,6 +329,7 @@ func reconcile(b *testing.B, st *benchState, read, diff, write *time.Duration) {
 		ups, dels, states = ups[:0], dels[:0], states[:0]
 	}
 	mark(diff, func() {
+		st.pending = slices.Grow(st.pending, max(0, len(st.keys)-st.idx.Len()-st.unindexed))
 		ups, states = make([]node.Entry, 0, fullChunk), make([]*benchKey, 0, fullChunk)
 		for i := range st.keys {
 			k := &st.keys[i]
