@@ -16,7 +16,7 @@ import (
 // indexable (no Data, or Data of another length than the index's). The
 // keys a full pass held go into the index in one batch once the loop has
 // nothing left to write (or, if it never idles, at the start of the next
-// full read), sorted by slot: 100,000 keys take 10-14 ms there, paid by
+// full read), sorted by slot: 100,000 keys take 7-14 ms there, paid by
 // neither the pass (whose writes are what a start-up waits for) nor the
 // next read; putting them one by one cost the pass 10-15 ms of random
 // probes.
