@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
+	"github.com/pipeline/pipeline/internal/heldindex"
 )
 
 // sinkLoop is the engine-owned reconcile loop of one sink: it keeps the
@@ -43,13 +44,20 @@ type sinkLoop struct {
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
 	// key where the two differ (an input key absent here maps to itself).
-	keys    keyStore
-	held    int // keys the target holds as far as the loop knows
-	alias   map[node.Key]node.Key
-	dirty   []node.Key // keys to look at in the next incremental pass
-	spare   []node.Key
-	retries retryHeap
-	fullGen uint32
+	keys keyStore
+	held int // keys the target holds as far as the loop knows
+	// heldIdx finds a held key by its bytes for a target read through
+	// node.ActualScanner (nil for others); unindexed counts the held keys
+	// it does not hold, and pending lists them (sink_held.go).
+	heldIdx    *heldindex.Index
+	unindexed  int
+	pending    []uint32
+	deferIndex bool
+	alias      map[node.Key]node.Key
+	dirty      []node.Key // keys to look at in the next incremental pass
+	spare      []node.Key
+	retries    retryHeap
+	fullGen    uint32
 
 	// fullRetry holds back the next full reconcile after fullFailures
 	// failed reads of the target.
@@ -109,6 +117,10 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	}()
 	s.target = target
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
+	s.heldIdx, s.unindexed, s.pending, s.deferIndex = nil, 0, nil, false
+	if _, ok := target.(node.ActualScanner); ok {
+		s.heldIdx = heldindex.New()
+	}
 	s.dirty, s.retries = nil, nil
 	s.dec.attach(s.n.Address, target)
 	defer s.dec.detach(s.n.Address)
@@ -145,6 +157,11 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 			s.full(ctx)
 		} else if !s.needFull && len(s.dirty) > 0 {
 			s.incremental(ctx)
+		}
+		if len(s.pending) > 0 && len(s.dirty) == 0 && !s.needFull {
+			// Nothing to write: index what the last full pass wrote now,
+			// not in the next full read (sink_held.go).
+			s.reindex()
 		}
 		s.armRetry(retry)
 		s.idle.Store(len(s.dirty) == 0 && !s.needFull)
@@ -318,6 +335,10 @@ const fullChunk = 4096
 
 func (s *sinkLoop) full(ctx context.Context) {
 	start := time.Now()
+	// The keys the pass holds are indexed in one batch afterwards
+	// (sink_held.go).
+	s.deferIndex = true
+	defer func() { s.deferIndex = false }()
 	if err := s.readActual(ctx); err != nil {
 		s.h.set(false, node.Degraded, "read target: "+err.Error())
 		s.noteHealth()
@@ -327,6 +348,11 @@ func (s *sinkLoop) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
+	if s.heldIdx != nil {
+		// The keys not held yet are about to be, and listed for the index:
+		// make room for them at once (100,000 at start-up).
+		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
+	}
 	// The pass writes as it goes, fullChunk entries at a time: 100,000
 	// keys never gather in one slice, and each entry is written while
 	// its state is still in the caches.
@@ -362,30 +388,32 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 	if s.appendOnly {
 		return nil
 	}
-	s.fullGen++
+	if s.fullGen++; s.fullGen == 0 {
+		s.fullGen = 1 // a new index entry's mark is 0: no read is numbered 0
+	}
+	gen := s.fullGen
 	drift := 0
 	hold := func(e node.Entry) {
 		ks := s.state(e.Key)
-		if ks.seen == s.fullGen {
+		if ks.seen == gen || (ks.indexed && s.heldIdx.Marked(ks.have.Data, gen)) {
 			return // a target listing a key twice: keep the first
 		}
-		ks.seen = s.fullGen
 		if ks.applied && !ks.have.Same(e) {
 			drift++
 		}
 		s.holdEntry(ks, e)
+		ks.seen = gen
+		if ks.indexed { // held already with these bytes
+			s.heldIdx.Mark(e.Data, gen)
+		}
 	}
 	var err error
 	if sc, ok := s.target.(node.ActualScanner); ok {
-		// An entry held with the same bytes only needs marking as seen.
-		err = sc.ScanActual(ctx, func(key, data []byte) bool {
-			ks := s.keys.lookup(key)
-			if ks == nil || ks.seen == s.fullGen || !ks.applied || ks.have.Data == nil || !bytes.Equal(ks.have.Data, data) {
-				return false
-			}
-			ks.seen = s.fullGen
-			return true
-		}, hold)
+		s.reindex()
+		// An entry held with the same bytes is only marked as seen in
+		// this read, in the index: on 100,000 keys, one probe of one
+		// cache line instead of a map lookup and three pointer chases.
+		err = sc.ScanActual(ctx, func(data []byte) bool { return s.heldIdx.Mark(data, gen) }, hold)
 	} else {
 		var entries []node.Entry
 		entries, err = s.target.Actual(ctx)
@@ -400,13 +428,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.keys.all(func(ks *keyState) {
-		if ks.applied && ks.seen != s.fullGen {
-			drift++ // held before, gone now
-			s.dropEntry(ks)
-			s.forget(ks)
-		}
-	})
+	drift += s.dropUnseen(gen)
 	s.reportHeld()
 	if drift > 0 && s.fulls > 0 {
 		s.met.drift.Add(float64(drift))

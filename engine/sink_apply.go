@@ -146,26 +146,3 @@ func backoff(attempt int) time.Duration {
 	}
 	return d
 }
-
-// holdEntry records that the target holds e at ks's key.
-func (s *sinkLoop) holdEntry(ks *keyState, e node.Entry) {
-	if !ks.applied {
-		s.held++
-	}
-	ks.have, ks.applied = e, true
-}
-
-// dropEntry records that the target no longer holds ks's key.
-func (s *sinkLoop) dropEntry(ks *keyState) {
-	if ks.applied {
-		s.held--
-	}
-	ks.have, ks.applied = node.Entry{}, false
-}
-
-// reportHeld tells a target that counts its entries how many it holds.
-func (s *sinkLoop) reportHeld() {
-	if c, ok := s.target.(node.HeldCounter); ok {
-		c.Held(s.held)
-	}
-}

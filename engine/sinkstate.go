@@ -16,13 +16,18 @@ type keyState struct {
 	have node.Entry // valid while applied
 	// owners counts the input keys whose prepared entry has this key (two
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
-	owners  int32
+	owners int32
+	// seen is the number of the last full read that saw the key, for a
+	// key held but not indexed (sinkLoop.heldIdx keeps the others' marks:
+	// sink_held.go).
 	seen    uint32
-	live    bool // the slot holds a key (keyStore)
-	self    bool // the input key equal to this target key is an owner
-	applied bool // the target holds have, as far as the loop knows
-	written bool // this run wrote it (prune = false deletes only these)
-	dirty   bool // listed in sinkLoop.dirty, waiting to be looked at
+	ref     uint32 // the slot's number in its keyStore (keyStore.at)
+	live    bool   // the slot holds a key (keyStore)
+	indexed bool   // have's Data is in sinkLoop.heldIdx
+	self    bool   // the input key equal to this target key is an owner
+	applied bool   // the target holds have, as far as the loop knows
+	written bool   // this run wrote it (prune = false deletes only these)
+	dirty   bool   // listed in sinkLoop.dirty, waiting to be looked at
 	// changed is when the oldest change not yet applied entered the
 	// pipeline, for the change-latency histogram; zero when unknown.
 	changed time.Time
@@ -80,9 +85,6 @@ func newKeyStore() keyStore { return keyStore{index: map[node.Key]*keyState{}} }
 // get returns the state of k, or nil.
 func (st *keyStore) get(k node.Key) *keyState { return st.index[k] }
 
-// lookup is get for a key given as bytes (no string is allocated).
-func (st *keyStore) lookup(k []byte) *keyState { return st.index[string(k)] }
-
 // len is the number of keys held.
 func (st *keyStore) len() int { return len(st.index) }
 
@@ -97,17 +99,27 @@ func (st *keyStore) add(k node.Key) *keyState {
 			st.used = 0
 		}
 		ks = &st.slabs[len(st.slabs)-1][st.used]
+		ks.ref = uint32((len(st.slabs)-1)*keySlab + st.used)
 		st.used++
 	}
-	*ks = keyState{key: k, live: true}
+	*ks = keyState{key: k, live: true, ref: ks.ref}
 	st.index[k] = ks
 	return ks
+}
+
+// at returns the state in slot ref (holding a key or not), or nil when
+// the store has no such slot (it emptied since).
+func (st *keyStore) at(ref uint32) *keyState {
+	if int(ref/keySlab) >= len(st.slabs) {
+		return nil
+	}
+	return &st.slabs[ref/keySlab][ref%keySlab]
 }
 
 // remove drops ks, which must be held and out of the retry heap.
 func (st *keyStore) remove(ks *keyState) {
 	delete(st.index, ks.key)
-	*ks = keyState{}
+	*ks = keyState{ref: ks.ref} // a slot keeps its number for its next key
 	if len(st.index) == 0 {
 		st.slabs, st.used, st.free = nil, 0, nil
 		return

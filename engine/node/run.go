@@ -159,14 +159,16 @@ func (e Entry) Same(o Entry) bool {
 
 // ActualScanner is implemented by a target that can show its entries one
 // at a time, so that a full read costs nothing for an entry the engine
-// already knows: ScanActual calls known with each entry's key (canonical
-// form) and encoded bytes (Data), both valid only during the call; when
-// known returns false (a key the engine does not hold, or holds with
-// other bytes), the target builds the entry and passes it to add. The
-// engine prefers it to Actual for full reconciles; Actual stays for plan
-// and explain.
+// already knows: ScanActual calls known with each entry's encoded bytes
+// (Data), valid only during the call, before it builds anything (not even
+// the canonical key); when known returns false (an entry the engine does
+// not hold, or holds with other bytes), the target builds the entry and
+// passes it to add. An ActualScanner's Data identifies its key (two keys
+// never share Data), as a BPF map's key bytes followed by its value bytes
+// do; entries of one length are found fastest. The engine prefers it to
+// Actual for full reconciles; Actual stays for plan and explain.
 type ActualScanner interface {
-	ScanActual(ctx context.Context, known func(key, data []byte) bool, add func(Entry)) error
+	ScanActual(ctx context.Context, known func(data []byte) bool, add func(Entry)) error
 }
 
 // HeldCounter is implemented by a target that shows how many entries it

@@ -11,12 +11,12 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// reader is one full read of the map (ScanActual): per entry, its key in
-// canonical form, its bytes (Data) and its shown value, equal values
-// sharing one (Target.shownValue).
+// reader is one full read of the map (ScanActual): per entry, its bytes
+// (Data) and, for an entry known does not recognise, its key in canonical
+// form and its shown value, equal values sharing one (Target.shownValue).
 type reader struct {
 	t     *Target
-	sbuf  []byte // the canonical key being looked at
+	sbuf  []byte // the canonical key being built
 	dbuf  []byte // the Data being looked at
 	count int    // entries read
 }
@@ -30,7 +30,7 @@ const maxCachedValues = 4096
 // known, when set, and builds the entries known does not recognise. An
 // entry whose CPUs disagree is never known: it differs from any prepared
 // one, so it is rewritten.
-func (r *reader) scan(n int, keys, vals []byte, known func(key, data []byte) bool, add func(node.Entry)) {
+func (r *reader) scan(n int, keys, vals []byte, known func(data []byte) bool, add func(node.Entry)) {
 	t := r.t
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	fvs := vs * t.ncpu
@@ -43,8 +43,7 @@ func (r *reader) scan(n int, keys, vals []byte, known func(key, data []byte) boo
 		same := t.ncpu == 1 || sameCopies(v, vs)
 		if same && known != nil {
 			r.dbuf = append(append(r.dbuf[:0], k...), v[:vs]...)
-			r.sbuf = t.s.key.enc.appendCanonical(r.sbuf[:0], k)
-			if known(r.sbuf, r.dbuf) {
+			if known(r.dbuf) {
 				continue
 			}
 		}

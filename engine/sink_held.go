@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// What the loop believes the target holds lives in each key's state (have,
+// applied). For a target read through node.ActualScanner the loop also
+// keeps heldIdx, the held entries by their bytes, so that a full read
+// finds an entry it holds with one probe (a mark in the index) instead of
+// a lookup by key and three pointer chases. Every held key is either in
+// heldIdx (indexed) or listed in pending: held during a full pass, or not
+// indexable (no Data, or Data of another length than the index's). The
+// keys a full pass held go into the index in one batch once the loop has
+// nothing left to write (or, if it never idles, at the start of the next
+// full read), sorted by slot: 100,000 keys take 7-14 ms there, paid by
+// neither the pass (whose writes are what a start-up waits for) nor the
+// next read; putting them one by one cost the pass 10-15 ms of random
+// probes.
+
+// holdEntry records that the target holds e at ks's key.
+func (s *sinkLoop) holdEntry(ks *keyState, e node.Entry) {
+	if ks.indexed && bytes.Equal(ks.have.Data, e.Data) {
+		ks.have = e // the same bytes: the index entry stands, mark and all
+		return
+	}
+	if ks.applied && !ks.indexed {
+		ks.have = e // listed in pending already
+		return
+	}
+	s.dropEntry(ks)
+	s.held++
+	ks.have, ks.applied = e, true
+	if s.heldIdx != nil && !s.deferIndex && e.Data != nil && s.heldIdx.Put(e.Data, ks.ref) {
+		ks.indexed = true
+		return
+	}
+	s.unindexed++
+	if s.heldIdx != nil {
+		s.pending = append(s.pending, ks.ref)
+		if len(s.pending) > 2*s.unindexed+1024 {
+			s.compactPending()
+		}
+	}
+}
+
+// dropEntry records that the target no longer holds ks's key.
+func (s *sinkLoop) dropEntry(ks *keyState) {
+	if !ks.applied {
+		return
+	}
+	s.held--
+	if ks.indexed {
+		s.heldIdx.Delete(ks.have.Data)
+	} else {
+		s.unindexed-- // its pending reference is dropped when next looked at
+	}
+	ks.have, ks.applied, ks.indexed = node.Entry{}, false, false
+}
+
+// unindexedAt returns the state pending reference ref names if it is
+// still held and not indexed, else nil (the key was dropped since, or its
+// slot went to another key: pending may list a slot twice).
+func (s *sinkLoop) unindexedAt(ref uint32) *keyState {
+	ks := s.keys.at(ref)
+	if ks == nil || !ks.applied || ks.indexed {
+		return nil
+	}
+	return ks
+}
+
+// compactPending drops the references of keys no longer unindexed, and
+// duplicates: a loop that holds and drops unindexable keys for long
+// without a full read keeps pending at most twice their number.
+func (s *sinkLoop) compactPending() {
+	s.pending = slices.DeleteFunc(s.pending, func(ref uint32) bool { return s.unindexedAt(ref) == nil })
+	slices.Sort(s.pending)
+	s.pending = slices.Compact(s.pending)
+}
+
+// reindex puts the pending keys in heldIdx in one batch; pending keeps
+// the keys it cannot take.
+func (s *sinkLoop) reindex() {
+	if len(s.pending) == 0 {
+		return
+	}
+	data, refs := make([][]byte, 0, len(s.pending)), make([]uint32, 0, len(s.pending))
+	var keep []uint32
+	for _, ref := range s.pending {
+		ks := s.unindexedAt(ref)
+		switch {
+		case ks == nil:
+		case ks.have.Data == nil:
+			keep = append(keep, ref)
+		default:
+			ks.indexed = true // taken: a slot listed twice is taken once
+			data, refs = append(data, ks.have.Data), append(refs, ref)
+		}
+	}
+	ok := make([]bool, len(refs))
+	s.heldIdx.PutMany(data, refs, ok)
+	for i, ref := range refs {
+		if ok[i] {
+			s.unindexed--
+		} else {
+			s.keys.at(ref).indexed = false
+			keep = append(keep, ref)
+		}
+	}
+	s.pending = keep
+}
+
+// dropUnseen forgets every key held before the read numbered gen that
+// the read did not see, and returns how many: the indexed keys it did
+// not mark, found in the index's slot order without touching the others'
+// states, and the unindexed keys it did not see.
+func (s *sinkLoop) dropUnseen(gen uint32) int {
+	n := 0
+	lose := func(ks *keyState) {
+		n++
+		s.dropEntry(ks)
+		s.forget(ks)
+	}
+	if s.heldIdx == nil {
+		s.keys.all(func(ks *keyState) {
+			if ks.applied && ks.seen != gen {
+				lose(ks)
+			}
+		})
+		return n
+	}
+	for _, ref := range s.heldIdx.AppendUnmarked(nil, gen) {
+		if ks := s.keys.at(ref); ks != nil && ks.indexed {
+			lose(ks)
+		}
+	}
+	if s.unindexed > 0 {
+		for _, ref := range s.pending {
+			if ks := s.unindexedAt(ref); ks != nil && ks.seen != gen {
+				lose(ks)
+			}
+		}
+	}
+	return n
+}
+
+// reportHeld tells a target that counts its entries how many it holds.
+func (s *sinkLoop) reportHeld() {
+	if c, ok := s.target.(node.HeldCounter); ok {
+		c.Held(s.held)
+	}
+}

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/heldindex"
+)
+
+// TestFullReadKnowsHeldEntries checks that a full read of a target read
+// through node.ActualScanner recognises every entry the loop holds with
+// the same bytes (the held index): entries written by a full pass
+// (indexed once the loop is idle), by incremental rounds, and entries
+// held while the index held bytes of another length (indexed by the
+// first read after those are gone).
+func TestFullReadKnowsHeldEntries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		sink.Encoded = true
+		h := start(t, true, 0, sink)
+		resync := func(what string, ups, unknown int) {
+			t.Helper()
+			sink.ResetCounts()
+			time.Sleep(61 * time.Second)
+			synctest.Wait()
+			up, del, reads := sink.Counts()
+			if reads != 1 || up != ups || del != 0 || sink.Unknown() != unknown {
+				t.Fatalf("%s: %d reads, %d updates, %d deletes, %d entries handed over; want 1, %d, 0, %d",
+					what, reads, up, del, sink.Unknown(), ups, unknown)
+			}
+		}
+		// The first entry indexed sets the index's length; the short keys
+		// written after it do not fit.
+		h.send(func(o node.Output) {
+			o.Replace([]node.Record{{Key: "a-much-longer-key", Value: str("v")}})
+			o.MarkSynced()
+		})
+		synctest.Wait()
+		if pending, indexed := heldState(h); pending != 0 || indexed != 1 {
+			t.Fatalf("idle after the first full pass: %d keys pending, %d indexed; want 0 and 1", pending, indexed)
+		}
+		resync("first resync", 0, 0)
+		var ds []node.Delta
+		for i := range 100 {
+			ds = append(ds, node.Upsert(node.Key(fmt.Sprintf("k%03d", i)), str("v"), time.Time{}))
+		}
+		h.send(func(o node.Output) { o.Apply(ds) })
+		synctest.Wait()
+		h.send(func(o node.Output) { o.Apply([]node.Delta{{Key: "a-much-longer-key", Delete: true}}) })
+		synctest.Wait()
+		for round := range 3 {
+			resync(fmt.Sprint("resync ", round), 0, 0)
+		}
+		sink.Set("k007", str("wrong"))
+		sink.Remove("k008")
+		resync("after drift", 2, 1) // k007 handed over, k008 missing
+		resync("after the repair", 0, 0)
+		h.shutdown()
+	})
+}
+
+// TestHeldBookkeeping holds and drops entries at random, some of a length
+// the index cannot take, some during a full pass, with reads (reindex)
+// between, and checks the invariants of sink_held.go after each step:
+// every held key is either indexed under its bytes or listed in pending,
+// the counts agree, and pending stays bounded without reads (holding a
+// key compacts it).
+func TestHeldBookkeeping(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := &sinkLoop{keys: newKeyStore(), heldIdx: heldindex.New()}
+	check := func(step int) {
+		t.Helper()
+		held, unindexed, indexed := 0, 0, 0
+		listed := map[uint32]bool{}
+		for _, ref := range s.pending {
+			listed[ref] = true
+		}
+		s.keys.all(func(ks *keyState) {
+			if !ks.applied {
+				return
+			}
+			held++
+			if ks.indexed {
+				indexed++
+				if r, ok := s.heldIdx.Ref(ks.have.Data); !ok || r != ks.ref {
+					t.Fatalf("step %d: %s indexed, but the index has %d, %v", step, ks.key, r, ok)
+				}
+				return
+			}
+			unindexed++
+			if !listed[ks.ref] {
+				t.Fatalf("step %d: %s held, not indexed, not pending", step, ks.key)
+			}
+		})
+		if held != s.held || unindexed != s.unindexed || indexed != s.heldIdx.Len() {
+			t.Fatalf("step %d: held %d/%d, unindexed %d/%d, indexed %d/%d", step, held, s.held, unindexed, s.unindexed, indexed, s.heldIdx.Len())
+		}
+	}
+	most := 0 // unindexed keys at most so far
+	bounded := func(step int) {
+		t.Helper()
+		most = max(most, s.unindexed)
+		if len(s.pending) > 2*most+1024 {
+			t.Fatalf("step %d: %d pending, at most %d unindexed keys", step, len(s.pending), most)
+		}
+	}
+	for step := range 30_000 {
+		k := node.Key(fmt.Sprint("k", rng.IntN(300)))
+		switch r := rng.IntN(100); {
+		case r < 50:
+			data := []byte(fmt.Sprintf("%-8s", k)) // 8 bytes for most keys
+			if rng.IntN(5) == 0 {
+				data = append(data, byte(rng.IntN(3))) // another length
+			}
+			if rng.IntN(50) == 0 {
+				data = nil
+			}
+			s.holdEntry(s.state(k), node.Entry{Key: k, Data: data})
+			bounded(step)
+		case r < 90:
+			if ks := s.keys.get(k); ks != nil {
+				s.dropEntry(ks)
+				s.forget(ks)
+			}
+		case r < 95:
+			s.deferIndex = !s.deferIndex
+		case step < 10_000: // the second half has no full read
+			s.reindex()
+		}
+		check(step)
+	}
+}
+
+// heldState asks the harness's sink loop how many keys wait to be
+// indexed and how many are.
+func heldState(h *harness) (pending, indexed int) {
+	h.rt.mu.RLock()
+	var s *sinkLoop
+	for _, sl := range h.rt.sinks {
+		s = sl
+	}
+	h.rt.mu.RUnlock()
+	done := make(chan struct{})
+	s.ask <- func() {
+		defer close(done)
+		pending, indexed = len(s.pending), s.heldIdx.Len()
+	}
+	<-done
+	return pending, indexed
+}

@@ -1,0 +1,52 @@
+package heldindex
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// BenchmarkIndex100k measures the index on the flagship's map (100,000
+// entries of a 4-byte key and a 4-byte value): putting every entry into a
+// fresh index one by one and at once, and marking every entry.
+func BenchmarkIndex100k(b *testing.B) {
+	const n = 100_000
+	data := make([][]byte, n)
+	for i := range data {
+		data[i] = binary.BigEndian.AppendUint32([]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}, 1)
+	}
+	b.Run("put", func(b *testing.B) {
+		for b.Loop() {
+			x := New()
+			for i, d := range data {
+				x.Put(d, uint32(i))
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entry")
+	})
+	b.Run("putmany", func(b *testing.B) {
+		refs := make([]uint32, n)
+		for i := range refs {
+			refs[i] = uint32(i)
+		}
+		ok := make([]bool, n)
+		for b.Loop() {
+			New().PutMany(data, refs, ok)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entry")
+	})
+	b.Run("mark", func(b *testing.B) {
+		x := New()
+		for i, d := range data {
+			x.Put(d, uint32(i))
+		}
+		gen := uint32(0)
+		for b.Loop() {
+			gen++
+			for _, d := range data {
+				x.Mark(d, gen)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entry")
+		b.ReportMetric(float64(x.Bytes())/n, "bytes/entry")
+	})
+}
