@@ -1,0 +1,41 @@
+package ebpfmap
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// TestFillWords checks the word-wise fill against plain copies for every
+// key and value size it takes, and that it refuses the others.
+func TestFillWords(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, ks := range []int{4, 8} {
+		for _, vs := range []int{4, 8} {
+			chunk := make([]node.Entry, 1+r.IntN(50))
+			var wantK, wantV []byte
+			for i := range chunk {
+				d := make([]byte, ks+vs)
+				for j := range d {
+					d[j] = byte(r.Uint32())
+				}
+				chunk[i].Data = d
+				wantK, wantV = append(wantK, d[:ks]...), append(wantV, d[ks:]...)
+			}
+			kb, vb := make([]byte, ks*len(chunk)+8), make([]byte, vs*len(chunk)+8)
+			if !fillWords(chunk, kb, vb, ks, vs) {
+				t.Fatalf("key %d, value %d bytes: refused", ks, vs)
+			}
+			if !bytes.Equal(kb[:len(wantK)], wantK) || !bytes.Equal(vb[:len(wantV)], wantV) {
+				t.Fatalf("key %d, value %d bytes: keys %x values %x, want %x %x", ks, vs, kb, vb, wantK, wantV)
+			}
+		}
+	}
+	for _, sz := range [][2]int{{16, 4}, {4, 12}, {20, 8}, {1, 4}} {
+		if fillWords(nil, nil, nil, sz[0], sz[1]) {
+			t.Errorf("key %d, value %d bytes: taken", sz[0], sz[1])
+		}
+	}
+}
