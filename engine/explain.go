@@ -186,7 +186,7 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	switch {
 	case ks.attempts() > 0:
 		e.Status = "failing"
-	case e.Wanted && e.Held && ks.have.Same(ks.want):
+	case e.Wanted && e.Held && ks.held().Same(ks.wanted()):
 		e.Status = "applied"
 	case e.Wanted:
 		e.Status = "pending"

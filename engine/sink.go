@@ -97,7 +97,7 @@ func newSinkMetrics(m *Metrics, addr string) sinkMetrics {
 func (s *sinkLoop) disown() {
 	s.keys.all(func(ks *keyState) {
 		if ks.owners > 0 {
-			ks.owners, ks.self, ks.want = 0, false, node.Entry{}
+			ks.owners, ks.self, ks.want = 0, false, keptEntry{}
 			s.touch(ks, time.Time{})
 		}
 	})
@@ -231,7 +231,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	old, had := s.targetOf(r.Key)
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
-		ks.want = e
+		ks.want = keep(e)
 		s.touch(ks, t)
 		return
 	}
@@ -240,7 +240,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	}
 	ks := s.state(e.Key)
 	ks.owners++
-	ks.want = e
+	ks.want = keep(e)
 	if e.Key == r.Key {
 		ks.self = true
 	} else {
@@ -264,7 +264,7 @@ func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
 		delete(s.alias, k)
 	}
 	if ks.owners--; ks.owners <= 0 {
-		ks.owners, ks.want = 0, node.Entry{}
+		ks.owners, ks.want = 0, keptEntry{}
 	}
 	s.touch(ks, t)
 }
@@ -317,11 +317,11 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 // needs nothing forgets its change time and its write failure and, when
 // it holds nothing worth keeping, its state.
 func (s *sinkLoop) decide(ks *keyState, b *batch) {
-	switch a, _ := reconcile.Decide(ks.want, ks.owners > 0, ks.have, ks.applied, s.deletable(ks)); a {
+	switch a, _ := reconcile.Decide(ks.wanted(), ks.owners > 0, ks.held(), ks.applied, s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
-		b.ups, b.upStates = append(b.ups, ks.want), append(b.upStates, ks)
+		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
 	case reconcile.Delete:
-		b.dels, b.delStates = append(b.dels, ks.have), append(b.delStates, ks)
+		b.dels, b.delStates = append(b.dels, ks.held()), append(b.delStates, ks)
 	default:
 		// Nothing to do: a failure of an earlier write is moot too.
 		s.retries.remove(ks)
@@ -398,7 +398,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		if ks.seen == gen || (ks.indexed && s.heldIdx.Marked(ks.have.Data, gen)) {
 			return // a target listing a key twice: keep the first
 		}
-		if ks.applied && !ks.have.Same(e) {
+		if ks.applied && !ks.held().Same(e) {
 			drift++
 		}
 		s.holdEntry(ks, e)

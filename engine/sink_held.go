@@ -24,16 +24,16 @@ import (
 // holdEntry records that the target holds e at ks's key.
 func (s *sinkLoop) holdEntry(ks *keyState, e node.Entry) {
 	if ks.indexed && bytes.Equal(ks.have.Data, e.Data) {
-		ks.have = e // the same bytes: the index entry stands, mark and all
+		ks.have = keep(e) // the same bytes: the index entry stands, mark and all
 		return
 	}
 	if ks.applied && !ks.indexed {
-		ks.have = e // listed in pending already
+		ks.have = keep(e) // listed in pending already
 		return
 	}
 	s.dropEntry(ks)
 	s.held++
-	ks.have, ks.applied = e, true
+	ks.have, ks.applied = keep(e), true
 	if s.heldIdx != nil && !s.deferIndex && e.Data != nil && s.heldIdx.Put(e.Data, ks.ref) {
 		ks.indexed = true
 		return
@@ -58,7 +58,7 @@ func (s *sinkLoop) dropEntry(ks *keyState) {
 	} else {
 		s.unindexed-- // its pending reference is dropped when next looked at
 	}
-	ks.have, ks.applied, ks.indexed = node.Entry{}, false, false
+	ks.have, ks.applied, ks.indexed = keptEntry{}, false, false
 }
 
 // unindexedAt returns the state pending reference ref names if it is
