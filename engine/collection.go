@@ -60,11 +60,12 @@ func (sl slot) value() cty.Value {
 	return sl.v
 }
 
-// same reports whether the slot holds v (packed as p when set): packed
-// forms compare cheaply, anything else compares values.
+// same reports whether the slot holds v (packed as p when set): two
+// packed forms compare as node.Packed.Same says, without building either
+// value; anything else compares values.
 func (sl slot) same(v cty.Value, p node.Packed) bool {
-	if sl.p != nil && p != nil && v.Type() == cty.NilType && sl.p.Same(p) {
-		return true
+	if sl.p != nil && p != nil && v.Type() == cty.NilType {
+		return sl.p.Same(p)
 	}
 	return sl.value().RawEquals(node.Delta{Value: v, Packed: p}.Val())
 }

@@ -67,8 +67,10 @@ type Delta struct {
 type Packed interface {
 	// Value builds the cty value; every call returns an equal value.
 	Value() cty.Value
-	// Same reports whether o is known to be an equal value (false when
-	// it cannot tell cheaply, e.g. another kind of packed form).
+	// Same reports whether o is an equal value. It may say false for an
+	// equal value it cannot compare cheaply (another kind of packed
+	// form): the output then takes the value as changed and passes it on,
+	// which is safe, only not minimal.
 	Same(o Packed) bool
 }
 
