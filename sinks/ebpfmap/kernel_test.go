@@ -373,3 +373,44 @@ func TestBatchRefusedWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpreparedEntryRefused: an entry this target did not prepare (its
+// bytes are not a key and a value of the map's sizes) fails alone, and
+// the rest of its chunk is written, on the word-wise fill's map shape (4
+// + 4 bytes) and on another (LPM key, 1-byte value).
+func TestUnpreparedEntryRefused(t *testing.T) {
+	dir := requireBPF(t)
+	for name, cfg := range map[string]string{
+		"hash": fmt.Sprintf("pin = %q\nkey { type = \"ipv4\" }\nvalue {\n type = \"u32\"\n from = 1\n}", dir+"/words"),
+		"lpm":  fmt.Sprintf("pin = %q\ntype = \"lpm_trie\"\nkey { type = \"ipv4_prefix\" }\n%s", dir+"/bytes", u8Value),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tg, _ := open(t, cfg)
+			var es []node.Entry
+			for i := range 3 {
+				k := fmt.Sprintf("10.0.%d.1", i)
+				if name == "lpm" {
+					k += "/32"
+				}
+				e, err := tg.Prepare(rec(k, cty.EmptyObjectVal))
+				if err != nil {
+					t.Fatal(err)
+				}
+				es = append(es, e)
+			}
+			es[1].Data = es[1].Data[:len(es[1].Data)-1]
+			tg.Update(context.Background(), es)
+			for i, e := range es {
+				if (e.Err != nil) != (i == 1) {
+					t.Fatalf("entry %d (%s): err %v; want only entry 1 refused", i, e.Key, e.Err)
+				}
+			}
+			if !strings.Contains(es[1].Err.Error(), "not prepared") {
+				t.Fatalf("entry 1: %v", es[1].Err)
+			}
+			if a, _ := tg.Actual(context.Background()); len(a) != 2 {
+				t.Fatalf("want the 2 prepared entries written, map holds %v", a)
+			}
+		})
+	}
+}
