@@ -44,9 +44,6 @@ type lister struct {
 	// record, when set, turns each listed or watched object into the
 	// record object the cache keeps (newRecordInformer).
 	record func(*unstructured.Unstructured) *recordObject
-	// streamErr, when set, hears every error a watch stream delivers (an
-	// ERROR event, a body that cannot be decoded) as the reflector gets it.
-	streamErr func(error)
 }
 
 // Accept headers: protobuf first when the resource has it, JSON always.
@@ -256,7 +253,7 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record, streamErr: l.streamErr}
+	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record}
 	go w.run()
 	return w, nil
 }
@@ -270,8 +267,7 @@ type streamWatch struct {
 	proj *node.Paths
 	pb   *protoLayout // the resource's protobuf layout; the stream's first byte says which encoding came
 	// record, when set, turns each event's object into a record object.
-	record    func(*unstructured.Unstructured) *recordObject
-	streamErr func(error) // see lister.streamErr
+	record func(*unstructured.Unstructured) *recordObject
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -314,9 +310,6 @@ func (w *streamWatch) run() {
 			return
 		default:
 			ev = errorEvent(apierrors.NewInternalError(fmt.Errorf("decode watch event: %w", err)).Status())
-		}
-		if ev.Type == watch.Error && w.streamErr != nil {
-			w.streamErr(apierrors.FromObject(ev.Object))
 		}
 		select {
 		case w.ch <- ev:

@@ -90,16 +90,14 @@ func (w *watcher) recordsDecoded(cl clients) bool {
 // and watch decode each object straight into the record object the cache
 // keeps (record.go), as the bytes arrive, so the cache never sees an
 // intermediate unstructured object and the conversion overlaps the
-// transfer instead of following it. It is client-go's plain informer,
-// which calls the watcher from the goroutine that pops the queue; the
-// shared informer hands every notification through two more goroutines
-// (its listener's pop and run), which cost about 60 us per change here.
-// The plain informer has no watch error handler: the list and watch calls
-// report their outcome (observe), and the watch stream its errors
-// (streamErr), which is what the shared informer's handler heard.
+// transfer instead of following it. It is client-go's controller with a
+// queue of its own, which calls the watcher from the goroutine popping
+// the queue (process); the shared informer hands every notification
+// through two more goroutines (its listener's pop and run), which cost
+// about 60 us per change here. The queue marks the informer synced only
+// once the last object of the initial list has been processed.
 func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
-	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: layoutFor(w.res.gvk), record: w.record,
-		streamErr: func(err error) { w.watchError(w.ctx, nil, err) }}
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: layoutFor(w.res.gvk), record: w.record}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			w.tweak(&o)
@@ -117,8 +115,47 @@ func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cac
 			return wi, err
 		},
 	}
-	return cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: listWatchNoStream{lw}, ObjectType: &recordObject{},
-		Handler: w, Transform: w.transform, Logger: logger})
+	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
+		KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: w.transform})
+	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: listWatchNoStream{lw}, ObjectType: &recordObject{},
+		ObjectDescription: w.res.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
+	return store, ctrl
+}
+
+// process applies each change popped from the record informer's queue to
+// its cache and hands it to the watcher, as client-go's informers do. The
+// queue sends no atomic replace or resync items (their options are off),
+// so every item is a list of an object's deltas.
+func (w *watcher) process(store cache.Store) cache.ProcessFunc {
+	return func(obj any, isInInitialList bool) error {
+		deltas, ok := obj.(cache.Deltas)
+		if !ok {
+			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
+		}
+		for _, d := range deltas {
+			switch d.Type {
+			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
+				if old, exists, err := store.Get(d.Object); err == nil && exists {
+					if err := store.Update(d.Object); err != nil {
+						return err
+					}
+					w.OnUpdate(old, d.Object)
+				} else {
+					if err := store.Add(d.Object); err != nil {
+						return err
+					}
+					w.OnAdd(d.Object, isInInitialList)
+				}
+			case cache.Deleted:
+				if err := store.Delete(d.Object); err != nil {
+					return err
+				}
+				w.OnDelete(d.Object)
+			}
+		}
+		return nil
+	}
 }
 
 // record turns a decoded (projected) object into what the cache keeps.
