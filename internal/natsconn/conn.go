@@ -61,6 +61,7 @@ type Conn struct {
 	js      jetstream.JetStream
 	status  Status
 	lastErr string // last connect error reported, to report each once
+	closing bool   // Close ran: a connection dialled since is closed, not kept
 
 	changed   chan struct{} // a new or reconnected connection: re-create watches
 	closedSig chan struct{} // the client closed the current connection
@@ -100,7 +101,7 @@ func Dial(cfg Config, opt Options) (*Conn, error) {
 		c.releaseAll()
 		return nil, err
 	}
-	c.setConn(nc)
+	c.setConn(nc) // nobody can have closed c yet
 	go c.supervise(ns)
 	return c, nil
 }
@@ -239,8 +240,10 @@ func (c *Conn) supervise(ns *server.Server) {
 		for attempt := 0; ; attempt++ {
 			nc, err := c.connect(ns)
 			if err == nil {
+				if !c.setConn(nc) {
+					return // Close ran while dialling
+				}
 				c.opt.Logger.Info("nats connection dialled again")
-				c.setConn(nc)
 				break
 			}
 			c.opt.Logger.Warn("nats dial failed", "err", err)
@@ -258,9 +261,18 @@ func backoff(attempt int) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-func (c *Conn) setConn(nc *nats.Conn) {
+// setConn makes nc the current connection. It reports false, having
+// closed nc, when Close already ran: Close closes the connection current
+// when it runs, so one dialled after that would be nobody's and keep
+// reconnecting for ever.
+func (c *Conn) setConn(nc *nats.Conn) bool {
 	js, _ := jetstream.New(nc) // fails only on invalid options; there are none
 	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		nc.Close()
+		return false
+	}
 	c.nc, c.js = nc, js
 	c.mu.Unlock()
 	if nc.Status() == nats.CONNECTED {
@@ -268,6 +280,7 @@ func (c *Conn) setConn(nc *nats.Conn) {
 	} else {
 		c.report(Connecting, "connecting to "+c.cfg.safeURLs(), false)
 	}
+	return true
 }
 
 func (c *Conn) report(s Status, detail string, changed bool) {
@@ -390,7 +403,10 @@ func (c *Conn) NC() *nats.Conn {
 // embedded server. It flushes buffered publishes for at most a second.
 func (c *Conn) Close() {
 	close(c.stop)
-	nc := c.NC()
+	c.mu.Lock()
+	c.closing = true
+	nc := c.nc
+	c.mu.Unlock()
 	if nc != nil {
 		_ = nc.FlushTimeout(time.Second)
 		nc.Close()
