@@ -75,6 +75,23 @@ func (sl slot) record(k node.Key) node.Record {
 	return node.Record{Key: k, Value: sl.value(), Origin: sl.o}
 }
 
+// built builds the values of records and deltas handed over packed: what
+// consumers receive. Callers run it outside the collection's lock, so
+// that building a large snapshot (a source's 10,000 records at its first
+// sync) never stalls the producer's Apply.
+func built(records []node.Record, deltas []node.Delta) {
+	for i := range records {
+		if r := &records[i]; r.Packed != nil {
+			r.Value, r.Packed = r.Val(), nil
+		}
+	}
+	for i := range deltas {
+		if d := &deltas[i]; d.Packed != nil {
+			d.Value, d.Packed = d.Val(), nil
+		}
+	}
+}
+
 func newCollection(limit int, stats *nodeStats) *collection {
 	if limit <= 0 {
 		limit = DefaultQueueLimit
@@ -202,14 +219,17 @@ func (c *collection) len() int {
 // snapshot returns a copy of the state.
 func (c *collection) snapshot() ([]node.Record, bool, uint64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.snapshotLocked(), c.synced, c.gen
+	out, synced, gen := c.snapshotLocked(), c.synced, c.gen
+	c.mu.Unlock()
+	built(out, nil)
+	return out, synced, gen
 }
 
+// snapshotLocked copies the state; packed records stay packed (built).
 func (c *collection) snapshotLocked() []node.Record {
 	out := make([]node.Record, 0, len(c.state))
 	for k, sl := range c.state {
-		out = append(out, sl.record(k))
+		out = append(out, node.Record{Key: k, Value: sl.v, Packed: sl.p, Origin: sl.o})
 	}
 	return out
 }
@@ -277,6 +297,15 @@ func (s *subscription) Ready() <-chan struct{} { return s.ready }
 
 // poll returns the pending event without blocking; ok is false when there is none.
 func (s *subscription) poll() (node.Event, bool) {
+	ev, ok := s.take()
+	if ok { // consumers receive values, never packed forms
+		built(ev.Snapshot, ev.Deltas)
+	}
+	return ev, ok
+}
+
+// take takes the pending event from the collection, values still packed.
+func (s *subscription) take() (node.Event, bool) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -288,11 +317,6 @@ func (s *subscription) poll() (node.Event, bool) {
 		s.stats.in(len(ev.Snapshot))
 	case len(s.queue) > 0:
 		ev.Deltas, s.queue = s.queue, nil
-		for i := range ev.Deltas { // consumers receive values, never packed forms
-			if d := &ev.Deltas[i]; d.Packed != nil {
-				d.Value, d.Packed = d.Val(), nil
-			}
-		}
 		s.stats.in(len(ev.Deltas))
 	case c.synced && !s.sentSynced:
 	default:
