@@ -218,6 +218,7 @@ func clusterKey(c *schema.Cluster) string {
 // startReloads runs the reloader, the watcher (unless --watch=false) and
 // the SIGHUP handler until ctx ends; the returned function waits for them.
 func startReloads(ctx context.Context, r *reloader, f reloadFlags) (wait func()) {
+	loaded := r.lastHash // the running configuration's, before run may change it
 	var wg sync.WaitGroup
 	wg.Go(func() { r.run(ctx) })
 	hup := make(chan os.Signal, 1)
@@ -243,7 +244,7 @@ func startReloads(ctx context.Context, r *reloader, f reloadFlags) (wait func())
 			return configwatch.Hash(files)
 		}
 		o := configwatch.Options{Dirs: configwatch.Dirs(r.paths), Debounce: f.debounce, Interval: f.interval, Hash: hash, Logger: r.log,
-			Relevant: configwatch.Relevant(r.paths)}
+			Relevant: configwatch.Relevant(r.paths), Baseline: loaded}
 		wg.Go(func() { _ = configwatch.Run(ctx, o, func() { r.trigger("file", false) }) })
 	}
 	return wg.Wait

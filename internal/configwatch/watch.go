@@ -36,8 +36,14 @@ type Options struct {
 	// cannot watch every directory, Run polls at Interval, or at
 	// DefaultPollInterval when it is 0.
 	Interval time.Duration
-	// Hash returns a digest of the configuration's contents, for polling.
+	// Hash returns a digest of the configuration's contents, for polling
+	// and for the comparison with Baseline.
 	Hash func() (string, error)
+	// Baseline, when set with Hash, is the digest of the configuration the
+	// caller runs. Once its watch is set, Run reports a change if Hash
+	// differs from it: an edit made between loading the configuration and
+	// setting the watch is not lost.
+	Baseline string
 	// Logger receives inotify errors and the switch to polling.
 	Logger *slog.Logger
 	// Relevant, when set, says whether an event's path can change the
@@ -72,11 +78,16 @@ func Run(ctx context.Context, o Options, changed func()) error {
 	}
 	var poll <-chan time.Time
 	var last string
+	if o.Hash != nil && (o.Interval > 0 || o.Baseline != "") {
+		last, _ = o.Hash()
+		if o.Baseline != "" && last != o.Baseline {
+			changed() // edited before the watch was set
+		}
+	}
 	if o.Interval > 0 && o.Hash != nil {
 		t := time.NewTicker(o.Interval)
 		defer t.Stop()
 		poll = t.C
-		last, _ = o.Hash()
 	}
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()

@@ -148,3 +148,37 @@ func TestRelevant(t *testing.T) {
 		t.Fatalf("%d reports for a configuration write, want 1", got)
 	}
 }
+
+// An edit made before the watch was set is reported once the watch is
+// set, when the caller says what it loaded (Baseline); an unedited
+// configuration reports nothing.
+func TestBaseline(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	hash := func() (string, error) { return Hash([]string{filepath.Join(dir, "p.hcl")}) }
+	if err := os.WriteFile(filepath.Join(dir, "p.hcl"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, stop := run(t, Options{Dirs: []string{dir}, Hash: hash, Baseline: loaded})
+	time.Sleep(50 * time.Millisecond)
+	stop()
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d reports for an unedited configuration", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p.hcl"), []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, stop = run(t, Options{Dirs: []string{dir}, Hash: hash, Baseline: loaded})
+	defer stop()
+	deadline := time.Now().Add(2 * time.Second)
+	for n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d reports for an edit made before the watch, want 1", got)
+	}
+}
