@@ -61,6 +61,20 @@ func start(t *testing.T, prune bool, queue int, sink *nodetest.MemSink) *harness
 
 func (h *harness) send(op func(node.Output)) { h.src.ops <- op }
 
+// checkWrites compares the sink's pipeline_sink_writes_total series, by
+// op/result, with want (a series missing from want must be 0).
+func (h *harness) checkWrites(t *testing.T, when string, want map[string]float64) {
+	t.Helper()
+	for _, op := range []string{"upsert", "delete"} {
+		for _, res := range []string{"ok", "error"} {
+			got := testutil.ToFloat64(h.met.writes.WithLabelValues("sink.mem.m", op, res))
+			if w := want[op+"/"+res]; got != w {
+				t.Errorf("%s: %s %s writes counted %v, want %v", when, op, res, got, w)
+			}
+		}
+	}
+}
+
 func (h *harness) shutdown() {
 	h.once.Do(func() {
 		h.stop()
@@ -265,6 +279,7 @@ func TestFailedEntriesRetried(t *testing.T) {
 		if n := sink.HeldCount(); n != 1 {
 			t.Errorf("target told it holds %d entries right after the write, want 1", n)
 		}
+		h.checkWrites(t, "after the first write", map[string]float64{"upsert/ok": 1, "upsert/error": 1})
 		st := h.rt.Readiness()
 		if st.Ready {
 			t.Fatalf("sink with failing entries reported ready: %+v", st)
@@ -288,6 +303,9 @@ func TestFailedEntriesRetried(t *testing.T) {
 		if n := sink.HeldCount(); n != 2 {
 			t.Errorf("target told it holds %d entries after the retry, want 2", n)
 		}
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("good", time.Now())}) })
+		synctest.Wait()
+		h.checkWrites(t, "after the retry and a delete", map[string]float64{"upsert/ok": 2, "upsert/error": 4, "delete/ok": 1}) // failed at 0, 0.1, 0.3 and 0.7 s
 		if !h.rt.Readiness().Ready {
 			t.Fatalf("not ready after recovery: %+v", h.rt.Readiness())
 		}

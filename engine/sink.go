@@ -231,7 +231,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	old, had := s.targetOf(r.Key)
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
-		ks.want = keep(e)
+		ks.want = keep(&e)
 		s.touch(ks, t)
 		return
 	}
@@ -240,7 +240,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	}
 	ks := s.state(e.Key)
 	ks.owners++
-	ks.want = keep(e)
+	ks.want = keep(&e)
 	if e.Key == r.Key {
 		ks.self = true
 	} else {
@@ -317,7 +317,8 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 // needs nothing forgets its change time and its write failure and, when
 // it holds nothing worth keeping, its state.
 func (s *sinkLoop) decide(ks *keyState, b *batch) {
-	switch a, _ := reconcile.Decide(ks.wanted(), ks.owners > 0, ks.held(), ks.applied, s.deletable(ks)); a {
+	wanted, held := ks.owners > 0, ks.applied
+	switch a, _ := reconcile.Decide(wanted, held, wanted && held && ks.have.same(ks.want), !wanted && held && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
 		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
 	case reconcile.Delete:
@@ -359,15 +360,17 @@ func (s *sinkLoop) full(ctx context.Context) {
 	var w written
 	n := min(s.keys.len(), fullChunk)
 	b := batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n)}
+	stopped := false
 	s.keys.all(func(ks *keyState) {
-		if ctx.Err() != nil {
-			return // stopping: write nothing more
+		if stopped {
+			return // write nothing more
 		}
 		ks.dirty = false
 		s.decide(ks, &b)
 		if b.len() >= fullChunk {
 			w.plus(s.apply(ctx, &b))
 			b.reset()
+			stopped = ctx.Err() != nil
 		}
 	})
 	s.dirty = s.dirty[:0]
@@ -401,7 +404,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		if ks.applied && !ks.held().Same(e) {
 			drift++
 		}
-		s.holdEntry(ks, e)
+		s.holdEntry(ks, &e)
 		ks.seen = gen
 		if ks.indexed { // held already with these bytes
 			s.heldIdx.Mark(e.Data, gen)

@@ -37,15 +37,21 @@ func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 		if ctx.Err() != nil {
 			return w // stopping: the entries not written are no failures to retry or log
 		}
-		for i, e := range b.ups {
-			w.count(s.outcome(b.upStates[i], e, false), false)
+		failed := w.failed
+		for i := range b.ups {
+			w.count(s.outcome(b.upStates[i], &b.ups[i], false), false)
 		}
+		s.met.writeOK.Add(float64(w.ups))
+		s.met.writeErr.Add(float64(w.failed - failed))
 	}
 	if len(b.dels) > 0 {
 		s.target.Delete(ctx, b.dels)
-		for i, e := range b.dels {
-			w.count(s.outcome(b.delStates[i], e, true), true)
+		failed := w.failed
+		for i := range b.dels {
+			w.count(s.outcome(b.delStates[i], &b.dels[i], true), true)
 		}
+		s.met.delOK.Add(float64(w.dels))
+		s.met.delErr.Add(float64(w.failed - failed))
 	}
 	s.updateHealth()
 	s.reportHeld()
@@ -54,18 +60,14 @@ func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 
 // outcome records the result of writing e at ks's key: the key's new
 // state on success, its error, attempt count and next retry on failure.
-// It reports whether the write succeeded.
-func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) bool {
+// It reports whether the write succeeded; apply counts the outcomes in
+// the metrics, once per batch.
+func (s *sinkLoop) outcome(ks *keyState, e *node.Entry, del bool) bool {
 	op := "update"
 	if del {
 		op = "delete"
 	}
 	if e.Err != nil {
-		if del {
-			s.met.delErr.Inc()
-		} else {
-			s.met.writeErr.Inc()
-		}
 		now := time.Now()
 		if ks.fail == nil {
 			ks.fail = &keyFailure{heapIdx: -1}
@@ -79,15 +81,12 @@ func (s *sinkLoop) outcome(ks *keyState, e node.Entry, del bool) bool {
 		return false
 	}
 	if s.tap.active() {
-		s.tap.applied(e, del)
+		s.tap.applied(*e, del)
 	}
 	if del {
-		s.met.delOK.Inc()
 		s.dropEntry(ks)
 		ks.written = false
 	} else {
-		s.met.writeOK.Inc()
-		e.Err = nil
 		s.holdEntry(ks, e)
 		ks.written = true
 	}

@@ -22,7 +22,7 @@ import (
 // probes.
 
 // holdEntry records that the target holds e at ks's key.
-func (s *sinkLoop) holdEntry(ks *keyState, e node.Entry) {
+func (s *sinkLoop) holdEntry(ks *keyState, e *node.Entry) {
 	if ks.indexed && bytes.Equal(ks.have.Data, e.Data) {
 		ks.have = keep(e) // the same bytes: the index entry stands, mark and all
 		return

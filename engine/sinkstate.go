@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"container/heap"
 	"time"
 
@@ -46,7 +47,16 @@ type keptEntry struct {
 	Data  []byte
 }
 
-func keep(e node.Entry) keptEntry { return keptEntry{Value: e.Value, Data: e.Data} }
+func keep(e *node.Entry) keptEntry { return keptEntry{Value: e.Value, Data: e.Data} }
+
+// same is node.Entry.Same of the two entries, without building them when
+// they carry their bytes (Data) as every entry of an encoding target does.
+func (k *keptEntry) same(o keptEntry) bool {
+	if k.Data != nil || o.Data != nil {
+		return bytes.Equal(k.Data, o.Data)
+	}
+	return node.Entry{Value: k.Value}.Same(node.Entry{Value: o.Value})
+}
 
 // wanted returns the entry the input wants at ks's key.
 func (ks *keyState) wanted() node.Entry {

@@ -55,14 +55,17 @@ func (c Change) After() cty.Value { return c.New.Value }
 // in actual are left alone. Entries compare by Value with RawEquals.
 // Decide is the rule of every reconcile, full or incremental, run or plan:
 // what to do with one key given the entry the input wants there (if
-// wanted) and the entry the target holds (if held). A key held but not
-// wanted is deleted only when deletable (prune, and the input synced).
-// ok is false when nothing is to be done.
-func Decide(want node.Entry, wanted bool, have node.Entry, held, deletable bool) (Action, bool) {
+// wanted) and the entry the target holds (if held); same says whether the
+// two are the same (node.Entry.Same), and is read only when the key is
+// both wanted and held, so a caller computes it only then:
+// wanted && held && have.Same(want). A key held but not wanted is deleted
+// only when deletable (prune, and the input synced). ok is false when
+// nothing is to be done.
+func Decide(wanted, held, same, deletable bool) (Action, bool) {
 	switch {
 	case wanted && !held:
 		return Create, true
-	case wanted && !have.Same(want):
+	case wanted && !same:
 		return Update, true
 	case !wanted && held && deletable:
 		return Delete, true
@@ -74,13 +77,13 @@ func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) [
 	out := make([]Change, 0, max(len(desired)-len(actual), 16))
 	for k, want := range desired {
 		have, held := actual[k]
-		if a, ok := Decide(want, true, have, held, prune); ok {
+		if a, ok := Decide(true, held, held && have.Same(want), prune); ok {
 			out = append(out, Change{Address: address, Action: a, Key: k, Old: have, New: want})
 		}
 	}
 	for k, have := range actual {
 		if _, wanted := desired[k]; !wanted {
-			if a, ok := Decide(node.Entry{}, false, have, true, prune); ok {
+			if a, ok := Decide(false, true, false, prune); ok {
 				out = append(out, Change{Address: address, Action: a, Key: k, Old: have})
 			}
 		}
