@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/heldindex"
+	"github.com/pipeline/pipeline/sinks/ebpfmap"
+)
+
+// reconcileKeys is the size of BenchmarkFullReconcile.
+const reconcileKeys = 100_000
+
+// reconcileBench is a sink loop over an ebpf_map sink (IPv4 key, u32
+// value) pinned at pin, with reconcileKeys records, and the same keys and
+// values pre-encoded for the raw floors.
+type reconcileBench struct {
+	b      *testing.B
+	sink   node.Sink
+	pin    string
+	spec   *ebpf.MapSpec
+	recs   []node.Record
+	keys   [][4]byte
+	vals   []uint32
+	loop   *sinkLoop
+	target node.Target
+	m      *ebpf.Map // the same map, for the floors
+}
+
+func newReconcileBench(b *testing.B) *reconcileBench {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root (CAP_BPF) and a bpffs")
+	}
+	dir := fmt.Sprintf("/sys/fs/bpf/pipeline-bench-%d", os.Getpid())
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	rb := &reconcileBench{b: b, pin: dir + "/m",
+		spec: &ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 2 * reconcileKeys}}
+	body := fmt.Sprintf("input = transform.extract.ips\npin = %q\nmax_entries = %d\nkey { type = \"ipv4\" }\nvalue {\n type = \"u32\"\n from = 1\n}", rb.pin, rb.spec.MaxEntries)
+	rb.sink = nodetest.MustBuild(b, ebpfmap.Spec(), body, &node.Upstream{Address: "transform.extract.ips", Type: node.Records}).Sink
+	rb.keys, rb.vals = make([][4]byte, reconcileKeys), make([]uint32, reconcileKeys)
+	for i := range rb.keys {
+		rb.keys[i], rb.vals[i] = [4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}, 1
+		rb.recs = append(rb.recs, node.Record{Key: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), Value: cty.EmptyObjectVal})
+	}
+	rb.open()
+	b.Cleanup(rb.stop)
+	return rb
+}
+
+// open opens the sink, creating its map.
+func (rb *reconcileBench) open() {
+	env, _ := nodetest.Env(rb.b, nil)
+	env.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	target, err := rb.sink.Open(context.Background(), env, node.ModeRun)
+	if err != nil {
+		rb.b.Fatal(err)
+	}
+	m, err := ebpf.LoadPinnedMap(rb.pin, nil)
+	if err != nil {
+		rb.b.Fatal(err)
+	}
+	rb.target, rb.m = target, m
+}
+
+// clear empties the map.
+func (rb *reconcileBench) clear() {
+	foreign := make([][4]byte, 0, reconcileKeys/100)
+	for i := 0; i < reconcileKeys/100; i++ {
+		foreign = append(foreign, [4]byte{11, byte(i >> 8), byte(i), 1})
+	}
+	for _, keys := range [][][4]byte{rb.keys, foreign} {
+		if _, err := rb.m.BatchDelete(keys, nil); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			rb.b.Fatal(err)
+		}
+	}
+}
+
+// start gives a new sink loop over the open target the records, as at
+// start-up once the input synced: the loop's next step is its first full
+// reconcile.
+func (rb *reconcileBench) start() {
+	n := &Node{Address: "sink.ebpf_map.bench", Kind: node.KindSink}
+	n.Prune = true
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := &sinkLoop{n: n, h: &health{since: time.Now()}, log: log,
+		met: newSinkMetrics(NewMetrics(discardRegisterer{}, ""), n.Address)}
+	s.target, s.keys, s.alias = rb.target, newKeyStore(), map[node.Key]node.Key{}
+	if _, ok := rb.target.(node.ActualScanner); ok {
+		s.heldIdx = heldindex.New()
+	}
+	for _, r := range rb.recs {
+		s.put(r, time.Time{})
+	}
+	s.synced, s.needFull = true, true
+	rb.loop = s
+}
+
+func (rb *reconcileBench) stop() {
+	if rb.target != nil {
+		if err := errors.Join(rb.target.Close(), rb.m.Close()); err != nil {
+			rb.b.Fatal(err)
+		}
+		rb.loop, rb.target, rb.m = nil, nil, nil
+	}
+}
+
+// full runs the loop's full reconcile and checks it left no failure.
+func (rb *reconcileBench) full() {
+	rb.loop.needFull = true
+	rb.loop.full(context.Background())
+	if n := rb.loop.retries.Len(); n > 0 || rb.loop.held != reconcileKeys {
+		rb.b.Fatalf("full reconcile: %d failing entries, %d held; want 0 and %d", n, rb.loop.held, reconcileKeys)
+	}
+}
+
+// drift damages 1% of m as an outside writer would: 500 entries
+// missing, 500 with a wrong value, and 1,000 foreign entries. It returns
+// the entries a repair writes and the keys it deletes.
+func drift(b *testing.B, m *ebpf.Map, keys [][4]byte) (fix [][4]byte, foreign [][4]byte) {
+	for i := 0; i < len(keys)/100; i++ {
+		k := keys[i*100]
+		var err error
+		if i%2 == 0 {
+			err = m.Delete(k)
+		} else {
+			err = m.Put(k, uint32(7))
+		}
+		f := [4]byte{11, byte(i >> 8), byte(i), 1}
+		if err = errors.Join(err, m.Put(f, uint32(1))); err != nil {
+			b.Fatal(err)
+		}
+		fix, foreign = append(fix, k), append(foreign, f)
+	}
+	return fix, foreign
+}
+
+// timed returns how long f took.
+func timed(f func()) time.Duration {
+	t0 := time.Now()
+	f()
+	return time.Since(t0)
+}
+
+// median returns the median of ds.
+func median(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// BenchmarkFullReconcile measures the sink loop's full reconcile with the
+// ebpf_map target, 100,000 keys, against the raw work on the same map in
+// the same iterations. Each timed part starts from an empty map (cleared
+// by one BatchDelete), and the floors and the loop take turns going first,
+// so that both meet the kernel's map in the same states: how fast one
+// hash map fills depends on the map (two maps of one spec differ by up to
+// 2x here) and on the order of its free elements.
+//   - floor: one BatchUpdate of the 100,000 keys, pre-encoded, the
+//     fastest a hand-written controller could fill the map;
+//   - drift-floor: after 1% drift of that map, a BatchLookup of the whole
+//     map, one BatchUpdate of the 1,000 wrong or missing entries and one
+//     BatchDelete of the 1,000 foreign keys, already known;
+//   - empty: a new loop's first full reconcile, as at start-up (read,
+//     diff, write; goal: <= 1.25x floor);
+//   - index: what the loop does next, idle: it indexes what it wrote;
+//   - drift1pct: the loop's next full reconcile after the same drift
+//     (goal: <= 2x drift-floor).
+//
+// Each -ns/op metric is the median over the iterations, and each ratio the
+// median of the iterations' ratios.
+func BenchmarkFullReconcile(b *testing.B) {
+	rb := newReconcileBench(b)
+	var floor, driftFloor, empty, index, drift1 []time.Duration
+	outK, outV := make([][4]byte, 2*reconcileKeys), make([]uint32, 2*reconcileKeys)
+	floors := func() {
+		rb.clear()
+		runtime.GC() // no garbage of the set-up is collected while timed
+		floor = append(floor, timed(func() {
+			if _, err := rb.m.BatchUpdate(rb.keys, rb.vals, nil); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		fix, foreign := drift(b, rb.m, rb.keys)
+		ones := rb.vals[:len(fix)]
+		driftFloor = append(driftFloor, timed(func() {
+			var cur ebpf.MapBatchCursor
+			for {
+				_, err := rb.m.BatchLookup(&cur, outK, outV, nil)
+				if errors.Is(err, ebpf.ErrKeyNotExist) {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := rb.m.BatchUpdate(fix, ones, nil); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rb.m.BatchDelete(foreign, nil); err != nil {
+				b.Fatal(err)
+			}
+		}))
+	}
+	loop := func() {
+		rb.clear()
+		rb.start()
+		runtime.GC()
+		empty = append(empty, timed(rb.full))
+		index = append(index, timed(rb.loop.reindex))
+		drift(b, rb.m, rb.keys)
+		drift1 = append(drift1, timed(rb.full))
+	}
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			floors()
+			loop()
+		} else {
+			loop()
+			floors()
+		}
+	}
+	ratio := func(a, b []time.Duration) float64 {
+		rs := make([]time.Duration, len(a))
+		for i := range a {
+			rs[i] = a[i] * 1e6 / b[i]
+		}
+		return float64(median(rs)) / 1e6
+	}
+	for _, m := range []struct {
+		d    []time.Duration
+		unit string
+	}{{floor, "floor"}, {empty, "empty"}, {index, "index"}, {driftFloor, "drift-floor"}, {drift1, "drift1pct"}} {
+		b.ReportMetric(float64(median(m.d).Nanoseconds()), m.unit+"-ns/op")
+	}
+	b.ReportMetric(ratio(empty, floor), "empty/floor")
+	b.ReportMetric(ratio(drift1, driftFloor), "drift/floor")
+}
