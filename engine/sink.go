@@ -416,7 +416,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		// An entry held with the same bytes is only marked as seen in
 		// this read, in the index: on 100,000 keys, one probe of one
 		// cache line instead of a map lookup and three pointer chases.
-		err = sc.ScanActual(ctx, func(data []byte) bool { return s.heldIdx.Mark(data, gen) }, hold)
+		err = sc.ScanActual(ctx, func(data []byte, width int, known []bool) { s.heldIdx.MarkMany(data, width, gen, known) }, hold)
 	} else {
 		var entries []node.Entry
 		entries, err = s.target.Actual(ctx)

@@ -157,18 +157,36 @@ func (e Entry) Same(o Entry) bool {
 	return false
 }
 
-// ActualScanner is implemented by a target that can show its entries one
-// at a time, so that a full read costs nothing for an entry the engine
-// already knows: ScanActual calls known with each entry's encoded bytes
-// (Data), valid only during the call, before it builds anything (not even
-// the canonical key); when known returns false (an entry the engine does
-// not hold, or holds with other bytes), the target builds the entry and
-// passes it to add. An ActualScanner's Data identifies its key (two keys
-// never share Data), as a BPF map's key bytes followed by its value bytes
-// do; entries of one length are found fastest. The engine prefers it to
-// Actual for full reconciles; Actual stays for plan and explain.
+// ActualScanner is implemented by a target that can show its entries a
+// chunk at a time, so that a full read costs nothing for an entry the
+// engine already knows: ScanActual calls known with each chunk's encoded
+// bytes (the entries' Data) before it builds anything (not even the
+// canonical key); for each entry known does not recognise (one the engine
+// does not hold, or holds with other bytes), the target builds the entry
+// and passes it to add. A nil known recognises nothing. An
+// ActualScanner's Data identifies its key (two keys never share Data),
+// as a BPF map's key bytes followed by its value bytes do; entries of one
+// length are found fastest. The engine prefers it to Actual for full
+// reconciles; Actual stays for plan and explain.
 type ActualScanner interface {
-	ScanActual(ctx context.Context, known func(data []byte) bool, add func(Entry)) error
+	ScanActual(ctx context.Context, known Known, add func(Entry)) error
+}
+
+// Known recognises the entries of one chunk of a full read: data holds
+// len(known) entries' Data laid end to end, width bytes each, valid only
+// during the call, and Known sets known[i] when the engine holds the i-th
+// entry with exactly those bytes (and counts it as seen by this read). A
+// chunk holds entries of one width; a target whose entries differ in
+// length calls Known once per width.
+type Known func(data []byte, width int, known []bool)
+
+// KnownEach is a Known that asks f about one entry at a time.
+func KnownEach(f func(data []byte) bool) Known {
+	return func(data []byte, width int, known []bool) {
+		for i := range known {
+			known[i] = f(data[i*width : (i+1)*width])
+		}
+	}
 }
 
 // HeldCounter is implemented by a target that shows how many entries it

@@ -16,11 +16,16 @@ import (
 // value) a slot is 16 bytes, four to a cache line.
 type Index struct {
 	seed  maphash.Seed
+	key   uint64 // seed of home's word hash, for entries of up to 8 bytes
 	width int    // bytes per entry; -1 until the first Put
 	size  int    // bytes per slot: head + width, rounded up to 8
 	slots []byte // len(slots) = size * (mask+1); nil when empty
 	mask  uint64 // slot count - 1 (a power of two)
 	n     int
+	// homes is MarkMany's scratch; touched keeps the words its first
+	// sweep loads, so that the compiler does not drop the loads.
+	homes   []uint64
+	touched uint32
 }
 
 const (
@@ -34,7 +39,10 @@ const (
 )
 
 // New returns an empty index with its own hash seed.
-func New() *Index { return &Index{seed: maphash.MakeSeed(), width: -1} }
+func New() *Index {
+	seed := maphash.MakeSeed()
+	return &Index{seed: seed, key: maphash.Comparable(seed, uint64(0)), width: -1}
+}
 
 // Len is the number of entries held.
 func (x *Index) Len() int { return x.n }
@@ -210,6 +218,41 @@ func (x *Index) Mark(data []byte, gen uint32) bool {
 	return true
 }
 
+// MarkMany is Mark for the entries laid end to end in data, width bytes
+// each: it sets first[i] to what Mark would report for the i-th, for
+// each of the len(first) entries (all false when width is not the
+// index's). It looks them up in two sweeps: the first computes every
+// home slot and loads its first word, so that the cache misses of the
+// whole chunk's lookups overlap instead of following one another (after
+// a batch read of a BPF map the index's slots are out of the caches);
+// the second probes and marks.
+func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
+	clear(first)
+	n := len(first)
+	if width != x.width || x.slots == nil || len(data) < n*width {
+		return
+	}
+	homes := x.homes[:0]
+	var touched uint32
+	for i := range n {
+		h := x.home(data[i*width : (i+1)*width])
+		homes = append(homes, h)
+		touched ^= binary.LittleEndian.Uint32(x.slots[int(h)*x.size:])
+	}
+	x.touched, x.homes = touched, homes
+	for i, h := range homes {
+		j, found := x.probe(h, data[i*width:(i+1)*width])
+		if !found {
+			continue
+		}
+		m := x.slot(j)[4:head]
+		if binary.LittleEndian.Uint32(m) != gen {
+			binary.LittleEndian.PutUint32(m, gen)
+			first[i] = true
+		}
+	}
+}
+
 // Marked reports whether data is held with mark gen.
 func (x *Index) Marked(data []byte, gen uint32) bool {
 	i, found := x.find(data)
@@ -287,7 +330,22 @@ func (x *Index) probe(h uint64, data []byte) (uint64, bool) {
 	}
 }
 
-func (x *Index) home(data []byte) uint64 { return maphash.Bytes(x.seed, data) & x.mask }
+// home is data's home slot. An entry of up to 8 bytes (the flagship's
+// 4-byte key and 4-byte value) is read as one word and mixed with the
+// seed by MurmurHash3's finaliser: a few instructions, inlined, where
+// maphash.Bytes is a call, so that MarkMany's first sweep keeps many
+// lookups in flight. Longer entries use maphash.
+func (x *Index) home(data []byte) uint64 {
+	if len(data) > 8 {
+		return maphash.Bytes(x.seed, data) & x.mask
+	}
+	var w [8]byte
+	copy(w[:], data)
+	h := binary.LittleEndian.Uint64(w[:]) ^ x.key
+	h = (h ^ h>>33) * 0xff51afd7ed558ccd
+	h = (h ^ h>>33) * 0xc4ceb9fe1a85ec53
+	return (h ^ h>>33) & x.mask
+}
 
 func (x *Index) slot(i uint64) []byte {
 	o := int(i) * x.size

@@ -225,6 +225,30 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("op %d: Delete(%x) = %v, held %v", op, d, got, held)
 					}
 					delete(model, string(d))
+				case r < 78:
+					// MarkMany of a chunk (duplicates in it included) is
+					// Mark of each entry in order; of another width, none.
+					w := width
+					if rng.IntN(10) == 0 {
+						w = width + 1
+					}
+					n := rng.IntN(40)
+					data := make([]byte, 0, n*w)
+					for range n {
+						data = append(data, randomData(rng, w, space)...)
+					}
+					got := make([]bool, n)
+					x.MarkMany(data, w, gen, got)
+					for i := range n {
+						d := data[i*w : (i+1)*w]
+						e, held := model[string(d)]
+						if want := w == width && held && e.mark != gen; got[i] != want {
+							t.Fatalf("op %d: MarkMany entry %d (%x, %d) = %v; want %v", op, i, d, gen, got[i], want)
+						}
+						if held && w == width {
+							model[string(d)] = entry{ref: e.ref, mark: gen}
+						}
+					}
 				case r < 85:
 					want := held && e.mark != gen
 					if got := x.Mark(d, gen); got != want {

@@ -17,7 +17,9 @@ import (
 type reader struct {
 	t     *Target
 	sbuf  []byte // the canonical key being built
-	dbuf  []byte // the Data being looked at
+	dbuf  []byte // the Data of the chunk's entries known is asked about
+	asked []int  // the index in the chunk of each entry in dbuf
+	known []bool // known's answers
 	count int    // entries read
 }
 
@@ -26,36 +28,56 @@ type reader struct {
 // caching there.
 const maxCachedValues = 4096
 
-// scan passes each entry of a chunk (n keys and their n*ncpu values) to
-// known, when set, and builds the entries known does not recognise. An
-// entry whose CPUs disagree is never known: it differs from any prepared
-// one, so it is rewritten.
-func (r *reader) scan(n int, keys, vals []byte, known func(data []byte) bool, add func(node.Entry)) {
+// scan passes the Data of a chunk's entries (n keys and their n*ncpu
+// values) to known, when set, in one call, and builds the entries known
+// does not recognise. An entry whose CPUs disagree is never known: it
+// differs from any prepared one, so it is rewritten.
+func (r *reader) scan(n int, keys, vals []byte, known node.Known, add func(node.Entry)) {
 	t := r.t
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	fvs := vs * t.ncpu
+	r.dbuf, r.asked = r.dbuf[:0], r.asked[:0]
 	for i := range n {
 		k, v := keys[i*ks:(i+1)*ks], vals[i*fvs:(i+1)*fvs]
 		if t.isArr && allZero(v) {
 			continue // an array slot holding zeros is an absent entry
 		}
 		r.count++
-		same := t.ncpu == 1 || sameCopies(v, vs)
-		if same && known != nil {
-			r.dbuf = append(append(r.dbuf[:0], k...), v[:vs]...)
-			if known(r.dbuf) {
-				continue
-			}
+		if known != nil && (t.ncpu == 1 || sameCopies(v, vs)) {
+			r.dbuf = append(append(r.dbuf, k...), v[:vs]...)
+			r.asked = append(r.asked, i)
+			continue
 		}
-		d := append(make([]byte, 0, ks+len(v)), k...)
-		var shown cty.Value
-		if same {
-			d, shown = append(d, v[:vs]...), t.shownValue(v[:vs])
-		} else {
-			d, shown = append(d, v...), everyCopy(v, vs)
-		}
-		add(node.Entry{Key: string(t.s.key.enc.appendCanonical(r.sbuf[:0], k)), Value: shown, Data: d})
+		r.build(k, v, add)
 	}
+	if len(r.asked) == 0 {
+		return
+	}
+	if cap(r.known) < len(r.asked) {
+		r.known = make([]bool, len(r.asked))
+	}
+	r.known = r.known[:len(r.asked)]
+	known(r.dbuf, ks+vs, r.known)
+	for j, i := range r.asked {
+		if !r.known[j] {
+			r.build(keys[i*ks:(i+1)*ks], vals[i*fvs:(i+1)*fvs], add)
+		}
+	}
+}
+
+// build passes the entry of key bytes k and value bytes v (every CPU's
+// copy) to add.
+func (r *reader) build(k, v []byte, add func(node.Entry)) {
+	t := r.t
+	vs := int(t.s.spec.ValueSize)
+	d := append(make([]byte, 0, len(k)+len(v)), k...)
+	var shown cty.Value
+	if t.ncpu == 1 || sameCopies(v, vs) {
+		d, shown = append(d, v[:vs]...), t.shownValue(v[:vs])
+	} else {
+		d, shown = append(d, v...), everyCopy(v, vs)
+	}
+	add(node.Entry{Key: string(t.s.key.enc.appendCanonical(r.sbuf[:0], k)), Value: shown, Data: d})
 }
 
 // everyCopy is the shown value of a per-CPU value whose CPUs disagree:

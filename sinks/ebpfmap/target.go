@@ -216,7 +216,7 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 // ScanActual implements node.ActualScanner: a full read that builds no
 // entry for a key the engine holds with the same bytes (known); Actual is
 // the read that knows none.
-func (t *Target) ScanActual(ctx context.Context, known func(data []byte) bool, add func(node.Entry)) error {
+func (t *Target) ScanActual(ctx context.Context, known node.Known, add func(node.Entry)) error {
 	if t.m == nil {
 		return nil
 	}

@@ -186,14 +186,19 @@ type scanTarget struct{ memTarget }
 
 var _ node.ActualScanner = (*scanTarget)(nil)
 
-// ScanActual implements node.ActualScanner over Actual's entries.
-func (t *scanTarget) ScanActual(ctx context.Context, known func(data []byte) bool, add func(node.Entry)) error {
+// ScanActual implements node.ActualScanner over Actual's entries, one
+// entry per chunk.
+func (t *scanTarget) ScanActual(ctx context.Context, known node.Known, add func(node.Entry)) error {
 	es, err := t.Actual(ctx)
 	if err != nil {
 		return err
 	}
+	var seen [1]bool
 	for _, e := range es {
-		if !known(e.Data) {
+		if seen[0] = false; known != nil {
+			known(e.Data, len(e.Data), seen[:])
+		}
+		if !seen[0] {
 			t.m.mu.Lock()
 			t.m.unknown++
 			t.m.mu.Unlock()
