@@ -55,6 +55,7 @@ type Target struct {
 	// entries with equal values share one (at most maxCachedValues).
 	shownMu sync.Mutex
 	shown   map[string]cty.Value
+	buf     *slabs // batch buffers (buffers)
 }
 
 type targetMetrics struct {
@@ -254,8 +255,8 @@ func (t *Target) setCount(n int) {
 func (t *Target) readAll(ctx context.Context, visit func(n int, keys, vals []byte)) error {
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	if t.batch {
-		keys, kb := byteSlab(ks, batchSize)
-		vals, vb := byteSlab(vs, batchSize*t.ncpu)
+		sl := t.buffers()
+		keys, kb, vals, vb := sl.keysAny, sl.kb, sl.valsAny, sl.vb
 		var cursor ebpf.MapBatchCursor
 		for first := true; ; first = false {
 			if err := ctx.Err(); err != nil {

@@ -34,7 +34,7 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 		return
 	}
 	full := false
-	sl := newSlabs(int(t.s.spec.KeySize), int(t.s.spec.ValueSize), t.ncpu, min(len(batch), batchSize))
+	sl := t.buffers()
 	for start := 0; start < len(batch); start += batchSize {
 		if err := ctx.Err(); err != nil {
 			for i := start; i < len(batch); i++ {
@@ -218,19 +218,31 @@ func (t *Target) writeEach(chunk []node.Entry, del bool, sl *slabs) {
 	}
 }
 
-// slabs are the key and value buffers of batch syscalls, allocated once per
-// write and reused for every chunk.
+// slabs are the key and value buffers of batch syscalls: batchSize keys
+// and their values (every CPU's copy), as the slices cilium/ebpf takes
+// (keys, vals; and keysAny, valsAny, boxed once) and flat views of their
+// memory (kb, vb).
 type slabs struct {
-	ks, vs     int
-	keys, vals reflect.Value
-	kb, vb     []byte
+	ks, vs           int
+	keys, vals       reflect.Value
+	keysAny, valsAny any
+	kb, vb           []byte
 }
 
-func newSlabs(ks, vs, ncpu, n int) *slabs {
-	n = max(n, 1)
-	keys, kb := byteSlab(ks, n)
-	vals, vb := byteSlab(vs, n*ncpu)
-	return &slabs{ks: ks, vs: vs, keys: reflect.ValueOf(keys), vals: reflect.ValueOf(vals), kb: kb, vb: vb}
+// buffers returns the target's batch buffers, allocated on first use and
+// kept for its life (about 32 KB for an IPv4 key and a u32 value): every
+// write and read goes through them a chunk at a time. Buffers allocated
+// per call cost the first full reconcile of 100,000 keys 25 fresh pairs,
+// each page of them a page fault. A read's visit (readAll) must not
+// write: both use the same buffers.
+func (t *Target) buffers() *slabs {
+	if t.buf == nil {
+		keys, kb := byteSlab(int(t.s.spec.KeySize), batchSize)
+		vals, vb := byteSlab(int(t.s.spec.ValueSize), batchSize*t.ncpu)
+		t.buf = &slabs{ks: int(t.s.spec.KeySize), vs: int(t.s.spec.ValueSize), keys: reflect.ValueOf(keys), vals: reflect.ValueOf(vals),
+			keysAny: keys, valsAny: vals, kb: kb, vb: vb}
+	}
+	return t.buf
 }
 
 // Interface guards.
