@@ -86,7 +86,8 @@ func str(s string) cty.Value { return cty.StringVal(s) }
 
 // TestModel drives random changes (bursts that overflow the tiny queues
 // included) through source -> pass -> pass -> sink and checks that the
-// sink always ends equal to the source's final state.
+// sink always ends equal to the source's final state, also when writes
+// fail now and then.
 func TestModel(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for seed := range 40 {
@@ -94,10 +95,15 @@ func TestModel(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(seed), 7))
 				sink := nodetest.NewMemSink()
-				sink.Encoded = seed%2 == 1 // half the seeds compare bytes (node.ActualScanner)
+				sink.Encoded = seed%2 == 1 // half the seeds compare bytes (node.ActualScanner, node.DataWriter)
 				for i := range 5 {         // foreign and stale entries
 					sink.Set(fmt.Sprintf("k%d", rng.IntN(40)), str(fmt.Sprint("stale", i)))
 				}
+				// A quarter of the seeds fail every seventh write until the end.
+				var flaky atomic.Bool
+				var writes atomic.Int64
+				flaky.Store(seed%4 >= 2)
+				sink.FailKey = func(node.Key) bool { return flaky.Load() && writes.Add(1)%7 == 0 }
 				h := start(t, true, 1+rng.IntN(32), sink)
 				model := map[node.Key]cty.Value{}
 				syncAt := rng.IntN(30)
@@ -112,6 +118,10 @@ func TestModel(t *testing.T) {
 					}
 				}
 				synctest.Wait()
+				if flaky.Swap(false) {
+					time.Sleep(time.Minute) // every failed write is retried (backoff is at most 30s)
+					synctest.Wait()
+				}
 				if d := cmp.Diff(model, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
 					t.Fatalf("sink differs from source (-want +got):\n%s", d)
 				}
@@ -261,19 +271,29 @@ func TestFailedKeyNoLongerWantedForgotten(t *testing.T) {
 	})
 }
 
+// TestFailedEntriesRetried runs on a plain target and on one that takes
+// Data alone (node.DataWriter), whose creations the loop records as held
+// before the write and takes back when it fails.
 func TestFailedEntriesRetried(t *testing.T) {
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) { testFailedEntriesRetried(t, encoded) })
+	}
+}
+
+func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
+		sink.Encoded = encoded // "gut" and "bad" are of one length: one batch of Data
 		var failing atomic.Bool
 		failing.Store(true)
 		sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
 		h := start(t, true, 0, sink)
 		h.send(func(o node.Output) {
-			o.Replace([]node.Record{{Key: "good", Value: str("1")}, {Key: "bad", Value: str("2")}})
+			o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
 			o.MarkSynced()
 		})
 		synctest.Wait()
-		if d := cmp.Diff([]string{"good"}, sink.Keys()); d != "" {
+		if d := cmp.Diff([]string{"gut"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
 		}
 		if n := sink.HeldCount(); n != 1 {
@@ -297,13 +317,13 @@ func TestFailedEntriesRetried(t *testing.T) {
 		failing.Store(false)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if d := cmp.Diff([]string{"bad", "good"}, sink.Keys()); d != "" {
+		if d := cmp.Diff([]string{"bad", "gut"}, sink.Keys()); d != "" {
 			t.Fatalf("after retry (-want +got):\n%s", d)
 		}
 		if n := sink.HeldCount(); n != 2 {
 			t.Errorf("target told it holds %d entries after the retry, want 2", n)
 		}
-		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("good", time.Now())}) })
+		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("gut", time.Now())}) })
 		synctest.Wait()
 		h.checkWrites(t, "after the retry and a delete", map[string]float64{"upsert/ok": 2, "upsert/error": 4, "delete/ok": 1}) // failed at 0, 0.1, 0.3 and 0.7 s
 		if !h.rt.Readiness().Ready {

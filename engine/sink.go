@@ -28,7 +28,8 @@ type sinkLoop struct {
 	log    *slog.Logger
 	met    sinkMetrics
 	target node.Target
-	opened node.Target // opened by a reload before the swap; used by the first run
+	dw     node.DataWriter // target, when it takes Data alone
+	opened node.Target     // opened by a reload before the swap; used by the first run
 	idle   atomic.Bool
 	gate   leaderGate // leader election: write only while leading
 	dec    *decisions // hands decisions to audit trails; holds writes at a shut gate
@@ -116,6 +117,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		}
 	}()
 	s.target = target
+	s.dw, _ = target.(node.DataWriter)
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
 	s.heldIdx, s.unindexed, s.pending, s.deferIndex = nil, 0, nil, false
 	if _, ok := target.(node.ActualScanner); ok {
@@ -297,7 +299,7 @@ func (s *sinkLoop) deletable(ks *keyState) bool {
 func (s *sinkLoop) incremental(ctx context.Context) {
 	dirty := s.dirty
 	s.dirty, s.spare = s.spare[:0], nil
-	var b batch
+	b := batch{tapping: s.tap.active()}
 	for _, tk := range dirty {
 		ks := s.keys.get(tk)
 		if ks == nil || !ks.dirty {
@@ -320,7 +322,7 @@ func (s *sinkLoop) decide(ks *keyState, b *batch) {
 	wanted, held := ks.owners > 0, ks.applied
 	switch a, _ := reconcile.Decide(wanted, held, wanted && held && ks.have.same(ks.want), !wanted && held && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
-		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
+		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
 		b.dels, b.delStates = append(b.dels, ks.held()), append(b.delStates, ks)
 	default:
@@ -358,14 +360,15 @@ func (s *sinkLoop) full(ctx context.Context) {
 	// keys never gather in one slice, and each entry is written while
 	// its state is still in the caches.
 	var w written
-	n := min(s.keys.len(), fullChunk)
-	b := batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n)}
+	b := s.fullBatch()
 	stopped := false
 	s.keys.all(func(ks *keyState) {
 		if stopped {
 			return // write nothing more
 		}
-		ks.dirty = false
+		if ks.dirty {
+			ks.dirty = false // only then: a pass that writes no state dirties no cache line
+		}
 		s.decide(ks, &b)
 		if b.len() >= fullChunk {
 			w.plus(s.apply(ctx, &b))
@@ -382,6 +385,16 @@ func (s *sinkLoop) full(ctx context.Context) {
 	}
 	s.met.reconcile.Observe(time.Since(start).Seconds())
 	s.logFull(start, w)
+}
+
+// fullBatch is an empty batch with room for a full pass's chunk: its
+// Data, for a target that takes Data alone, else its entries.
+func (s *sinkLoop) fullBatch() batch {
+	n := min(s.keys.len(), fullChunk)
+	if s.dw != nil {
+		return batch{dataStates: make([]*keyState, 0, n), dataAhead: make([]bool, 0, n), tapping: s.tap.active()}
+	}
+	return batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n), tapping: s.tap.active()}
 }
 
 // readActual replaces what the loop believes the target holds with what
@@ -404,7 +417,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		if ks.applied && !ks.held().Same(e) {
 			drift++
 		}
-		s.holdEntry(ks, &e)
+		s.holdEntry(ks, keep(&e))
 		ks.seen = gen
 		if ks.indexed { // held already with these bytes
 			s.heldIdx.Mark(e.Data, gen)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -10,19 +11,82 @@ import (
 
 // batch is one round's writes: the entries to upsert and delete and,
 // index for index, the states of their keys, so recording each outcome
-// needs no lookup.
+// needs no lookup. For a target that takes Data alone (node.DataWriter)
+// the upserts whose Data have the batch's width go instead into data,
+// end to end, with their states in dataStates; dataAhead says which of
+// those were recorded as held when they were decided (holdAhead).
 type batch struct {
 	ups, dels           []node.Entry
 	upStates, delStates []*keyState
+	data                []byte
+	width               int
+	dataStates          []*keyState
+	dataAhead           []bool
+	errs                []error // UpdateData's, index for index with dataStates
+	// tapping is set when the batch is made if a tap watches the sink:
+	// then no upsert is recorded ahead (a tap that starts later misses
+	// the batch's upserts, as one that starts just after the write).
+	tapping bool
 }
 
-func (b *batch) len() int { return len(b.ups) + len(b.dels) }
+func (b *batch) len() int { return len(b.ups) + len(b.dels) + len(b.dataStates) }
 
 // reset empties b, keeping its arrays.
 func (b *batch) reset() {
 	clear(b.upStates)
 	clear(b.delStates)
+	clear(b.dataStates)
+	clear(b.errs)
 	b.ups, b.dels, b.upStates, b.delStates = b.ups[:0], b.dels[:0], b.upStates[:0], b.delStates[:0]
+	b.data, b.width, b.dataStates, b.dataAhead, b.errs = b.data[:0], 0, b.dataStates[:0], b.dataAhead[:0], b.errs[:0]
+}
+
+// upsert adds the upsert of ks's wanted entry to b; create says the
+// target does not hold the key.
+func (s *sinkLoop) upsert(ks *keyState, b *batch, create bool) {
+	d := ks.want.Data
+	if s.dw == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
+		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
+		return
+	}
+	b.width = len(d)
+	b.data, b.dataStates = append(b.data, d...), append(b.dataStates, ks)
+	b.dataAhead = append(b.dataAhead, create && s.holdAhead(ks, b))
+}
+
+// holdAhead reports whether the creation of ks's entry, just decided,
+// can be recorded as held now, before it is written, and records it if
+// so: a key with no failure to clear, no change time to observe and no
+// tap to tell. Recording a
+// success after the write touches the key's state a second time, after
+// the target's calls have pushed it out of the caches (on a full
+// reconcile of 100,000 keys into an empty map, about 2 ms); apply takes
+// the record back for an entry whose write fails (undoAhead).
+func (s *sinkLoop) holdAhead(ks *keyState, b *batch) bool {
+	if ks.fail != nil || !ks.changed.IsZero() || b.tapping {
+		return false
+	}
+	ks.wroteBefore = ks.written
+	s.holdEntry(ks, ks.want)
+	ks.written = true
+	return true
+}
+
+// undoAhead takes back holdAhead's record of ks: the target does not
+// hold the entry after all.
+func (s *sinkLoop) undoAhead(ks *keyState) {
+	s.dropEntry(ks)
+	ks.written = ks.wroteBefore
+}
+
+// undoAllAhead takes back every record holdAhead made for b, whose
+// writes were not made or have no outcome (the loop is stopping).
+func (s *sinkLoop) undoAllAhead(b *batch) {
+	for i, ahead := range b.dataAhead {
+		if ahead {
+			s.undoAhead(b.dataStates[i])
+		}
+	}
 }
 
 // apply writes b, records the outcome per entry, schedules retries for
@@ -30,20 +94,41 @@ func (b *batch) reset() {
 func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 	var w written
 	if !s.hold(ctx, b.len()) {
+		s.undoAllAhead(b)
 		return w // stopped while a closed audit trail held the writes
+	}
+	if n := len(b.dataStates); n > 0 {
+		b.errs = slices.Grow(b.errs[:0], n)[:n]
+		s.dw.UpdateData(ctx, b.data, b.width, b.errs)
+		if ctx.Err() != nil {
+			s.undoAllAhead(b)
+			return w // stopping: the entries not written are no failures to retry or log
+		}
+		for i, ks := range b.dataStates {
+			err := b.errs[i]
+			if b.dataAhead[i] {
+				if err == nil {
+					w.ups++ // recorded already
+					continue
+				}
+				s.undoAhead(ks)
+			}
+			e := ks.wanted()
+			e.Err = err
+			w.count(s.outcome(ks, &e, false), false)
+		}
 	}
 	if len(b.ups) > 0 {
 		s.target.Update(ctx, b.ups)
 		if ctx.Err() != nil {
-			return w // stopping: the entries not written are no failures to retry or log
+			return w // stopping
 		}
-		failed := w.failed
 		for i := range b.ups {
 			w.count(s.outcome(b.upStates[i], &b.ups[i], false), false)
 		}
-		s.met.writeOK.Add(float64(w.ups))
-		s.met.writeErr.Add(float64(w.failed - failed))
 	}
+	s.met.writeOK.Add(float64(w.ups))
+	s.met.writeErr.Add(float64(w.failed))
 	if len(b.dels) > 0 {
 		s.target.Delete(ctx, b.dels)
 		failed := w.failed
@@ -87,7 +172,7 @@ func (s *sinkLoop) outcome(ks *keyState, e *node.Entry, del bool) bool {
 		s.dropEntry(ks)
 		ks.written = false
 	} else {
-		s.holdEntry(ks, e)
+		s.holdEntry(ks, keep(e))
 		ks.written = true
 	}
 	s.retries.remove(ks)

@@ -98,6 +98,7 @@ func (rb *reconcileBench) start() {
 	s := &sinkLoop{n: n, h: &health{since: time.Now()}, log: log,
 		met: newSinkMetrics(NewMetrics(discardRegisterer{}, ""), n.Address)}
 	s.target, s.keys, s.alias = rb.target, newKeyStore(), map[node.Key]node.Key{}
+	s.dw, _ = rb.target.(node.DataWriter)
 	if _, ok := rb.target.(node.ActualScanner); ok {
 		s.heldIdx = heldindex.New()
 	}

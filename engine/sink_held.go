@@ -22,18 +22,18 @@ import (
 // probes.
 
 // holdEntry records that the target holds e at ks's key.
-func (s *sinkLoop) holdEntry(ks *keyState, e *node.Entry) {
+func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry) {
 	if ks.indexed && bytes.Equal(ks.have.Data, e.Data) {
-		ks.have = keep(e) // the same bytes: the index entry stands, mark and all
+		ks.have = e // the same bytes: the index entry stands, mark and all
 		return
 	}
 	if ks.applied && !ks.indexed {
-		ks.have = keep(e) // listed in pending already
+		ks.have = e // listed in pending already
 		return
 	}
 	s.dropEntry(ks)
 	s.held++
-	ks.have, ks.applied = keep(e), true
+	ks.have, ks.applied = e, true
 	if s.heldIdx != nil && !s.deferIndex && e.Data != nil && s.heldIdx.Put(e.Data, ks.ref) {
 		ks.indexed = true
 		return

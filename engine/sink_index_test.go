@@ -120,7 +120,7 @@ func TestHeldBookkeeping(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				data = nil
 			}
-			s.holdEntry(s.state(k), &node.Entry{Key: k, Data: data})
+			s.holdEntry(s.state(k), keptEntry{Data: data})
 			bounded(step)
 		case r < 90:
 			if ks := s.keys.get(k); ks != nil {

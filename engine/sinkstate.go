@@ -30,7 +30,9 @@ type keyState struct {
 	self    bool   // the input key equal to this target key is an owner
 	applied bool   // the target holds have, as far as the loop knows
 	written bool   // this run wrote it (prune = false deletes only these)
-	dirty   bool   // listed in sinkLoop.dirty, waiting to be looked at
+	// wroteBefore is written before holdAhead set it, for undoAhead.
+	wroteBefore bool
+	dirty       bool // listed in sinkLoop.dirty, waiting to be looked at
 	// changed is when the oldest change not yet applied entered the
 	// pipeline, for the change-latency histogram; zero when unknown.
 	changed time.Time

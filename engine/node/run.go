@@ -189,6 +189,18 @@ func KnownEach(f func(data []byte) bool) Known {
 	}
 }
 
+// DataWriter is implemented by a target whose writes need nothing of an
+// entry but its Data, as an ActualScanner's (whose Data identifies the
+// key): the sink loop hands it a round's upserts as their Data laid end
+// to end, which is how a BPF map's batch calls take them, instead of a
+// slice of entries: 8 bytes per entry to gather and read instead of 88.
+type DataWriter interface {
+	// UpdateData is Update of the len(errs) entries whose Data lie end
+	// to end in data, width bytes each: it sets errs[i] when the i-th
+	// fails and leaves the others nil.
+	UpdateData(ctx context.Context, data []byte, width int, errs []error)
+}
+
 // HeldCounter is implemented by a target that shows how many entries it
 // holds (a BPF map's fill level): after every write round and full read
 // the engine tells it how many entries it knows the target holds.

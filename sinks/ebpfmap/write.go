@@ -26,10 +26,54 @@ func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
 	t.write(ctx, batch, true)
 }
 
+// UpdateData implements node.DataWriter: Update of the len(errs) entries
+// whose Data (key bytes, then the value) lie end to end in data, width
+// bytes each, as the sink loop hands over a full reconcile's writes. The
+// chunks go from data to the batch calls' buffers with one copy each,
+// and no entry is looked at.
+func (t *Target) UpdateData(ctx context.Context, data []byte, width int, errs []error) {
+	clear(errs)
+	n := len(errs)
+	var refuse error
+	switch {
+	case t.m == nil || t.plan:
+		refuse = t.notWritable()
+	case width != int(t.s.spec.KeySize)+int(t.s.spec.ValueSize) || len(data) < n*width:
+		refuse = fmt.Errorf("entries of %d bytes were not prepared by this target", width)
+	}
+	if refuse != nil {
+		for i := range errs {
+			errs[i] = refuse
+		}
+		return
+	}
+	full := false
+	sl := t.buffers()
+	for start := 0; start < n; start += batchSize {
+		if err := ctx.Err(); err != nil {
+			for i := start; i < n; i++ {
+				errs[i] = err
+			}
+			return
+		}
+		end := min(start+batchSize, n)
+		t.fillData(data[start*width:end*width], end-start, sl)
+		t.send(end-start, false, sl, func(i int, err error) {
+			errs[start+i] = err
+			full = full || isFull(err)
+		})
+	}
+	t.afterWrite(full)
+}
+
+func (t *Target) notWritable() error {
+	return fmt.Errorf("%s: map %s is not open for writing (plan mode)", t.s.address, t.s.pin)
+}
+
 func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 	if t.m == nil || t.plan {
 		for i := range batch {
-			batch[i].Err = fmt.Errorf("%s: map %s is not open for writing (plan mode)", t.s.address, t.s.pin)
+			batch[i].Err = t.notWritable()
 		}
 		return
 	}
@@ -43,18 +87,32 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 			return
 		}
 		chunk := batch[start:min(start+batchSize, len(batch))]
-		prepared := true
+		var ready []int // the chunk's prepared entries, when some are not
 		for i := range chunk {
-			if !t.prepared(chunk[i]) {
-				chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
-				prepared = false
+			if t.prepared(chunk[i]) {
+				if ready != nil {
+					ready = append(ready, i)
+				}
+				continue
 			}
+			if ready == nil {
+				ready = make([]int, i, len(chunk))
+				for j := range i {
+					ready[j] = j
+				}
+			}
+			chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
 		}
-		switch {
-		case t.batch && prepared:
-			t.writeBatch(chunk, del, sl)
-		default:
-			t.writeEach(chunk, del, sl)
+		if ready == nil {
+			t.fill(chunk, del, sl)
+			t.send(len(chunk), del, sl, func(i int, err error) { chunk[i].Err = err })
+		} else {
+			some := make([]node.Entry, len(ready))
+			for j, i := range ready {
+				some[j] = chunk[i]
+			}
+			t.fill(some, del, sl)
+			t.send(len(some), del, sl, func(j int, err error) { chunk[ready[j]].Err = err })
 		}
 		for i := range chunk {
 			full = full || isFull(chunk[i].Err)
@@ -110,6 +168,47 @@ func (t *Target) fill(chunk []node.Entry, del bool, sl *slabs) {
 	}
 }
 
+// fillData is fill for n entries whose Data lie end to end in data.
+func (t *Target) fillData(data []byte, n int, sl *slabs) {
+	ks, vs := sl.ks, sl.vs
+	w := ks + vs
+	if t.ncpu == 1 && fillWordsData(data[:n*w], sl.kb, sl.vb, ks, vs) {
+		return
+	}
+	for i := range n {
+		d := data[i*w : (i+1)*w]
+		copy(sl.kb[i*ks:], d[:ks])
+		for c := range t.ncpu {
+			copy(sl.vb[(i*t.ncpu+c)*vs:], d[ks:])
+		}
+	}
+}
+
+// fillWordsData is fillWords for Data laid end to end in data.
+func fillWordsData(data, kb, vb []byte, ks, vs int) bool {
+	if (ks != 4 && ks != 8) || (vs != 4 && vs != 8) {
+		return false
+	}
+	ne := binary.NativeEndian
+	w := ks + vs
+	n := len(data) / w
+	kb, vb = kb[:ks*n], vb[:vs*n]
+	for i := range n {
+		d := data[i*w : (i+1)*w : (i+1)*w]
+		if ks == 4 {
+			ne.PutUint32(kb[4*i:], ne.Uint32(d))
+		} else {
+			ne.PutUint64(kb[8*i:], ne.Uint64(d))
+		}
+		if vs == 4 {
+			ne.PutUint32(vb[4*i:], ne.Uint32(d[ks:]))
+		} else {
+			ne.PutUint64(vb[8*i:], ne.Uint64(d[ks:]))
+		}
+	}
+	return true
+}
+
 // fillWords is fill for keys and values of 4 or 8 bytes on a map that is
 // not per-CPU (an IPv4 or LPM key, a u32 or u64 value: most maps): word
 // loads and stores instead of two memmove calls per entry, so that the
@@ -137,14 +236,18 @@ func fillWords(chunk []node.Entry, kb, vb []byte, ks, vs int) bool {
 	return true
 }
 
-// writeBatch writes chunk with batch syscalls. A batch call stops at the
-// first failing element and reports how many it did; that element gets the
-// error (a delete of a missing key succeeds) and the call resumes after it,
-// so one bad entry never fails the others.
-func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
-	t.fill(chunk, del, sl)
-	n := len(chunk)
+// send writes the n entries in the slabs (fill), with batch syscalls
+// where the map takes them, and passes each entry that fails, and its
+// error, to fail. A batch call stops at the first failing element and
+// reports how many it did; that element fails (a delete of a missing key
+// succeeds) and the call resumes after it, so one bad entry never fails
+// the others.
+func (t *Target) send(n int, del bool, sl *slabs, fail func(i int, err error)) {
 	for i := 0; i < n; {
+		if !t.batch {
+			t.sendEach(i, n, del, sl, fail)
+			return
+		}
 		keys := sl.keys.Slice(i, n).Interface()
 		var done int
 		var err error
@@ -160,7 +263,7 @@ func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
 			if errors.Is(err, ebpf.ErrNotSupported) {
 				t.batch = false
 			}
-			t.writeEach(chunk[i:], del, sl)
+			t.sendEach(i, n, del, sl, fail)
 			return
 		}
 		if t.met.batch != nil && done > 0 {
@@ -172,48 +275,34 @@ func (t *Target) writeBatch(chunk []node.Entry, del bool, sl *slabs) {
 		}
 		if errors.Is(err, ebpf.ErrNotSupported) {
 			t.batch = false
-			t.writeEach(chunk[i:], del, sl)
-			return
+			continue
 		}
 		if !(del && errors.Is(err, ebpf.ErrKeyNotExist)) {
-			chunk[i].Err = t.entryErr(err)
+			fail(i, t.entryErr(err))
 		}
 		i++
 	}
 }
 
-// writeEach writes entries one syscall each (maps without batch support,
-// and chunks holding entries this target did not prepare).
-func (t *Target) writeEach(chunk []node.Entry, del bool, sl *slabs) {
-	one := sl.vals.Slice(0, t.ncpu) // a per-CPU value: ncpu copies
-	vb := sl.vb[:t.ncpu*sl.vs]
-	for i := range chunk {
-		if !t.prepared(chunk[i]) {
-			continue
-		}
-		key, value := t.split(chunk[i])
+// sendEach writes the entries from..n-1 in the slabs one syscall each
+// (maps without batch calls, and batch calls the kernel refused whole).
+func (t *Target) sendEach(from, n int, del bool, sl *slabs, fail func(i int, err error)) {
+	ks, fvs := sl.ks, sl.vs*t.ncpu
+	for i := from; i < n; i++ {
+		key := sl.kb[i*ks : (i+1)*ks]
 		var err error
 		switch {
 		case del && !t.isArr:
 			if err = t.m.Delete(key); errors.Is(err, ebpf.ErrKeyNotExist) {
 				err = nil
 			}
-		case t.ncpu > 1:
-			v := value
-			if del {
-				v = t.zero
-			}
-			for c := range t.ncpu {
-				copy(vb[c*sl.vs:], v)
-			}
-			err = t.m.Put(key, one.Interface())
-		case del:
-			err = t.m.Put(key, t.zero)
+		case t.ncpu > 1: // every CPU's copy (zeros for an array delete)
+			err = t.m.Put(key, sl.vals.Slice(i*t.ncpu, (i+1)*t.ncpu).Interface())
 		default:
-			err = t.m.Put(key, value)
+			err = t.m.Put(key, sl.vb[i*fvs:(i+1)*fvs])
 		}
 		if err != nil {
-			chunk[i].Err = t.entryErr(err)
+			fail(i, t.entryErr(err))
 		}
 	}
 }
@@ -246,4 +335,7 @@ func (t *Target) buffers() *slabs {
 }
 
 // Interface guards.
-var _ node.Target = (*Target)(nil)
+var (
+	_ node.Target     = (*Target)(nil)
+	_ node.DataWriter = (*Target)(nil)
+)

@@ -35,9 +35,13 @@ type MemSink struct {
 	// HealthyOnOpen makes Open report Healthy, as a sink whose connection
 	// is up does before it has written anything.
 	HealthyOnOpen bool
-	// Encoded makes the target encode its entries (Data) and show them
-	// through node.ActualScanner, as a BPF map does.
+	// Encoded makes the target encode its entries (Data), show them
+	// through node.ActualScanner and take writes of Data alone
+	// (node.DataWriter), as a BPF map does.
 	Encoded bool
+	// prepared finds an Encoded target's entries by their Data, for
+	// UpdateData.
+	prepared map[string]node.Entry
 }
 
 // NewMemSink returns an empty MemSink.
@@ -146,7 +150,16 @@ func (t *memTarget) Prepare(r node.Record) (node.Entry, error) {
 			return node.Entry{}, err
 		}
 	}
-	return t.entry(r.Key, r.Value), nil
+	e := t.entry(r.Key, r.Value)
+	if e.Data != nil {
+		t.m.mu.Lock()
+		if t.m.prepared == nil {
+			t.m.prepared = map[string]node.Entry{}
+		}
+		t.m.prepared[string(e.Data)] = e
+		t.m.mu.Unlock()
+	}
+	return e, nil
 }
 
 // entry is the target's form of one entry: with Data when it encodes.
@@ -184,7 +197,32 @@ func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 // scanTarget is an Encoded MemSink's target.
 type scanTarget struct{ memTarget }
 
-var _ node.ActualScanner = (*scanTarget)(nil)
+var (
+	_ node.ActualScanner = (*scanTarget)(nil)
+	_ node.DataWriter    = (*scanTarget)(nil)
+)
+
+// UpdateData implements node.DataWriter: Update of the entries Prepare
+// made with these Data.
+func (t *scanTarget) UpdateData(ctx context.Context, data []byte, width int, errs []error) {
+	batch := make([]node.Entry, 0, len(errs))
+	at := make([]int, 0, len(errs))
+	t.m.mu.Lock()
+	for i := range errs {
+		e, ok := t.m.prepared[string(data[i*width:(i+1)*width])]
+		if !ok {
+			errs[i] = errors.New("entry not prepared by this target")
+			continue
+		}
+		errs[i] = nil
+		batch, at = append(batch, e), append(at, i)
+	}
+	t.m.mu.Unlock()
+	t.Update(ctx, batch)
+	for j, i := range at {
+		errs[i] = batch[j].Err
+	}
+}
 
 // ScanActual implements node.ActualScanner over Actual's entries, one
 // entry per chunk.
