@@ -57,11 +57,12 @@ func (s *sinkLoop) upsert(ks *keyState, b *batch, create bool) {
 // holdAhead reports whether the creation of ks's entry, just decided,
 // can be recorded as held now, before it is written, and records it if
 // so: a key with no failure to clear, no change time to observe and no
-// tap to tell. Recording a
-// success after the write touches the key's state a second time, after
-// the target's calls have pushed it out of the caches (on a full
-// reconcile of 100,000 keys into an empty map, about 2 ms); apply takes
-// the record back for an entry whose write fails (undoAhead).
+// tap to tell. Recording a success after the write touches the key's
+// state a second time, once the target's calls have pushed it out of the
+// caches: on a full reconcile of 100,000 keys into an empty map, the
+// loop's own work (the target's calls left out) took about 4.5 ms when
+// it recorded each write after it, 3 ms when ahead. apply takes the
+// record back for an entry whose write fails (undoAhead).
 func (s *sinkLoop) holdAhead(ks *keyState, b *batch) bool {
 	if ks.fail != nil || !ks.changed.IsZero() || b.tapping {
 		return false
@@ -128,7 +129,7 @@ func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 		}
 	}
 	s.met.writeOK.Add(float64(w.ups))
-	s.met.writeErr.Add(float64(w.failed))
+	s.met.writeErr.Add(float64(w.failed)) // w has counted upserts only so far
 	if len(b.dels) > 0 {
 		s.target.Delete(ctx, b.dels)
 		failed := w.failed

@@ -193,7 +193,8 @@ func KnownEach(f func(data []byte) bool) Known {
 // entry but its Data, as an ActualScanner's (whose Data identifies the
 // key): the sink loop hands it a round's upserts as their Data laid end
 // to end, which is how a BPF map's batch calls take them, instead of a
-// slice of entries: 8 bytes per entry to gather and read instead of 88.
+// slice of entries (for an IPv4 key and a u32 value, 8 bytes per entry
+// to gather and read where an entry takes 88).
 type DataWriter interface {
 	// UpdateData is Update of the len(errs) entries whose Data lie end
 	// to end in data, width bytes each: it sets errs[i] when the i-th
