@@ -22,10 +22,10 @@ type Index struct {
 	slots []byte // len(slots) = size * (mask+1); nil when empty
 	mask  uint64 // slot count - 1 (a power of two)
 	n     int
-	// homes is MarkMany's scratch; touched keeps the words its first
-	// sweep loads, so that the compiler does not drop the loads.
-	homes   []uint64
-	touched uint32
+	// homes and words are MarkMany's scratch; touched keeps the words
+	// its first sweep loads, so that the compiler does not drop the loads.
+	homes, words []uint64
+	touched      uint32
 }
 
 const (
@@ -232,9 +232,46 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	if width != x.width || x.slots == nil || len(data) < n*width {
 		return
 	}
-	homes := x.homes[:0]
+	if width > 8 {
+		x.markManyBytes(data, width, gen, first)
+		return
+	}
+	// Entries of up to 8 bytes compare as words, the slot's bytes read
+	// as the entry's were (home).
+	homes, words := x.homes[:0], x.words[:0]
 	var touched uint32
 	for i := range n {
+		v := word(data[i*width : (i+1)*width])
+		h := x.homeOf(v)
+		homes, words = append(homes, h), append(words, v)
+		touched ^= binary.LittleEndian.Uint32(x.slots[int(h)*x.size:])
+	}
+	x.touched, x.homes, x.words = touched, homes, words
+	size, w := uint64(x.size), uint64(width)
+	for i, h := range homes {
+		for j := h; ; j = (j + 1) & x.mask {
+			o := j * size
+			s := x.slots[o : o+size : o+size]
+			if binary.LittleEndian.Uint32(s) == 0 {
+				break // not held
+			}
+			if word(s[head:head+w]) != words[i] {
+				continue
+			}
+			if m := s[4:head]; binary.LittleEndian.Uint32(m) != gen {
+				binary.LittleEndian.PutUint32(m, gen)
+				first[i] = true
+			}
+			break
+		}
+	}
+}
+
+// markManyBytes is MarkMany for entries longer than 8 bytes.
+func (x *Index) markManyBytes(data []byte, width int, gen uint32, first []bool) {
+	homes := x.homes[:0]
+	var touched uint32
+	for i := range len(first) {
 		h := x.home(data[i*width : (i+1)*width])
 		homes = append(homes, h)
 		touched ^= binary.LittleEndian.Uint32(x.slots[int(h)*x.size:])
@@ -332,19 +369,32 @@ func (x *Index) probe(h uint64, data []byte) (uint64, bool) {
 
 // home is data's home slot. An entry of up to 8 bytes (the flagship's
 // 4-byte key and 4-byte value) is read as one word and mixed with the
-// seed by MurmurHash3's finaliser: a few instructions, inlined, where
-// maphash.Bytes is a call, so that MarkMany's first sweep keeps many
-// lookups in flight. Longer entries use maphash.
+// seed by MurmurHash3's finaliser (homeOf): a few instructions, inlined,
+// where maphash.Bytes is a call, so that MarkMany's first sweep keeps
+// many lookups in flight. Longer entries use maphash.
 func (x *Index) home(data []byte) uint64 {
 	if len(data) > 8 {
 		return maphash.Bytes(x.seed, data) & x.mask
 	}
-	var w [8]byte
-	copy(w[:], data)
-	h := binary.LittleEndian.Uint64(w[:]) ^ x.key
+	return x.homeOf(word(data))
+}
+
+// homeOf is the home slot of an entry of up to 8 bytes read as word v.
+func (x *Index) homeOf(v uint64) uint64 {
+	h := v ^ x.key
 	h = (h ^ h>>33) * 0xff51afd7ed558ccd
 	h = (h ^ h>>33) * 0xc4ceb9fe1a85ec53
 	return (h ^ h>>33) & x.mask
+}
+
+// word reads up to 8 bytes as a little-endian word, zero-padded.
+func word(b []byte) uint64 {
+	if len(b) == 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	var w [8]byte
+	copy(w[:], b)
+	return binary.LittleEndian.Uint64(w[:])
 }
 
 func (x *Index) slot(i uint64) []byte {

@@ -39,3 +39,26 @@ func TestFillWords(t *testing.T) {
 		}
 	}
 }
+
+// TestInterleave checks the full read's pairing of key and value bytes
+// into Data, word-sized and not, against plain appends.
+func TestInterleave(t *testing.T) {
+	for _, size := range [][2]int{{4, 4}, {4, 8}, {16, 2}} {
+		ks, vs := size[0], size[1]
+		const n = 37
+		keys, vals := make([]byte, n*ks), make([]byte, n*vs)
+		for i := range keys {
+			keys[i] = byte(i)
+		}
+		for i := range vals {
+			vals[i] = byte(200 - i)
+		}
+		var want []byte
+		for i := range n {
+			want = append(append(want, keys[i*ks:(i+1)*ks]...), vals[i*vs:(i+1)*vs]...)
+		}
+		if got := interleave(make([]byte, 3), keys, vals, ks, vs); !bytes.Equal(got, want) {
+			t.Errorf("%d-byte keys, %d-byte values: got %x, want %x", ks, vs, got, want)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package ebpfmap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/zclconf/go-cty/cty"
@@ -36,6 +38,19 @@ func (r *reader) scan(n int, keys, vals []byte, known node.Known, add func(node.
 	t := r.t
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	fvs := vs * t.ncpu
+	if known != nil && t.ncpu == 1 && !t.isArr {
+		// Every entry is asked about: its Data is its key and value
+		// bytes side by side.
+		r.count += n
+		r.dbuf = interleave(r.dbuf, keys[:n*ks], vals[:n*vs], ks, vs)
+		known(r.dbuf, ks+vs, r.answers(n))
+		for i, ok := range r.known {
+			if !ok {
+				r.build(keys[i*ks:(i+1)*ks], vals[i*vs:(i+1)*vs], add)
+			}
+		}
+		return
+	}
 	r.dbuf, r.asked = r.dbuf[:0], r.asked[:0]
 	for i := range n {
 		k, v := keys[i*ks:(i+1)*ks], vals[i*fvs:(i+1)*fvs]
@@ -53,16 +68,43 @@ func (r *reader) scan(n int, keys, vals []byte, known node.Known, add func(node.
 	if len(r.asked) == 0 {
 		return
 	}
-	if cap(r.known) < len(r.asked) {
-		r.known = make([]bool, len(r.asked))
-	}
-	r.known = r.known[:len(r.asked)]
-	known(r.dbuf, ks+vs, r.known)
+	known(r.dbuf, ks+vs, r.answers(len(r.asked)))
 	for j, i := range r.asked {
 		if !r.known[j] {
 			r.build(keys[i*ks:(i+1)*ks], vals[i*fvs:(i+1)*fvs], add)
 		}
 	}
+}
+
+// answers returns room for known's answers about n entries.
+func (r *reader) answers(n int) []bool {
+	if cap(r.known) < n {
+		r.known = make([]bool, n)
+	}
+	r.known = r.known[:n]
+	return r.known
+}
+
+// interleave returns in dst (grown as needed) the n entries of keys (ks
+// bytes each) and vals (vs bytes each) as key bytes followed by value
+// bytes, entry after entry.
+func interleave(dst, keys, vals []byte, ks, vs int) []byte {
+	n := len(keys) / ks
+	w := ks + vs
+	dst = slices.Grow(dst[:0], n*w)[:n*w]
+	if ks == 4 && vs == 4 { // the flagship's IPv4 key and u32 value
+		ne := binary.NativeEndian
+		for i := range n {
+			ne.PutUint32(dst[8*i:], ne.Uint32(keys[4*i:]))
+			ne.PutUint32(dst[8*i+4:], ne.Uint32(vals[4*i:]))
+		}
+		return dst
+	}
+	for i := range n {
+		copy(dst[i*w:], keys[i*ks:(i+1)*ks])
+		copy(dst[i*w+ks:(i+1)*w], vals[i*vs:(i+1)*vs])
+	}
+	return dst
 }
 
 // build passes the entry of key bytes k and value bytes v (every CPU's

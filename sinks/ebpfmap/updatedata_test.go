@@ -60,6 +60,7 @@ func TestUpdateData(t *testing.T) {
 				if d := cmp.Diff(show(want), show(got)); d != "" {
 					t.Fatalf("UpdateData and Update wrote different maps (-Update +UpdateData):\n%s", d)
 				}
+				checkScan(t, byData) // and a full read knows them by their Data
 				byData.UpdateData(context.Background(), data[:width*2+2], width+1, errs[:2])
 				if errs[0] == nil || errs[1] == nil || !strings.Contains(errs[0].Error(), "not prepared by this target") {
 					t.Fatalf("Data of another width: %v", errs[:2])
