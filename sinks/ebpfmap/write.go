@@ -186,25 +186,14 @@ func (t *Target) fillData(data []byte, n int, sl *slabs) {
 
 // fillWordsData is fillWords for Data laid end to end in data.
 func fillWordsData(data, kb, vb []byte, ks, vs int) bool {
-	if (ks != 4 && ks != 8) || (vs != 4 && vs != 8) {
+	if !wordSized(ks, vs) {
 		return false
 	}
-	ne := binary.NativeEndian
 	w := ks + vs
 	n := len(data) / w
 	kb, vb = kb[:ks*n], vb[:vs*n]
 	for i := range n {
-		d := data[i*w : (i+1)*w : (i+1)*w]
-		if ks == 4 {
-			ne.PutUint32(kb[4*i:], ne.Uint32(d))
-		} else {
-			ne.PutUint64(kb[8*i:], ne.Uint64(d))
-		}
-		if vs == 4 {
-			ne.PutUint32(vb[4*i:], ne.Uint32(d[ks:]))
-		} else {
-			ne.PutUint64(vb[8*i:], ne.Uint64(d[ks:]))
-		}
+		splitWords(kb, vb, data[i*w:(i+1)*w:(i+1)*w], i, ks, vs)
 	}
 	return true
 }
@@ -215,25 +204,34 @@ func fillWordsData(data, kb, vb []byte, ks, vs int) bool {
 // loads of successive entries' bytes, each a likely cache miss after the
 // kernel's last batch, overlap. It reports false for other shapes.
 func fillWords(chunk []node.Entry, kb, vb []byte, ks, vs int) bool {
-	if (ks != 4 && ks != 8) || (vs != 4 && vs != 8) {
+	if !wordSized(ks, vs) {
 		return false
 	}
-	ne := binary.NativeEndian
 	kb, vb = kb[:ks*len(chunk)], vb[:vs*len(chunk)]
 	for i, e := range chunk {
-		d := e.Data[: ks+vs : ks+vs]
-		if ks == 4 {
-			ne.PutUint32(kb[4*i:], ne.Uint32(d))
-		} else {
-			ne.PutUint64(kb[8*i:], ne.Uint64(d))
-		}
-		if vs == 4 {
-			ne.PutUint32(vb[4*i:], ne.Uint32(d[ks:]))
-		} else {
-			ne.PutUint64(vb[8*i:], ne.Uint64(d[ks:]))
-		}
+		splitWords(kb, vb, e.Data[:ks+vs:ks+vs], i, ks, vs)
 	}
 	return true
+}
+
+// wordSized reports whether keys and values of these sizes are words
+// (fillWords).
+func wordSized(ks, vs int) bool { return (ks == 4 || ks == 8) && (vs == 4 || vs == 8) }
+
+// splitWords puts the i-th entry's Data d (key, then value; each 4 or 8
+// bytes) into the key and value slabs, one word each.
+func splitWords(kb, vb, d []byte, i, ks, vs int) {
+	ne := binary.NativeEndian
+	if ks == 4 {
+		ne.PutUint32(kb[4*i:], ne.Uint32(d))
+	} else {
+		ne.PutUint64(kb[8*i:], ne.Uint64(d))
+	}
+	if vs == 4 {
+		ne.PutUint32(vb[4*i:], ne.Uint32(d[ks:]))
+	} else {
+		ne.PutUint64(vb[8*i:], ne.Uint64(d[ks:]))
+	}
 }
 
 // send writes the n entries in the slabs (fill), with batch syscalls
