@@ -87,32 +87,25 @@ func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
 			return
 		}
 		chunk := batch[start:min(start+batchSize, len(batch))]
-		var ready []int // the chunk's prepared entries, when some are not
+		unprepared := 0
 		for i := range chunk {
-			if t.prepared(chunk[i]) {
-				if ready != nil {
-					ready = append(ready, i)
-				}
-				continue
+			if !t.prepared(chunk[i]) {
+				chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
+				unprepared++
 			}
-			if ready == nil {
-				ready = make([]int, i, len(chunk))
-				for j := range i {
-					ready[j] = j
-				}
-			}
-			chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
 		}
-		if ready == nil {
+		if unprepared == 0 {
 			t.fill(chunk, del, sl)
 			t.send(len(chunk), del, sl, func(i int, err error) { chunk[i].Err = err })
-		} else {
-			some := make([]node.Entry, len(ready))
-			for j, i := range ready {
-				some[j] = chunk[i]
+		} else { // write the others
+			some, at := make([]node.Entry, 0, len(chunk)-unprepared), make([]int, 0, len(chunk)-unprepared)
+			for i := range chunk {
+				if t.prepared(chunk[i]) {
+					some, at = append(some, chunk[i]), append(at, i)
+				}
 			}
 			t.fill(some, del, sl)
-			t.send(len(some), del, sl, func(j int, err error) { chunk[ready[j]].Err = err })
+			t.send(len(some), del, sl, func(j int, err error) { chunk[at[j]].Err = err })
 		}
 		for i := range chunk {
 			full = full || isFull(chunk[i].Err)
