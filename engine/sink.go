@@ -380,6 +380,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 		if b.len() >= fullChunk {
 			w.plus(s.apply(ctx, &b))
 			b.reset()
+			b.tapping = s.tap.active()
 			stopped = ctx.Err() != nil
 		}
 	})

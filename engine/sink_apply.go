@@ -23,9 +23,11 @@ type batch struct {
 	dataStates          []*keyState
 	dataAhead           []bool
 	errs                []error // UpdateData's, index for index with dataStates
-	// tapping is set when the batch is made if a tap watches the sink:
-	// then no upsert is recorded ahead (a tap that starts later misses
-	// the batch's upserts, as one that starts just after the write).
+	// tapping is set when the batch is made (and, in a full pass, each
+	// time it is emptied) if a tap watches the sink: then no creation is
+	// recorded ahead, so that the tap sees each write. A tap that starts
+	// while a batch is being decided misses that batch's creations (at
+	// most fullChunk), as one that starts just after them would.
 	tapping bool
 }
 
