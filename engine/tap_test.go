@@ -16,10 +16,19 @@ import (
 )
 
 // TestTapShowsAppliedDeltas replays what a tap on the sink saw and compares
-// it with what the sink's target holds and how often it was written.
+// it with what the sink's target holds and how often it was written, for
+// a plain target and one written by its Data (whose creations the loop
+// otherwise records ahead of the write).
 func TestTapShowsAppliedDeltas(t *testing.T) {
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) { testTapShowsAppliedDeltas(t, encoded) })
+	}
+}
+
+func testTapShowsAppliedDeltas(t *testing.T, encoded bool) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	sink := nodetest.NewMemSink()
+	sink.Encoded = encoded
 	h := start(t, true, 0, sink)
 	defer h.shutdown()
 	sinkTap, err := h.rt.Tap("sink.mem.m", 1024)
