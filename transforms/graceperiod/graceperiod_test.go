@@ -227,7 +227,10 @@ func TestManyPendingOneTimer(t *testing.T) {
 		if got := gauge(t, r.reg); got != n {
 			t.Fatalf("pipeline_grace_pending_deletions = %v, want %d", got, n)
 		}
-		if after := runtime.NumGoroutine(); after != before {
+		// 100,000 pending deletions share one timer: no goroutine each. The
+		// count is the process's, and the runtime's finalizer and cleanup
+		// goroutines count while they run (heapInUse collects): allow a few.
+		if after := runtime.NumGoroutine(); after > before+4 {
 			t.Fatalf("goroutines went from %d to %d with pending deletions", before, after)
 		}
 		if perDelete > 512 { // loose: other garbage moves this; TestQueueMemory is exact
