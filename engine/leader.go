@@ -154,7 +154,7 @@ func (s *sinkLoop) standby() bool {
 	term, ok := s.gate.l.leading()
 	if !ok {
 		s.gate.term = 0
-		s.needFull = false
+		s.needFull, s.walked = false, false
 		for _, tk := range s.dirty {
 			if ks := s.keys.get(tk); ks != nil {
 				ks.dirty = false
@@ -172,7 +172,7 @@ func (s *sinkLoop) standby() bool {
 	}
 	if term != s.gate.term {
 		s.gate.term = term
-		s.needFull = true
+		s.needFull, s.walked = true, false
 		s.fullRetry = time.Time{}
 		s.log.Info("leading: reconciling the target", "generation", term)
 	}

@@ -333,6 +333,39 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	})
 }
 
+// TestFullPassRetriesWaitingKeys: a full reconcile (the resync, every
+// minute here) retries a key whose failed write waits for a later retry,
+// also when the pass looks only at the keys that may need work.
+func TestFullPassRetriesWaitingKeys(t *testing.T) {
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := nodetest.NewMemSink()
+				sink.Encoded = encoded
+				var failing atomic.Bool
+				failing.Store(true)
+				sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
+				h := start(t, true, 0, sink)
+				h.send(func(o node.Output) {
+					o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
+					o.MarkSynced()
+				})
+				// Retries at 0.1, 0.3, 0.7 ... 25.5 and 51.1 s fail; the next
+				// is due at 81.1 s.
+				time.Sleep(55 * time.Second)
+				synctest.Wait()
+				failing.Store(false)
+				time.Sleep(6 * time.Second) // the resync at 60 s
+				synctest.Wait()
+				if d := cmp.Diff([]string{"bad", "gut"}, sink.Keys()); d != "" {
+					t.Fatalf("the resync at 60 s did not retry the failing key (-want +got):\n%s", d)
+				}
+				h.shutdown()
+			})
+		})
+	}
+}
+
 func TestFailingSourceRestarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()

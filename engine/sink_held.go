@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"slices"
+	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -122,6 +123,9 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 	lose := func(ks *keyState) {
 		n++
 		s.dropEntry(ks)
+		if s.walked && ks.owners > 0 {
+			s.touch(ks, time.Time{}) // wanted and gone: for fullPass
+		}
 		s.forget(ks)
 	}
 	if s.heldIdx == nil {
