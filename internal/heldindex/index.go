@@ -221,11 +221,11 @@ func (x *Index) Mark(data []byte, gen uint32) bool {
 // MarkMany is Mark for the entries laid end to end in data, width bytes
 // each: it sets first[i] to what Mark would report for the i-th, for
 // each of the len(first) entries (all false when width is not the
-// index's). It looks them up in two sweeps: the first computes every
-// home slot and loads its first word, so that the cache misses of the
-// whole chunk's lookups overlap instead of following one another (after
-// a batch read of a BPF map the index's slots are out of the caches);
-// the second probes and marks.
+// index's). It looks them up in sweeps: one computes every home slot,
+// the next only loads each home slot's first word, so that the cache
+// misses of the whole chunk's lookups overlap instead of following one
+// another (after a batch read of a BPF map the index's slots are out of
+// the caches), and the last probes and marks.
 func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	clear(first)
 	n := len(first)
@@ -239,11 +239,12 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	// Entries of up to 8 bytes compare as words, the slot's bytes read
 	// as the entry's were (home).
 	homes, words := x.homes[:0], x.words[:0]
-	var touched uint32
 	for i := range n {
 		v := word(data[i*width : (i+1)*width])
-		h := x.homeOf(v)
-		homes, words = append(homes, h), append(words, v)
+		homes, words = append(homes, x.homeOf(v)), append(words, v)
+	}
+	var touched uint32
+	for _, h := range homes { // nothing but the loads: as many in flight as the core allows
 		touched ^= binary.LittleEndian.Uint32(x.slots[int(h)*x.size:])
 	}
 	x.touched, x.homes, x.words = touched, homes, words
