@@ -280,18 +280,26 @@ func TestFailedEntriesRetried(t *testing.T) {
 	}
 }
 
+// startFailingBad starts the chain over a sink (encoded: written by its
+// Data) whose writes of key "bad" fail while failing holds, and syncs
+// the input with "gut" and "bad" (of one length: one batch of Data).
+func startFailingBad(t *testing.T, encoded bool) (h *harness, sink *nodetest.MemSink, failing *atomic.Bool) {
+	sink = nodetest.NewMemSink()
+	sink.Encoded = encoded
+	failing = new(atomic.Bool)
+	failing.Store(true)
+	sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
+	h = start(t, true, 0, sink)
+	h.send(func(o node.Output) {
+		o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
+		o.MarkSynced()
+	})
+	return h, sink, failing
+}
+
 func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	synctest.Test(t, func(t *testing.T) {
-		sink := nodetest.NewMemSink()
-		sink.Encoded = encoded // "gut" and "bad" are of one length: one batch of Data
-		var failing atomic.Bool
-		failing.Store(true)
-		sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
-		h := start(t, true, 0, sink)
-		h.send(func(o node.Output) {
-			o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
-			o.MarkSynced()
-		})
+		h, sink, failing := startFailingBad(t, encoded)
 		synctest.Wait()
 		if d := cmp.Diff([]string{"gut"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
@@ -340,16 +348,7 @@ func TestFullPassRetriesWaitingKeys(t *testing.T) {
 	for _, encoded := range []bool{false, true} {
 		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				sink := nodetest.NewMemSink()
-				sink.Encoded = encoded
-				var failing atomic.Bool
-				failing.Store(true)
-				sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
-				h := start(t, true, 0, sink)
-				h.send(func(o node.Output) {
-					o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
-					o.MarkSynced()
-				})
+				h, sink, failing := startFailingBad(t, encoded)
 				// Retries at 0.1, 0.3, 0.7 ... 25.5 and 51.1 s fail; the next
 				// is due at 81.1 s.
 				time.Sleep(55 * time.Second)
