@@ -40,7 +40,7 @@ type MemSink struct {
 	// (node.DataWriter), as a BPF map does.
 	Encoded bool
 	// prepared finds an Encoded target's entries by their Data, for
-	// UpdateData.
+	// UpdateData; it keeps every entry ever prepared (a test's few).
 	prepared map[string]node.Entry
 }
 
