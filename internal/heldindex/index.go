@@ -22,8 +22,10 @@ type Index struct {
 	slots []byte // len(slots) = size * (mask+1); nil when empty
 	mask  uint64 // slot count - 1 (a power of two)
 	n     int
-	// homes and words are MarkMany's scratch; touched keeps the words
-	// its first sweep loads, so that the compiler does not drop the loads.
+	// homes and words are MarkMany's scratch (16 bytes per entry of the
+	// largest chunk asked about: 64 KB for a BPF map's 4,096); touched
+	// keeps what its load sweep reads, so that the compiler keeps the
+	// loads.
 	homes, words []uint64
 	touched      uint32
 }
