@@ -306,22 +306,28 @@ func (s *sinkLoop) deletable(ks *keyState) bool {
 }
 
 func (s *sinkLoop) incremental(ctx context.Context) {
+	b := batch{tapping: s.tap.active()}
+	s.takeDirty(func(ks *keyState) {
+		if !ks.waiting() { // else its retry looks at its latest state
+			s.decide(ks, &b)
+		}
+	})
+	s.applyBatch(ctx, &b)
+}
+
+// takeDirty empties the dirty list and visits each key on it that is
+// still listed (not dropped, nor looked at by a full pass since),
+// clearing its flag first.
+func (s *sinkLoop) takeDirty(visit func(*keyState)) {
 	dirty := s.dirty
 	s.dirty, s.spare = s.spare[:0], nil
-	b := batch{tapping: s.tap.active()}
 	for _, tk := range dirty {
-		ks := s.keys.get(tk)
-		if ks == nil || !ks.dirty {
-			continue
+		if ks := s.keys.get(tk); ks != nil && ks.dirty {
+			ks.dirty = false
+			visit(ks)
 		}
-		ks.dirty = false
-		if ks.waiting() {
-			continue // waiting for its retry, which looks at its latest state
-		}
-		s.decide(ks, &b)
 	}
 	s.spare = dirty[:0]
-	s.applyBatch(ctx, &b)
 }
 
 // decide adds what key ks needs (reconcile.Decide) to b; a key that
@@ -398,14 +404,7 @@ func (s *sinkLoop) fullPass(ctx context.Context) written {
 		for _, ks := range slices.Clone([]*keyState(s.retries)) {
 			s.touch(ks, time.Time{})
 		}
-		dirty := s.dirty
-		s.dirty, s.spare = s.spare[:0], nil
-		for _, tk := range dirty {
-			if ks := s.keys.get(tk); ks != nil && ks.dirty {
-				s.passVisit(ctx, ks, &p)
-			}
-		}
-		s.spare = dirty[:0]
+		s.takeDirty(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
 	} else {
 		s.keys.all(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
 		s.walked = !p.stopped

@@ -29,7 +29,7 @@ func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry) {
 		return
 	}
 	if ks.applied && !ks.indexed {
-		ks.have = e // listed in pending already
+		ks.have = e // unindexed already (and listed in pending, when there is an index)
 		return
 	}
 	s.dropEntry(ks)
