@@ -180,15 +180,6 @@ type ActualScanner interface {
 // length calls Known once per width.
 type Known func(data []byte, width int, known []bool)
 
-// KnownEach is a Known that asks f about one entry at a time.
-func KnownEach(f func(data []byte) bool) Known {
-	return func(data []byte, width int, known []bool) {
-		for i := range known {
-			known[i] = f(data[i*width : (i+1)*width])
-		}
-	}
-}
-
 // DataWriter is implemented by a target whose writes need nothing of an
 // entry but its Data, as an ActualScanner's (whose Data identifies the
 // key): the sink loop hands it a round's upserts as their Data laid end
