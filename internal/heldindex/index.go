@@ -22,12 +22,11 @@ type Index struct {
 	slots []byte // len(slots) = size * (mask+1); nil when empty
 	mask  uint64 // slot count - 1 (a power of two)
 	n     int
-	// homes and words are MarkMany's scratch (16 bytes per entry of the
-	// largest chunk asked about: 64 KB for a BPF map's 4,096); touched
-	// keeps what its load sweep reads, so that the compiler keeps the
-	// loads.
-	homes, words []uint64
-	touched      uint32
+	// homes is MarkMany's scratch (8 bytes per entry of the largest
+	// chunk asked about: 32 KB for a BPF map's 4,096); touched keeps what
+	// its load sweep reads, so that the compiler keeps the loads.
+	homes   []uint64
+	touched uint32
 }
 
 const (
@@ -234,49 +233,12 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	if width != x.width || x.slots == nil || len(data) < n*width {
 		return
 	}
-	if width > 8 {
-		x.markManyBytes(data, width, gen, first)
-		return
-	}
-	// Entries of up to 8 bytes compare as words, the slot's bytes read
-	// as the entry's were (home).
-	homes, words := x.homes[:0], x.words[:0]
+	homes := x.homes[:0]
 	for i := range n {
-		v := word(data[i*width : (i+1)*width])
-		homes, words = append(homes, x.homeOf(v)), append(words, v)
+		homes = append(homes, x.home(data[i*width:(i+1)*width]))
 	}
 	var touched uint32
 	for _, h := range homes { // nothing but the loads: as many in flight as the core allows
-		touched ^= binary.LittleEndian.Uint32(x.slots[int(h)*x.size:])
-	}
-	x.touched, x.homes, x.words = touched, homes, words
-	size, w := uint64(x.size), uint64(width)
-	for i, h := range homes {
-		for j := h; ; j = (j + 1) & x.mask {
-			o := j * size
-			s := x.slots[o : o+size : o+size]
-			if binary.LittleEndian.Uint32(s) == 0 {
-				break // not held
-			}
-			if word(s[head:head+w]) != words[i] {
-				continue
-			}
-			if m := s[4:head]; binary.LittleEndian.Uint32(m) != gen {
-				binary.LittleEndian.PutUint32(m, gen)
-				first[i] = true
-			}
-			break
-		}
-	}
-}
-
-// markManyBytes is MarkMany for entries longer than 8 bytes.
-func (x *Index) markManyBytes(data []byte, width int, gen uint32, first []bool) {
-	homes := x.homes[:0]
-	var touched uint32
-	for i := range len(first) {
-		h := x.home(data[i*width : (i+1)*width])
-		homes = append(homes, h)
 		touched ^= binary.LittleEndian.Uint32(x.slots[int(h)*x.size:])
 	}
 	x.touched, x.homes = touched, homes
@@ -285,8 +247,7 @@ func (x *Index) markManyBytes(data []byte, width int, gen uint32, first []bool) 
 		if !found {
 			continue
 		}
-		m := x.slot(j)[4:head]
-		if binary.LittleEndian.Uint32(m) != gen {
+		if m := x.slot(j)[4:head]; binary.LittleEndian.Uint32(m) != gen {
 			binary.LittleEndian.PutUint32(m, gen)
 			first[i] = true
 		}
@@ -357,14 +318,29 @@ func (x *Index) find(data []byte) (uint64, bool) {
 	return x.probe(x.home(data), data)
 }
 
-// probe is find for data whose home slot is h.
+// probe is find for data whose home slot is h. Entries of up to 8
+// bytes compare as words.
 func (x *Index) probe(h uint64, data []byte) (uint64, bool) {
+	if x.width > 8 {
+		for i := h; ; i = (i + 1) & x.mask {
+			s := x.slot(i)
+			if binary.LittleEndian.Uint32(s) == 0 {
+				return i, false
+			}
+			if bytes.Equal(s[head:head+x.width], data) {
+				return i, true
+			}
+		}
+	}
+	v, w := word(data), uint64(x.width)
+	size := uint64(x.size)
 	for i := h; ; i = (i + 1) & x.mask {
-		s := x.slot(i)
+		o := i * size
+		s := x.slots[o : o+size : o+size]
 		if binary.LittleEndian.Uint32(s) == 0 {
 			return i, false
 		}
-		if bytes.Equal(s[head:head+x.width], data) {
+		if word(s[head:head+w]) == v {
 			return i, true
 		}
 	}
