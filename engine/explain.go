@@ -178,7 +178,7 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 		e.Want = ks.want.Value
 	}
 	if e.Held {
-		e.Have = ks.have.Value
+		e.Have = s.keys.heldOf(ks).Value
 	}
 	if f := ks.fail; f != nil {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
@@ -186,7 +186,7 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	switch {
 	case ks.attempts() > 0:
 		e.Status = "failing"
-	case e.Wanted && e.Held && ks.held().Same(ks.wanted()):
+	case e.Wanted && e.Held && s.keys.held(ks).Same(ks.wanted()):
 		e.Status = "applied"
 	case e.Wanted:
 		e.Status = "pending"

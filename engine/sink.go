@@ -107,6 +107,7 @@ func newSinkMetrics(m *Metrics, addr string) sinkMetrics {
 func (s *sinkLoop) disown() {
 	s.keys.all(func(ks *keyState) {
 		if ks.owners > 0 {
+			s.keys.keepHeld(ks)
 			ks.owners, ks.self, ks.want = 0, false, keptEntry{}
 			s.touch(ks, time.Time{})
 		}
@@ -242,6 +243,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	old, had := s.targetOf(r.Key)
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
+		s.keys.keepHeld(ks)
 		ks.want = keep(&e)
 		s.touch(ks, t)
 		return
@@ -250,6 +252,7 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 		s.release(r.Key, old, t)
 	}
 	ks := s.state(e.Key)
+	s.keys.keepHeld(ks)
 	ks.owners++
 	ks.want = keep(&e)
 	if e.Key == r.Key {
@@ -275,6 +278,7 @@ func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
 		delete(s.alias, k)
 	}
 	if ks.owners--; ks.owners <= 0 {
+		s.keys.keepHeld(ks)
 		ks.owners, ks.want = 0, keptEntry{}
 	}
 	s.touch(ks, t)
@@ -286,8 +290,8 @@ func (s *sinkLoop) touch(ks *keyState, t time.Time) {
 		ks.dirty = true
 		s.dirty = append(s.dirty, ks.key)
 	}
-	if !t.IsZero() && (ks.changed.IsZero() || t.Before(ks.changed)) {
-		ks.changed = t
+	if c := stamp(t); c != 0 && (ks.changed == 0 || c < ks.changed) {
+		ks.changed = c
 	}
 }
 
@@ -335,11 +339,11 @@ func (s *sinkLoop) takeDirty(visit func(*keyState)) {
 // it holds nothing worth keeping, its state.
 func (s *sinkLoop) decide(ks *keyState, b *batch) {
 	wanted, held := ks.owners > 0, ks.applied
-	switch a, _ := reconcile.Decide(wanted, held, wanted && held && ks.have.same(ks.want), !wanted && held && s.deletable(ks)); a {
+	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (!ks.ownHeld || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
-		b.dels, b.delStates = append(b.dels, ks.held()), append(b.delStates, ks)
+		b.dels, b.delStates = append(b.dels, s.keys.held(ks)), append(b.delStates, ks)
 	default:
 		// Nothing to do: a failure of an earlier write is moot too. A
 		// settled key's state is only read (a full pass over 100,000 of
@@ -348,8 +352,8 @@ func (s *sinkLoop) decide(ks *keyState, b *batch) {
 			s.retries.remove(ks)
 			ks.fail = nil
 		}
-		if !ks.changed.IsZero() {
-			ks.changed = time.Time{}
+		if ks.changed != 0 {
+			ks.changed = 0
 		}
 		s.forget(ks)
 	}
@@ -462,14 +466,14 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 	drift := 0
 	hold := func(e node.Entry) {
 		ks := s.state(e.Key)
-		if ks.seen == gen || (ks.indexed && s.heldIdx.Marked(ks.have.Data, gen)) {
+		if ks.seen == gen || (ks.indexed && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
 			return // a target listing a key twice: keep the first
 		}
-		changed := !ks.applied || !ks.held().Same(e)
+		changed := !ks.applied || !s.keys.held(ks).Same(e)
 		if changed && ks.applied {
 			drift++
 		}
-		s.holdEntry(ks, keep(&e))
+		s.holdEntry(ks, keep(&e), false)
 		ks.seen = gen
 		if changed && s.walked {
 			s.touch(ks, time.Time{}) // for fullPass

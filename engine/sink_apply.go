@@ -66,11 +66,11 @@ func (s *sinkLoop) upsert(ks *keyState, b *batch, create bool) {
 // it recorded each write after it, 3 ms when ahead. apply takes the
 // record back for an entry whose write fails (undoAhead).
 func (s *sinkLoop) holdAhead(ks *keyState, b *batch) bool {
-	if ks.fail != nil || !ks.changed.IsZero() || b.tapping {
+	if ks.fail != nil || ks.changed != 0 || b.tapping {
 		return false
 	}
 	ks.wroteBefore = ks.written
-	s.holdEntry(ks, ks.want)
+	s.holdEntry(ks, ks.want, true)
 	ks.written = true
 	return true
 }
@@ -175,14 +175,14 @@ func (s *sinkLoop) outcome(ks *keyState, e *node.Entry, del bool) bool {
 		s.dropEntry(ks)
 		ks.written = false
 	} else {
-		s.holdEntry(ks, keep(e))
+		s.holdEntry(ks, keep(e), true) // e is ks.want: no event came in since decide
 		ks.written = true
 	}
 	s.retries.remove(ks)
 	ks.fail = nil
-	if !ks.changed.IsZero() {
-		s.met.latency.Observe(time.Since(ks.changed).Seconds())
-		ks.changed = time.Time{}
+	if ks.changed != 0 {
+		s.met.latency.Observe(since(ks.changed).Seconds())
+		ks.changed = 0
 	}
 	s.forget(ks)
 	return true

@@ -22,19 +22,23 @@ import (
 // next read; putting them one by one cost the pass 10-15 ms of random
 // probes.
 
-// holdEntry records that the target holds e at ks's key.
-func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry) {
-	if ks.indexed && bytes.Equal(ks.have.Data, e.Data) {
-		ks.have = e // the same bytes: the index entry stands, mark and all
+// holdEntry records that the target holds e at ks's key; wanted says e
+// is ks.want. An entry read from the target with the bytes of ks.want
+// counts as it, so that the state keeps no copy of it.
+func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry, wanted bool) {
+	wanted = wanted || (ks.owners > 0 && e.Data != nil && bytes.Equal(e.Data, ks.want.Data))
+	if ks.indexed && bytes.Equal(s.keys.heldOf(ks).Data, e.Data) {
+		s.keys.setHeld(ks, e, wanted) // the same bytes: the index entry stands, mark and all
 		return
 	}
 	if ks.applied && !ks.indexed {
-		ks.have = e // unindexed already (and listed in pending, when there is an index)
+		s.keys.setHeld(ks, e, wanted) // unindexed already (and listed in pending, when there is an index)
 		return
 	}
 	s.dropEntry(ks)
 	s.held++
-	ks.have, ks.applied = e, true
+	ks.applied = true
+	s.keys.setHeld(ks, e, wanted)
 	if s.heldIdx != nil && !s.deferIndex && e.Data != nil && s.heldIdx.Put(e.Data, ks.ref) {
 		ks.indexed = true
 		return
@@ -55,11 +59,12 @@ func (s *sinkLoop) dropEntry(ks *keyState) {
 	}
 	s.held--
 	if ks.indexed {
-		s.heldIdx.Delete(ks.have.Data)
+		s.heldIdx.Delete(s.keys.heldOf(ks).Data)
 	} else {
 		s.unindexed-- // its pending reference is dropped when next looked at
 	}
-	ks.have, ks.applied, ks.indexed = keptEntry{}, false, false
+	s.keys.clearHeld(ks)
+	ks.applied, ks.indexed = false, false
 }
 
 // unindexedAt returns the state pending reference ref names if it is
@@ -94,11 +99,11 @@ func (s *sinkLoop) reindex() {
 		ks := s.unindexedAt(ref)
 		switch {
 		case ks == nil:
-		case ks.have.Data == nil:
+		case s.keys.heldOf(ks).Data == nil:
 			keep = append(keep, ref)
 		default:
 			ks.indexed = true // taken: a slot listed twice is taken once
-			data, refs = append(data, ks.have.Data), append(refs, ref)
+			data, refs = append(data, s.keys.heldOf(ks).Data), append(refs, ref)
 		}
 	}
 	ok := make([]bool, len(refs))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -65,16 +66,40 @@ func TestFullReadKnowsHeldEntries(t *testing.T) {
 }
 
 // TestHeldBookkeeping holds and drops entries at random, some of a length
-// the index cannot take, some during a full pass, with reads (reindex)
-// between, and checks the invariants of sink_held.go after each step:
-// every held key is either indexed under its bytes or listed in pending,
-// the counts agree, and pending stays bounded without reads (holding a
-// key compacts it).
+// the index cannot take, some during a full pass, some what the key
+// wants, while the wanted entries change, with reads (reindex) between,
+// and checks the invariants of sink_held.go and sinkstate.go after each
+// step: every held key is either indexed under its bytes or listed in
+// pending, the counts agree, pending stays bounded without reads
+// (holding a key compacts it), each key's held entry is the one last
+// held, and a slab keeps held entries only for its keys that hold
+// something other than what they want.
 func TestHeldBookkeeping(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := &sinkLoop{keys: newKeyStore(), heldIdx: heldindex.New()}
+	oracle := map[node.Key][]byte{} // the Data each key holds
 	check := func(step int) {
 		t.Helper()
+		for k, d := range oracle {
+			ks := s.keys.get(k)
+			if ks == nil || !ks.applied || !bytes.Equal(s.keys.heldOf(ks).Data, d) || (d == nil) != (s.keys.heldOf(ks).Data == nil) {
+				t.Fatalf("step %d: %s holds %q, want %q", step, k, s.keys.heldOf(ks).Data, d)
+			}
+		}
+		for _, sl := range s.keys.slabs {
+			own := 0
+			for j := range sl.states {
+				if ks := &sl.states[j]; ks.ownHeld {
+					own++
+					if !ks.applied {
+						t.Fatalf("step %d: %s keeps a held entry in its slab, holding nothing", step, ks.key)
+					}
+				}
+			}
+			if own != sl.own || (own == 0) != (sl.held == nil) {
+				t.Fatalf("step %d: a slab counts %d own held entries (array kept: %v), its states %d", step, sl.own, sl.held != nil, own)
+			}
+		}
 		held, unindexed, indexed := 0, 0, 0
 		listed := map[uint32]bool{}
 		for _, ref := range s.pending {
@@ -87,7 +112,7 @@ func TestHeldBookkeeping(t *testing.T) {
 			held++
 			if ks.indexed {
 				indexed++
-				if r, ok := s.heldIdx.Ref(ks.have.Data); !ok || r != ks.ref {
+				if r, ok := s.heldIdx.Ref(s.keys.heldOf(ks).Data); !ok || r != ks.ref {
 					t.Fatalf("step %d: %s indexed, but the index has %d, %v", step, ks.key, r, ok)
 				}
 				return
@@ -120,11 +145,27 @@ func TestHeldBookkeeping(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				data = nil
 			}
-			s.holdEntry(s.state(k), keptEntry{Data: data})
+			ks := s.state(k)
+			if ks.owners > 0 && rng.IntN(3) == 0 { // a write of what it wants
+				data = ks.want.Data
+				s.holdEntry(ks, ks.want, true)
+			} else {
+				s.holdEntry(ks, keptEntry{Data: data}, false)
+			}
+			oracle[k] = data
 			bounded(step)
+		case r < 70: // the key's wanted entry changes or goes
+			ks := s.state(k)
+			s.keys.keepHeld(ks)
+			ks.owners, ks.want = 0, keptEntry{}
+			if rng.IntN(3) > 0 {
+				ks.owners, ks.want = 1, keptEntry{Data: []byte(fmt.Sprintf("%-8d", rng.IntN(4)))}
+			}
+			s.forget(ks)
 		case r < 90:
 			if ks := s.keys.get(k); ks != nil {
 				s.dropEntry(ks)
+				delete(oracle, k)
 				s.forget(ks)
 			}
 		case r < 95:

@@ -12,11 +12,13 @@ import (
 
 // keyState is everything a sink loop knows about one target key: what the
 // input wants there, what the target holds as far as the loop knows, and
-// the key's write status. One struct per key, kept in a keyStore.
+// the key's write status. One struct per key, kept in a keyStore, which
+// also keeps the held entry of a key that holds something other than
+// what it wants (keyStore.held): most keys hold what they want, and keep
+// no second copy of it.
 type keyState struct {
 	key  node.Key
 	want keptEntry // valid while owners > 0
-	have keptEntry // valid while applied
 	// owners counts the input keys whose prepared entry has this key (two
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
 	owners int32
@@ -33,9 +35,12 @@ type keyState struct {
 	// wroteBefore is written before holdAhead set it, for undoAhead.
 	wroteBefore bool
 	dirty       bool // listed in sinkLoop.dirty, waiting to be looked at
+	// ownHeld says the entry the target holds (while applied) is kept in
+	// the key's slab (keyStore.held); otherwise it is want.
+	ownHeld bool
 	// changed is when the oldest change not yet applied entered the
-	// pipeline, for the change-latency histogram; zero when unknown.
-	changed time.Time
+	// pipeline (stamp), for the change-latency histogram; 0 when unknown.
+	changed int64
 	// fail is the write status of a key whose last write failed; nil for
 	// the (many) keys whose writes succeed.
 	fail *keyFailure
@@ -43,7 +48,7 @@ type keyState struct {
 
 // keptEntry is what a key state keeps of an entry: its value and bytes,
 // not its key (the state's) nor its error (a write's outcome, recorded in
-// the state): 56 bytes where a node.Entry takes 88, twice per key.
+// the state): 56 bytes where a node.Entry takes 88.
 type keptEntry struct {
 	Value cty.Value
 	Data  []byte
@@ -53,7 +58,7 @@ func keep(e *node.Entry) keptEntry { return keptEntry{Value: e.Value, Data: e.Da
 
 // same is node.Entry.Same of the two entries, without building them when
 // they carry their bytes (Data) as every entry of an encoding target does.
-func (k *keptEntry) same(o keptEntry) bool {
+func (k keptEntry) same(o keptEntry) bool {
 	if k.Data != nil || o.Data != nil {
 		return bytes.Equal(k.Data, o.Data)
 	}
@@ -65,11 +70,20 @@ func (ks *keyState) wanted() node.Entry {
 	return node.Entry{Key: ks.key, Value: ks.want.Value, Data: ks.want.Data}
 }
 
-// held returns the entry the target holds at ks's key, as far as the loop
-// knows.
-func (ks *keyState) held() node.Entry {
-	return node.Entry{Key: ks.key, Value: ks.have.Value, Data: ks.have.Data}
+// epoch is the origin of keyState.changed: a reading of the monotonic
+// clock, so that a stamp takes 8 bytes where a time.Time takes 24.
+var epoch = time.Now()
+
+// stamp is t as a keyState.changed: 0 for the zero time.
+func stamp(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(1, int64(t.Sub(epoch)))
 }
+
+// since is the time elapsed since stamp c.
+func since(c int64) time.Duration { return time.Since(epoch) - time.Duration(c) }
 
 // keyFailure is the status of a key whose last write failed: attempts
 // since the last success, the last error and when it happened, and the
@@ -108,9 +122,19 @@ func (ks *keyState) idle() bool {
 // once, and go when the store empties.
 type keyStore struct {
 	index map[node.Key]*keyState
-	slabs [][]keyState
+	slabs []*stateSlab
 	used  int // slots handed out in the last slab
 	free  []*keyState
+}
+
+// stateSlab is keySlab key states and, for those that hold an entry
+// other than what they want (drift read, a change not written yet, a
+// key to delete), that entry in held, slot for slot: allocated when the
+// first is needed, freed when the last goes (own counts them).
+type stateSlab struct {
+	states [keySlab]keyState
+	held   []keptEntry
+	own    int
 }
 
 const keySlab = 512
@@ -130,10 +154,10 @@ func (st *keyStore) add(k node.Key) *keyState {
 		ks, st.free = st.free[n-1], st.free[:n-1]
 	} else {
 		if len(st.slabs) == 0 || st.used == keySlab {
-			st.slabs = append(st.slabs, make([]keyState, keySlab))
+			st.slabs = append(st.slabs, new(stateSlab))
 			st.used = 0
 		}
-		ks = &st.slabs[len(st.slabs)-1][st.used]
+		ks = &st.slabs[len(st.slabs)-1].states[st.used]
 		ks.ref = uint32((len(st.slabs)-1)*keySlab + st.used)
 		st.used++
 	}
@@ -148,12 +172,73 @@ func (st *keyStore) at(ref uint32) *keyState {
 	if int(ref/keySlab) >= len(st.slabs) {
 		return nil
 	}
-	return &st.slabs[ref/keySlab][ref%keySlab]
+	return &st.slabs[ref/keySlab].states[ref%keySlab]
+}
+
+// heldOf is the entry the target holds at ks's key, as far as the loop
+// knows (zero unless ks.applied).
+func (st *keyStore) heldOf(ks *keyState) keptEntry {
+	switch {
+	case !ks.applied:
+		return keptEntry{}
+	case ks.ownHeld:
+		return st.slabs[ks.ref/keySlab].held[ks.ref%keySlab]
+	}
+	return ks.want
+}
+
+// held returns the entry the target holds at ks's key, as far as the loop
+// knows.
+func (st *keyStore) held(ks *keyState) node.Entry {
+	h := st.heldOf(ks)
+	return node.Entry{Key: ks.key, Value: h.Value, Data: h.Data}
+}
+
+// setHeld records e as the entry held at ks's key: as want (no copy) when
+// wanted says e is ks.want, else in the slab. ks.applied is the caller's.
+func (st *keyStore) setHeld(ks *keyState, e keptEntry, wanted bool) {
+	if wanted {
+		st.clearHeld(ks)
+		return
+	}
+	sl := st.slabs[ks.ref/keySlab]
+	if sl.held == nil {
+		sl.held = make([]keptEntry, keySlab)
+	}
+	if !ks.ownHeld {
+		ks.ownHeld = true
+		sl.own++
+	}
+	sl.held[ks.ref%keySlab] = e
+}
+
+// keepHeld copies the entry held at ks's key into the slab if it is
+// ks.want, which is about to change.
+func (st *keyStore) keepHeld(ks *keyState) {
+	if ks.applied && !ks.ownHeld {
+		st.setHeld(ks, ks.want, false)
+	}
+}
+
+// clearHeld forgets the held entry kept in ks's slab, if any, freeing
+// the slab's array with its last entry.
+func (st *keyStore) clearHeld(ks *keyState) {
+	if !ks.ownHeld {
+		return
+	}
+	ks.ownHeld = false
+	sl := st.slabs[ks.ref/keySlab]
+	if sl.own--; sl.own == 0 {
+		sl.held = nil
+		return
+	}
+	sl.held[ks.ref%keySlab] = keptEntry{}
 }
 
 // remove drops ks, which must be held and out of the retry heap.
 func (st *keyStore) remove(ks *keyState) {
 	delete(st.index, ks.key)
+	st.clearHeld(ks)
 	*ks = keyState{ref: ks.ref} // a slot keeps its number for its next key
 	if len(st.index) == 0 {
 		st.slabs, st.used, st.free = nil, 0, nil
@@ -167,7 +252,7 @@ func (st *keyStore) remove(ks *keyState) {
 // may or may not visit).
 func (st *keyStore) all(visit func(*keyState)) {
 	for i := 0; i < len(st.slabs); i++ {
-		slab := st.slabs[i]
+		slab := &st.slabs[i].states
 		for j := range slab {
 			if slab[j].live {
 				visit(&slab[j])

@@ -104,7 +104,7 @@ func TestKeyStore(t *testing.T) {
 	}
 	slots := 0
 	for _, s := range st.slabs {
-		slots += len(s)
+		slots += len(s.states)
 	}
 	if slots > len(want)+4*keySlab+keySlab {
 		t.Fatalf("%d slots for %d keys: freed slots are not reused", slots, len(want))
