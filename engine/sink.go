@@ -105,13 +105,13 @@ func newSinkMetrics(m *Metrics, addr string) sinkMetrics {
 // disown forgets every input key (a Reset follows): each key wanted so
 // far is looked at again, and deleted if the new state does not want it.
 func (s *sinkLoop) disown() {
-	s.keys.all(func(ks *keyState) {
+	for ks := range s.keys.states {
 		if ks.owners > 0 {
 			s.keys.keepHeld(ks)
 			ks.owners, ks.self, ks.want = 0, false, keptEntry{}
 			s.touch(ks, time.Time{})
 		}
-	})
+	}
 	clear(s.alias)
 }
 
@@ -339,7 +339,7 @@ func (s *sinkLoop) takeDirty(visit func(*keyState)) {
 // it holds nothing worth keeping, its state.
 func (s *sinkLoop) decide(ks *keyState, b *batch) {
 	wanted, held := ks.owners > 0, ks.applied
-	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (!ks.ownHeld || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
+	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (ks.ownHeld == 0 || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
@@ -410,7 +410,9 @@ func (s *sinkLoop) fullPass(ctx context.Context) written {
 		}
 		s.takeDirty(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
 	} else {
-		s.keys.all(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
+		for ks := range s.keys.states {
+			s.passVisit(ctx, ks, &p)
+		}
 		s.walked = !p.stopped
 	}
 	p.w.plus(s.apply(ctx, &p.b))
@@ -433,7 +435,9 @@ func (s *sinkLoop) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	if ks.dirty {
 		ks.dirty = false // only then: a pass that writes no state dirties no cache line
 	}
-	s.decide(ks, &p.b)
+	if !s.createAhead(ks, &p.b) {
+		s.decide(ks, &p.b)
+	}
 	if p.b.len() >= fullChunk {
 		p.w.plus(s.apply(ctx, &p.b))
 		p.b.reset()

@@ -36,10 +36,16 @@ func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry, wanted bool) {
 		return
 	}
 	s.dropEntry(ks)
+	s.keys.setHeld(ks, e, wanted)
+	s.holdNew(ks, e.Data)
+}
+
+// holdNew counts ks's key, which held nothing, as held with bytes data
+// (its held entry recorded already): in heldIdx, or listed in pending.
+func (s *sinkLoop) holdNew(ks *keyState, data []byte) {
 	s.held++
 	ks.applied = true
-	s.keys.setHeld(ks, e, wanted)
-	if s.heldIdx != nil && !s.deferIndex && e.Data != nil && s.heldIdx.Put(e.Data, ks.ref) {
+	if s.heldIdx != nil && !s.deferIndex && data != nil && s.heldIdx.Put(data, ks.ref) {
 		ks.indexed = true
 		return
 	}
@@ -134,11 +140,11 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 		s.forget(ks)
 	}
 	if s.heldIdx == nil {
-		s.keys.all(func(ks *keyState) {
+		for ks := range s.keys.states {
 			if ks.applied && ks.seen != gen {
 				lose(ks)
 			}
-		})
+		}
 		return n
 	}
 	for _, ref := range s.heldIdx.AppendUnmarked(nil, gen) {

@@ -72,8 +72,8 @@ func TestFullReadKnowsHeldEntries(t *testing.T) {
 // step: every held key is either indexed under its bytes or listed in
 // pending, the counts agree, pending stays bounded without reads
 // (holding a key compacts it), each key's held entry is the one last
-// held, and a slab keeps held entries only for its keys that hold
-// something other than what they want.
+// held, and the store keeps held entries only for the keys that hold
+// something other than what they want, reusing freed slots.
 func TestHeldBookkeeping(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := &sinkLoop{keys: newKeyStore(), heldIdx: heldindex.New()}
@@ -86,28 +86,26 @@ func TestHeldBookkeeping(t *testing.T) {
 				t.Fatalf("step %d: %s holds %q, want %q", step, k, s.keys.heldOf(ks).Data, d)
 			}
 		}
-		for _, sl := range s.keys.slabs {
-			own := 0
-			for j := range sl.states {
-				if ks := &sl.states[j]; ks.ownHeld {
-					own++
-					if !ks.applied {
-						t.Fatalf("step %d: %s keeps a held entry in its slab, holding nothing", step, ks.key)
-					}
+		own := 0
+		for ks := range s.keys.states {
+			if ks.ownHeld != 0 {
+				own++
+				if !ks.applied {
+					t.Fatalf("step %d: %s keeps a held entry of its own, holding nothing", step, ks.key)
 				}
 			}
-			if own != sl.own || (own == 0) != (sl.held == nil) {
-				t.Fatalf("step %d: a slab counts %d own held entries (array kept: %v), its states %d", step, sl.own, sl.held != nil, own)
-			}
+		}
+		if st := &s.keys; own != st.ownN || len(st.own) != st.ownN+len(st.ownFree) || (own == 0) != (st.own == nil) {
+			t.Fatalf("step %d: %d keys keep a held entry of their own; the store counts %d in %d slots, %d free", step, own, st.ownN, len(st.own), len(st.ownFree))
 		}
 		held, unindexed, indexed := 0, 0, 0
 		listed := map[uint32]bool{}
 		for _, ref := range s.pending {
 			listed[ref] = true
 		}
-		s.keys.all(func(ks *keyState) {
+		for ks := range s.keys.states {
 			if !ks.applied {
-				return
+				continue
 			}
 			held++
 			if ks.indexed {
@@ -115,13 +113,13 @@ func TestHeldBookkeeping(t *testing.T) {
 				if r, ok := s.heldIdx.Ref(s.keys.heldOf(ks).Data); !ok || r != ks.ref {
 					t.Fatalf("step %d: %s indexed, but the index has %d, %v", step, ks.key, r, ok)
 				}
-				return
+				continue
 			}
 			unindexed++
 			if !listed[ks.ref] {
 				t.Fatalf("step %d: %s held, not indexed, not pending", step, ks.key)
 			}
-		})
+		}
 		if held != s.held || unindexed != s.unindexed || indexed != s.heldIdx.Len() {
 			t.Fatalf("step %d: held %d/%d, unindexed %d/%d, indexed %d/%d", step, held, s.held, unindexed, s.unindexed, indexed, s.heldIdx.Len())
 		}

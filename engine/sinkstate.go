@@ -14,7 +14,7 @@ import (
 // input wants there, what the target holds as far as the loop knows, and
 // the key's write status. One struct per key, kept in a keyStore, which
 // also keeps the held entry of a key that holds something other than
-// what it wants (keyStore.held): most keys hold what they want, and keep
+// what it wants (keyStore.own): most keys hold what they want, and keep
 // no second copy of it.
 type keyState struct {
 	key  node.Key
@@ -35,9 +35,9 @@ type keyState struct {
 	// wroteBefore is written before holdAhead set it, for undoAhead.
 	wroteBefore bool
 	dirty       bool // listed in sinkLoop.dirty, waiting to be looked at
-	// ownHeld says the entry the target holds (while applied) is kept in
-	// the key's slab (keyStore.held); otherwise it is want.
-	ownHeld bool
+	// ownHeld, when not 0, says where in keyStore.own the entry the
+	// target holds (while applied) is kept, plus one; otherwise it is want.
+	ownHeld uint32
 	// changed is when the oldest change not yet applied entered the
 	// pipeline (stamp), for the change-latency histogram; 0 when unknown.
 	changed int64
@@ -122,19 +122,16 @@ func (ks *keyState) idle() bool {
 // once, and go when the store empties.
 type keyStore struct {
 	index map[node.Key]*keyState
-	slabs []*stateSlab
+	slabs []*[keySlab]keyState
 	used  int // slots handed out in the last slab
 	free  []*keyState
-}
-
-// stateSlab is keySlab key states and, for those that hold an entry
-// other than what they want (drift read, a change not written yet, a
-// key to delete), that entry in held, slot for slot: allocated when the
-// first is needed, freed when the last goes (own counts them).
-type stateSlab struct {
-	states [keySlab]keyState
-	held   []keptEntry
-	own    int
+	// own keeps the held entries of the keys that hold something other
+	// than what they want (a drift the read found, a change not written
+	// yet, a key to delete), ownFree its unused slots; it goes when the
+	// last such key does (ownN counts them).
+	own     []keptEntry
+	ownFree []uint32
+	ownN    int
 }
 
 const keySlab = 512
@@ -154,10 +151,10 @@ func (st *keyStore) add(k node.Key) *keyState {
 		ks, st.free = st.free[n-1], st.free[:n-1]
 	} else {
 		if len(st.slabs) == 0 || st.used == keySlab {
-			st.slabs = append(st.slabs, new(stateSlab))
+			st.slabs = append(st.slabs, new([keySlab]keyState))
 			st.used = 0
 		}
-		ks = &st.slabs[len(st.slabs)-1].states[st.used]
+		ks = &st.slabs[len(st.slabs)-1][st.used]
 		ks.ref = uint32((len(st.slabs)-1)*keySlab + st.used)
 		st.used++
 	}
@@ -172,7 +169,7 @@ func (st *keyStore) at(ref uint32) *keyState {
 	if int(ref/keySlab) >= len(st.slabs) {
 		return nil
 	}
-	return &st.slabs[ref/keySlab].states[ref%keySlab]
+	return &st.slabs[ref/keySlab][ref%keySlab]
 }
 
 // heldOf is the entry the target holds at ks's key, as far as the loop
@@ -181,8 +178,8 @@ func (st *keyStore) heldOf(ks *keyState) keptEntry {
 	switch {
 	case !ks.applied:
 		return keptEntry{}
-	case ks.ownHeld:
-		return st.slabs[ks.ref/keySlab].held[ks.ref%keySlab]
+	case ks.ownHeld != 0:
+		return st.own[ks.ownHeld-1]
 	}
 	return ks.want
 }
@@ -195,44 +192,45 @@ func (st *keyStore) held(ks *keyState) node.Entry {
 }
 
 // setHeld records e as the entry held at ks's key: as want (no copy) when
-// wanted says e is ks.want, else in the slab. ks.applied is the caller's.
+// wanted says e is ks.want, else in own. ks.applied is the caller's.
 func (st *keyStore) setHeld(ks *keyState, e keptEntry, wanted bool) {
 	if wanted {
 		st.clearHeld(ks)
 		return
 	}
-	sl := st.slabs[ks.ref/keySlab]
-	if sl.held == nil {
-		sl.held = make([]keptEntry, keySlab)
+	if ks.ownHeld == 0 {
+		if n := len(st.ownFree); n > 0 {
+			ks.ownHeld, st.ownFree = st.ownFree[n-1]+1, st.ownFree[:n-1]
+		} else {
+			st.own = append(st.own, keptEntry{})
+			ks.ownHeld = uint32(len(st.own))
+		}
+		st.ownN++
 	}
-	if !ks.ownHeld {
-		ks.ownHeld = true
-		sl.own++
-	}
-	sl.held[ks.ref%keySlab] = e
+	st.own[ks.ownHeld-1] = e
 }
 
-// keepHeld copies the entry held at ks's key into the slab if it is
-// ks.want, which is about to change.
+// keepHeld copies the entry held at ks's key into own if it is ks.want,
+// which is about to change.
 func (st *keyStore) keepHeld(ks *keyState) {
-	if ks.applied && !ks.ownHeld {
+	if ks.applied && ks.ownHeld == 0 {
 		st.setHeld(ks, ks.want, false)
 	}
 }
 
-// clearHeld forgets the held entry kept in ks's slab, if any, freeing
-// the slab's array with its last entry.
+// clearHeld forgets the held entry kept in own for ks, if any.
 func (st *keyStore) clearHeld(ks *keyState) {
-	if !ks.ownHeld {
+	i := ks.ownHeld
+	if i == 0 {
 		return
 	}
-	ks.ownHeld = false
-	sl := st.slabs[ks.ref/keySlab]
-	if sl.own--; sl.own == 0 {
-		sl.held = nil
+	ks.ownHeld = 0
+	if st.ownN--; st.ownN == 0 {
+		st.own, st.ownFree = nil, nil
 		return
 	}
-	sl.held[ks.ref%keySlab] = keptEntry{}
+	st.own[i-1] = keptEntry{}
+	st.ownFree = append(st.ownFree, i-1)
 }
 
 // remove drops ks, which must be held and out of the retry heap.
@@ -247,15 +245,16 @@ func (st *keyStore) remove(ks *keyState) {
 	st.free = append(st.free, ks)
 }
 
-// all visits every held state in slab order. visit may remove any state
-// (one not visited yet is then skipped) and add states (which this pass
-// may or may not visit).
-func (st *keyStore) all(visit func(*keyState)) {
+// states yields every held state in slab order (range over it). The
+// loop's body may remove any state (one not yielded yet is then skipped)
+// and add states (which this pass may or may not yield). A range over it
+// compiles to plain loops around the body, with no call per key.
+func (st *keyStore) states(yield func(*keyState) bool) {
 	for i := 0; i < len(st.slabs); i++ {
-		slab := &st.slabs[i].states
+		slab := st.slabs[i]
 		for j := range slab {
-			if slab[j].live {
-				visit(&slab[j])
+			if slab[j].live && !yield(&slab[j]) {
+				return
 			}
 		}
 	}

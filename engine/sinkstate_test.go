@@ -24,7 +24,9 @@ func TestKeyStore(t *testing.T) {
 			t.Fatalf("len %d, want %d", st.len(), len(want))
 		}
 		var seen []node.Key
-		st.all(func(ks *keyState) { seen = append(seen, ks.key) })
+		for ks := range st.states {
+			seen = append(seen, ks.key)
+		}
 		slices.Sort(seen)
 		if len(slices.Compact(seen)) != len(want) {
 			t.Fatalf("a pass saw %d distinct keys, want %d", len(seen), len(want))
@@ -49,7 +51,7 @@ func TestKeyStore(t *testing.T) {
 		// before the pass is visited once, removed or not.
 		before := maps.Clone(want)
 		visited := map[node.Key]int{}
-		st.all(func(ks *keyState) {
+		for ks := range st.states {
 			visited[ks.key]++
 			if rng.IntN(2) == 0 {
 				delete(want, ks.key)
@@ -62,7 +64,7 @@ func TestKeyStore(t *testing.T) {
 					want[k] = true
 				}
 			}
-		})
+		}
 		for k := range before {
 			if visited[k] != 1 {
 				t.Fatalf("key %q visited %d times by a pass that removed keys", k, visited[k])
@@ -75,7 +77,7 @@ func TestKeyStore(t *testing.T) {
 		before = maps.Clone(want)
 		visited = map[node.Key]int{}
 		removedEarly := map[node.Key]bool{}
-		st.all(func(ks *keyState) {
+		for ks := range st.states {
 			visited[ks.key]++
 			for k := range want {
 				if rng.IntN(8) == 0 && k != ks.key {
@@ -87,7 +89,7 @@ func TestKeyStore(t *testing.T) {
 				}
 				break
 			}
-		})
+		}
 		for k := range before {
 			if w := map[bool]int{true: 0, false: 1}[removedEarly[k]]; visited[k] != w {
 				t.Fatalf("key %q visited %d times, want %d (removed before its turn: %v)", k, visited[k], w, removedEarly[k])
@@ -95,7 +97,10 @@ func TestKeyStore(t *testing.T) {
 		}
 		check()
 		if round%50 == 49 { // empty it
-			st.all(func(ks *keyState) { delete(want, ks.key); st.remove(ks) })
+			for ks := range st.states {
+				delete(want, ks.key)
+				st.remove(ks)
+			}
 			check()
 			if st.slabs != nil || st.free != nil {
 				t.Fatalf("an empty store keeps %d slabs and %d free slots", len(st.slabs), len(st.free))
@@ -104,7 +109,7 @@ func TestKeyStore(t *testing.T) {
 	}
 	slots := 0
 	for _, s := range st.slabs {
-		slots += len(s.states)
+		slots += len(s)
 	}
 	if slots > len(want)+4*keySlab+keySlab {
 		t.Fatalf("%d slots for %d keys: freed slots are not reused", slots, len(want))
