@@ -54,6 +54,7 @@ type sinkLoop struct {
 	unindexed  int
 	pending    []uint32
 	deferIndex bool
+	settle     bool // a full read marked the index: Settle it when idle
 	alias      map[node.Key]node.Key
 	dirty      []node.Key // keys to look at in the next incremental pass
 	spare      []node.Key
@@ -129,7 +130,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.target = target
 	s.dw, _ = target.(node.DataWriter)
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
-	s.heldIdx, s.unindexed, s.pending, s.deferIndex = nil, 0, nil, false
+	s.heldIdx, s.unindexed, s.pending, s.deferIndex, s.settle = nil, 0, nil, false, false
 	if _, ok := target.(node.ActualScanner); ok {
 		s.heldIdx = heldindex.New()
 	}
@@ -170,9 +171,10 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		} else if !s.needFull && len(s.dirty) > 0 {
 			s.incremental(ctx)
 		}
-		if len(s.pending) > 0 && len(s.dirty) == 0 && !s.needFull {
-			// Nothing to write: index what the last full pass wrote now,
-			// not in the next full read (sink_held.go).
+		if (len(s.pending) > 0 || s.settle) && len(s.dirty) == 0 && !s.needFull {
+			// Nothing to write: index what the last full pass wrote, and
+			// lay the index out in the order of its read, now, not in the
+			// next full read (sink_held.go).
 			s.reindex()
 		}
 		s.armRetry(retry)
@@ -493,6 +495,7 @@ func (s *sinkLoop) readActual(ctx context.Context) error {
 		// this read, in the index: on 100,000 keys, one probe of one
 		// cache line instead of a map lookup and three pointer chases.
 		err = sc.ScanActual(ctx, func(data []byte, width int, known []bool) { s.heldIdx.MarkMany(data, width, gen, known) }, hold)
+		s.settle = true
 	} else {
 		var entries []node.Entry
 		entries, err = s.target.Actual(ctx)

@@ -198,15 +198,21 @@ func median(ds []time.Duration) time.Duration {
 //   - empty: a new loop's first full reconcile, as at start-up (read,
 //     diff, write; goal: <= 1.25x floor);
 //   - index: what the loop does next, idle: it indexes what it wrote;
+//   - drift1pct-first: the loop's next full reconcile after the same
+//     drift, its first read of the full map, which meets the entries in
+//     an order it does not know yet;
+//   - settle: what the loop does next, idle: it indexes what it wrote
+//     and lays its index out in the order of the read;
 //   - drift1pct: the loop's next full reconcile after the same drift
-//     (goal: <= 2x drift-floor).
+//     again, as every resync after the first meets it (goal: <= 2x
+//     drift-floor).
 //
 // Each -ns/op metric is the median over the iterations, and each ratio the
 // median of the iterations' ratios.
 func BenchmarkFullReconcile(b *testing.B) {
 	rb := newReconcileBench(b)
 	pinToOneCPU(b)
-	var floor, driftFloor, empty, index, drift1 []time.Duration
+	var floor, driftFloor, empty, index, first, settle, drift1 []time.Duration
 	outK, outV := make([][4]byte, 2*reconcileKeys), make([]uint32, 2*reconcileKeys)
 	floors := func() {
 		rb.clear()
@@ -244,6 +250,9 @@ func BenchmarkFullReconcile(b *testing.B) {
 		empty = append(empty, timed(rb.full))
 		index = append(index, timed(rb.loop.reindex))
 		drift(b, rb.m, rb.keys)
+		first = append(first, timed(rb.full))
+		settle = append(settle, timed(rb.loop.reindex))
+		drift(b, rb.m, rb.keys)
 		drift1 = append(drift1, timed(rb.full))
 	}
 	for i := 0; b.Loop(); i++ {
@@ -265,10 +274,11 @@ func BenchmarkFullReconcile(b *testing.B) {
 	for _, m := range []struct {
 		d    []time.Duration
 		unit string
-	}{{floor, "floor"}, {empty, "empty"}, {index, "index"}, {driftFloor, "drift-floor"}, {drift1, "drift1pct"}} {
+	}{{floor, "floor"}, {empty, "empty"}, {index, "index"}, {driftFloor, "drift-floor"}, {first, "drift1pct-first"}, {settle, "settle"}, {drift1, "drift1pct"}} {
 		b.ReportMetric(float64(median(m.d).Nanoseconds()), m.unit+"-ns/op")
 	}
 	b.ReportMetric(ratio(empty, floor), "empty/floor")
+	b.ReportMetric(ratio(first, driftFloor), "drift-first/floor")
 	b.ReportMetric(ratio(drift1, driftFloor), "drift/floor")
 }
 

@@ -93,12 +93,23 @@ func (s *sinkLoop) compactPending() {
 	s.pending = slices.Compact(s.pending)
 }
 
-// reindex puts the pending keys in heldIdx in one batch; pending keeps
-// the keys it cannot take.
+// reindex puts the pending keys in heldIdx in one batch, pending keeping
+// the keys it cannot take, and settles the index after a full read
+// (heldindex.Index.Settle), so that the next read, if the target returns
+// its entries in the same order, finds them in order.
 func (s *sinkLoop) reindex() {
-	if len(s.pending) == 0 {
-		return
+	if len(s.pending) > 0 {
+		s.indexPending()
 	}
+	if s.settle {
+		s.heldIdx.Settle()
+		s.settle = false
+	}
+}
+
+// indexPending puts the pending keys in heldIdx in one batch; pending
+// keeps the keys it cannot take.
+func (s *sinkLoop) indexPending() {
 	data, refs := make([][]byte, 0, len(s.pending)), make([]uint32, 0, len(s.pending))
 	var keep []uint32
 	for _, ref := range s.pending {

@@ -57,6 +57,11 @@ func TestFullReadKnowsHeldEntries(t *testing.T) {
 		for round := range 3 {
 			resync(fmt.Sprint("resync ", round), 0, 0)
 		}
+		// The index was laid out by hash; the reads return the entries in
+		// another order, which the loop, idle, lays the index out in.
+		if _, _, ordered := heldOrder(h); !ordered {
+			t.Fatal("idle after full reads, the loop has not laid its index out in the order of a read")
+		}
 		sink.Set("k007", str("wrong"))
 		sink.Remove("k008")
 		resync("after drift", 2, 1) // k007 handed over, k008 missing
@@ -178,6 +183,13 @@ func TestHeldBookkeeping(t *testing.T) {
 // heldState asks the harness's sink loop how many keys wait to be
 // indexed and how many are.
 func heldState(h *harness) (pending, indexed int) {
+	pending, indexed, _ = heldOrder(h)
+	return pending, indexed
+}
+
+// heldOrder is heldState, and whether the index is laid out in the order
+// of a read (heldindex.Index.Ordered).
+func heldOrder(h *harness) (pending, indexed int, ordered bool) {
 	h.rt.mu.RLock()
 	var s *sinkLoop
 	for _, sl := range h.rt.sinks {
@@ -187,8 +199,8 @@ func heldState(h *harness) (pending, indexed int) {
 	done := make(chan struct{})
 	s.ask <- func() {
 		defer close(done)
-		pending, indexed = len(s.pending), s.heldIdx.Len()
+		pending, indexed, ordered = len(s.pending), s.heldIdx.Len(), s.heldIdx.Ordered()
 	}
 	<-done
-	return pending, indexed
+	return pending, indexed, ordered
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// entry is what the model (a Go map) holds per byte string.
+// entry is what the model (a Go map) holds per byte string: its
+// reference and the number of the last read that marked it.
 type entry struct {
 	ref  uint32
 	mark uint32
@@ -29,8 +30,9 @@ func check(t *testing.T, x *Index, model map[string]entry) {
 		if r, ok := x.Ref([]byte(d)); !ok || r != e.ref {
 			t.Fatalf("Ref(%x) = %d, %v; want %d", d, r, ok, e.ref)
 		}
-		if !x.Marked([]byte(d), e.mark) {
-			t.Fatalf("Marked(%x, %d) = false", d, e.mark)
+		// Marks are those of the read in progress, the last one numbered.
+		if got, want := x.Marked([]byte(d), x.gen), x.gen != 0 && e.mark == x.gen; got != want {
+			t.Fatalf("Marked(%x, %d) = %v; want %v", d, x.gen, got, want)
 		}
 	}
 	used := 0
@@ -55,6 +57,60 @@ func check(t *testing.T, x *Index, model map[string]entry) {
 	if len(model) > 0 && used*maxLoadDen > len(x.slots)/x.size*maxLoadNum {
 		t.Fatalf("%d entries in %d slots: over the load limit", used, len(x.slots)/x.size)
 	}
+	// Positions: each slot names a live position holding its bytes, no
+	// two slots the same one, and the others are dead.
+	if len(x.data) != len(x.refs)*max(x.width, 0) || len(x.marks) != (len(x.refs)+63)/64 {
+		t.Fatalf("positions: %d bytes, %d refs, %d marks", len(x.data), len(x.refs), len(x.marks))
+	}
+	named := make([]bool, len(x.refs))
+	for i := uint64(0); i <= x.mask && x.slots != nil; i++ {
+		if binary.LittleEndian.Uint32(x.slot(i)) == 0 {
+			continue
+		}
+		p := x.pos(i)
+		if p < 0 || p >= len(x.refs) || named[p] || x.refs[p] == gone || string(x.data[p*x.width:(p+1)*x.width]) != string(x.slot(i)[head:head+x.width]) {
+			t.Fatalf("slot %d names position %d of %d (named before: %v)", i, p, len(x.refs), p >= 0 && p < len(named) && named[p])
+		}
+		named[p] = true
+	}
+	dead := 0
+	for p, r := range x.refs {
+		if r == gone {
+			dead++
+		} else if !named[p] {
+			t.Fatalf("live position %d is in no slot", p)
+		}
+	}
+	if dead != x.dead {
+		t.Fatalf("%d dead positions, the index counts %d", dead, x.dead)
+	}
+}
+
+// heldInOrder returns the entries held, in position order, as a read
+// that finds the map unchanged returns them, with a few changes a
+// target makes between reads: an entry gone, two neighbours swapped, an
+// entry not held.
+func heldInOrder(rng *rand.Rand, x *Index, width, space int) []byte {
+	var out [][]byte
+	for p, r := range x.refs {
+		if r != gone {
+			out = append(out, x.data[p*width:(p+1)*width])
+		}
+	}
+	for range rng.IntN(3) {
+		if len(out) > 1 {
+			i := rng.IntN(len(out) - 1)
+			switch rng.IntN(3) {
+			case 0:
+				out = slices.Delete(out, i, i+1)
+			case 1:
+				out[i], out[i+1] = out[i+1], out[i]
+			default:
+				out = slices.Insert(out, i, randomData(rng, width, space))
+			}
+		}
+	}
+	return slices.Concat(out...)
 }
 
 func TestBasics(t *testing.T) {
@@ -90,14 +146,20 @@ func TestBasics(t *testing.T) {
 	if r, ok := x.Ref(b); !ok || r != MaxRef {
 		t.Fatalf("Ref = %d, %v; want MaxRef", r, ok)
 	}
-	if !x.Marked(a, 0) || x.Marked(a, 3) {
-		t.Fatal("a new entry's mark is 0")
+	if x.Marked(a, 1) || x.Marked(a, 3) {
+		t.Fatal("a new entry is unmarked")
 	}
 	if !x.Mark(a, 3) || x.Mark(a, 3) || !x.Marked(a, 3) {
 		t.Fatal("Mark reports the first sighting in a read only")
 	}
 	if got := x.AppendUnmarked(nil, 3); !cmp.Equal(got, []uint32{MaxRef}) {
 		t.Fatalf("AppendUnmarked(3) = %v; want only b's reference", got)
+	}
+	if got := x.AppendUnmarked(nil, 4); len(got) != 2 {
+		t.Fatalf("AppendUnmarked(4) before read 4 = %v; want both references", got)
+	}
+	if !x.Mark(b, 4) || x.Marked(a, 3) || x.Marked(a, 4) || !x.Marked(b, 4) {
+		t.Fatal("a new read starts with every entry unmarked")
 	}
 	if x.Mark([]byte("key3val3"), 3) || x.Mark([]byte("k"), 3) {
 		t.Fatal("Mark of bytes not held")
@@ -181,19 +243,24 @@ func TestGrow(t *testing.T) {
 	}
 	x := New()
 	x.PutMany(data, refs, make([]bool, n))
-	if got, want := x.Bytes(), 131072*16; got != want {
-		t.Fatalf("100,000 entries put at once: %d bytes; want %d", got, want)
+	size := func(entries, slots, positions, slack int) {
+		t.Helper()
+		about := func(c, want int) bool { return c >= want && c <= want+want/slack } // allocation rounds up
+		if len(x.slots) != slots*16 || !about(cap(x.refs), positions) || cap(x.marks) < (positions+63)/64 || cap(x.marks) > (positions+63)/64*3/2 || !about(cap(x.data), positions*8) {
+			t.Fatalf("%d entries: %d slots, room for %d, %d, %d positions; want %d slots, %d positions",
+				entries, len(x.slots)/16, cap(x.refs), 64*cap(x.marks), cap(x.data)/8, slots, positions)
+		}
+		if got, want := x.Bytes(), len(x.slots)+cap(x.data)+4*cap(x.refs)+8*cap(x.marks); got != want {
+			t.Fatalf("%d entries: Bytes() = %d; want %d", entries, got, want)
+		}
 	}
+	size(n, 131072, n, 64) // exactly, but for the allocator's size classes
 	for i := range 6_496 { // 106,496 entries are the most 131,072 slots hold
 		x.Put(binary.LittleEndian.AppendUint64(nil, uint64(i)<<8|0xfe), 1)
 	}
-	if got, want := x.Bytes(), 131072*16; got != want {
-		t.Fatalf("106,496 entries: %d bytes; want %d", got, want)
-	}
+	size(n+6_496, 131072, 2*n, 4) // doubled, and the runtime's growth on top
 	x.Put([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 2)
-	if got, want := x.Bytes(), 262144*16; got != want {
-		t.Fatalf("106,497 entries: %d bytes; want %d", got, want)
-	}
+	size(n+6_497, 262144, 2*n, 4)
 }
 
 // TestDifferential runs random operations on an index and on a Go map
@@ -237,6 +304,13 @@ func TestDifferential(t *testing.T) {
 					for range n {
 						data = append(data, randomData(rng, w, space)...)
 					}
+					if w == width && x.Width() == width && rng.IntN(2) == 0 {
+						// A read of what is held, in order, a chunk at a time.
+						all := heldInOrder(rng, x, width, space)
+						at := rng.IntN(len(all)/width + 1)
+						n = min(len(all)/width-at, 1+rng.IntN(60))
+						data = all[at*width : (at+n)*width]
+					}
 					got := make([]bool, n)
 					x.MarkMany(data, w, gen, got)
 					for i := range n {
@@ -271,9 +345,12 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("op %d: AppendUnmarked(%d) = %v; want %v", op, gen, got, want)
 					}
 					gen++
-				case r < 94:
+				case r < 93:
 					data, refs := randomBatch(rng, width, space)
 					putMany(t, x, model, data, refs)
+				case r < 94:
+					x.Settle()
+					check(t, x, model)
 				default:
 					r, ok := x.Ref(d)
 					if ok != held || (held && r != e.ref) {
@@ -341,6 +418,60 @@ func putMany(t *testing.T, x *Index, model map[string]entry, data [][]byte, refs
 		}
 		if want {
 			model[string(d)] = entry{ref: refs[i]}
+		}
+	}
+	check(t, x, model)
+}
+
+// TestSettle checks that Settle lays the positions out in the order of
+// the last read, so that a read in that order matches every entry in
+// order, and that churn without reads keeps the positions bounded.
+func TestSettle(t *testing.T) {
+	const n = 10_000
+	x := New()
+	model := map[string]entry{}
+	data, refs := make([][]byte, n), make([]uint32, n)
+	for i := range data {
+		data[i], refs[i] = binary.LittleEndian.AppendUint64(nil, uint64(i)*0x9e3779b97f4a7c15), uint32(i)
+	}
+	putMany(t, x, model, data, refs)
+	rng := rand.New(rand.NewPCG(7, 8))
+	read := slices.Clone(data)
+	rng.Shuffle(n, func(i, j int) { read[i], read[j] = read[j], read[i] })
+	markAll := func(gen uint32) {
+		flat := slices.Concat(read...)
+		first := make([]bool, 4096)
+		for i := 0; i < n; i += 4096 {
+			m := min(4096, n-i)
+			x.MarkMany(flat[i*8:(i+m)*8], 8, gen, first[:m])
+			if slices.Contains(first[:m], false) {
+				t.Fatalf("read %d: an entry held was not seen first", gen)
+			}
+		}
+		for d, e := range model {
+			model[d] = entry{ref: e.ref, mark: gen}
+		}
+	}
+	markAll(1)
+	if x.jumps < n/2 || !x.Settle() {
+		t.Fatalf("a read in another order than the positions: %d jumps, and Settle did nothing", x.jumps)
+	}
+	for p, r := range x.refs {
+		if string(x.data[p*8:(p+1)*8]) != string(read[p]) || r == gone {
+			t.Fatalf("position %d holds %x, the read's %d-th entry was %x", p, x.data[p*8:(p+1)*8], p, read[p])
+		}
+	}
+	check(t, x, model)
+	markAll(2)
+	if x.jumps != 0 || x.Settle() {
+		t.Fatalf("a read in the positions' order made %d jumps; Settle must have nothing to do", x.jumps)
+	}
+	for i := range 100_000 { // churn without reads
+		d := binary.LittleEndian.AppendUint64(nil, uint64(i)|1<<63)
+		x.Put(d, 1)
+		x.Delete(d)
+		if len(x.refs) > 2*x.Len()+1024+1 {
+			t.Fatalf("after %d puts and deletes: %d positions for %d entries", i+1, len(x.refs), x.Len())
 		}
 	}
 	check(t, x, model)
