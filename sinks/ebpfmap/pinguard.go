@@ -22,7 +22,11 @@ import (
 // An identity check at every full read: a pin deleted by hand is pinned
 // again, and a pin that now names another map (recreated by someone else)
 // is adopted, so the engine's reconcile repairs it instead of writing to a
-// map nobody can find.
+// map nobody can find. A pin is a file of its own on the bpffs, so while
+// the pin is the file the last check passed on (same device and inode),
+// it names the same map: one stat(2) instead of opening the pinned map and
+// asking both maps for their IDs, which took 0.25-0.7 ms of every full
+// read here.
 
 // lockDir is where pin locks live: /run/pipeline for root, else a
 // directory under the temporary directory.
@@ -84,6 +88,18 @@ func (t *Target) checkPin() error {
 	if t.m == nil || t.plan {
 		return nil
 	}
+	if fi, err := os.Stat(t.s.pin); err == nil && t.pinFile != nil && os.SameFile(fi, t.pinFile) {
+		return nil
+	}
+	if err := t.checkPinnedMap(); err != nil {
+		return err
+	}
+	t.pinFile, _ = os.Stat(t.s.pin) // nil if it fails: the next check is a full one
+	return nil
+}
+
+// checkPinnedMap is checkPin's full check.
+func (t *Target) checkPinnedMap() error {
 	pinned, err := ebpf.LoadPinnedMap(t.s.pin, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		// Unpin forgets the old path (the file is gone already), so that

@@ -43,12 +43,18 @@ func TestSecondWriterRefused(t *testing.T) {
 
 // A pin deleted by hand is pinned again at the next full read, entries
 // kept; a pin that now names another map is adopted, so the reconcile
-// writes where programs look.
+// writes where programs look. Each is found after full reads that found
+// the pin unchanged (checked by its file alone).
 func TestPinDeletedOrReplaced(t *testing.T) {
 	dir := requireBPF(t)
 	pin := dir + "/guarded"
 	tg, _ := open(t, pinBody(pin))
 	put(t, tg, rec("10.0.0.1", cty.EmptyObjectVal), rec("10.0.0.2", cty.EmptyObjectVal))
+	for range 2 {
+		if got, err := tg.Actual(context.Background()); err != nil || len(got) != 2 {
+			t.Fatalf("pin unchanged: %d entries, %v", len(got), err)
+		}
+	}
 	if err := os.Remove(pin); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +70,9 @@ func TestPinDeletedOrReplaced(t *testing.T) {
 		t.Fatalf("pin names map %d, target holds %d", a, b)
 	}
 	pinned.Close()
+	if got, err := tg.Actual(context.Background()); err != nil || len(got) != 2 {
+		t.Fatalf("pinned again, unchanged since: %d entries, %v", len(got), err)
+	}
 
 	// Someone else recreates the map at the pin.
 	if err := os.Remove(pin); err != nil {

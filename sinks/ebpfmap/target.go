@@ -50,7 +50,8 @@ type Target struct {
 	health node.State
 	// lastCount is the size of the last read, to size the next one.
 	lastCount int
-	lock      *os.File // held while open in run mode (pinguard.go)
+	lock      *os.File    // held while open in run mode (pinguard.go)
+	pinFile   os.FileInfo // the pin as the last full check found it naming m (checkPin)
 	// shown holds the shown form (hex) of value bytes Prepare met, so
 	// entries with equal values share one (at most maxCachedValues).
 	shownMu sync.Mutex
