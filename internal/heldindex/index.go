@@ -45,19 +45,19 @@ type Index struct {
 	// MarkMany were given): cursor is the position after the last entry
 	// found, order the positions found in the order found, jumps how
 	// many of them were not at the cursor, and seq how many of the last
-	// chunk's were.
+	// block's were.
 	gen    uint32
 	cursor int
 	order  []uint32
 	jumps  int
 	seq    int
 	// ordered says the positions follow the order of a read (Settle):
-	// the next read's first chunk is matched in order.
+	// the next read's first block is matched in order.
 	ordered bool
 
-	// homes is MarkMany's scratch (8 bytes per entry of the largest
-	// chunk asked about: 32 KB for a BPF map's 4,096); touched keeps what
-	// its load sweep reads, so that the compiler keeps the loads.
+	// homes is MarkMany's scratch (8 bytes per entry of a block: 32 KB);
+	// touched keeps what its load sweep reads, so that the compiler
+	// keeps the loads.
 	homes   []uint64
 	touched uint32
 }
@@ -285,7 +285,7 @@ func (x *Index) begin(gen uint32) {
 	clear(x.marks)
 	x.gen, x.cursor, x.order, x.jumps, x.seq = gen, 0, x.order[:0], 0, 0
 	if x.ordered {
-		x.seq = math.MaxInt / 2 // the first chunk is matched in order
+		x.seq = math.MaxInt / 2 // the first block is matched in order
 	}
 }
 
@@ -297,16 +297,17 @@ func (x *Index) marked(p int) bool { return x.marks[p/64]&(1<<(p%64)) != 0 }
 // index's). Calls with the same gen are taken as one read, chunk after
 // chunk.
 //
-// A chunk is matched in order (markInOrder) when most of the last
-// chunk's entries were found at the position after the one before, or,
-// for a read's first chunk, when the positions follow the last read
+// The chunk is taken a block of 4,096 entries at a time. A block is
+// matched in order (markInOrder) when most of the last block's entries
+// were found at the position after the one before, or, for a read's
+// first block, when the positions follow the last read
 // (Settle): each entry is looked for at the position after the last one
 // found (and a few past it), so that a read that returns the entries in
 // the order the last one did, as a BPF hash map does while it is not
 // written, touches the positions one after another and not the slots.
-// Any other chunk is looked up by hash in sweeps: one computes every
+// Any other block is looked up by hash in sweeps: one computes every
 // home slot, the next only loads each home slot's first word, so that
-// the cache misses of the whole chunk's lookups overlap instead of
+// the cache misses of the whole block's lookups overlap instead of
 // following one another (after a batch read of a BPF map the slots are
 // out of the caches), and the last probes.
 func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
@@ -316,6 +317,20 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	if width != x.width || x.slots == nil || len(data) < n*width {
 		return
 	}
+	for i := 0; i < n; i += block {
+		j := min(i+block, n)
+		x.markBlock(data[i*width:j*width], first[i:j])
+	}
+}
+
+// block is the most entries MarkMany looks up in one go: a whole map
+// read at once is looked up a block at a time, so that one block's
+// lines are still in the caches when its probes come after its loads.
+const block = 4096
+
+// markBlock is MarkMany for a block of entries.
+func (x *Index) markBlock(data []byte, first []bool) {
+	n, w := len(first), x.width
 	if 2*x.seq >= n {
 		x.markInOrder(data, first)
 		return
@@ -323,7 +338,7 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	x.seq = 0
 	homes := x.homes[:0]
 	for i := range n {
-		homes = append(homes, x.home(data[i*width:(i+1)*width]))
+		homes = append(homes, x.home(data[i*w:(i+1)*w]))
 	}
 	var touched uint32
 	for _, h := range homes { // nothing but the loads: as many in flight as the core allows
@@ -331,7 +346,7 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	}
 	x.touched, x.homes = touched, homes
 	for i, h := range homes {
-		s, found := x.probe(h, data[i*width:(i+1)*width])
+		s, found := x.probe(h, data[i*w:(i+1)*w])
 		if !found {
 			continue
 		}
@@ -343,7 +358,7 @@ func (x *Index) MarkMany(data []byte, width int, gen uint32, first []bool) {
 	}
 }
 
-// markInOrder is MarkMany for a chunk expected in position order: each
+// markInOrder is MarkMany for a block expected in position order: each
 // entry is looked for near the cursor, and probed for by hash only if
 // not there. An entry found by hash is out of order, and the cursor
 // stays where the entries in order left it.
@@ -375,7 +390,7 @@ func (x *Index) near(d []byte) (int, bool) {
 	return 0, false
 }
 
-// markAt marks the entry at position p, the i-th of a MarkMany chunk, as
+// markAt marks the entry at position p, the i-th of a block, as
 // seen, and, if move, moves the cursor past it.
 func (x *Index) markAt(p int, first []bool, i int, move bool) {
 	if p != x.cursor {

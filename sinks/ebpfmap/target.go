@@ -57,6 +57,7 @@ type Target struct {
 	shownMu sync.Mutex
 	shown   map[string]cty.Value
 	buf     *slabs // batch buffers (buffers)
+	rbuf    *slabs // a full read's, when larger (readBuffers)
 }
 
 type targetMetrics struct {
@@ -250,13 +251,38 @@ func (t *Target) setCount(n int) {
 	t.met.ratio.Set(float64(n) / float64(t.s.spec.MaxEntries))
 }
 
+// maxReadBytes bounds the buffers of a full read's batch lookups: 4 MB,
+// a whole map of 500,000 IPv4 keys and u32 values.
+const maxReadBytes = 4 << 20
+
+// readBuffers returns the buffers of a full read's batch lookups, with
+// room for the whole map as the last count says, and an eighth more:
+// the kernel reads the map in one call, as the raw floor does, instead
+// of stopping every batchSize entries for the engine's work on them
+// (which pushed the kernel's part of the map out of the caches between
+// calls), and the engine gets the entries in one chunk. At least
+// batchSize entries, at most maxReadBytes; the buffers are kept while
+// the map stays about that size.
+func (t *Target) readBuffers() *slabs {
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)*t.ncpu
+	n := min(t.lastCount+t.lastCount/8, maxReadBytes/(ks+vs))
+	if n <= batchSize {
+		t.rbuf = nil
+		return t.buffers()
+	}
+	if t.rbuf == nil || len(t.rbuf.kb)/ks < n || len(t.rbuf.kb)/ks > 2*n {
+		t.rbuf = t.newSlabs(n)
+	}
+	return t.rbuf
+}
+
 // readAll passes every key and value to visit, a chunk at a time: n keys
 // in keys and n*ncpu values in vals, valid only during the call. It uses
 // batch lookups where supported, else iterates.
 func (t *Target) readAll(ctx context.Context, visit func(n int, keys, vals []byte)) error {
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	if t.batch {
-		sl := t.buffers()
+		sl := t.readBuffers()
 		keys, kb, vals, vb := sl.keysAny, sl.kb, sl.valsAny, sl.vb
 		var cursor ebpf.MapBatchCursor
 		for first := true; ; first = false {

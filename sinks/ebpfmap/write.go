@@ -317,12 +317,17 @@ type slabs struct {
 // write: both use the same buffers.
 func (t *Target) buffers() *slabs {
 	if t.buf == nil {
-		keys, kb := byteSlab(int(t.s.spec.KeySize), batchSize)
-		vals, vb := byteSlab(int(t.s.spec.ValueSize), batchSize*t.ncpu)
-		t.buf = &slabs{ks: int(t.s.spec.KeySize), vs: int(t.s.spec.ValueSize), keys: reflect.ValueOf(keys), vals: reflect.ValueOf(vals),
-			keysAny: keys, valsAny: vals, kb: kb, vb: vb}
+		t.buf = t.newSlabs(batchSize)
 	}
 	return t.buf
+}
+
+// newSlabs returns buffers for n keys and their values.
+func (t *Target) newSlabs(n int) *slabs {
+	keys, kb := byteSlab(int(t.s.spec.KeySize), n)
+	vals, vb := byteSlab(int(t.s.spec.ValueSize), n*t.ncpu)
+	return &slabs{ks: int(t.s.spec.KeySize), vs: int(t.s.spec.ValueSize), keys: reflect.ValueOf(keys), vals: reflect.ValueOf(vals),
+		keysAny: keys, valsAny: vals, kb: kb, vb: vb}
 }
 
 // Interface guards.
