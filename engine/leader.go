@@ -155,8 +155,8 @@ func (s *sinkLoop) standby() bool {
 	if !ok {
 		s.gate.term = 0
 		s.needFull, s.walked = false, false
-		for _, tk := range s.dirty {
-			if ks := s.keys.get(tk); ks != nil {
+		for _, ref := range s.dirty {
+			if ks := s.keys.at(ref); ks != nil && ks.dirty {
 				ks.dirty = false
 				s.forget(ks)
 			}

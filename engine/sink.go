@@ -56,8 +56,11 @@ type sinkLoop struct {
 	deferIndex bool
 	settle     bool // a full read marked the index: Settle it when idle
 	alias      map[node.Key]node.Key
-	dirty      []node.Key // keys to look at in the next incremental pass
-	spare      []node.Key
+	// dirty lists the keys to look at in the next pass by their slots in
+	// keys (keyState.ref): a slot found no longer dirty is skipped, even
+	// if another key took it since (that key is listed under its own).
+	dirty      []uint32
+	spare      []uint32
 	retries    retryHeap
 	fullGen    uint32
 
@@ -290,7 +293,7 @@ func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
 func (s *sinkLoop) touch(ks *keyState, t time.Time) {
 	if !ks.dirty {
 		ks.dirty = true
-		s.dirty = append(s.dirty, ks.key)
+		s.dirty = append(s.dirty, ks.ref)
 	}
 	if c := stamp(t); c != 0 && (ks.changed == 0 || c < ks.changed) {
 		ks.changed = c
@@ -327,8 +330,8 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 func (s *sinkLoop) takeDirty(visit func(*keyState)) {
 	dirty := s.dirty
 	s.dirty, s.spare = s.spare[:0], nil
-	for _, tk := range dirty {
-		if ks := s.keys.get(tk); ks != nil && ks.dirty {
+	for _, ref := range dirty {
+		if ks := s.keys.at(ref); ks != nil && ks.dirty {
 			ks.dirty = false
 			visit(ks)
 		}
