@@ -59,10 +59,10 @@ type sinkLoop struct {
 	// dirty lists the keys to look at in the next pass by their slots in
 	// keys (keyState.ref): a slot found no longer dirty is skipped, even
 	// if another key took it since (that key is listed under its own).
-	dirty      []uint32
-	spare      []uint32
-	retries    retryHeap
-	fullGen    uint32
+	dirty   []uint32
+	spare   []uint32
+	retries retryHeap
+	fullGen uint32
 
 	// fullRetry holds back the next full reconcile after fullFailures
 	// failed reads of the target.
