@@ -8,8 +8,12 @@
 // about four cache misses (the map's group, the key's bytes, the key's
 // state, the held bytes). Index keeps the bytes inline in fixed-size
 // slots of one array (open addressing, linear probing, backward-shift
-// deletion), so the answer, and marking the entry seen, normally touch
-// one cache line.
+// deletion), so that a lookup normally touches one cache line, and again
+// in positions laid out in the order of the last full read (Settle), so
+// that a read that returns the entries in that order, as a BPF hash map
+// does while it is not written, matches them one after another without
+// touching the slots. Marks are bits, one per position, of the read in
+// progress.
 //
 // All entries of one index have the same length, set by the first entry
 // put into an empty index; Put refuses bytes of another length, and the
