@@ -74,12 +74,16 @@ func (ks *keyState) wanted() node.Entry {
 // clock, so that a stamp takes 8 bytes where a time.Time takes 24.
 var epoch = time.Now()
 
-// stamp is t as a keyState.changed: 0 for the zero time.
+// stamp is t as a keyState.changed: 0 for the zero time. It may be
+// negative (a time before epoch, such as a test's fake clock's).
 func stamp(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return max(1, int64(t.Sub(epoch)))
+	if c := int64(t.Sub(epoch)); c != 0 {
+		return c
+	}
+	return 1
 }
 
 // since is the time elapsed since stamp c.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -113,5 +114,25 @@ func TestKeyStore(t *testing.T) {
 	}
 	if slots > len(want)+4*keySlab+keySlab {
 		t.Fatalf("%d slots for %d keys: freed slots are not reused", slots, len(want))
+	}
+}
+
+// TestStamp checks the change times a key state keeps as 8-byte stamps:
+// the elapsed time comes back from the monotonic clock, a time before
+// the stamps' origin (a test's fake clock's) keeps its order, and the
+// zero time is no stamp.
+func TestStamp(t *testing.T) {
+	if stamp(time.Time{}) != 0 {
+		t.Fatal("the zero time must be no stamp")
+	}
+	if d := since(stamp(time.Now().Add(-5 * time.Millisecond))); d < 5*time.Millisecond || d > time.Second {
+		t.Fatalf("a change 5 ms ago: since = %v", d)
+	}
+	old, older := time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if a, b := stamp(old), stamp(older); a == 0 || b == 0 || b >= a {
+		t.Fatalf("stamps before the origin: %d for a time, %d for a second earlier", a, b)
+	}
+	if d := since(stamp(old)); d < time.Since(old)-time.Second || d > time.Since(old)+time.Second {
+		t.Fatalf("since a time before the origin: %v, want about %v", d, time.Since(old))
 	}
 }
