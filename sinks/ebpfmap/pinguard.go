@@ -88,55 +88,60 @@ func (t *Target) checkPin() error {
 	if t.m == nil || t.plan {
 		return nil
 	}
-	if fi, err := os.Stat(t.s.pin); err == nil && t.pinFile != nil && os.SameFile(fi, t.pinFile) {
+	fi, err := os.Stat(t.s.pin)
+	if err == nil && t.pinFile != nil && os.SameFile(fi, t.pinFile) {
 		return nil
 	}
-	if err := t.checkPinnedMap(); err != nil {
-		return err
+	t.pinFile = nil
+	same, err := t.checkPinnedMap()
+	if same {
+		// The file seen before the check named t.m when checked (a pin
+		// replaced since is another file): later reads trust it.
+		t.pinFile = fi
 	}
-	t.pinFile, _ = os.Stat(t.s.pin) // nil if it fails: the next check is a full one
-	return nil
+	return err
 }
 
-// checkPinnedMap is checkPin's full check.
-func (t *Target) checkPinnedMap() error {
+// checkPinnedMap is checkPin's full check. It reports whether the pin
+// named t.m already (same), with nothing to repair.
+func (t *Target) checkPinnedMap() (same bool, err error) {
 	pinned, err := ebpf.LoadPinnedMap(t.s.pin, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		// Unpin forgets the old path (the file is gone already), so that
 		// Pin writes it again instead of seeing it as pinned.
 		if err := t.m.Unpin(); err != nil {
-			return fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, err)
+			return false, fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, err)
 		}
 		if err := os.MkdirAll(filepath.Dir(t.s.pin), 0o755); err != nil {
-			return fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, explain(err))
+			return false, fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, explain(err))
 		}
 		if err := t.m.Pin(t.s.pin); err != nil {
-			return fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, explain(err))
+			return false, fmt.Errorf("pin %s was removed; pin again: %w", t.s.pin, explain(err))
 		}
 		t.env.Logger.Warn("pin was removed; map pinned again", "file", t.s.pin)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("check pin %s: %w", t.s.pin, explain(err))
+		return false, fmt.Errorf("check pin %s: %w", t.s.pin, explain(err))
 	}
 	have, err1 := mapID(t.m)
 	now, err2 := mapID(pinned)
 	if err := errors.Join(err1, err2); err != nil {
 		pinned.Close()
-		return fmt.Errorf("check pin %s: %w", t.s.pin, err)
+		return false, fmt.Errorf("check pin %s: %w", t.s.pin, err)
 	}
 	if have == now {
 		pinned.Close()
-		return nil
+		return true, nil
 	}
 	if diff := t.s.mismatch(pinned); diff != "" {
 		pinned.Close()
-		return fmt.Errorf("pin %s now names another map that differs from the declaration (%s)", t.s.pin, diff)
+		return false, fmt.Errorf("pin %s now names another map that differs from the declaration (%s)", t.s.pin, diff)
 	}
 	t.m.Close()
 	t.m, t.batch = pinned, true
 	t.env.Logger.Warn("pin names another map; writing to it", "file", t.s.pin)
-	return nil
+	return false, nil
 }
 
 func (t *Target) unlock() {
