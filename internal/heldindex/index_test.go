@@ -523,6 +523,31 @@ func FuzzIndex(f *testing.F) {
 				putMany(t, x, model, data, refs)
 				continue
 			}
+			if op%11 == 10 { // a read of the next few entries at once, or the index settled
+				if arg%4 == 0 {
+					x.Settle()
+					continue
+				}
+				var data []byte
+				n := 0
+				for j := 0; j < int(arg%8) && i+1+j < len(ops); j++ {
+					data = append(data, ops[i+1+j]&0x3f, ops[i+1+j]>>6)
+					n++
+				}
+				first := make([]bool, n)
+				x.MarkMany(data, 2, 1, first)
+				for j := range n {
+					d := data[2*j : 2*j+2]
+					e, held := model[string(d)]
+					if want := held && x.Width() == 2 && e.mark != 1; first[j] != want {
+						t.Fatalf("MarkMany entry %d (%x) = %v; want %v", j, d, first[j], want)
+					}
+					if held && x.Width() == 2 {
+						model[string(d)] = entry{ref: e.ref, mark: 1}
+					}
+				}
+				continue
+			}
 			switch op % 4 {
 			case 0, 1:
 				if got, want := x.Put(d, uint32(op)), !held && fits; got != want {
