@@ -360,6 +360,9 @@ func (s *sinkLoop) decide(ks *keyState, b *batch) {
 		if ks.changed != 0 {
 			ks.changed = 0
 		}
+		if wanted && ks.ownHeld != 0 {
+			s.keys.clearHeld(ks) // it holds what it wants (a restart's read): no copy of its own
+		}
 		s.forget(ks)
 	}
 }

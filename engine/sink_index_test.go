@@ -187,9 +187,24 @@ func heldState(h *harness) (pending, indexed int) {
 	return pending, indexed
 }
 
+// ownHeld asks the harness's sink loop how many keys keep a held entry
+// of their own, other than the one they want.
+func ownHeld(h *harness) (n int) {
+	askLoop(h, func(s *sinkLoop) { n = s.keys.ownN })
+	return n
+}
+
 // heldOrder is heldState, and whether the index is laid out in the order
 // of a read (heldindex.Index.Ordered).
 func heldOrder(h *harness) (pending, indexed int, ordered bool) {
+	askLoop(h, func(s *sinkLoop) {
+		pending, indexed, ordered = len(s.pending), s.heldIdx.Len(), s.heldIdx.Ordered()
+	})
+	return pending, indexed, ordered
+}
+
+// askLoop runs q on the goroutine of the harness's sink loop.
+func askLoop(h *harness, q func(*sinkLoop)) {
 	h.rt.mu.RLock()
 	var s *sinkLoop
 	for _, sl := range h.rt.sinks {
@@ -199,8 +214,7 @@ func heldOrder(h *harness) (pending, indexed int, ordered bool) {
 	done := make(chan struct{})
 	s.ask <- func() {
 		defer close(done)
-		pending, indexed, ordered = len(s.pending), s.heldIdx.Len(), s.heldIdx.Ordered()
+		q(s)
 	}
 	<-done
-	return pending, indexed, ordered
 }
