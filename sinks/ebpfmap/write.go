@@ -311,7 +311,8 @@ type slabs struct {
 
 // buffers returns the target's batch buffers, allocated on first use and
 // kept for its life (about 32 KB for an IPv4 key and a u32 value): every
-// write and read goes through them a chunk at a time. Buffers allocated
+// write goes through them a chunk at a time, and so does a read of a map
+// too small for readBuffers' own. Buffers allocated
 // per call cost the first full reconcile of 100,000 keys 25 fresh pairs,
 // each page of them a page fault. A read's visit (readAll) must not
 // write: both use the same buffers.
