@@ -32,7 +32,6 @@ type Index struct {
 	size  int    // bytes per slot: head + width, rounded up to 8
 	slots []byte // len(slots) = size * (mask+1); nil when empty
 	mask  uint64 // slot count - 1 (a power of two)
-	n     int
 
 	// Positions: data holds width bytes per position, refs the reference
 	// (gone for a deleted entry's position) and bit p of marks the mark.
@@ -84,7 +83,7 @@ func New() *Index {
 }
 
 // Len is the number of entries held.
-func (x *Index) Len() int { return x.n }
+func (x *Index) Len() int { return len(x.refs) - x.dead }
 
 // Width is the length of every entry held, or -1 before the first Put
 // (and again once the index empties).
@@ -101,7 +100,7 @@ func (x *Index) Put(data []byte, ref uint32) bool {
 	if ref > MaxRef {
 		return false
 	}
-	if x.n == 0 && len(data) != x.width {
+	if x.Len() == 0 && len(data) != x.width {
 		x.setWidth(len(data))
 	}
 	if len(data) != x.width {
@@ -122,7 +121,7 @@ func (x *Index) PutMany(data [][]byte, refs []uint32, ok []bool) {
 	clear(ok)
 	n := min(len(data), len(refs), len(ok))
 	data, refs = data[:n], refs[:n]
-	if x.n == 0 {
+	if x.Len() == 0 {
 		for i, d := range data {
 			if refs[i] <= MaxRef { // the first entry Put would take sets the width
 				x.setWidth(len(d))
@@ -139,7 +138,7 @@ func (x *Index) PutMany(data [][]byte, refs []uint32, ok []bool) {
 	if m == 0 {
 		return
 	}
-	empty := x.n == 0
+	empty := x.Len() == 0
 	x.reserve(m)
 	// Sort by home slot, stably (of two equal entries the first is put),
 	// copying each entry on the way so that the sweep reads one array.
@@ -216,8 +215,8 @@ func (x *Index) reserve(m int) {
 	switch {
 	case x.slots == nil:
 		x.rehash(slotsFor(m))
-	case (x.n+m)*maxLoadDen > int(x.mask+1)*maxLoadNum:
-		x.rehash(slotsFor(x.n + m))
+	case (x.Len()+m)*maxLoadDen > int(x.mask+1)*maxLoadNum:
+		x.rehash(slotsFor(x.Len() + m))
 	}
 }
 
@@ -242,7 +241,6 @@ func (x *Index) fill(i uint64, data []byte, ref uint32) {
 	s := x.slot(i)
 	binary.LittleEndian.PutUint32(s, uint32(p)+1)
 	copy(s[head:], data)
-	x.n++
 }
 
 // pos is the position of the entry in slot i, which must be in use.
@@ -433,7 +431,7 @@ func (x *Index) AppendUnmarked(dst []uint32, gen uint32) []uint32 {
 // 100,000 entries it took 2-6 ms here, and the next read that returns
 // the entries in the same order matches them in order.
 func (x *Index) Settle() bool {
-	if x.jumps*64 <= x.n && x.dead*8 <= x.n {
+	if x.jumps*64 <= x.Len() && x.dead*8 <= x.Len() {
 		return false
 	}
 	x.renumber(x.order)
@@ -451,8 +449,8 @@ func (x *Index) Ordered() bool { return x.ordered }
 func (x *Index) renumber(first []uint32) {
 	w, old := x.width, len(x.refs)
 	to := make([]uint32, old) // new position + 1; 0 for a deleted entry's
-	data := make([]byte, 0, x.n*w)
-	refs, marks := make([]uint32, 0, x.n), make([]uint64, (x.n+63)/64)
+	data := make([]byte, 0, x.Len()*w)
+	refs, marks := make([]uint32, 0, x.Len()), make([]uint64, (x.Len()+63)/64)
 	place := func(p int) {
 		if x.refs[p] == gone || to[p] != 0 {
 			return
@@ -506,9 +504,8 @@ func (x *Index) Delete(data []byte) bool {
 	}
 	p := x.pos(i)
 	x.refs[p] = gone
-	x.n--
 	x.dead++
-	if x.n == 0 {
+	if x.Len() == 0 {
 		*x = Index{seed: x.seed, key: x.key, width: -1, gen: x.gen, homes: x.homes[:0]}
 		return true
 	}
@@ -528,7 +525,7 @@ func (x *Index) Delete(data []byte) bool {
 		i = j
 	}
 	clear(x.slot(i))
-	if x.dead > x.n+1024 {
+	if x.dead > x.Len()+1024 {
 		x.renumber(nil) // bounded without reads: churn never grows the positions past twice the entries
 	}
 	return true
