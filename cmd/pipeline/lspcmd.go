@@ -58,4 +58,3 @@ type stdio struct {
 
 // Close ends the stream; the process exits right after.
 func (stdio) Close() error { return nil }
-
