@@ -63,6 +63,7 @@ vet:
 fuzz:
 	$(GO) test ./cmd/pipeline -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 	$(GO) test ./internal/fastexpr -run '^$$' -fuzz FuzzSameAsHCL -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
+	$(GO) test ./cmd/pipeline/lsp -run '^$$' -fuzz FuzzHandlers -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 
 docs: build
 	./bin/pipeline schema --markdown > docs/reference.md

@@ -20,7 +20,7 @@ import (
 
 // lspClient drives `pipeline lsp` over a pipe as an editor does.
 type lspClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn jsonrpc2.Conn
 
 	mu      sync.Mutex
@@ -31,7 +31,7 @@ type lspClient struct {
 
 // startLSP starts a server with the options `pipeline lsp` uses (no
 // debounce, so a test waits only for the check) and initializes it.
-func startLSP(t *testing.T) *lspClient {
+func startLSP(t testing.TB) *lspClient {
 	t.Helper()
 	a, b := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,7 +132,7 @@ func pos(line, char int) protocol.Position {
 
 // posOf finds the position of the n-th (from 0) occurrence of sub in
 // text, plus off characters (ASCII text).
-func posOf(t *testing.T, text, sub string, off int) protocol.Position {
+func posOf(t testing.TB, text, sub string, off int) protocol.Position {
 	t.Helper()
 	i := strings.Index(text, sub)
 	if i < 0 {

@@ -23,7 +23,7 @@ var (
 
 // complete returns the completions at off in file f of workspace w.
 func (s *Server) complete(w *workspace, f *parsed, off int) []protocol.CompletionItem {
-	c := cursorAt(f.name, f.text.src, off)
+	c := cursorAt(f, off)
 	prefix := f.text.linePrefix(off)
 	if c.attr != "" {
 		return s.completeValue(w, c, prefix)

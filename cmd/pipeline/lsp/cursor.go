@@ -34,9 +34,17 @@ type tokenScan struct {
 
 // cursorAt scans src up to off. Attributes after the cursor in the
 // innermost block still count as present, so completion does not offer
-// what is already written further down.
-func cursorAt(name string, src []byte, off int) cursor {
-	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
+// what is already written further down. The scan starts at the end of
+// the last top-level block the parse found complete before the cursor
+// (a top-level position), so a large file is not lexed whole.
+func cursorAt(f *parsed, off int) cursor {
+	src, start := f.text.src, hcl.InitialPos
+	for _, b := range f.body.Blocks {
+		if end := b.Range().End; end.Byte <= off && end.Byte > start.Byte && end.Byte <= len(src) {
+			start = end
+		}
+	}
+	toks, _ := hclsyntax.LexConfig(src[start.Byte:], f.name, start)
 	s := tokenScan{off: off}
 	var at *cursor
 	var inner *frame
