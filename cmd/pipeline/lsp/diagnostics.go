@@ -2,8 +2,10 @@ package lsp
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"time"
 
@@ -55,8 +57,22 @@ func (s *Server) diagnose(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.publish(ctx, dir, open, s.check(dir, open))
+		if byFile, ok := s.safeCheck(dir, open); ok {
+			s.publish(ctx, dir, open, byFile)
+		}
 	}
+}
+
+// safeCheck is check that survives a panic of the loader (a bug): it is
+// logged and the directory's diagnostics stay as they were.
+func (s *Server) safeCheck(dir string, open map[string][]byte) (byFile map[string][]protocol.Diagnostic, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("check panicked", "file", dir, "err", fmt.Sprint(r), "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	return s.check(dir, open), true
 }
 
 // check returns validate's diagnostics for dir by file, with the texts to

@@ -108,7 +108,7 @@ func (s *Server) upstream(w *workspace, c cursor) *decl {
 			return nil
 		}
 		key, _, ok := refTarget(st.Traversal)
-		if !ok || w.decls[key] == nil || len(w.decls[key].block.Labels) < 2 {
+		if !ok || w.decls[key] == nil || w.decls[key].block == nil || len(w.decls[key].block.Labels) < 2 {
 			return nil
 		}
 		d = w.decls[key]

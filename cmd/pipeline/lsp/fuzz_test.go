@@ -84,3 +84,14 @@ func FuzzHandlers(f *testing.F) {
 		}
 	})
 }
+
+// TestInputNotANode: an input naming a local, not a node, is no upstream.
+func TestInputNotANode(t *testing.T) {
+	s := testServer()
+	name := "/fuzz/main.hcl"
+	s.docs[name] = []byte("locals { x = 1 }\ntransform \"extract\" \"e\" {\n  input = local.x\n  where = object.\n}\n")
+	w, f := s.snapshot(fileURI(name))
+	if got := s.complete(w, f, len(s.docs[name])-3); len(got) != 0 {
+		t.Errorf("fields of no upstream: %v", got)
+	}
+}
