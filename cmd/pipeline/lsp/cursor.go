@@ -36,15 +36,20 @@ type tokenScan struct {
 // innermost block still count as present, so completion does not offer
 // what is already written further down. The scan starts at the end of
 // the last top-level block the parse found complete before the cursor
-// (a top-level position), so a large file is not lexed whole.
+// (a top-level position) and stops at the first one starting after it,
+// so a large file is not lexed whole.
 func cursorAt(f *parsed, off int) cursor {
-	src, start := f.text.src, hcl.InitialPos
+	src, start, end := f.text.src, hcl.InitialPos, len(f.text.src)
 	for _, b := range f.body.Blocks {
-		if end := b.Range().End; end.Byte <= off && end.Byte > start.Byte && end.Byte <= len(src) {
-			start = end
+		r := b.Range()
+		if r.End.Byte <= off && r.End.Byte > start.Byte && r.End.Byte <= len(src) {
+			start = r.End
+		}
+		if r.Start.Byte > off && r.Start.Byte < end {
+			end = r.Start.Byte
 		}
 	}
-	toks, _ := hclsyntax.LexConfig(src[start.Byte:], f.name, start)
+	toks, _ := hclsyntax.LexConfig(src[start.Byte:max(start.Byte, end)], f.name, start)
 	s := tokenScan{off: off}
 	var at *cursor
 	var inner *frame

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,7 @@ type Server struct {
 	docs      map[string][]byte          // open documents by file name
 	versions  map[string]int32           // their versions
 	cache     map[string]*parsed         // last parse of each file read
+	indexed   map[string]*workspace      // last workspace of each document
 	dirty     map[string]bool            // configuration directories to check
 	published map[string]map[string]bool // per directory, the files given diagnostics
 }
@@ -66,7 +68,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 	}
 	s := &Server{opts: opts, funcs: schema.Functions(".", nil), log: opts.Logger,
 		kick: make(chan struct{}, 1), exit: make(chan struct{}),
-		docs: map[string][]byte{}, versions: map[string]int32{}, cache: map[string]*parsed{},
+		docs: map[string][]byte{}, versions: map[string]int32{}, cache: map[string]*parsed{}, indexed: map[string]*workspace{},
 		dirty: map[string]bool{}, published: map[string]map[string]bool{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -280,7 +282,14 @@ func (s *Server) snapshot(u protocol.DocumentURI) (*workspace, *parsed) {
 	for _, n := range names {
 		w.files = append(w.files, s.parsed(n, readSource(n, open)))
 	}
+	// The index of the same parsed files is the same: reuse it.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last := s.indexed[name]; last != nil && slices.Equal(last.files, w.files) {
+		return last, last.file(name)
+	}
 	w.index()
+	s.indexed[name] = w
 	return w, w.file(name)
 }
 
