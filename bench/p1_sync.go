@@ -254,7 +254,7 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 		handMem := measured("P4b"+at.id, "RSS added by the pods, "+at.when+" after sync: hand-written controller", "MB", at.added["controller"])
 		handMem.Note = perPod(handMem.Median, n)
 		pipeMem := measured("P4c"+at.id, "RSS added by the pods, "+at.when+" after sync: pipeline, README flagship chain", "MB",
-			at.added["pipeline-readme"]).against(handMem, "<= 0.15x P4b")
+			at.added["pipeline-readme"]).against(handMem, "<= 0.15x P4b"+at.id)
 		pipeMem.Note = perPod(pipeMem.Median, n)
 		rows = append(rows, handMem, pipeMem)
 	}
