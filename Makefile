@@ -69,7 +69,8 @@ FUZZ_TARGETS := \
 	./internal/fastexpr:FuzzSameAsHCL \
 	./internal/heldindex:FuzzIndex \
 	./sinks/audit:FuzzVerifyCatchesTampering \
-	./sources/kubernetes:FuzzProjector
+	./sources/kubernetes:FuzzProjector \
+	./sources/kubernetes:FuzzProtobufDecode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \
