@@ -157,27 +157,6 @@ func Strings(name string) *Attr[[]string] {
 	return a
 }
 
-// StringMap declares a map(string) attribute.
-func StringMap(name string) *Attr[map[string]string] {
-	a := &Attr[map[string]string]{info: AttrInfo{Name: name, Type: "map(string)"}}
-	a.decode = func(v cty.Value, rng hcl.Range) (map[string]string, hcl.Diagnostics) {
-		v, diags := convertTo(name, "map of strings", v, cty.Map(cty.String), rng)
-		if diags.HasErrors() {
-			return nil, diags
-		}
-		out := make(map[string]string, v.LengthInt())
-		for it := v.ElementIterator(); it.Next(); {
-			k, e := it.Element()
-			if e.IsNull() {
-				return nil, typeErr(name, "map of non-null strings", rng, nil)
-			}
-			out[k.AsString()] = e.AsString()
-		}
-		return out, nil
-	}
-	return a
-}
-
 // Value declares an attribute of any type, evaluated when the config loads.
 // The value keeps its sensitive marks (SensitiveMark), so records built from
 // it are masked in every view; a node unmarks it where it needs it raw.

@@ -44,7 +44,6 @@ type testStep struct {
 	decl   hcl.Range
 	// given
 	add, update map[string]cty.Value
-	addRanges   map[string]hcl.Range
 	del         []string
 	// expect
 	state      map[string]cty.Value
