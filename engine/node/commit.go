@@ -1,0 +1,27 @@
+package node
+
+import "context"
+
+// Committer is implemented by a target that writes its entries as one
+// whole, such as a file rendered from every record: its Update and Delete
+// only record the entries, and the sink loop calls Commit at the end of
+// every round of writes (after the round's Update and Delete calls) and of
+// every full reconcile, so that the target writes the whole once per
+// round. Commit runs on the sink loop's goroutine and may block on I/O
+// bounded by ctx; the target reports its own failures (Env.Health, its
+// metrics) and schedules its own retries.
+type Committer interface {
+	Commit(ctx context.Context, r Round)
+}
+
+// Round says what the round Commit ends was.
+type Round struct {
+	// Synced is true once the sink's input has synced: before, the target
+	// holds only part of the collection, and one that renders the whole
+	// must write nothing.
+	Synced bool
+	// Full is true at the end of a full reconcile (at start, when the input
+	// syncs and every resync): the target compares what it would write
+	// with what the world holds, and repairs a difference.
+	Full bool
+}
