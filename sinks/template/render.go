@@ -1,0 +1,104 @@
+package template
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// rendering is one render's outcome: the file's bytes and the raw text of
+// every sensitive value they may hold, masked wherever the bytes are shown.
+type rendering struct {
+	data    []byte
+	secrets []string
+}
+
+// render evaluates the template over entries, which must be sorted by key.
+// An error names the template's file:line:col; it holds no value (HCL's
+// diagnostics do not print values, and sensitive ones are redacted by the
+// caller anyway).
+func (s *Sink) render(entries []node.Entry) (rendering, error) {
+	var out rendering
+	elems := make([]cty.Value, len(entries))
+	for i, e := range entries {
+		v := e.Value
+		if v == cty.NilVal {
+			v = cty.NullVal(cty.DynamicPseudoType)
+		}
+		if schema.IsSensitive(v) {
+			out.secrets = append(out.secrets, schema.SensitiveStrings(v)...)
+		}
+		elems[i] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(string(e.Key)), "value": v})
+	}
+	records := cty.EmptyTupleVal
+	if len(elems) > 0 {
+		records = cty.TupleVal(elems)
+	}
+	ctx := s.ctx.NewChild()
+	ctx.Variables = map[string]cty.Value{"records": records}
+	v, diags := s.tmpl.Value(ctx)
+	if diags.HasErrors() {
+		return out, fmt.Errorf("render: %s", diagText(diags))
+	}
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() || !v.IsKnown() {
+		return out, fmt.Errorf("render: the template gave no text")
+	}
+	sv, err := convertString(v)
+	if err != nil {
+		return out, fmt.Errorf("render: %w", err)
+	}
+	out.data = []byte(sv)
+	return out, nil
+}
+
+func convertString(v cty.Value) (string, error) {
+	if v.Type() != cty.String {
+		return "", fmt.Errorf("the template gave a %s, not text", v.Type().FriendlyName())
+	}
+	return v.AsString(), nil
+}
+
+// diagText is the errors of diags, each with its template position.
+func diagText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, msg)
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sortedEntries returns the values of held sorted by key.
+func sortedEntries(held map[node.Key]node.Entry) []node.Entry {
+	out := make([]node.Entry, 0, len(held))
+	for _, e := range held {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b node.Entry) int { return strings.Compare(string(a.Key), string(b.Key)) })
+	return out
+}
+
+// showValue is a value as plan and explain print it.
+func showValue(v cty.Value) string {
+	if v == cty.NilVal {
+		return "null"
+	}
+	return ctyconv.String(schema.Masked(v))
+}
