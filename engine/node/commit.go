@@ -25,3 +25,12 @@ type Round struct {
 	// with what the world holds, and repairs a difference.
 	Full bool
 }
+
+// Renderer is implemented by a Sink whose target is one document rendered
+// from every entry (a Committer's file): Render returns the document the
+// entries (sorted by key) render to, without opening or writing anything.
+// `pipeline test` uses it to check the rendered content, and explain to
+// say which lines a key produced.
+type Renderer interface {
+	Render(entries []Entry) ([]byte, error)
+}
