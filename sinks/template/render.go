@@ -102,3 +102,9 @@ func showValue(v cty.Value) string {
 	}
 	return ctyconv.String(schema.Masked(v))
 }
+
+// Render implements node.Renderer: the file entries render to.
+func (s *Sink) Render(entries []node.Entry) ([]byte, error) {
+	r, err := s.render(entries)
+	return r.data, err
+}

@@ -262,4 +262,5 @@ func (s *Sink) HostNeeds() node.HostNeeds {
 var (
 	_ node.Sink       = (*Sink)(nil)
 	_ node.HostAccess = (*Sink)(nil)
+	_ node.Renderer   = (*Sink)(nil)
 )
