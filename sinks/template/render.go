@@ -1,6 +1,7 @@
 package template
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,28 +22,54 @@ type rendering struct {
 }
 
 // render evaluates the template over entries, which must be sorted by key.
-// An error names the template's file:line:col; it holds no value (HCL's
-// diagnostics do not print values, and sensitive ones are redacted by the
-// caller anyway).
 func (s *Sink) render(entries []node.Entry) (rendering, error) {
-	var out rendering
-	elems := make([]cty.Value, len(entries))
+	objs := make([]cty.Value, len(entries))
+	sensitive := false
 	for i, e := range entries {
-		v := e.Value
-		if v == cty.NilVal {
-			v = cty.NullVal(cty.DynamicPseudoType)
+		objs[i] = recordObject(e)
+		sensitive = sensitive || schema.IsSensitive(e.Value)
+	}
+	return s.renderObjects(objs, sensitive)
+}
+
+// recordObject is an entry as the template sees it: { key, value }.
+func recordObject(e node.Entry) cty.Value {
+	v := e.Value
+	if v == cty.NilVal {
+		v = cty.NullVal(cty.DynamicPseudoType)
+	}
+	return cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(string(e.Key)), "value": v})
+}
+
+// renderObjects evaluates the template over records (recordObject's, sorted
+// by key; sensitive says whether any holds a sensitive value): through the fast path when it answers, else through HCL. An
+// error names the template's file:line:col; it holds no value (HCL's
+// diagnostics do not print values, and the caller redacts sensitive ones
+// anyway).
+func (s *Sink) renderObjects(objs []cty.Value, sensitive bool) (rendering, error) {
+	var out rendering
+	for _, o := range objs {
+		if !sensitive {
+			break
 		}
-		if schema.IsSensitive(v) {
+		if v := o.GetAttr("value"); schema.IsSensitive(v) {
 			out.secrets = append(out.secrets, schema.SensitiveStrings(v)...)
 		}
-		elems[i] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(string(e.Key)), "value": v})
 	}
 	records := cty.EmptyTupleVal
-	if len(elems) > 0 {
-		records = cty.TupleVal(elems)
+	if len(objs) > 0 {
+		records = cty.TupleVal(objs)
 	}
 	ctx := s.ctx.NewChild()
 	ctx.Variables = map[string]cty.Value{"records": records}
+	if s.fast != nil && len(out.secrets) == 0 {
+		buf := bytes.NewBuffer(make([]byte, 0, s.sizeHint.Load()))
+		if s.fast(buf, ctx) {
+			out.data = buf.Bytes()
+			s.sizeHint.Store(int64(len(out.data)))
+			return out, nil
+		}
+	}
 	v, diags := s.tmpl.Value(ctx)
 	if diags.HasErrors() {
 		return out, fmt.Errorf("render: %s", diagText(diags))

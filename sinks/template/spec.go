@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,6 +88,8 @@ type Sink struct {
 	pidFile       string
 	reloadTimeout time.Duration
 	secrets       []string // values of sensitive variables: never shown
+	fast          writer   // the template's fast path (fast.go); nil: HCL only
+	sizeHint      atomic.Int64
 }
 
 func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
@@ -106,6 +109,9 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	var d hcl.Diagnostics
 	s.tmpl, d = decodeTemplate(b, abs)
 	add(d)
+	if s.tmpl != nil && !d.HasErrors() {
+		s.fast = compileFast(s.tmpl, s.ctx)
+	}
 	var path string
 	path, s.pathRange, d = pathAttr.Get(b.Content)
 	add(d)

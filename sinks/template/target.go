@@ -6,15 +6,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // Target is one rendered file. Update and Delete record the entries; Commit
@@ -32,8 +36,11 @@ type Target struct {
 
 	mu      sync.Mutex
 	held    map[node.Key]node.Entry
-	changed bool       // held changed since the last render
-	last    *rendering // the last good render; nil before the first
+	objs    map[node.Key]cty.Value // each held entry as the template sees it (recordObject)
+	order   []node.Key             // held's keys sorted; nil after a key came or went
+	secret  map[node.Key]bool      // held entries whose value is sensitive
+	changed bool                   // held changed since the last render
+	last    *rendering             // the last good render; nil before the first
 	// confirmed: the file on disk held last.data when last compared or
 	// written, so finding it different later means someone edited it.
 	confirmed bool
@@ -63,7 +70,7 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, problems: map[string]string{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, objs: map[node.Key]cty.Value{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
 	if t.plan {
 		return t, nil
 	}
@@ -125,7 +132,16 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range batch {
+		if _, ok := t.held[e.Key]; !ok {
+			t.order = nil
+		}
 		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
+		t.objs[e.Key] = recordObject(e)
+		if schema.IsSensitive(e.Value) {
+			t.secret[e.Key] = true
+		} else if t.secret[e.Key] {
+			delete(t.secret, e.Key)
+		}
 	}
 	t.changed = t.changed || len(batch) > 0
 }
@@ -135,7 +151,12 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range batch {
-		delete(t.held, e.Key)
+		if _, ok := t.held[e.Key]; ok {
+			delete(t.held, e.Key)
+			delete(t.objs, e.Key)
+			delete(t.secret, e.Key)
+			t.order = nil
+		}
 	}
 	t.changed = t.changed || len(batch) > 0
 }
@@ -151,9 +172,13 @@ func (t *Target) Commit(ctx context.Context, r node.Round) {
 	if !t.changed && t.last != nil && !r.Full {
 		return
 	}
+	var prev []byte // what the file holds, as far as the target knows
+	if t.confirmed {
+		prev = t.last.data
+	}
 	if t.changed || t.last == nil {
 		t.changed = false
-		rend, err := t.s.render(sortedEntries(t.held))
+		rend, err := t.s.renderObjects(t.records(), len(t.secret) > 0)
 		if err != nil {
 			t.met.renders.WithLabelValues("error").Inc()
 			t.problem("render", err, "render failed; the file is kept")
@@ -166,17 +191,37 @@ func (t *Target) Commit(ctx context.Context, r node.Round) {
 			t.last, t.confirmed = &rend, false
 		}
 	}
-	t.apply(ctx)
+	t.apply(ctx, r.Full, prev)
+}
+
+// records are the held entries as the template sees them, sorted by key.
+func (t *Target) records() []cty.Value {
+	if t.order == nil {
+		t.order = slices.Sorted(maps.Keys(t.held))
+	}
+	out := make([]cty.Value, len(t.order))
+	for i, k := range t.order {
+		out[i] = t.objs[k]
+	}
+	return out
 }
 
 // apply makes the file equal to the last render: compare, check, swap,
 // reload.
-func (t *Target) apply(ctx context.Context) {
+func (t *Target) apply(ctx context.Context, full bool, prev []byte) {
 	path := t.s.path
-	cur, existed, err := readCurrent(path)
-	if err != nil {
-		t.problem("write", err, "cannot read the file; will retry at the next change or resync")
-		return
+	var cur []byte
+	var existed bool
+	if !full && prev != nil {
+		// Between full reconciles the file holds what was last written
+		// (prev): a render that differs from it needs no read to know.
+		cur, existed = prev, true
+	} else {
+		var err error
+		if cur, existed, err = readCurrent(path); err != nil {
+			t.problem("write", err, "cannot read the file; will retry at the next change or resync")
+			return
+		}
 	}
 	data := t.last.data
 	if existed && bytes.Equal(cur, data) {

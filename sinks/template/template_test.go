@@ -3,6 +3,7 @@ package template
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -423,3 +424,5 @@ func TestMetricsLint(t *testing.T) {
 		t.Errorf("lint: %v %v", problems, err)
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,47 @@
+package template
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+// The fast path renders exactly what HCL renders, or gives up.
+func TestFastMatchesHCL(t *testing.T) {
+	entries := []node.Entry{
+		{Key: "a", Value: cty.ObjectVal(map[string]cty.Value{"ip": cty.StringVal("10.0.0.1"), "port": cty.NumberIntVal(80), "up": cty.True, "w": cty.NumberFloatVal(1.5)})},
+		{Key: "b", Value: cty.ObjectVal(map[string]cty.Value{"ip": cty.StringVal("10.0.0.2"), "port": cty.NumberIntVal(8080), "up": cty.False, "w": cty.NumberIntVal(2)})},
+	}
+	for _, tmpl := range []string{
+		`"%{ for r in records }${r.key} ${r.value.ip}:${r.value.port}\n%{ endfor }"`,
+		`"%{ for i, r in records }${i}=${r.value.up}%{ if r.value.up }+%{ else }-%{ endif }\n%{ endfor }"`,
+		`"%{ for r in records }${r.value.w}%{ endfor }"`,         // a fraction: HCL formats it
+		`"%{ for r in records }${upper(r.value.ip)}%{ endfor }"`, // a function: HCL
+		`"x${length(records)}%{ for r in records }%{ if r.value.port == 80 }${r.key}%{ endif }%{ endfor }"`,
+		`"%{ for r in records }${try(r.value.missing, "none")}%{ endfor }"`,
+		`<<-EOT
+		%{ for r in records ~}
+		  server ${r.key} ${r.value.ip}:${r.value.port}
+		%{ endfor ~}
+		EOT`,
+	} {
+		s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\npath = \"/tmp/x\"\ntemplate = %s", tmpl), up).Sink.(*Sink)
+		fast, err := s.render(entries)
+		if err != nil {
+			t.Fatalf("%s: %v", tmpl, err)
+		}
+		s.fast = nil
+		slow, err := s.render(entries)
+		if err != nil {
+			t.Fatalf("%s: %v", tmpl, err)
+		}
+		if !bytes.Equal(fast.data, slow.data) {
+			t.Errorf("%s:\nfast %q\nHCL  %q", tmpl, fast.data, slow.data)
+		}
+	}
+}
