@@ -53,6 +53,8 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
+	{"template-render", templateRender}, // T1
+	{"template-haproxy", templateLive},  // T2
 }
 
 func notLanded(id, name string) scenario {
