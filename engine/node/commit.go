@@ -34,3 +34,31 @@ type Round struct {
 type Renderer interface {
 	Render(entries []Entry) ([]byte, error)
 }
+
+// FilePlanner is implemented by a target that writes its entries as one
+// rendered file (a Committer): plan shows how the file would change, as a
+// unified diff, instead of a change per entry. PlanFile renders desired
+// (sorted by key) and compares it with the file on disk; it writes nothing
+// and runs no command.
+type FilePlanner interface {
+	PlanFile(ctx context.Context, desired []Entry) (FilePlan, error)
+}
+
+// FilePlan is how a FilePlanner's file would change.
+type FilePlan struct {
+	Path    string `json:"path"`
+	Exists  bool   `json:"exists"`
+	Changed bool   `json:"changed"`
+	// Diff is a unified diff from the file on disk to the render, with
+	// every sensitive value masked; empty when nothing changes.
+	Diff string `json:"diff,omitempty"`
+}
+
+// Explainer is implemented by a target that can say more about one of its
+// keys than its entry: which lines of a rendered file the key produced,
+// and what keeps the target from writing. `pipeline explain` shows the
+// lines. Explain runs on the sink loop's goroutine, reads no more than
+// the target holds in memory and shows no sensitive value.
+type Explainer interface {
+	Explain(key Key) []string
+}
