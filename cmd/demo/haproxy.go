@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// haproxyStep runs examples/haproxy next to the flagship job: an Ingress
+// and an EndpointSlice become haproxy.cfg, checked and loaded by a real
+// HAProxy in master-worker mode, and requests through it follow the
+// EndpointSlice. It is skipped, saying so, when HAProxy is not installed.
+func (d *demo) haproxyStep(ctx context.Context) error {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		say("skipping the HAProxy step: haproxy is not installed (apt-get install haproxy)")
+		return nil
+	}
+	say("template sink (examples/haproxy): an Ingress and the ready endpoints of an EndpointSlice become haproxy.cfg; haproxy -c checks it, SIGUSR2 loads it")
+	dir := filepath.Join(d.dir, "haproxy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	addrs := []string{"127.0.0.1", "127.0.0.2"}
+	port, stopBackends, err := demoBackends(addrs)
+	if err != nil {
+		return err
+	}
+	defer stopBackends()
+	cfg, pid, listen := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "haproxy.pid"), "127.0.0.1:18080"
+	if err := d.createIngress(ctx, port, addrs); err != nil {
+		return err
+	}
+	args := []string{"run", "--listen", "127.0.0.1:19466", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
+		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "drain=2s", "examples/haproxy"}
+	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.bin, args...)
+	cmd.Stdout, cmd.Stderr = prefixWriter("    haproxy-job| "), prefixWriter("    haproxy-job| ")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	if err := waitFor(ctx, 30*time.Second, "haproxy.cfg rendered", func() (bool, error) { _, err := os.Stat(cfg); return err == nil, nil }); err != nil {
+		return err
+	}
+	fmt.Printf("    $ haproxy -W -D -f %s -p %s\n", rel(cfg), rel(pid))
+	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
+		return fmt.Errorf("start haproxy: %w: %s", err, out)
+	}
+	defer killPidFile(pid)
+	if err := expectServed(ctx, listen, "both endpoints serve", addrs...); err != nil {
+		return err
+	}
+	say("removing %s from the EndpointSlice: it drains for 2s, then the next render drops it and HAProxy reloads", addrs[1])
+	slice, err := d.cs.DiscoveryV1().EndpointSlices(ns).Get(ctx, "web-demo", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	slice.Endpoints = slice.Endpoints[:1]
+	if _, err := d.cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return expectServed(ctx, listen, "only "+addrs[0]+" serves", addrs[0])
+}
+
+func (d *demo) createIngress(ctx context.Context, port int, addrs []string) error {
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web-demo"}, Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
+		Host: "shop.example", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+			Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web-demo",
+				Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+	if _, err := d.cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	p := int32(port)
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-demo", Labels: map[string]string{"kubernetes.io/service-name": "web-demo"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: &p}}}
+	for _, a := range addrs {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}})
+	}
+	_, err := d.cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{})
+	fmt.Printf("    ingress shop.example -> service web-demo; endpointslice web-demo: %s port %d\n", strings.Join(addrs, ", "), port)
+	return err
+}
+
+// expectServed curls through HAProxy until exactly want answer.
+func expectServed(ctx context.Context, listen, what string, want ...string) error {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var got []string
+	err := waitFor(ctx, 30*time.Second, what, func() (bool, error) {
+		seen := map[string]bool{}
+		for range 8 {
+			req, _ := http.NewRequest("GET", "http://"+listen+"/", nil)
+			req.Host = "shop.example"
+			resp, err := client.Do(req)
+			if err != nil {
+				return false, err
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			seen[string(b)] = true
+		}
+		got = got[:0]
+		for k := range seen {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		return slices.Equal(got, want), nil
+	})
+	if err == nil {
+		fmt.Printf("    $ curl -H 'Host: shop.example' http://%s/  (8 times) -> answered by %s\n", listen, strings.Join(got, ", "))
+	}
+	return err
+}
+
+// demoBackends serves each address's own text on one port common to all.
+func demoBackends(addrs []string) (int, func(), error) {
+	for range 20 {
+		l, err := net.Listen("tcp", addrs[0]+":0")
+		if err != nil {
+			return 0, nil, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		ls := []net.Listener{l}
+		for _, a := range addrs[1:] {
+			if l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port))); err == nil {
+				ls = append(ls, l)
+			}
+		}
+		if len(ls) < len(addrs) {
+			for _, l := range ls {
+				l.Close()
+			}
+			continue
+		}
+		var srvs []*http.Server
+		for i, l := range ls {
+			name := addrs[i]
+			s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })}
+			srvs = append(srvs, s)
+			go func() { _ = s.Serve(l) }()
+		}
+		return port, func() {
+			for _, s := range srvs {
+				_ = s.Close()
+			}
+		}, nil
+	}
+	return 0, nil, fmt.Errorf("no port free on %v", addrs)
+}
+
+func killPidFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && n > 0 {
+		_ = syscall.Kill(n, syscall.SIGTERM)
+	}
+}
