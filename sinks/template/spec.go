@@ -21,7 +21,7 @@ import (
 var (
 	templateAttr = schema.Expr("template", "records").
 			Doc("The template, inline: HCL template syntax as Terraform's templatefile() (`${...}` interpolations, `%{ for r in records }...%{ endfor }`, `%{ if }`, every function of the language). In scope: `records`, the input's records as a list of `{ key, value }` objects sorted by key, and `var`, `local`. Give `template` or `template_file`.").
-			Example("<<-EOT\n    %{ for r in records ~}\n    server ${r.key} ${r.value.ip}:${r.value.port}\n    %{ endfor ~}\n  EOT")
+			Example(`"%{ for r in records }server ${r.key} ${r.value.ip}:${r.value.port}\n%{ endfor }"`)
 	templateFileAttr = schema.String("template_file").Default("", `""`).
 				Doc("The template, from a file (relative to the configuration's directory): the same syntax and scope as `template`. Errors point at the template file's line and column.").Example(`"haproxy.cfg.tmpl"`)
 	pathAttr = schema.String("path").Required().
