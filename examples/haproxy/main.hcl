@@ -126,7 +126,7 @@ sink "template" "haproxy" {
   template_file  = "haproxy.cfg.tmpl"
   path           = var.config
   backup         = true
-  check_command  = ["haproxy", "-c", "-q", "-f", "{{path}}"]
+  check_command  = ["haproxy", "-c", "-f", "{{path}}"]
   reload_signal  = "SIGUSR2"
   pid_file       = var.pid_file
 }
