@@ -329,7 +329,11 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 // (node.Committer).
 func (s *sinkLoop) commit(ctx context.Context, full bool) {
 	if c, ok := s.target.(node.Committer); ok && ctx.Err() == nil {
-		c.Commit(ctx, node.Round{Synced: s.synced, Full: full})
+		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full}) {
+			if s.tap.active() {
+				s.tap.applied(e, false)
+			}
+		}
 	}
 }
 

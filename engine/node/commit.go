@@ -9,9 +9,11 @@ import "context"
 // every full reconcile, so that the target writes the whole once per
 // round. Commit runs on the sink loop's goroutine and may block on I/O
 // bounded by ctx; the target reports its own failures (Env.Health, its
-// metrics) and schedules its own retries.
+// metrics) and schedules its own retries. It returns what it wrote as a
+// whole, if anything, as entries `pipeline tap` shows (a file's path with
+// its digest and size, never its text).
 type Committer interface {
-	Commit(ctx context.Context, r Round)
+	Commit(ctx context.Context, r Round) []Entry
 }
 
 // Round says what the round Commit ends was.

@@ -163,14 +163,14 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 
 // Commit implements node.Committer: once the input synced, it renders
 // what changed and makes the file equal to the render.
-func (t *Target) Commit(ctx context.Context, r node.Round) {
+func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
 	if t.plan || !r.Synced {
-		return
+		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.changed && t.last != nil && !r.Full {
-		return
+		return nil
 	}
 	var prev []byte // what the file holds, as far as the target knows
 	if t.confirmed {
@@ -182,7 +182,7 @@ func (t *Target) Commit(ctx context.Context, r node.Round) {
 		if err != nil {
 			t.met.renders.WithLabelValues("error").Inc()
 			t.problem("render", err, "render failed; the file is kept")
-			return
+			return nil
 		}
 		t.problem("render", nil, "")
 		if t.last != nil && bytes.Equal(t.last.data, rend.data) {
@@ -191,7 +191,7 @@ func (t *Target) Commit(ctx context.Context, r node.Round) {
 			t.last, t.confirmed = &rend, false
 		}
 	}
-	t.apply(ctx, r.Full, prev)
+	return t.apply(ctx, r.Full, prev)
 }
 
 // records are the held entries as the template sees them, sorted by key.
@@ -208,7 +208,7 @@ func (t *Target) records() []cty.Value {
 
 // apply makes the file equal to the last render: compare, check, swap,
 // reload.
-func (t *Target) apply(ctx context.Context, full bool, prev []byte) {
+func (t *Target) apply(ctx context.Context, full bool, prev []byte) []node.Entry {
 	path := t.s.path
 	var cur []byte
 	var existed bool
@@ -220,7 +220,7 @@ func (t *Target) apply(ctx context.Context, full bool, prev []byte) {
 		var err error
 		if cur, existed, err = readCurrent(path); err != nil {
 			t.problem("write", err, "cannot read the file; will retry at the next change or resync")
-			return
+			return nil
 		}
 	}
 	data := t.last.data
@@ -229,32 +229,32 @@ func (t *Target) apply(ctx context.Context, full bool, prev []byte) {
 		t.met.renders.WithLabelValues("unchanged").Inc()
 		t.problem("check", nil, "")
 		t.problem("write", nil, "")
-		return
+		return nil
 	}
 	restoring := t.confirmed
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
 	if digest == t.failedCheck {
-		return // refused already: wait for the next change
+		return nil // refused already: wait for the next change
 	}
 	tmp, err := writeCandidate(path, data, t.s.mode, t.own)
 	if err != nil {
 		t.problem("write", err, "cannot write the candidate; will retry at the next change or resync")
-		return
+		return nil
 	}
 	check := "none"
 	if len(t.s.check) > 0 {
 		if err := runCommand(ctx, t.s.check, tmp, t.s.checkTimeout); err != nil {
 			_ = os.Remove(tmp)
 			if ctx.Err() != nil {
-				return // stopping: not the candidate's fault
+				return nil // stopping: not the candidate's fault
 			}
 			t.failedCheck = digest
 			t.met.checks.WithLabelValues("failed").Inc()
 			t.met.renders.WithLabelValues("refused").Inc()
 			t.problem("check", err, "check_command refused the candidate; the file is kept")
 			t.decide(digest, len(data), "failed", "none", restoring)
-			return
+			return nil
 		}
 		t.met.checks.WithLabelValues("ok").Inc()
 		check = "ok"
@@ -263,7 +263,7 @@ func (t *Target) apply(ctx context.Context, full bool, prev []byte) {
 	t.problem("check", nil, "")
 	if err := swap(tmp, path, t.s.backup, cur, existed, t.s.mode, t.own); err != nil {
 		t.problem("write", err, "cannot swap the file; will retry at the next change or resync")
-		return
+		return nil
 	}
 	t.problem("write", nil, "")
 	t.confirmed, t.lastDigest = true, digest
@@ -276,6 +276,9 @@ func (t *Target) apply(ctx context.Context, full bool, prev []byte) {
 	t.reload = reloadState{}
 	reload := t.runReload(ctx)
 	t.decide(digest, len(data), check, reload, restoring)
+	return []node.Entry{{Key: node.Key(path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
+		"bytes": cty.NumberIntVal(int64(len(data))), "records": cty.NumberIntVal(int64(len(t.held))),
+		"check": cty.StringVal(check), "reload": cty.StringVal(reload)})}}
 }
 
 // runReload reloads the file's reader; on failure it schedules a retry.

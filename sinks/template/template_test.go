@@ -157,7 +157,7 @@ func TestEqualFileNotWritten(t *testing.T) {
 	}
 	defer tg2.Close()
 	tg2.Update(context.Background(), []node.Entry{{Key: "a", Value: server("10.0.0.1", 80)}})
-	tg2.(*Target).Commit(context.Background(), full)
+	_ = tg2.(*Target).Commit(context.Background(), full)
 	tg2.(*Target).Commit(context.Background(), full) // a resync
 	st2, _ := os.Stat(f.path)
 	if !os.SameFile(st1, st2) {
@@ -405,8 +405,14 @@ func TestDecisionPerWrite(t *testing.T) {
 	f := open(t, serversTmpl+`check_command = ["true"]`)
 	var dec decisions
 	f.tg.env.Decisions = &dec
-	f.put("a", server("10.0.0.1", 80), full)
-	f.tg.Commit(context.Background(), full)
+	f.tg.Update(context.Background(), []node.Entry{{Key: "a", Value: server("10.0.0.1", 80)}})
+	wrote := f.tg.Commit(context.Background(), full)
+	if len(wrote) != 1 || wrote[0].Key != node.Key(f.path) || len(wrote[0].Value.GetAttr("sha256").AsString()) != 64 {
+		t.Errorf("Commit returned %v, want the file with its digest (for tap)", wrote)
+	}
+	if again := f.tg.Commit(context.Background(), full); again != nil {
+		t.Errorf("a commit that wrote nothing returned %v", again)
+	}
 	if len(dec.list) != 1 {
 		t.Fatalf("%d decisions, want 1", len(dec.list))
 	}
