@@ -165,6 +165,11 @@ func decodeTemplate(b node.Build, abs func(string) string) (hcl.Expression, hcl.
 	if err != nil {
 		return nil, append(diags, errAt(fileRange, "Cannot read template file", fmt.Sprintf("%v.", err)))
 	}
+	if b.Config != nil && b.Config.Files != nil {
+		// The template is part of the configuration: diagnostics show
+		// its lines, and `pipeline manifests` ships it with the rest.
+		b.Config.Files[path] = &hcl.File{Bytes: src}
+	}
 	expr, d := hclsyntax.ParseTemplate(src, path, hcl.InitialPos)
 	diags = append(diags, d...)
 	if d.HasErrors() {
