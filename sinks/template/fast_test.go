@@ -24,6 +24,11 @@ func TestFastMatchesHCL(t *testing.T) {
 		`"%{ for r in records }${upper(r.value.ip)}%{ endfor }"`, // a function: HCL
 		`"x${length(records)}%{ for r in records }%{ if r.value.port == 80 }${r.key}%{ endif }%{ endfor }"`,
 		`"%{ for r in records }${try(r.value.missing, "none")}%{ endfor }"`,
+		`"%{ for r in records }${r.value["ip"]}%{ endfor }"`,
+		`"%{ for r in records }%{ for s in records }${r.key}${s.key}${s.value.port},%{ endfor }%{ endfor }"`,
+		`"%{ for r in records }%{ for r in [1, 2] }${r}%{ endfor }${r.key}%{ endfor }"`,
+		`"%{ for r in records }${r.value.missing}%{ endfor }"`, // an error: both fail
+		`"%{ for r in records }${r.value}%{ endfor }"`,         // an object: HCL's error
 		`<<-EOT
 		%{ for r in records ~}
 		  server ${r.key} ${r.value.ip}:${r.value.port}
@@ -31,14 +36,11 @@ func TestFastMatchesHCL(t *testing.T) {
 		EOT`,
 	} {
 		s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("input = source.static.x\npath = \"/tmp/x\"\ntemplate = %s", tmpl), up).Sink.(*Sink)
-		fast, err := s.render(entries)
-		if err != nil {
-			t.Fatalf("%s: %v", tmpl, err)
-		}
-		s.fast = nil
-		slow, err := s.render(entries)
-		if err != nil {
-			t.Fatalf("%s: %v", tmpl, err)
+		fast, ferr := s.render(entries)
+		s.fast, s.fastPaths = nil, nil
+		slow, serr := s.render(entries)
+		if fmt.Sprint(ferr) != fmt.Sprint(serr) {
+			t.Fatalf("%s: errors differ: fast %v, HCL %v", tmpl, ferr, serr)
 		}
 		if !bytes.Equal(fast.data, slow.data) {
 			t.Errorf("%s:\nfast %q\nHCL  %q", tmpl, fast.data, slow.data)

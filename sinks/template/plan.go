@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -69,17 +68,17 @@ func (t *Target) Explain(key node.Key) []string {
 		return out
 	}
 	records := t.records()
-	without := make([]cty.Value, 0, len(records)-1)
+	without := make([]record, 0, len(records)-1)
 	for i, k := range t.order {
 		if k != key {
 			without = append(without, records[i])
 		}
 	}
-	full, err := t.s.renderObjects(records, len(t.secret) > 0)
+	full, err := t.s.renderRecords(records, len(t.secret) > 0)
 	if err != nil {
 		return out
 	}
-	less, err := t.s.renderObjects(without, len(t.secret) > 0)
+	less, err := t.s.renderRecords(without, len(t.secret) > 0)
 	if err != nil {
 		return append(out, fmt.Sprintf("the file renders without %s only with an error: %s", key, red.String(err.Error())))
 	}

@@ -23,13 +23,39 @@ type rendering struct {
 
 // render evaluates the template over entries, which must be sorted by key.
 func (s *Sink) render(entries []node.Entry) (rendering, error) {
-	objs := make([]cty.Value, len(entries))
+	recs := make([]record, len(entries))
 	sensitive := false
 	for i, e := range entries {
-		objs[i] = recordObject(e)
+		recs[i] = s.newRecord(e)
 		sensitive = sensitive || schema.IsSensitive(e.Value)
 	}
-	return s.renderObjects(objs, sensitive)
+	return s.renderRecords(recs, sensitive)
+}
+
+// record is an entry as the template sees it: its key, its { key, value }
+// object, and the text of each record path the fast path reads (cells,
+// index for index with Sink.fastPaths), computed once per change of the
+// entry rather than once per render.
+type record struct {
+	key   string
+	value cty.Value
+	obj   cty.Value
+	cells []cell
+}
+
+func (s *Sink) newRecord(e node.Entry) record {
+	r := record{key: string(e.Key), value: e.Value, obj: recordObject(e)}
+	if len(s.fastPaths) > 0 {
+		r.cells = make([]cell, len(s.fastPaths))
+		var buf bytes.Buffer
+		for i, path := range s.fastPaths {
+			buf.Reset()
+			if v, ok := walkPath(e.Value, path); ok && writeValue(&buf, v) {
+				r.cells[i] = cell{text: buf.String(), ok: true}
+			}
+		}
+	}
+	return r
 }
 
 // recordObject is an entry as the template sees it: { key, value }.
@@ -41,20 +67,24 @@ func recordObject(e node.Entry) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(string(e.Key)), "value": v})
 }
 
-// renderObjects evaluates the template over records (recordObject's, sorted
-// by key; sensitive says whether any holds a sensitive value): through the fast path when it answers, else through HCL. An
+// renderRecords evaluates the template over records (sorted by key;
+// sensitive says whether any holds a sensitive value): through the fast path when it answers, else through HCL. An
 // error names the template's file:line:col; it holds no value (HCL's
 // diagnostics do not print values, and the caller redacts sensitive ones
 // anyway).
-func (s *Sink) renderObjects(objs []cty.Value, sensitive bool) (rendering, error) {
+func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	var out rendering
-	for _, o := range objs {
+	for _, r := range recs {
 		if !sensitive {
 			break
 		}
-		if v := o.GetAttr("value"); schema.IsSensitive(v) {
-			out.secrets = append(out.secrets, schema.SensitiveStrings(v)...)
+		if schema.IsSensitive(r.value) {
+			out.secrets = append(out.secrets, schema.SensitiveStrings(r.value)...)
 		}
+	}
+	objs := make([]cty.Value, len(recs))
+	for i, r := range recs {
+		objs[i] = r.obj
 	}
 	records := cty.EmptyTupleVal
 	if len(objs) > 0 {
@@ -64,7 +94,8 @@ func (s *Sink) renderObjects(objs []cty.Value, sensitive bool) (rendering, error
 	ctx.Variables = map[string]cty.Value{"records": records}
 	if s.fast != nil && len(out.secrets) == 0 {
 		buf := bytes.NewBuffer(make([]byte, 0, s.sizeHint.Load()))
-		if s.fast(buf, ctx) {
+		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots)}
+		if s.fast(buf, ctx, env) {
 			out.data = buf.Bytes()
 			s.sizeHint.Store(int64(len(out.data)))
 			return out, nil

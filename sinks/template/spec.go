@@ -87,8 +87,10 @@ type Sink struct {
 	signal        syscall.Signal
 	pidFile       string
 	reloadTimeout time.Duration
-	secrets       []string // values of sensitive variables: never shown
-	fast          writer   // the template's fast path (fast.go); nil: HCL only
+	secrets       []string   // values of sensitive variables: never shown
+	fast          writer     // the template's fast path (fast.go); nil: HCL only
+	fastSlots     int        // loops over records in it
+	fastPaths     [][]string // the record paths it reads (a record's cells)
 	sizeHint      atomic.Int64
 }
 
@@ -110,7 +112,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s.tmpl, d = decodeTemplate(b, abs)
 	add(d)
 	if s.tmpl != nil && !d.HasErrors() {
-		s.fast = compileFast(s.tmpl, s.ctx)
+		s.fast, s.fastSlots, s.fastPaths = compileFast(s.tmpl, s.ctx)
 	}
 	var path string
 	path, s.pathRange, d = pathAttr.Get(b.Content)

@@ -36,11 +36,11 @@ type Target struct {
 
 	mu      sync.Mutex
 	held    map[node.Key]node.Entry
-	objs    map[node.Key]cty.Value // each held entry as the template sees it (recordObject)
-	order   []node.Key             // held's keys sorted; nil after a key came or went
-	secret  map[node.Key]bool      // held entries whose value is sensitive
-	changed bool                   // held changed since the last render
-	last    *rendering             // the last good render; nil before the first
+	recs    map[node.Key]record // each held entry as the template sees it
+	order   []node.Key          // held's keys sorted; nil after a key came or went
+	secret  map[node.Key]bool   // held entries whose value is sensitive
+	changed bool                // held changed since the last render
+	last    *rendering          // the last good render; nil before the first
 	// confirmed: the file on disk held last.data when last compared or
 	// written, so finding it different later means someone edited it.
 	confirmed bool
@@ -70,7 +70,7 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, objs: map[node.Key]cty.Value{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
 	if t.plan {
 		return t, nil
 	}
@@ -136,7 +136,7 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 			t.order = nil
 		}
 		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
-		t.objs[e.Key] = recordObject(e)
+		t.recs[e.Key] = t.s.newRecord(e)
 		if schema.IsSensitive(e.Value) {
 			t.secret[e.Key] = true
 		} else if t.secret[e.Key] {
@@ -153,7 +153,7 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 	for _, e := range batch {
 		if _, ok := t.held[e.Key]; ok {
 			delete(t.held, e.Key)
-			delete(t.objs, e.Key)
+			delete(t.recs, e.Key)
 			delete(t.secret, e.Key)
 			t.order = nil
 		}
@@ -178,7 +178,7 @@ func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
 	}
 	if t.changed || t.last == nil {
 		t.changed = false
-		rend, err := t.s.renderObjects(t.records(), len(t.secret) > 0)
+		rend, err := t.s.renderRecords(t.records(), len(t.secret) > 0)
 		if err != nil {
 			t.met.renders.WithLabelValues("error").Inc()
 			t.problem("render", err, "render failed; the file is kept")
@@ -195,13 +195,13 @@ func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
 }
 
 // records are the held entries as the template sees them, sorted by key.
-func (t *Target) records() []cty.Value {
+func (t *Target) records() []record {
 	if t.order == nil {
 		t.order = slices.Sorted(maps.Keys(t.held))
 	}
-	out := make([]cty.Value, len(t.order))
+	out := make([]record, len(t.order))
 	for i, k := range t.order {
-		out[i] = t.objs[k]
+		out[i] = t.recs[k]
 	}
 	return out
 }
