@@ -71,7 +71,7 @@ func TestReloadSignal(t *testing.T) {
 	got := make(chan os.Signal, 1)
 	signal.Notify(got, syscall.SIGUSR2)
 	defer signal.Stop(got)
-	f := open(t, serversTmpl+fmt.Sprintf("reload_signal = \"SIGUSR2\"\npid_file = %q", pidFile))
+	f := open(t, serversTmpl+fmt.Sprintf("reload_signal = \"SIGUSR2\"\npid_file = %q\nreload_interval = \"0s\"", pidFile))
 	f.put("a", server("10.0.0.1", 80), full)
 	select {
 	case <-got:
@@ -105,4 +105,30 @@ func TestOutputBounded(t *testing.T) {
 	if err == nil || len(err.Error()) > outputLimit+200 || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("error of %d bytes", len(err.Error()))
 	}
+}
+
+// Reloads closer than reload_interval are spaced: the file is written at
+// once, its reload waits until the interval since the last one passed.
+func TestReloadsSpaced(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "reloads")
+	count := func() int { b, _ := os.ReadFile(marker); return strings.Count(string(b), "x") }
+	synctest.Test(t, func(t *testing.T) {
+		f := open(t, serversTmpl+fmt.Sprintf(`reload_command = ["sh", "-c", "echo x >> %s"]`, marker))
+		f.put("a", server("10.0.0.1", 80), full)
+		time.Sleep(300 * time.Millisecond)
+		f.put("b", server("10.0.0.2", 80), synced)
+		if !strings.Contains(f.file(), "10.0.0.2") || count() != 1 {
+			t.Fatalf("second write: file has b %v, %d reloads, want written and 1 reload", strings.Contains(f.file(), "10.0.0.2"), count())
+		}
+		time.Sleep(699 * time.Millisecond)
+		synctest.Wait()
+		if count() != 1 {
+			t.Fatalf("reloaded before reload_interval passed")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if count() != 2 {
+			t.Fatalf("%d reloads 1s after the first, want 2", count())
+		}
+	})
 }

@@ -48,6 +48,8 @@ var (
 			Doc("File holding the process id reload_signal goes to (its first line), read at every reload.").Example(`"/run/haproxy.pid"`)
 	reloadTimeoutAttr = schema.Duration("reload_timeout").Default(30*time.Second, `"30s"`).
 				Doc("How long reload_command may run.")
+	reloadGapAttr = schema.Duration("reload_interval").Default(time.Second, `"1s"`).
+			Doc("Least time between two reloads: a reload due sooner waits until then (the file is written at once). HAProxy 2.6 ignores a SIGUSR2 that arrives while it is still starting the worker of the previous reload, so reloads closer than that would be lost. \"0s\" reloads at once.")
 )
 
 // Spec declares sink "template".
@@ -65,7 +67,7 @@ func Spec() node.Spec {
 			"logs, plan (masked in the diff), explain, tap or audit. See docs/template.md.",
 		Accepts: []node.DataType{node.Records},
 		Body: schema.Block{Attrs: []schema.Attribute{templateAttr, templateFileAttr, pathAttr, modeAttr, ownerAttr, groupAttr, backupAttr,
-			checkAttr, checkTimeoutAttr, reloadAttr, signalAttr, pidFileAttr, reloadTimeoutAttr}},
+			checkAttr, checkTimeoutAttr, reloadAttr, signalAttr, pidFileAttr, reloadTimeoutAttr, reloadGapAttr}},
 		NewSink: newSink,
 	}
 }
@@ -87,6 +89,7 @@ type Sink struct {
 	signal        syscall.Signal
 	pidFile       string
 	reloadTimeout time.Duration
+	reloadGap     time.Duration
 	secrets       []string   // values of sensitive variables: never shown
 	fast          writer     // the template's fast path (fast.go); nil: HCL only
 	fastSlots     int        // loops over records in it
@@ -134,6 +137,8 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s.checkTimeout, _, d = checkTimeoutAttr.Get(b.Content)
 	add(d)
 	s.reloadTimeout, _, d = reloadTimeoutAttr.Get(b.Content)
+	add(d)
+	s.reloadGap, _, d = reloadGapAttr.Get(b.Content)
 	add(d)
 	var checkRange, reloadRange hcl.Range
 	s.check, checkRange, d = checkAttr.Get(b.Content)

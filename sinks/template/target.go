@@ -49,6 +49,7 @@ type Target struct {
 	failedCheck string
 	problems    map[string]string // stage -> error, for health and explain
 	reload      reloadState
+	lastReload  time.Time // when the last reload was made, whatever its outcome
 	lastDigest  string
 }
 
@@ -57,6 +58,24 @@ type reloadState struct {
 	pending  bool
 	attempts int
 	due      time.Time
+}
+
+// spaced reports whether a reload now would come within reload_interval
+// of the last one; it then schedules it for when that has passed.
+func (t *Target) spaced() bool {
+	if t.lastReload.IsZero() || t.s.reloadGap <= 0 {
+		return false
+	}
+	due := t.lastReload.Add(t.s.reloadGap)
+	if !t.env.Now().Before(due) {
+		return false
+	}
+	t.reload = reloadState{pending: true, due: due, attempts: t.reload.attempts}
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 type metrics struct {
@@ -274,7 +293,10 @@ func (t *Target) apply(ctx context.Context, full bool, prev []byte) []node.Entry
 	}
 	t.env.Logger.Info("file written", "file", path, "bytes", len(data), "digest", digest[:12], "records", len(t.held))
 	t.reload = reloadState{}
-	reload := t.runReload(ctx)
+	reload := "delayed"
+	if !t.spaced() {
+		reload = t.runReload(ctx)
+	}
 	t.decide(digest, len(data), check, reload, restoring)
 	return []node.Entry{{Key: node.Key(path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
 		"bytes": cty.NumberIntVal(int64(len(data))), "records": cty.NumberIntVal(int64(len(t.held))),
@@ -285,6 +307,9 @@ func (t *Target) apply(ctx context.Context, full bool, prev []byte) []node.Entry
 // It returns the outcome for the audit: ok, failed or none.
 func (t *Target) runReload(ctx context.Context) string {
 	var err error
+	if len(t.s.reload) == 0 && t.s.signal == 0 {
+		return "none"
+	}
 	switch {
 	case len(t.s.reload) > 0:
 		err = runCommand(ctx, t.s.reload, t.s.path, t.s.reloadTimeout)
@@ -293,6 +318,7 @@ func (t *Target) runReload(ctx context.Context) string {
 	default:
 		return "none"
 	}
+	t.lastReload = t.env.Now()
 	if err == nil {
 		t.met.reloads.WithLabelValues("ok").Inc()
 		t.reload = reloadState{}
