@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,14 +36,19 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	addrs := []string{"127.0.0.1", "127.0.0.2"}
-	port, stopBackends, err := demoBackends(addrs)
+	ip, err := demoHostIP()
+	if err != nil {
+		say("skipping the HAProxy step: %v", err)
+		return nil
+	}
+	names := []string{"web-1", "web-2"}
+	ports, stopBackends, err := demoBackends(ip, names)
 	if err != nil {
 		return err
 	}
 	defer stopBackends()
 	cfg, pid, listen := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "haproxy.pid"), "127.0.0.1:18080"
-	if err := d.createIngress(ctx, port, addrs); err != nil {
+	if err := d.createIngress(ctx, ip, names, ports); err != nil {
 		return err
 	}
 	args := []string{"run", "--listen", "127.0.0.1:19466", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
@@ -63,22 +69,17 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 		return fmt.Errorf("start haproxy: %w: %s", err, out)
 	}
 	defer killPidFile(pid)
-	if err := expectServed(ctx, listen, "both endpoints serve", addrs...); err != nil {
+	if err := expectServed(ctx, listen, "both pods serve", names...); err != nil {
 		return err
 	}
-	say("removing %s from the EndpointSlice: it drains for 2s, then the next render drops it and HAProxy reloads", addrs[1])
-	slice, err := d.cs.DiscoveryV1().EndpointSlices(ns).Get(ctx, "web-demo", metav1.GetOptions{})
-	if err != nil {
+	say("deleting web-2's EndpointSlice (its pod went away): it drains for 2s, then the next render drops it and HAProxy reloads")
+	if err := d.cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, "web-demo-2", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	slice.Endpoints = slice.Endpoints[:1]
-	if _, err := d.cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	return expectServed(ctx, listen, "only "+addrs[0]+" serves", addrs[0])
+	return expectServed(ctx, listen, "only web-1 serves", names[0])
 }
 
-func (d *demo) createIngress(ctx context.Context, port int, addrs []string) error {
+func (d *demo) createIngress(ctx context.Context, ip string, names []string, ports []int) error {
 	prefix := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web-demo"}, Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
 		Host: "shop.example", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
@@ -87,15 +88,20 @@ func (d *demo) createIngress(ctx context.Context, port int, addrs []string) erro
 	if _, err := d.cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	p := int32(port)
-	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-demo", Labels: map[string]string{"kubernetes.io/service-name": "web-demo"}},
-		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: &p}}}
-	for _, a := range addrs {
-		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}})
+	fmt.Printf("    ingress shop.example -> service web-demo\n")
+	// One EndpointSlice per pod: each listens on its own port of this host
+	// (EndpointSlices refuse loopback addresses).
+	for i, name := range names {
+		p := int32(ports[i])
+		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-demo-%d", i+1), Labels: map[string]string{"kubernetes.io/service-name": "web-demo"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: &p}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: name}}}}
+		if _, err := d.cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		fmt.Printf("    endpointslice %s: pod %s at %s:%d\n", slice.Name, name, ip, p)
 	}
-	_, err := d.cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{})
-	fmt.Printf("    ingress shop.example -> service web-demo; endpointslice web-demo: %s port %d\n", strings.Join(addrs, ", "), port)
-	return err
+	return nil
 }
 
 // expectServed curls through HAProxy until exactly want answer.
@@ -128,40 +134,41 @@ func expectServed(ctx context.Context, listen, what string, want ...string) erro
 	return err
 }
 
-// demoBackends serves each address's own text on one port common to all.
-func demoBackends(addrs []string) (int, func(), error) {
-	for range 20 {
-		l, err := net.Listen("tcp", addrs[0]+":0")
-		if err != nil {
-			return 0, nil, err
+// demoBackends serves each name on its own port of ip.
+func demoBackends(ip string, names []string) ([]int, func(), error) {
+	var ports []int
+	var srvs []*http.Server
+	stop := func() {
+		for _, s := range srvs {
+			_ = s.Close()
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		ls := []net.Listener{l}
-		for _, a := range addrs[1:] {
-			if l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port))); err == nil {
-				ls = append(ls, l)
-			}
-		}
-		if len(ls) < len(addrs) {
-			for _, l := range ls {
-				l.Close()
-			}
-			continue
-		}
-		var srvs []*http.Server
-		for i, l := range ls {
-			name := addrs[i]
-			s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })}
-			srvs = append(srvs, s)
-			go func() { _ = s.Serve(l) }()
-		}
-		return port, func() {
-			for _, s := range srvs {
-				_ = s.Close()
-			}
-		}, nil
 	}
-	return 0, nil, fmt.Errorf("no port free on %v", addrs)
+	for _, name := range names {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })}
+		srvs = append(srvs, s)
+		go func() { _ = s.Serve(l) }()
+	}
+	return ports, stop, nil
+}
+
+// demoHostIP is an IPv4 address of this host outside loopback.
+func demoHostIP() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no IPv4 address outside loopback for the EndpointSlices")
 }
 
 func killPidFile(path string) {
