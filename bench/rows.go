@@ -55,6 +55,8 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
+	{"template-render", templateRender}, // T1
+	{"template-haproxy", templateLive},  // T2
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A
