@@ -126,8 +126,7 @@ func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1600, 900))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
-	return ctx, func() { cancelTime(); cancelCtx(); cancelAlloc() }
+	return ctx, func() { cancelCtx(); cancelAlloc() }
 }
 
 // waitJS polls expr in the page until it is true or the deadline passes,
@@ -136,16 +135,15 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string, within time.Du
 	t.Helper()
 	start := time.Now()
 	for {
-		var ok bool
-		if err := chromedp.Run(ctx, chromedp.Evaluate(expr, &ok)); err != nil {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if ok {
 			return time.Since(start)
 		}
 		if time.Since(start) > within {
-			var html string
-			_ = chromedp.Run(ctx, chromedp.OuterHTML("body", &html))
+			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
 			t.Fatalf("%s: not within %s; page:\n%s", what, within, clipText(html, 6000))
 		}
 		time.Sleep(25 * time.Millisecond) // a polling interval, not an assertion
@@ -159,7 +157,9 @@ func clipText(s string, n int) string {
 	return s
 }
 
-func nodeSel(addr string) string { return fmt.Sprintf(`document.querySelector('g.node[data-addr=%q]')`, addr) }
+func nodeSel(addr string) string {
+	return fmt.Sprintf(`document.querySelector('g.node[data-addr=%q]')`, addr)
+}
 
 // TestConsoleInBrowser loads the console of a running pipeline in
 // Chromium: the graph is drawn, a changed file shows in the source's
@@ -170,16 +170,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer stop()
 	ctx, cancel := newBrowser(t)
 	defer cancel()
-	if err := chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
 		t.Fatalf("load the console: %v", err)
 	}
 
 	// The graph: five nodes left to right, four edges (grace_period fans out to both sinks).
 	waitJS(t, ctx, "five nodes and four edges drawn",
 		`document.querySelectorAll('g.node').length === 5 && document.querySelectorAll('path.edge').length === 4`, 10*time.Second)
-	var cols []int
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`['source.files.pods','transform.extract.pod_ips','transform.grace_period.drain','sink.log.changes']
-		.map(a => document.querySelector('g.node[data-addr="'+a+'"]').transform.baseVal[0].matrix.e)`, &cols)); err != nil {
+	cols, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`['source.files.pods','transform.extract.pod_ips','transform.grace_period.drain','sink.log.changes']
+		.map(a => document.querySelector('g.node[data-addr="'+a+'"]').transform.baseVal[0].matrix.e)`))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i < len(cols); i++ {
@@ -198,14 +198,35 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("file change on the page after %s", took.Round(time.Millisecond))
 
 	// A key's explain answer along the graph.
-	if err := chromedp.Run(ctx, chromedp.SendKeys("#key", "10.244.1.11"), chromedp.Submit("#key")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), "10.244.2.13"), chromedp.Click(chromedp.CSS("#keyform button"))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, "explain path drawn", `['source.files.pods','transform.extract.pod_ips','transform.grace_period.drain','sink.log.changes']
 		.every(a => document.querySelector('g.node[data-addr="'+a+'"]').classList.contains('onpath')) &&
 		`+nodeSel("sink.log.changes")+`.dataset.explain === 'applied' &&
 		document.querySelectorAll('path.edge.onpath').length >= 3 &&
-		document.getElementById('explain').textContent.includes('backend-1')`, 5*time.Second)
+		document.getElementById('explain').textContent.includes('backend-3')`, 5*time.Second)
+
+	// A node's block as written, its history and its tap.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`g.node[data-addr="transform.extract.pod_ips"] rect.box`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the node's block and plots shown", `(() => { const d = document.getElementById('detail');
+		const pre = d.querySelector('pre.block');
+		return !!pre && pre.textContent.startsWith('transform "extract" "pod_ips"') && d.querySelectorAll('.plot').length === 4 &&
+			d.textContent.includes('main.hcl:6') })()`, 5*time.Second)
+	writeFile(t, filepath.Join(manifests, "more.yaml"), podYAML("backend-3", "10.244.2.14"))
+	waitJS(t, ctx, "the changed record in the node's tap", `[...document.querySelectorAll('#taplist li.upsert')].some(li => li.textContent.includes('10.244.2.14'))`,
+		5*time.Second)
+	if path := os.Getenv("PIPELINE_CONSOLE_SCREENSHOT"); path != "" {
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// An invalid reload is listed as rejected, with its diagnostic.
 	good, err := os.ReadFile(cfg)
@@ -215,8 +236,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	writeFile(t, cfg, strings.Replace(string(good), `delay = "30s"`, `delay = "soon"`, 1))
 	waitJS(t, ctx, "the rejected reload listed", `(() => { const li = document.querySelector('#reloadlist li[data-result="rejected"]');
 		return !!li && li.textContent.includes('main.hcl:') })()`, 15*time.Second)
-	var ready string
-	if err := chromedp.Run(ctx, chromedp.Text("#ready", &ready)); err != nil {
+	ready, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#ready")))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ready != "ready" {

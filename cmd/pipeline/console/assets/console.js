@@ -62,7 +62,8 @@ function drawGraph(g) {
   svg.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
   svg.style.maxWidth = g.width + "px";
   const defs = el("defs", {}, svg);
-  const m = el("marker", {id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse"}, defs);
+  const m = el("marker", {id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10",
+    markerUnits: "userSpaceOnUse", orient: "auto-start-reverse"}, defs);
   el("path", {d: "M 0 0 L 10 5 L 0 10 z", fill: "#8a94a6"}, m);
   ui.nodes.clear();
   ui.edges = [];
@@ -145,7 +146,7 @@ function update(f) {
     else if (s.errors) { extra = `write errors ${fmtRate(s.errors)}`; cls = "extra err"; }
     else if (s.pending) extra = `${s.pending} deletion${s.pending > 1 ? "s" : ""} held back`;
     else if (n.view.reads && n.view.reads.length) extra = "reads " + n.view.reads.join(" ");
-    else { extra = n.view.pos; cls = "extra pos"; }
+    else { extra = n.view.pos.split("/").pop(); cls = "extra pos"; }
     n.t.extra.textContent = clip(extra, 36);
     n.t.extra.setAttribute("class", cls);
     n.t.title.textContent = `${addr}\n${n.view.pos}${s.detail ? "\n" + s.detail : ""}`;
@@ -355,16 +356,23 @@ async function explain(key) {
     }
     return;
   }
+  const withPath = ex.entries.find((e) => e.path && e.path.length);
+  if (withPath && withPath.origin) {
+    const o = withPath.origin;
+    h("div", "pos", `origin ${o.source}${o.namespace ? " " + o.namespace + "/" + o.name : o.name ? " " + o.name : ""}${o.file ? " · " + o.file + (o.line ? ":" + o.line : "") : ""}`, box);
+  }
+  if (withPath) {
+    h("h2", "", "Value at each stage", box);
+    for (const st of withPath.path) stageLine(st, box);
+  } else {
+    h("div", "pos", "the stages before the sinks are not known for this record (its origin was not kept)", box);
+  }
+  h("h2", "", "Sink entries", box);
   for (const e of ex.entries) {
-    const head = h("div", "", undefined, box);
+    const head = h("div", "sinkentry", undefined, box);
     h("strong", "", e.sink + " ", head);
     h("span", e.status === "applied" ? "status-applied" : e.status === "failing" ? "status-failing" : "status-other", e.status, head);
     if (e.target_key && e.target_key !== e.input_key) head.append(` as ${e.target_key}`);
-    if (e.origin) {
-      const o = e.origin;
-      h("div", "pos", `origin ${o.source}${o.namespace ? " " + o.namespace + "/" + o.name : o.name ? " " + o.name : ""}${o.file ? " " + o.file + (o.line ? ":" + o.line : "") : ""}`, box);
-    }
-    for (const st of e.path || []) stageLine(st, box);
     if (e.last_error) h("div", "diag", `${e.attempts} attempts: ${e.last_error}`, box);
     if (e.conflict) h("div", "diag", e.conflict, box);
   }
@@ -395,7 +403,8 @@ function drawExplain(ex) {
   const stages = (path, sink) => {
     let prev = "";
     for (const st of path || []) {
-      let note = st.present ? clip(JSON.stringify(st.value) || "present", 26) : "absent";
+      const shown = st.node.startsWith("source.") ? st.key : JSON.stringify(st.value);
+      let note = st.present ? clip(shown || "present", 30) : "absent";
       let kind = st.present ? "" : "absent";
       if (st.pending_delete) { note = "deletion held back"; kind = "pending"; }
       notes.set(st.node, note); kinds.set(st.node, kind);
@@ -428,4 +437,8 @@ function drawExplain(ex) {
 
 $("keyform").addEventListener("submit", (ev) => { ev.preventDefault(); explain($("key").value.trim()); });
 
-loadGraph().then(connect);
+loadGraph().then(() => {
+  connect();
+  const key = new URLSearchParams(location.search).get("key"); // a link to a key's explain: /?key=KEY
+  if (key) { $("key").value = key; explain(key); }
+});

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestConsoleBounded opens and closes the console's live stream many
+// times: goroutines and the heap come back to where they were (no page
+// leaves anything behind), at most MaxPages streams follow at once
+// without taking the slots of /metrics, and no console endpoint accepts
+// anything but GET.
+func TestConsoleBounded(t *testing.T) {
+	defer goleak.VerifyNone(t, ignoreHTTP...)
+	addr, _, _, stop := consolePipeline(t)
+	defer stop()
+	base := "http://" + addr
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+
+	// One stream: it sends a state frame at once and then one per second.
+	firstFrame := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/console/events", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return &statusError{resp.StatusCode}
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if sc.Text() == "event: state" {
+				return nil
+			}
+		}
+		return sc.Err()
+	}
+	if err := firstFrame(context.Background()); err != nil {
+		t.Fatalf("first frame: %v", err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	goroutines0, heap0 := runtime.NumGoroutine(), heap()
+	const cycles = 500
+	for i := 0; i < cycles; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := firstFrame(ctx); err != nil {
+			cancel()
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		cancel() // the page goes away
+	}
+	client.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines0+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling for the server to notice the closed streams
+	}
+	if g := runtime.NumGoroutine(); g > goroutines0+2 {
+		t.Errorf("goroutines: %d before %d connect/disconnect cycles, %d after", goroutines0, cycles, g)
+	}
+	if h := heap(); h > heap0+4<<20 {
+		t.Errorf("heap: %d KiB before %d cycles, %d KiB after", heap0>>10, cycles, h>>10)
+	}
+	t.Logf("%d cycles: goroutines %d -> %d, heap %d -> %d KiB", cycles, goroutines0, runtime.NumGoroutine(), heap0>>10, heap()>>10)
+
+	// 64 open pages are served; the 65th is refused; /metrics still answers.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	opened := make(chan error, 64)
+	for i := 0; i < 64; i++ {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/console/events", nil)
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				opened <- err
+				return
+			}
+			defer resp.Body.Close()
+			r := bufio.NewReader(resp.Body)
+			_, err = r.ReadString('\n')
+			opened <- err
+			<-ctx.Done()
+		})
+	}
+	for i := 0; i < 64; i++ {
+		if err := <-opened; err != nil {
+			t.Errorf("page %d: %v", i, err)
+		}
+	}
+	resp, err := client.Get(base + "/console/events")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("page 65: %s, want 503", resp.Status)
+		}
+	}
+	if body := get(t, client, base+"/metrics"); !strings.Contains(body, "pipeline_node_records") {
+		t.Errorf("/metrics with 64 pages open: %.200s", body)
+	}
+	cancel()
+	wg.Wait()
+
+	// Read-only: nothing but GET (and HEAD) is served.
+	for _, path := range []string{"/", "/console/graph", "/console/node?addr=source.files.pods", "/console/events", "/console/assets/console.js"} {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+			req, _ := http.NewRequest(method, base+path, strings.NewReader("{}"))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %s, want 405", method, path, resp.Status)
+			}
+		}
+	}
+}
+
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return http.StatusText(e.code) }
