@@ -53,6 +53,7 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
+	{"console-pages", consoleLatency}, // P10
 }
 
 func notLanded(id, name string) scenario {
