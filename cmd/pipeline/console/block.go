@@ -31,12 +31,7 @@ func blockText(cfg *schema.Config, n *engine.Node, secrets *redact.Redactor) str
 	if start < 0 || end > len(f.Bytes) || start >= end {
 		return ""
 	}
-	var cut []hcl.Range // sensitive expressions, in the file's offsets
-	for name, a := range body.Attributes {
-		if at := n.Spec.Body.Attr(name); at != nil && at.Info().Sensitive {
-			cut = append(cut, a.Expr.Range())
-		}
-	}
+	cut := sensitiveExprs(body, n.Spec.Body) // in the file's offsets
 	sort.Slice(cut, func(i, j int) bool { return cut[i].Start.Byte < cut[j].Start.Byte })
 	var out []byte
 	at := start
@@ -53,4 +48,23 @@ func blockText(cfg *schema.Config, n *engine.Node, secrets *redact.Redactor) str
 		out = append(out[:maxBlockBytes], "\n…"...)
 	}
 	return secrets.String(string(out))
+}
+
+// sensitiveExprs returns the ranges of the expressions of body's attributes
+// that decl declares Sensitive, in nested blocks too.
+func sensitiveExprs(body *hclsyntax.Body, decl schema.Block) []hcl.Range {
+	var out []hcl.Range
+	for name, a := range body.Attributes {
+		if at := decl.Attr(name); at != nil && at.Info().Sensitive {
+			out = append(out, a.Expr.Range())
+		}
+	}
+	for _, b := range body.Blocks {
+		for _, bt := range decl.Blocks {
+			if bt.Name == b.Type {
+				out = append(out, sensitiveExprs(b.Body, bt.Body)...)
+			}
+		}
+	}
+	return out
 }

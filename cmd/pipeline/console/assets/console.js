@@ -96,8 +96,8 @@ function drawGraph(g) {
       extra: el("text", {class: "extra", x: 16, y: 96}, grp, ""),
     };
     const tag = el("g", {class: "tag", visibility: "hidden"}, grp);
-    el("rect", {x: n.w - 70, y: -9, width: 62, height: 17}, tag);
-    t.tag = el("text", {x: n.w - 39, y: 3.5, "text-anchor": "middle"}, tag, "");
+    el("rect", {x: n.w - 80, y: -9, width: 72, height: 17}, tag);
+    t.tag = el("text", {x: n.w - 44, y: 3.5, "text-anchor": "middle"}, tag, "");
     t.tagGroup = tag;
     const note = el("g", {class: "pathnote", visibility: "hidden"}, grp);
     t.noteRect = el("rect", {x: 10, y: -10, width: 120, height: 19}, note);
