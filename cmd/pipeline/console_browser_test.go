@@ -191,6 +191,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		`[...document.querySelectorAll('g.node')].every(g => g.dataset.state === 'healthy') && `+nodeSel("source.files.pods")+`.dataset.records === '2'`,
 		10*time.Second)
 
+	// Nothing was loaded from anywhere but the instance.
+	waitJS(t, ctx, "every resource from the instance", `performance.getEntriesByType('resource').length > 0 &&
+		performance.getEntriesByType('resource').every(e => e.name.startsWith(location.origin + '/'))`, time.Second)
+
 	// A changed file reaches the page within 2 s.
 	writeFile(t, filepath.Join(manifests, "more.yaml"), podYAML("backend-3", "10.244.2.13"))
 	took := waitJS(t, ctx, "source record count 3 on the page", nodeSel("source.files.pods")+`.dataset.records === '3' && `+

@@ -48,6 +48,13 @@ func TestConsoleBounded(t *testing.T) {
 	if err := firstFrame(context.Background()); err != nil {
 		t.Fatalf("first frame: %v", err)
 	}
+	var out strings.Builder
+	if err := runConsole(context.Background(), &out, consoleFlags{against: addr}); err != nil || out.String() != base+"/\n" {
+		t.Errorf("pipeline console --against %s: %q, %v", addr, out.String(), err)
+	}
+	if err := runConsole(context.Background(), &out, consoleFlags{against: "127.0.0.1:1"}); err == nil {
+		t.Error("pipeline console against a closed port: no error")
+	}
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
