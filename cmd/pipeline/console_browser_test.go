@@ -33,7 +33,7 @@ func consolePipeline(t *testing.T) (addr, cfg, manifests string, stop func()) {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(manifests, "pods.yaml"), podYAML("backend-1", "10.244.1.11")+"---\n"+podYAML("backend-2", "10.244.1.12"))
+	writeAtomic(t, filepath.Join(manifests, "pods.yaml"), podYAML("backend-1", "10.244.1.11")+"---\n"+podYAML("backend-2", "10.244.1.12"))
 	second := `sink "log" "allowed" {
   input = transform.grace_period.drain
 }`
@@ -54,7 +54,7 @@ func consolePipeline(t *testing.T) (addr, cfg, manifests string, stop func()) {
 }`, pin)
 	}
 	cfg = filepath.Join(confDir, "main.hcl")
-	writeFile(t, cfg, fmt.Sprintf(`source "files" "pods" {
+	writeAtomic(t, cfg, fmt.Sprintf(`source "files" "pods" {
   paths    = [%q]
   selector = "app=backend"
 }
@@ -105,7 +105,7 @@ func podYAML(name, ip string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: shop\n  labels: {app: backend}\nstatus:\n  phase: Running\n  podIP: %s\n", name, ip)
 }
 
-func writeFile(t *testing.T, path, text string) {
+func writeAtomic(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path+".tmp", []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		performance.getEntriesByType('resource').every(e => e.name.startsWith(location.origin + '/'))`, time.Second)
 
 	// A changed file reaches the page within 2 s.
-	writeFile(t, filepath.Join(manifests, "more.yaml"), podYAML("backend-3", "10.244.2.13"))
+	writeAtomic(t, filepath.Join(manifests, "more.yaml"), podYAML("backend-3", "10.244.2.13"))
 	took := waitJS(t, ctx, "source record count 3 on the page", nodeSel("source.files.pods")+`.dataset.records === '3' && `+
 		nodeSel("source.files.pods")+`.querySelector('text.records').textContent === '3 records'`, 2*time.Second)
 	t.Logf("file change on the page after %s", took.Round(time.Millisecond))
@@ -219,7 +219,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		const pre = d.querySelector('pre.block');
 		return !!pre && pre.textContent.startsWith('transform "extract" "pod_ips"') && d.querySelectorAll('.plot').length === 4 &&
 			d.textContent.includes('main.hcl:6') })()`, 5*time.Second)
-	writeFile(t, filepath.Join(manifests, "more.yaml"), podYAML("backend-3", "10.244.2.14"))
+	writeAtomic(t, filepath.Join(manifests, "more.yaml"), podYAML("backend-3", "10.244.2.14"))
 	waitJS(t, ctx, "the changed record in the node's tap", `[...document.querySelectorAll('#taplist li.upsert')].some(li => li.textContent.includes('10.244.2.14'))`,
 		5*time.Second)
 	if path := os.Getenv("PIPELINE_CONSOLE_SCREENSHOT"); path != "" {
@@ -237,7 +237,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, cfg, strings.Replace(string(good), `delay = "30s"`, `delay = "soon"`, 1))
+	writeAtomic(t, cfg, strings.Replace(string(good), `delay = "30s"`, `delay = "soon"`, 1))
 	waitJS(t, ctx, "the rejected reload listed", `(() => { const li = document.querySelector('#reloadlist li[data-result="rejected"]');
 		return !!li && li.textContent.includes('main.hcl:') })()`, 15*time.Second)
 	ready, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#ready")))
