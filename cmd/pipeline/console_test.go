@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,6 +14,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/console"
+	"github.com/pipeline/pipeline/internal/redact"
 )
 
 // TestConsoleBounded opens and closes the console's live stream many
@@ -140,3 +146,55 @@ func TestConsoleBounded(t *testing.T) {
 type statusError struct{ code int }
 
 func (e *statusError) Error() string { return http.StatusText(e.code) }
+
+// TestConsoleDrawsEveryExample lays out every example as the console
+// serves it: every node placed inside the drawing, one edge per input, and
+// each node's block as written.
+func TestConsoleDrawsEveryExample(t *testing.T) {
+	dirs, err := filepath.Glob("../../examples/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("examples: %v %v", dirs, err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			l := load([]string{dir}, nil)
+			if l.diags.HasErrors() {
+				t.Fatalf("load: %v", l.diags)
+			}
+			c := console.New(console.Options{Graph: l.graph, Secrets: redact.New(l.cfg.Sensitive)})
+			srv := httptest.NewServer(c.Handler())
+			defer srv.Close()
+			var g struct {
+				Width, Height int
+				Nodes         []struct {
+					Address    string
+					X, Y, W, H int
+				}
+				Edges []struct{ From, To string }
+			}
+			if err := json.Unmarshal([]byte(get(t, srv.Client(), srv.URL+"/console/graph")), &g); err != nil {
+				t.Fatal(err)
+			}
+			inputs := 0
+			for _, n := range l.graph.Nodes {
+				inputs += len(n.Inputs)
+			}
+			if len(g.Nodes) != len(l.graph.Nodes) || len(g.Edges) != inputs {
+				t.Errorf("%d nodes and %d edges drawn, want %d and %d", len(g.Nodes), len(g.Edges), len(l.graph.Nodes), inputs)
+			}
+			for _, n := range g.Nodes {
+				if n.X < 0 || n.Y < 0 || n.X+n.W > g.Width || n.Y+n.H > g.Height {
+					t.Errorf("%s at %d,%d outside the drawing %dx%d", n.Address, n.X, n.Y, g.Width, g.Height)
+				}
+				var d struct{ Block, Pos string }
+				if err := json.Unmarshal([]byte(get(t, srv.Client(), srv.URL+"/console/node?addr="+n.Address)), &d); err != nil {
+					t.Fatal(err)
+				}
+				kind, _, _ := strings.Cut(n.Address, ".")
+				if !strings.HasPrefix(d.Block, kind+` "`) || !strings.Contains(d.Pos, ".hcl:") {
+					t.Errorf("%s: block %q at %q", n.Address, d.Block, d.Pos)
+				}
+			}
+		})
+	}
+}
