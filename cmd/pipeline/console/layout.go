@@ -10,7 +10,7 @@ import (
 const (
 	nodeW   = 236
 	nodeH   = 104
-	colGap  = 96
+	colGap  = 72
 	rowGap  = 28
 	marginX = 24
 	marginY = 24

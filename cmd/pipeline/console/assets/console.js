@@ -61,6 +61,7 @@ function drawGraph(g) {
   svg.replaceChildren();
   svg.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
   svg.style.maxWidth = g.width + "px";
+  svg.style.minWidth = Math.round(g.width * 0.7) + "px"; // a wide graph scrolls rather than shrinking its text away
   const defs = el("defs", {}, svg);
   const m = el("marker", {id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10",
     markerUnits: "userSpaceOnUse", orient: "auto-start-reverse"}, defs);
@@ -69,13 +70,21 @@ function drawGraph(g) {
   ui.edges = [];
   const byAddr = new Map(g.nodes.map((n) => [n.address, n]));
   const edgeLayer = el("g", {class: "edges"}, svg);
+  const outs = new Map(), ins = new Map();
+  for (const e of g.edges) { outs.set(e.from, (outs.get(e.from) || 0) + 1); ins.set(e.to, (ins.get(e.to) || 0) + 1); }
   for (const e of g.edges) {
     const a = byAddr.get(e.from), b = byAddr.get(e.to);
     if (!a || !b) continue;
     const x1 = a.x + a.w, y1 = a.y + a.h / 2, x2 = b.x, y2 = b.y + b.h / 2, dx = Math.max((x2 - x1) / 2, 30);
     const path = el("path", {class: "edge", d: `M ${x1} ${y1} C ${x1 + dx} ${y1}, ${x2 - dx} ${y2}, ${x2 - 2} ${y2}`,
       "marker-end": "url(#arrow)", "data-from": e.from, "data-to": e.to}, edgeLayer);
-    const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+    // The label sits where the edge is apart from its siblings: near the
+    // target on a fan-out, near the source on a fan-in, else midway.
+    const fanOut = outs.get(e.from) > 1, fanIn = ins.get(e.to) > 1;
+    const t = fanOut && !fanIn ? 0.75 : fanIn && !fanOut ? 0.25 : 0.5;
+    const c = [(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3];
+    const mx = c[0] * x1 + c[1] * (x1 + dx) + c[2] * (x2 - dx) + c[3] * x2;
+    const my = (c[0] + c[1]) * y1 + (c[2] + c[3]) * y2;
     const bg = el("rect", {class: "edgelabel-bg", x: mx - 24, y: my - 17, width: 48, height: 14, rx: 3}, edgeLayer);
     const label = el("text", {class: "edgelabel", x: mx, y: my - 6, "text-anchor": "middle", "data-from": e.from, "data-to": e.to}, edgeLayer, "");
     ui.edges.push({from: e.from, to: e.to, path, label, bg});
