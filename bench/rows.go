@@ -57,6 +57,7 @@ var scenarios = []scenario{
 	{"ebpf-reconcile", ebpfReconcile},
 	{"template-render", templateRender}, // T1
 	{"template-haproxy", templateLive},  // T2
+	{"console-pages", consoleLatency},   // P10
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A
