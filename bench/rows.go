@@ -56,6 +56,9 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
+	{"template-render", templateRender}, // T1
+	{"template-haproxy", templateLive},  // T2
+	{"console-pages", consoleLatency},   // P10
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A

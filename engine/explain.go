@@ -56,6 +56,9 @@ type SinkEntry struct {
 	Path   []Stage
 	// Conflict says why the inputs of a fan-in disagree on the key.
 	Conflict string
+	// Detail is what the target says of the key (node.Explainer): the
+	// lines of a rendered file the key produced.
+	Detail []string `json:",omitempty"`
 }
 
 // Stage is a record as one node's output holds it.
@@ -196,6 +199,9 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 		e.Status = "kept"
 	default:
 		e.Status = "pending"
+	}
+	if x, ok := s.target.(node.Explainer); ok {
+		e.Detail = x.Explain(tk)
 	}
 	return true
 }

@@ -59,6 +59,9 @@ type SinkPlan struct {
 	// Pending are the deletions transforms upstream (grace_period) hold
 	// back when the plan was taken, with when each would reach the sink.
 	Pending []node.PendingDeletion
+	// File is set for a target that renders one file (node.FilePlanner):
+	// Changes then holds one change of the file, and File its diff.
+	File *node.FilePlan
 }
 
 // PlannedChange is one change of a plan with what a reader needs: the

@@ -45,6 +45,9 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		origins[e.Key] = append(origins[e.Key], rec.Key)
 	}
 	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
+	if fp, ok := target.(node.FilePlanner); ok {
+		return planFile(ctx, sp, fp, desired)
+	}
 	actual, err := readForPlan(ctx, target)
 	if errors.Is(err, node.ErrNoActualState) {
 		sp.AppendOnly = true
@@ -91,6 +94,30 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		if p, ok := up.Impl().(node.PendingLister); ok {
 			sp.Pending = append(sp.Pending, p.Pending()...)
 		}
+	}
+	return sp, nil
+}
+
+// planFile plans a target that renders one file: one change of the file,
+// with its diff, or none.
+func planFile(ctx context.Context, sp *SinkPlan, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
+	entries := make([]node.Entry, 0, len(desired))
+	for _, e := range desired {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	f, err := fp.PlanFile(ctx, entries)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)
+	}
+	sp.File, sp.Desired, sp.Projected = &f, len(desired), len(desired)
+	sp.Target.Exists = f.Exists
+	if f.Changed {
+		c := reconcile.Change{Address: sp.Address, Action: reconcile.Update, Key: node.Key(f.Path)}
+		if !f.Exists {
+			c.Action = reconcile.Create
+		}
+		sp.Changes = []PlannedChange{{Change: c, Before: "the file on disk", After: fmt.Sprintf("rendered from %d records", len(desired))}}
 	}
 	return sp, nil
 }

@@ -328,6 +328,19 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 		}
 	})
 	s.applyBatch(ctx, &b)
+	s.commit(ctx, false)
+}
+
+// commit ends a round for a target that writes its entries as a whole
+// (node.Committer).
+func (s *sinkLoop) commit(ctx context.Context, full bool) {
+	if c, ok := s.target.(node.Committer); ok && ctx.Err() == nil {
+		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full}) {
+			if s.tap.active() {
+				s.tap.applied(e, false)
+			}
+		}
+	}
 }
 
 // takeDirty empties the dirty list and visits each key on it that is
@@ -397,6 +410,7 @@ func (s *sinkLoop) full(ctx context.Context) {
 		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
 	}
 	w := s.fullPass(ctx, s.resync)
+	s.commit(ctx, true)
 	s.dirty = s.dirty[:0]
 	s.needFull, s.resync = false, false
 	s.fulls++

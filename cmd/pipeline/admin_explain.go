@@ -40,6 +40,7 @@ type entryView struct {
 	Origin      *originView `json:"origin,omitempty"`
 	Path        []stageView `json:"path,omitempty"`
 	Conflict    string      `json:"conflict,omitempty"`
+	Detail      []string    `json:"detail,omitempty"`
 }
 
 type originView struct {
@@ -102,6 +103,9 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 		}
 		for _, st := range e.Path {
 			ev.Path = append(ev.Path, viewStage(st, secrets))
+		}
+		for _, d := range e.Detail {
+			ev.Detail = append(ev.Detail, secrets.String(d))
 		}
 		v.Entries = append(v.Entries, ev)
 	}

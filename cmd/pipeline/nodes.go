@@ -7,6 +7,7 @@ import (
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
+	templatesink "github.com/pipeline/pipeline/sinks/template"
 	"github.com/pipeline/pipeline/sources/files"
 	"github.com/pipeline/pipeline/sources/kubernetes"
 	natskvsource "github.com/pipeline/pipeline/sources/natskv"
@@ -37,5 +38,6 @@ func registry() *node.Registry {
 		auditsink.Spec(),
 		natssink.Spec(),
 		natskvsink.Spec(),
+		templatesink.Spec(),
 	)
 }

@@ -41,6 +41,8 @@ type sinkDoc struct {
 	Skipped    []skippedDoc    `json:"skipped"`
 	// PendingDeletions are the deletions grace periods upstream hold back.
 	PendingDeletions []pendingDoc `json:"pending_deletions"`
+	// File is the rendered file's diff, for a sink that renders one.
+	File *node.FilePlan `json:"file,omitempty"`
 }
 
 type capacityDoc struct {
@@ -106,7 +108,7 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
 		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
-		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}}
+		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File}
 	for _, p := range s.Pending {
 		d.PendingDeletions = append(d.PendingDeletions, pendingDoc{Key: p.Key, Due: p.Due.UTC()})
 	}

@@ -18,6 +18,10 @@ const (
 	DecisionGraceDeletion  DecisionKind = "grace_deletion"
 	DecisionReloadApplied  DecisionKind = "reload_applied"
 	DecisionReloadRejected DecisionKind = "reload_rejected"
+	// DecisionFileRendered: a target that renders one file (sink
+	// "template") rendered it; Attrs say its digest and what its check
+	// and reload did.
+	DecisionFileRendered DecisionKind = "file_rendered"
 )
 
 // Decision is something the engine or a node decided that changed the world
