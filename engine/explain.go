@@ -56,6 +56,8 @@ type SinkEntry struct {
 	Path   []Stage
 	// Conflict says why the inputs of a fan-in disagree on the key.
 	Conflict string
+	// Detail is what the target knows of the key (node.KeyExplainer).
+	Detail []string
 }
 
 // Stage is a record as one node's output holds it.
@@ -179,6 +181,9 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	}
 	if e.Held {
 		e.Have = s.keys.heldOf(ks).Value
+	}
+	if ke, ok := s.target.(node.KeyExplainer); ok {
+		e.Detail = ke.ExplainKey(tk)
 	}
 	if f := ks.fail; f != nil {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt

@@ -18,6 +18,10 @@ const (
 	DecisionGraceDeletion  DecisionKind = "grace_deletion"
 	DecisionReloadApplied  DecisionKind = "reload_applied"
 	DecisionReloadRejected DecisionKind = "reload_rejected"
+	// An object a Kubernetes sink wrote or deleted, with the API server's
+	// resourceVersion in Attrs["resource_version"].
+	DecisionObjectApplied DecisionKind = "object_applied"
+	DecisionObjectDeleted DecisionKind = "object_deleted"
 )
 
 // Decision is something the engine or a node decided that changed the world
