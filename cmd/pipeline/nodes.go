@@ -4,6 +4,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
+	kubesink "github.com/pipeline/pipeline/sinks/kubernetes"
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
@@ -37,5 +38,6 @@ func registry() *node.Registry {
 		auditsink.Spec(),
 		natssink.Spec(),
 		natskvsink.Spec(),
+		kubesink.Spec(),
 	)
 }
