@@ -53,6 +53,8 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
+	{"kube-sink-apply", kubeSinkApply},     // K1
+	{"kube-sink-latency", kubeSinkLatency}, // K2
 }
 
 func notLanded(id, name string) scenario {
