@@ -13,6 +13,16 @@ variable "kubeconfig" {
   default = "~/.kube/config"
 }
 
+variable "grace" {
+  type    = string
+  default = "30s"
+}
+
+variable "resync" {
+  type    = string
+  default = "1m"
+}
+
 cluster "prod" {
   kubeconfig = var.kubeconfig
 }
@@ -25,14 +35,14 @@ source "kubernetes" "namespaces" {
 
 transform "grace_period" "drain" {
   input = source.kubernetes.namespaces
-  delay = "30s"
+  delay = var.grace
 }
 
 sink "kubernetes" "default_deny" {
   input           = transform.grace_period.drain
   cluster         = cluster.prod
   force_conflicts = true # a hand edit of a field the sink sets is undone
-  resync          = "1m"
+  resync          = var.resync
   object = {
     apiVersion = "networking.k8s.io/v1"
     kind       = "NetworkPolicy"

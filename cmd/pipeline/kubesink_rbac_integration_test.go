@@ -1,0 +1,87 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pipeline/pipeline/internal/kubeapitest"
+)
+
+// kubeSinkConfig has two kubernetes sinks: ConfigMaps in one namespace (a
+// Role there) and NetworkPolicies in every namespace (a ClusterRole).
+const kubeSinkConfig = `
+source "static" "names" {
+  records = { a = "x" }
+}
+sink "kubernetes" "config" {
+  input      = source.static.names
+  namespaces = [%q]
+  object     = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = record.key, namespace = %q } }
+}
+sink "kubernetes" "netpol" {
+  input  = source.static.names
+  object = {
+    apiVersion = "networking.k8s.io/v1"
+    kind       = "NetworkPolicy"
+    metadata   = { name = "default-deny", namespace = record.key }
+    spec       = { podSelector = {} }
+  }
+}
+`
+
+// TestKubeSinkManifestsRBAC proves, as the generated service account and
+// with the API server's own access reviews (kubectl auth can-i), that
+// `pipeline manifests` grants the kubernetes sink exactly get, list,
+// watch, patch and delete on the kinds it writes, in its namespaces.
+func TestKubeSinkManifestsRBAC(t *testing.T) {
+	srv := startKube(t)
+	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := kubeapitest.NewNamespace(t, admin)
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "cfg")
+	writeFile(t, filepath.Join(cfgDir, "main.hcl"), fmt.Sprintf(kubeSinkConfig, ns, ns))
+	applyYAML(t, srv, ns, runCLI(t, "manifests", "--mode", "hub", "--namespace", ns, "--name", "ksink", cfgDir))
+	rc, err := clientcmd.BuildConfigFromFlags("", serviceAccountKubeconfig(t, srv, admin, ns, "ksink", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(rc)
+	canI := func(verb, group, resource, namespace string) bool {
+		t.Helper()
+		r, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: verb, Group: group, Resource: resource, Namespace: namespace}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("access review: %v", err)
+		}
+		return r.Status.Allowed
+	}
+	for _, verb := range []string{"get", "list", "watch", "patch", "delete"} {
+		if !canI(verb, "", "configmaps", ns) {
+			t.Errorf("cannot %s configmaps in %s", verb, ns)
+		}
+		if canI(verb, "", "configmaps", "default") {
+			t.Errorf("may %s configmaps outside its namespace", verb)
+		}
+		if !canI(verb, "networking.k8s.io", "networkpolicies", "") {
+			t.Errorf("cannot %s networkpolicies in every namespace", verb)
+		}
+	}
+	for _, verb := range []string{"create", "update", "deletecollection"} {
+		if canI(verb, "", "configmaps", ns) || canI(verb, "networking.k8s.io", "networkpolicies", "") {
+			t.Errorf("may %s: the sink needs only get/list/watch/patch/delete", verb)
+		}
+	}
+	if canI("get", "", "secrets", ns) || canI("patch", "apps", "deployments", ns) {
+		t.Error("may touch kinds no sink writes")
+	}
+}
