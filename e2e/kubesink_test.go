@@ -202,7 +202,8 @@ sink "kubernetes" "netpol" {
 	eventually(t, 30*time.Second, "policy pruned", func() bool {
 		return getObj(t, dyn, netpolGVR, b, "default-deny") == nil
 	})
-	time.Sleep(1500 * time.Millisecond) // a resync passes: nothing else goes
+	after := reconciles(r, "sink.kubernetes.netpol")
+	eventually(t, 30*time.Second, "two more resyncs", func() bool { return reconciles(r, "sink.kubernetes.netpol") >= after+2 })
 	if getObj(t, dyn, netpolGVR, b, "foreign") == nil || getObj(t, dyn, netpolGVR, a, "default-deny") == nil {
 		t.Error("an object the sink does not own, or still wants, was deleted")
 	}
@@ -212,6 +213,24 @@ sink "kubernetes" "netpol" {
 	if len(ex.Entries) != 1 || !strings.Contains(strings.Join(ex.Entries[0].Detail, "\n"), "last apply: ok") {
 		t.Errorf("explain: %+v", ex.Entries)
 	}
+}
+
+// reconciles is how many full reconciles sink has run.
+func reconciles(r *running, sink string) uint64 {
+	mfs, _ := r.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "pipeline_sink_reconcile_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node" && l.GetValue() == sink {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestKubeSinkRunsToConfigMaps: a custom resource (a Run) is the source;
