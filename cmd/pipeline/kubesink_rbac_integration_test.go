@@ -19,6 +19,9 @@ import (
 // kubeSinkConfig has two kubernetes sinks: ConfigMaps in one namespace (a
 // Role there) and NetworkPolicies in every namespace (a ClusterRole).
 const kubeSinkConfig = `
+leader_election {
+  lease_name = "ksink"
+}
 source "static" "names" {
   records = { a = "x" }
 }
