@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,9 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeclient"
@@ -31,11 +30,11 @@ const appliedAnnotation = "pipeline.io/applied"
 // their requests concurrently; the engine calls the methods from one
 // goroutine.
 type Target struct {
-	s      *Sink
-	env    node.Env
-	plan   bool
-	dyn    dynamic.Interface
-	mapper *restmapper.DeferredDiscoveryRESTMapper
+	s    *Sink
+	env  node.Env
+	plan bool
+	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
 	// mapping is the kind's resource, found through discovery on first
 	// use (a CRD may be created after the sink opens).
 	mapping *meta.RESTMapping
@@ -72,9 +71,7 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 	if err != nil {
 		return nil, fmt.Errorf("%s: discovery client: %w", s.address, err)
 	}
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		results: map[node.Key]result{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn, disc: disc, results: map[node.Key]result{}}
 	t.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_rejected_total",
 		Help: "Objects the API server rejected (invalid, or denied by admission)."})
 	t.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_conflicts_total",
@@ -89,22 +86,29 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 	return t, nil
 }
 
-// resource resolves the kind to its resource through discovery.
+// resource resolves the kind to its resource with one discovery request,
+// of the kind's group version only.
 func (t *Target) resource() (*meta.RESTMapping, error) {
 	if t.mapping != nil {
 		return t.mapping, nil
 	}
 	gvk := t.s.obj.gvk
-	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		t.mapper.Reset() // a CRD created since the last discovery
-		m, err = t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
+	list, err := t.disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	if err != nil {
 		return nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
 	}
-	t.mapping = m
-	return m, nil
+	for _, r := range list.APIResources {
+		if r.Kind != gvk.Kind || strings.Contains(r.Name, "/") {
+			continue
+		}
+		scope := meta.RESTScopeRoot
+		if r.Namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		t.mapping = &meta.RESTMapping{Resource: gvk.GroupVersion().WithResource(r.Name), GroupVersionKind: gvk, Scope: scope}
+		return t.mapping, nil
+	}
+	return nil, fmt.Errorf("find the resource of %s: the API server does not serve kind %s in %s", gvk, gvk.Kind, gvk.GroupVersion())
 }
 
 // client is the resource client of namespace ns ("" for every namespace
