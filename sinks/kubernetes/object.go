@@ -230,6 +230,12 @@ func decodeValue(data []byte) cty.Value {
 	if err := json.Unmarshal(data, &x); err != nil {
 		return cty.StringVal(string(data))
 	}
+	return toValue(x, data)
+}
+
+// toValue is x (data decoded) as a cty value; data as a string when x
+// has no cty form.
+func toValue(x any, data []byte) cty.Value {
 	v, err := ctyconv.ToCty(x)
 	if err != nil {
 		return cty.StringVal(string(data))

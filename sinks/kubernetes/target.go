@@ -219,7 +219,7 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	applied := []byte(o.GetAnnotations()[appliedAnnotation])
 	var want any
 	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want) {
-		return entryOf(key, applied, false), true
+		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
 	}
 	// Edited by hand (or written by another version): show what it holds.
 	live := o.DeepCopy().Object
