@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +22,7 @@ var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmap
 
 // kubeSinkApply measures K1: `pipeline run` applying n ConfigMaps (a
 // static source -> sink "kubernetes", 16 in flight) into an empty
-// namespace, against the hand-written floor (bench/cmd/ssafloor: a
+// namespace, against the hand-written floor (bench/contenders/ssafloor: a
 // client-go loop of server-side applies with 16 workers), each a fresh
 // process timed from its start to the n-th object seen by a watch; then a
 // second pipeline process starting over the n unchanged objects: its
@@ -37,9 +36,9 @@ func kubeSinkApply(ctx context.Context, e *Env) ([]Row, error) {
 	if err := e.kube(ctx); err != nil {
 		return nil, err
 	}
-	floorBin := filepath.Join(e.dir, "ssafloor")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", floorBin, "./bench/cmd/ssafloor").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build ssafloor: %w: %s", err, out)
+	floorBin := e.contender("ssafloor")
+	if _, err := os.Stat(floorBin); err != nil {
+		return nil, fmt.Errorf("contender ssafloor: %w (run make contenders)", err)
 	}
 	dyn, err := dynamic.NewForConfig(e.srv.RESTConfig())
 	if err != nil {
