@@ -3,13 +3,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -86,5 +89,42 @@ func TestKubeSinkManifestsRBAC(t *testing.T) {
 	}
 	if canI("get", "", "secrets", ns) || canI("patch", "apps", "deployments", ns) {
 		t.Error("may touch kinds no sink writes")
+	}
+}
+
+// TestKubeSinkPlan plans examples/namespace-policies against a real API
+// server: each create shows the fields the server's dry run gives
+// (defaults included), the exit status is 2, and nothing is written.
+func TestKubeSinkPlan(t *testing.T) {
+	srv := startKube(t)
+	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := kubeapitest.NewNamespace(t, admin)
+	if _, err := admin.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"netpol":"default-deny","netpol-tier":"api"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := srv.WriteKubeconfig(kubeconfig, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"plan", "-var", "kubeconfig=" + kubeconfig, "../../examples/namespace-policies"}, &out, &errb)
+	if code != 2 {
+		t.Fatalf("plan exit %d, want 2: %s%s", code, out.String(), errb.String())
+	}
+	t.Logf("plan:\n%s", out.String())
+	for _, want := range []string{
+		"+ " + ns + "/default-deny",
+		`+ spec.ingress = [{"from":[{"podSelector":{"matchLabels":{"tier":"api"}}}]}]`,
+		`+ metadata.labels.pipeline.io/owner = "pipeline.default_deny"`,
+		`+ spec.policyTypes = ["Ingress"]`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q", want)
+		}
+	}
+	pols, err := admin.NetworkingV1().NetworkPolicies(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pols.Items) != 0 {
+		t.Errorf("plan wrote %d NetworkPolicies (%v)", len(pols.Items), err)
 	}
 }
