@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 	"github.com/pipeline/pipeline/schema"
+	auditsink "github.com/pipeline/pipeline/sinks/audit"
 	kubesink "github.com/pipeline/pipeline/sinks/kubernetes"
 	"github.com/pipeline/pipeline/sources/kubernetes"
 	"github.com/pipeline/pipeline/sources/static"
@@ -40,7 +42,7 @@ func startKubeSink(t *testing.T, src string) *running {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	reg := node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), graceperiod.Spec(), kubesink.Spec())
+	reg := node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), graceperiod.Spec(), kubesink.Spec(), auditsink.Spec())
 	g, diags := engine.Compile(cfg, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -367,12 +369,17 @@ func TestKubeSinkAdmissionDenied(t *testing.T) {
 		metav1.PatchOptions{FieldManager: "other-team"}); err != nil {
 		t.Fatal(err)
 	}
+	trail := t.TempDir() + "/audit.jsonl"
 	r := startKubeSink(t, fmt.Sprintf(`
 cluster "k" {
   kubeconfig = %s
 }
 source "static" "colors" {
   records = { good-1 = "green", bad-1 = "black", good-2 = "blue", clash = "blue" }
+}
+sink "audit" "trail" {
+  input = source.static.colors
+  path  = %q
 }
 sink "kubernetes" "cm" {
   input      = source.static.colors
@@ -385,7 +392,7 @@ sink "kubernetes" "cm" {
     data       = { color = record.value }
   }
 }
-`, hclString(kubeconfig(t)), ns, ns))
+`, hclString(kubeconfig(t)), trail, ns, ns))
 	eventually(t, 30*time.Second, "good objects applied", func() bool {
 		return getObj(t, dyn, cmGVR, ns, "good-1") != nil && getObj(t, dyn, cmGVR, ns, "good-2") != nil
 	})
@@ -411,6 +418,21 @@ sink "kubernetes" "cm" {
 	if !strings.Contains(clashEx.LastError, `"other-team"`) {
 		t.Errorf("conflict error does not name the other manager: %s", clashEx.LastError)
 	}
+	// The audit trail records each apply with the server's resourceVersion.
+	good, err := dyn.Resource(cmGVR).Namespace(ns).Get(context.Background(), "good-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "apply in the audit trail", func() bool {
+		b, _ := os.ReadFile(trail)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `"object_applied"`) && strings.Contains(l, ns+"/good-1") &&
+				strings.Contains(l, `"resource_version":"`+good.GetResourceVersion()+`"`) {
+				return true
+			}
+		}
+		return false
+	})
 	if got := nodeCounter(r, "pipeline_sink_kubernetes_rejected_total"); got < 1 {
 		t.Errorf("rejected_total = %v", got)
 	}
