@@ -102,6 +102,7 @@ bench-smoke: build contenders kube-assets
 ## bin/pipeline is.
 contenders:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/floor ./bench/contenders/controller ./bench/contenders/planfloor
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/ssafloor
 
 ## image: the container image, assembled offline from a static binary
 ## (the Dockerfile builds the same image where base images can be pulled).

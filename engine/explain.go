@@ -57,7 +57,8 @@ type SinkEntry struct {
 	// Conflict says why the inputs of a fan-in disagree on the key.
 	Conflict string
 	// Detail is what the target says of the key (node.Explainer): the
-	// lines of a rendered file the key produced.
+	// lines of a rendered file the key produced, a Kubernetes object's
+	// last apply and owner.
 	Detail []string `json:",omitempty"`
 }
 

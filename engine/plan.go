@@ -79,6 +79,10 @@ type PlannedChange struct {
 	// Sensitive is set when a value of the change is secret: Before,
 	// After and the entries' values then hold schema.Mask.
 	Sensitive bool
+	// Detail is what the target's backend says the change would do (a
+	// node.DryRunner's lines), and DryRunError why it would fail.
+	Detail      []string
+	DryRunError string
 }
 
 // SkippedRecord is an input record the target cannot encode: run skips it.

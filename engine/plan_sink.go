@@ -78,6 +78,12 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 				pc.After = desc.Show(c.New)
 			}
 		}
+		if dr, ok := target.(node.DryRunner); ok && !pc.Sensitive && c.Action != reconcile.Delete {
+			pc.Detail, err = dr.DryRun(ctx, c.New)
+			if err != nil {
+				pc.DryRunError = err.Error()
+			}
+		}
 		sp.Changes[i] = pc
 	}
 	if !n.Prune {
