@@ -12,6 +12,8 @@ LDFLAGS := -X main.version=$(VERSION)
 # about our code. 20000 inputs take about 50 s on two idle cores.
 FUZZTIME ?= 20000x
 FUZZMINIMIZE ?= 5s
+# FuzzGrammar's inputs are whole configurations, some of them megabytes.
+GRAMMARFUZZTIME ?= 500x
 
 -include mk/kube.mk
 -include mk/nats.mk
@@ -63,6 +65,7 @@ vet:
 fuzz:
 	$(GO) test ./cmd/pipeline -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 	$(GO) test ./internal/fastexpr -run '^$$' -fuzz FuzzSameAsHCL -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
+	$(GO) test ./cmd/pipeline -run '^$$' -fuzz FuzzGrammar -fuzztime $(GRAMMARFUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 
 docs: build
 	./bin/pipeline schema --markdown > docs/reference.md

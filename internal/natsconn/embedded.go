@@ -50,7 +50,11 @@ func acquire(e *Embedded) (*server.Server, error) {
 	ns, err := server.NewServer(&server.Options{
 		Host: host, Port: port, ServerName: e.ServerName,
 		JetStream: true, StoreDir: e.StoreDir,
-		NoLog: true, NoSigs: true,
+		// Every write is fsynced before the server acknowledges it: with
+		// the default (a flush every 2 minutes) a power loss can lose
+		// writes the server acknowledged.
+		SyncAlways: true,
+		NoLog:      true, NoSigs: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
