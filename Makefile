@@ -18,7 +18,7 @@ GRAMMARFUZZTIME ?= 500x
 -include mk/kube.mk
 -include mk/nats.mk
 
-.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke clean image image-test
+.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke clean image image-test soak
 
 all: build
 
@@ -104,3 +104,10 @@ image-test: image
 clean:
 	rm -rf bin .cache/demo
 	-[ ! -e /sys/fs/bpf/pipeline-demo ] || rm -rf /sys/fs/bpf/pipeline-demo
+
+## soak: the robustness test (cmd/pipeline TestRobustness: files rewritten,
+## pin deleted and replaced, pipeline killed -9, reloads) for DURATION, then
+## what it survived. SEED=N replays a schedule. Needs root (bpffs).
+DURATION ?= 10m
+soak:
+	PIPELINE_SOAK=$(DURATION) $(if $(SEED),PIPELINE_SEED=$(SEED)) $(GO) test ./cmd/pipeline -run '^TestRobustness$$' -count=1 -v -timeout 0
