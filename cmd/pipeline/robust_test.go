@@ -71,7 +71,8 @@ func TestRobustness(t *testing.T) {
 	cfg := filepath.Join(dir, "p.hcl")
 	writeConfig(t, cfg, fmt.Sprintf(`
 source "files" "pods" {
-  paths = [%q]
+  paths         = [%q]
+  poll_interval = "1s"
 }
 transform "extract" "r" {
   input = source.files.pods
@@ -153,14 +154,14 @@ sink "audit" "a" {
 		}
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		got, err := readStringMap(pin)
 		if err == nil && cmp.Equal(model, got) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the map does not equal the model after 60 s (-model +map):\n%s%v\nlogs:\n%s", cmp.Diff(model, got), err, robustLogs.tail())
+			t.Fatalf("the map does not equal the model after 2 minutes (-model +map):\n%s%v\nlogs:\n%s", cmp.Diff(model, got), err, robustLogs.tail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -50,11 +50,7 @@ func acquire(e *Embedded) (*server.Server, error) {
 	ns, err := server.NewServer(&server.Options{
 		Host: host, Port: port, ServerName: e.ServerName,
 		JetStream: true, StoreDir: e.StoreDir,
-		// Every write is fsynced before the server acknowledges it: with
-		// the default (a flush every 2 minutes) a power loss can lose
-		// writes the server acknowledged.
-		SyncAlways: true,
-		NoLog:      true, NoSigs: true,
+		NoLog: true, NoSigs: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
