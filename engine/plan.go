@@ -56,6 +56,9 @@ type SinkPlan struct {
 	Kept    int
 	Changes []PlannedChange
 	Skipped []SkippedRecord
+	// Conflicts are target keys that input keys with different values map
+	// to (on_conflict = "error"): Err says which value the key keeps.
+	Conflicts []SkippedRecord
 	// Pending are the deletions transforms upstream (grace_period) hold
 	// back when the plan was taken, with when each would reach the sink.
 	Pending []node.PendingDeletion
