@@ -12,11 +12,13 @@ LDFLAGS := -X main.version=$(VERSION)
 # about our code. 20000 inputs take about 50 s on two idle cores.
 FUZZTIME ?= 20000x
 FUZZMINIMIZE ?= 5s
+# FuzzGrammar's inputs are whole configurations, some of them megabytes.
+GRAMMARFUZZTIME ?= 500x
 
 -include mk/kube.mk
 -include mk/nats.mk
 
-.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke contenders clean image image-test
+.PHONY: all build setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke contenders clean image image-test soak
 
 all: build
 
@@ -77,6 +79,7 @@ fuzz:
 		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \
 		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE); \
 	done
+	$(GO) test ./cmd/pipeline -run '^$$' -fuzz '^FuzzGrammar$$' -fuzztime $(GRAMMARFUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 
 docs: build
 	./bin/pipeline schema --markdown > docs/reference.md
@@ -103,6 +106,7 @@ bench-smoke: build contenders kube-assets
 ## bin/pipeline is.
 contenders:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/floor ./bench/contenders/controller ./bench/contenders/planfloor
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/ssafloor
 
 ## image: the container image, assembled offline from a static binary
 ## (the Dockerfile builds the same image where base images can be pulled).
@@ -121,3 +125,10 @@ image-test: image
 clean:
 	rm -rf bin .cache/demo
 	-[ ! -e /sys/fs/bpf/pipeline-demo ] || rm -rf /sys/fs/bpf/pipeline-demo
+
+## soak: the robustness test (cmd/pipeline TestRobustness: files rewritten,
+## pin deleted and replaced, pipeline killed -9, reloads) for DURATION, then
+## what it survived. SEED=N replays a schedule. Needs root (bpffs).
+DURATION ?= 10m
+soak:
+	PIPELINE_SOAK=$(DURATION) $(if $(SEED),PIPELINE_SEED=$(SEED)) $(GO) test ./cmd/pipeline -run '^TestRobustness$$' -count=1 -v -timeout 0

@@ -56,9 +56,11 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
-	{"template-render", templateRender}, // T1
-	{"template-haproxy", templateLive},  // T2
-	{"console-pages", consoleLatency},   // P10
+	{"template-render", templateRender},    // T1
+	{"template-haproxy", templateLive},     // T2
+	{"console-pages", consoleLatency},      // P10
+	{"kube-sink-apply", kubeSinkApply},     // K1
+	{"kube-sink-latency", kubeSinkLatency}, // K2
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A

@@ -56,6 +56,7 @@ type sinkLoop struct {
 	deferIndex bool
 	settle     bool // a full read marked the index: Settle it when idle
 	alias      map[node.Key]node.Key
+	shared     sharers // target keys several input keys map to (sink_collide.go)
 	// dirty lists the keys to look at in the next pass by their slots in
 	// keys (keyState.ref): a slot found no longer dirty is skipped, even
 	// if another key took it since (that key is listed under its own).
@@ -123,6 +124,7 @@ func (s *sinkLoop) disown() {
 		}
 	}
 	clear(s.alias)
+	s.shared = sharers{}
 }
 
 // run opens the target and reconciles until ctx ends.
@@ -139,6 +141,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.target = target
 	s.dw, _ = target.(node.DataWriter)
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
+	s.shared = sharers{}
 	s.heldIdx, s.unindexed, s.pending, s.deferIndex, s.settle = nil, 0, nil, false, false
 	if _, ok := target.(node.ActualScanner); ok {
 		s.heldIdx = heldindex.New()
@@ -255,7 +258,9 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
 		s.keys.keepHeld(ks)
-		ks.want = keep(&e)
+		if !s.share(ks, r.Key, keep(&e)) {
+			ks.want = keep(&e)
+		}
 		s.touch(ks, t)
 		return
 	}
@@ -264,8 +269,10 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	}
 	ks := s.state(e.Key)
 	s.keys.keepHeld(ks)
+	if !s.share(ks, r.Key, keep(&e)) {
+		ks.want = keep(&e)
+	}
 	ks.owners++
-	ks.want = keep(&e)
 	if e.Key == r.Key {
 		ks.self = true
 	} else {
@@ -288,6 +295,8 @@ func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
 	} else {
 		delete(s.alias, k)
 	}
+	s.keys.keepHeld(ks)
+	s.unshare(ks, k)
 	if ks.owners--; ks.owners <= 0 {
 		s.keys.keepHeld(ks)
 		ks.owners, ks.want = 0, keptEntry{}

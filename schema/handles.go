@@ -162,7 +162,13 @@ func Strings(name string) *Attr[[]string] {
 // it are masked in every view; a node unmarks it where it needs it raw.
 func Value(name string) *Attr[cty.Value] {
 	a := &Attr[cty.Value]{info: AttrInfo{Name: name, Type: "any"}, keepMarks: true}
-	a.decode = func(v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) { return v, nil }
+	a.decode = func(v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
+		if err := CheckNumbers(v); err != nil {
+			return v, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
+				Detail: fmt.Sprintf("The argument %q holds a number that cannot be used: %s.", name, err), Subject: rng.Ptr()}}
+		}
+		return v, nil
+	}
 	return a
 }
 
@@ -189,7 +195,13 @@ func CheckExpr(expr hcl.Expression, ctx *hcl.EvalContext, roots []string) hcl.Di
 	for _, r := range roots {
 		child.Variables[r] = cty.DynamicVal
 	}
-	_, d := expr.Value(child)
+	v, d := expr.Value(child)
+	if !d.HasErrors() {
+		if err := CheckNumbers(v); err != nil {
+			d = append(d, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid number",
+				Detail: sentenceOf(err) + " Check the expression's arithmetic.", Subject: expr.Range().Ptr()})
+		}
+	}
 	diags := append(refs, withoutOverlaps(d, refs)...)
 	return appendNew(diags, shortCircuited(expr, child, append([]string{"var", "local"}, roots...)))
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
+	kubesink "github.com/pipeline/pipeline/sinks/kubernetes"
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
@@ -39,5 +40,6 @@ func registry() *node.Registry {
 		natssink.Spec(),
 		natskvsink.Spec(),
 		templatesink.Spec(),
+		kubesink.Spec(),
 	)
 }

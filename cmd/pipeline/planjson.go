@@ -60,6 +60,10 @@ type changeDoc struct {
 	Shown     shownDoc `json:"shown"`
 	Origins   []string `json:"origins"`
 	Sensitive bool     `json:"sensitive"`
+	// Detail and DryRunError are what the target's backend says the
+	// change would do or why it would fail (a Kubernetes dry run).
+	Detail      []string `json:"detail,omitempty"`
+	DryRunError string   `json:"dry_run_error,omitempty"`
 }
 
 // shownDoc holds the values as the target shows them (a map's u32 in
@@ -117,7 +121,7 @@ func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	}
 	for _, c := range s.Changes {
 		cd := changeDoc{Action: c.Action.String(), Key: c.Key, Shown: shownDoc{Before: c.Before, After: c.After},
-			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key)}
+			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError}
 		if cd.Origins == nil {
 			cd.Origins = []string{}
 		}

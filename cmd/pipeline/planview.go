@@ -85,6 +85,12 @@ func (v textPlan) sink(b *strings.Builder, s *engine.SinkPlan) {
 	}
 	for _, c := range shown {
 		fmt.Fprintf(b, "  %s %-*s  %s\n", v.paint(actionColours[c.Action], string(rune(c.Action))), width, c.Key, changeText(c))
+		for _, l := range c.Detail {
+			fmt.Fprintf(b, "      %s\n", l)
+		}
+		if c.DryRunError != "" {
+			fmt.Fprintf(b, "      would fail: %s\n", c.DryRunError)
+		}
 	}
 	if rest := len(s.Changes) - len(shown); rest > 0 {
 		a, u, d := countActions(s.Changes[len(shown):])

@@ -57,8 +57,9 @@ type FilePlan struct {
 }
 
 // Explainer is implemented by a target that can say more about one of its
-// keys than its entry: which lines of a rendered file the key produced,
-// and what keeps the target from writing. `pipeline explain` shows the
+// keys than its entry: which lines of a rendered file the key produced
+// and what keeps the target from writing; a Kubernetes object's kind, last
+// apply or delete with its resourceVersion, and owner. `pipeline explain` shows the
 // lines. Explain runs on the sink loop's goroutine, reads no more than
 // the target holds in memory and shows no sensitive value.
 type Explainer interface {
