@@ -72,7 +72,8 @@ FUZZ_TARGETS := \
 	./internal/heldindex:FuzzIndex \
 	./sinks/audit:FuzzVerifyCatchesTampering \
 	./sources/kubernetes:FuzzProjector \
-	./sources/kubernetes:FuzzProtobufDecode
+	./sources/kubernetes:FuzzProtobufDecode \
+	./cmd/pipeline/lsp:FuzzHandlers
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \

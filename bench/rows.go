@@ -52,6 +52,7 @@ var scenarios = []scenario{
 	{"plan", planRows}, // P6
 	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},
+	{"lsp", lspRows}, // P8b, P8c
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},

@@ -23,6 +23,8 @@ type AttrInfo struct {
 	Roots []string `json:"roots,omitempty"`
 	// RefKinds lists the block kinds a reference attribute may point at.
 	RefKinds []string `json:"ref_kinds,omitempty"`
+	// Enum lists the values an enumerated string attribute allows.
+	Enum []string `json:"enum,omitempty"`
 }
 
 // Attribute is what a Block holds: anything that can describe itself and

@@ -89,6 +89,10 @@ type Options struct {
 	Vars []string
 	// Environ is the environment for PIPELINE_VAR_name and env(); nil means os.Environ().
 	Environ []string
+	// Overlay holds file contents that replace what the disk holds, by
+	// file name as Load lists it (an editor's unsaved buffers). A *.hcl
+	// name in an overlay that is not on disk joins its directory.
+	Overlay map[string][]byte
 }
 
 // Loader parses configuration files and keeps their bytes for diagnostics.
@@ -119,7 +123,7 @@ func (l *Loader) ParseSource(name string, src []byte, opts Options) (*Config, hc
 // *.hcl files) and merges their blocks, as Terraform does.
 func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	files, err := expandPaths(paths)
+	files, err := expandPaths(paths, opts.Overlay)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration", Detail: err.Error()}}
 	}
@@ -137,7 +141,7 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 					Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}})
 			}
 		}
-		f, d := l.parseFile(name)
+		f, d := l.parseFile(name, opts.Overlay)
 		diags = append(diags, d...)
 		if f != nil {
 			parsed = append(parsed, f)
@@ -162,8 +166,11 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 
 // parseFile reads one file, refuses one too large or nested too deeply
 // (CheckNesting), and parses it.
-func (l *Loader) parseFile(name string) (*hcl.File, hcl.Diagnostics) {
-	src, err := readHCLFile(name)
+func (l *Loader) parseFile(name string, overlay map[string][]byte) (*hcl.File, hcl.Diagnostics) {
+	src, err := overlay[name], error(nil)
+	if src == nil {
+		src, err = readHCLFile(name)
+	}
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration file", Detail: err.Error(),
 			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}}}
@@ -194,9 +201,9 @@ func readHCLFile(name string) ([]byte, error) {
 
 // ConfigFiles lists the files Load reads for paths: each file path, and
 // each directory's *.hcl files, sorted. A hot reload hashes exactly these.
-func ConfigFiles(paths []string) ([]string, error) { return expandPaths(paths) }
+func ConfigFiles(paths []string) ([]string, error) { return expandPaths(paths, nil) }
 
-func expandPaths(paths []string) ([]string, error) {
+func expandPaths(paths []string, overlay map[string][]byte) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no configuration path given")
 	}
@@ -213,6 +220,11 @@ func expandPaths(paths []string) ([]string, error) {
 		matches, err := filepath.Glob(filepath.Join(p, "*.hcl"))
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", p, err)
+		}
+		for name := range overlay {
+			if filepath.Dir(name) == filepath.Clean(p) && filepath.Ext(name) == ".hcl" && !slices.Contains(matches, name) {
+				matches = append(matches, name)
+			}
 		}
 		matches = slices.DeleteFunc(matches, func(m string) bool { return strings.HasSuffix(m, ".test.hcl") }) // config tests (pipeline test)
 		if len(matches) == 0 {

@@ -28,6 +28,7 @@ func String(name string) *Attr[string] {
 func Enum(name string, values ...string) *Attr[string] {
 	a := String(name)
 	a.info.Type = "string, one of " + quoteList(values)
+	a.info.Enum = values
 	inner := a.decode
 	a.decode = func(v cty.Value, rng hcl.Range) (string, hcl.Diagnostics) {
 		s, diags := inner(v, rng)

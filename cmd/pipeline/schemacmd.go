@@ -35,6 +35,11 @@ func newSchemaCmd() *cobra.Command {
 	return cmd
 }
 
+// schemaFormatVersion is the version of `pipeline schema --json`
+// (docs/editors.md): the minor rises when fields are added, the major
+// when a field changes or goes. 1.1 added attributes' "enum".
+const schemaFormatVersion = "1.1"
+
 type schemaDoc struct {
 	FormatVersion string    `json:"format_version"`
 	Cluster       blockDoc  `json:"cluster"`
@@ -67,7 +72,7 @@ type nestedDoc struct {
 }
 
 func describe(reg *node.Registry) schemaDoc {
-	d := schemaDoc{FormatVersion: "1.0", Cluster: describeBlock(schema.ClusterBlock),
+	d := schemaDoc{FormatVersion: schemaFormatVersion, Cluster: describeBlock(schema.ClusterBlock),
 		Leader: describeBlock(schema.LeaderElectionBlock)}
 	for _, s := range reg.All() {
 		t := typeDoc{Kind: string(s.Kind), Type: s.Type, Summary: s.Summary, Doc: s.Doc, Output: string(s.Output),

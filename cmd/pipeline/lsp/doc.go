@@ -1,0 +1,12 @@
+// Package lsp is `pipeline lsp`: a Language Server Protocol server over
+// stdio for pipeline configurations. Everything it knows comes from the
+// same places validate does: diagnostics are validate's own (cmd/pipeline
+// injects its loader through Options.Check), completion and hover read
+// the node Registry and the schema package's declarations, and formatting
+// is `pipeline fmt`'s (Options.Format).
+//
+// It is not a second validator nor a second parser: positions come from
+// hcl/v2's ranges (bytes), converted here to LSP's UTF-16 columns, and
+// nothing it computes is used outside the editor. The protocol's wire
+// types and JSON-RPC framing are go.lsp.dev/protocol and go.lsp.dev/jsonrpc2.
+package lsp
