@@ -102,7 +102,7 @@ func testExplainChain(t *testing.T, steps []chainStep) {
 		t.Fatalf("not ready: %+v", r)
 	}
 
-	want := []string{"sink.log.out  " + key + "  applied", "origin   source.files.pods", "pods.yaml:6", "stage    source.files.pods  shop/backend-2 = {"}
+	want := []string{"sink.log.out  " + key + "  applied", "origin   source.files.pods", "pods.yaml", "stage    source.files.pods  shop/backend-2 = {"}
 	for _, s := range steps {
 		want = append(want, "stage    "+s.name+"  "+key+" = {")
 	}
@@ -126,7 +126,7 @@ func testExplainChain(t *testing.T, steps []chainStep) {
 		got = out.String()
 		switch {
 		case grace && code == 0 && strings.Contains(got, "deletion pending"):
-			for _, w := range []string{"origin   source.files.pods", "pods.yaml:6", "stage    source.files.pods  shop/backend-2 = (absent)",
+			for _, w := range []string{"origin   source.files.pods", "pods.yaml", "stage    source.files.pods  shop/backend-2 = (absent)",
 				"stage    transform.grace_period.drain  " + key + " = {"} {
 				if !strings.Contains(got, w) {
 					t.Errorf("explain %s after the removal lacks %q:\n%s", key, w, got)
