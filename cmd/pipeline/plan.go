@@ -112,7 +112,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if err := view.write(stdout, masked); err != nil {
 		return err
 	}
-	if a, c, r := plan.Counts(); a+c+r > 0 || (reload != nil && reload.diff.Changed()) {
+	if a, c, r := plan.Counts(); a+c+r > 0 || replacements(plan) > 0 || (reload != nil && reload.diff.Changed()) {
 		return exitError{2}
 	}
 	return nil
@@ -218,10 +218,25 @@ func planSummary(p *engine.PlanResult) string {
 	if e := p.Emits(); e > 0 {
 		emit = fmt.Sprintf(" The initial sync would emit %d records to append-only sinks.", e)
 	}
-	if a+c+r == 0 {
+	replace := ""
+	if n := replacements(p); n > 0 {
+		replace = fmt.Sprintf("%d to replace, ", n)
+	}
+	if a+c+r == 0 && replace == "" {
 		return "No changes. Every target already holds what the sources say." + emit
 	}
-	return fmt.Sprintf("Plan: %d to add, %d to change, %d to remove.", a, c, r) + emit
+	return fmt.Sprintf("Plan: %s%d to add, %d to change, %d to remove.", replace, a, c, r) + emit
+}
+
+// replacements counts the targets run would replace (must be replaced).
+func replacements(p *engine.PlanResult) int {
+	n := 0
+	for _, s := range p.Sinks {
+		if s.Target.Replace != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func maskWhole(v cty.Value) cty.Value {

@@ -57,6 +57,8 @@ func targetLine(s *engine.SinkPlan) string {
 		parts = append(parts, t.Kind)
 	}
 	switch {
+	case t.Replace != "":
+		parts = append(parts, "must be replaced: "+t.Replace)
 	case s.AppendOnly:
 		parts = append(parts, "append-only: what the initial sync would emit")
 	case !t.Exists:

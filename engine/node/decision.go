@@ -18,6 +18,10 @@ const (
 	DecisionGraceDeletion  DecisionKind = "grace_deletion"
 	DecisionReloadApplied  DecisionKind = "reload_applied"
 	DecisionReloadRejected DecisionKind = "reload_rejected"
+	// DecisionTargetReplaced: a sink replaced its target (a pinned map that
+	// differed from its declaration, on_mismatch = "recreate"); a reload
+	// lists it in its record's warnings.
+	DecisionTargetReplaced DecisionKind = "target_replaced"
 )
 
 // Decision is something the engine or a node decided that changed the world

@@ -51,6 +51,7 @@ type Target struct {
 	// lastCount is the size of the last read, to size the next one.
 	lastCount int
 	lock      *os.File    // held while open in run mode (pinguard.go)
+	replaced  string      // why on_mismatch = "recreate" replaces (replaced) the pinned map; "" when it does not
 	pinFile   os.FileInfo // the pin as the last full check found it naming m (checkPin)
 	// shown holds the shown form (hex) of value bytes Prepare met, so
 	// entries with equal values share one (at most maxCachedValues).
@@ -84,12 +85,15 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 		}
 		t.lock = lock
 	}
-	m, err := s.openMap(mode == node.ModePlan)
+	m, replaced, err := s.openMap(mode == node.ModePlan)
 	if err != nil {
 		t.unlock()
 		return nil, err
 	}
-	t.m = m
+	t.m, t.replaced = m, replaced
+	if replaced != "" && mode == node.ModeRun {
+		t.noteReplaced(env)
+	}
 	if mode == node.ModeRun {
 		if err := t.registerMetrics(); err != nil {
 			m.Close()
