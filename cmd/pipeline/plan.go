@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"os"
 	"os/signal"
 	"syscall"
@@ -211,8 +212,32 @@ func (m *maskedPlan) sensitive(addr, key string) {
 
 func (m *maskedPlan) isSensitive(addr, key string) bool { return m.masked[addr+"\x00"+key] }
 
-// planSummary is the one-line count that ends a text plan.
-func planSummary(p *engine.PlanResult) string {
+// planSummary is the one-line count that ends a text plan; with
+// --against it counts the nodes the reload would rebuild, add and remove
+// too, which plan's exit status 2 stands for even when no entry changes.
+func planSummary(p *engine.PlanResult, rp *reloadPlan) string {
+	s := entrySummary(p)
+	if rp == nil || !rp.diff.Changed() {
+		return s
+	}
+	c := rp.diff.Count()
+	nodes := fmt.Sprintf("The reload would rebuild %s, add %s and remove %s.", plural(c[engine.Rebuilt], "node"),
+		plural(c[engine.Added], "node"), plural(c[engine.Removed], "node"))
+	if strings.HasPrefix(s, "No changes.") {
+		return "No changes to the targets' entries. " + nodes + strings.TrimPrefix(s, "No changes. Every target already holds what the sources say.")
+	}
+	return s + " " + nodes
+}
+
+// plural is "1 node" or "2 nodes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func entrySummary(p *engine.PlanResult) string {
 	a, c, r := p.Counts()
 	emit := ""
 	if e := p.Emits(); e > 0 {

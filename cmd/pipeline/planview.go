@@ -44,7 +44,7 @@ func (v textPlan) write(w io.Writer, p *maskedPlan) error {
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(&b, "%s %s: %s\n", v.paint("\x1b[33m", "Warning:"), wn.Address, wn.Message)
 	}
-	b.WriteString(v.paint("\x1b[1m", planSummary(&p.PlanResult)) + "\n")
+	b.WriteString(v.paint("\x1b[1m", planSummary(&p.PlanResult, p.reload)) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
