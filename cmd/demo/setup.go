@@ -118,7 +118,7 @@ func (d *demo) startPipelineProcess(logLevel string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	d.pipeline, d.exited, d.metricsURL = cmd, make(chan struct{}), "http://" + demoListen
+	d.pipeline, d.exited, d.metricsURL = cmd, make(chan struct{}), "http://"+demoListen
 	go func() { _ = cmd.Wait(); close(d.exited) }()
 	return nil
 }
