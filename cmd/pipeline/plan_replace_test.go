@@ -34,7 +34,7 @@ sink "ebpf_map" "allowed" {
 // TestPlanRecreate: with on_mismatch = "recreate", a pinned map that
 // differs from the declaration is one plan shows as "must be replaced",
 // exiting 2; with "error" plan fails as run would. Run replaces it and says
-// so at WARN.
+// so at WARN. A clean exit removes the pin's lock file.
 func TestPlanRecreate(t *testing.T) {
 	if os.Geteuid() != 0 {
 		missingInCI(t, "a pinned map needs root (bpffs)")
@@ -50,6 +50,11 @@ func TestPlanRecreate(t *testing.T) {
 	waitReady(t, http.DefaultClient, "http://"+r.addr+"/readyz")
 	if err := r.stop(); err != nil {
 		t.Fatalf("run: %v\n%s", err, r.stderr.String())
+	}
+
+	lock := filepath.Join("/run/pipeline/locks", strings.ReplaceAll(strings.TrimPrefix(pin, "/"), "/", "%")+".lock")
+	if _, err := os.Stat(lock); err == nil {
+		t.Errorf("a clean exit left the lock file %s", lock)
 	}
 
 	cfg := filepath.Join(dir, "p.hcl")
