@@ -229,10 +229,13 @@ func planSummary(p *engine.PlanResult, rp *reloadPlan) string {
 	return s + " " + nodes
 }
 
-// plural is "1 node" or "2 nodes".
+// plural is "1 node" or "2 nodes" ("1 entry", "2 entries").
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

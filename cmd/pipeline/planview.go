@@ -66,7 +66,7 @@ func targetLine(s *engine.SinkPlan) string {
 	case t.MaxEntries > 0:
 		parts = append(parts, fmt.Sprintf("%d / %d entries", s.Held, t.MaxEntries))
 	default:
-		parts = append(parts, fmt.Sprintf("%d entries", s.Held))
+		parts = append(parts, plural(s.Held, "entry"))
 	}
 	return strings.Join(parts, ", ")
 }
