@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
