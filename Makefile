@@ -18,7 +18,7 @@ FUZZMINIMIZE ?= 5s
 -include mk/kube.mk
 -include mk/nats.mk
 
-.PHONY: all build build-demo setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke clean image image-test
+.PHONY: all build build-demo setup test unit integration race fuzz vet docs docs-check demo bench bench-smoke contenders clean image image-test
 
 all: build
 
@@ -84,12 +84,18 @@ demo:
 
 ## bench: the performance table (real kube-apiserver; BPF rows need root),
 ## written to bench/results.json. BENCHFLAGS="-pods 50000 -runs 3" etc.
-bench: build kube-assets
+bench: build contenders kube-assets
 	$(GO) run ./bench/cmd/benchtable $(BENCHFLAGS)
 
 ## bench-smoke: every row of the table at tiny sizes, one run (make test runs it).
-bench-smoke: build kube-assets
+bench-smoke: build contenders kube-assets
 	$(GO) run ./bench/cmd/benchtable -smoke -json '' $(BENCHFLAGS)
+
+## contenders: the programs make bench measures the pipeline against, each
+## its own small binary linking only client-go and cilium/ebpf, built as
+## bin/pipeline is.
+contenders:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/floor ./bench/contenders/controller ./bench/contenders/planfloor
 
 ## image: the container image, assembled offline from a static binary
 ## (the Dockerfile builds the same image where base images can be pulled).

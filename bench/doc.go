@@ -4,16 +4,20 @@
 //
 // Each scenario measures its rows and the floor or peer each row is
 // compared with in the same run, with the contenders interleaved so they
-// share the machine's state: the initial sync of 10,000 pods from a real
+// share the machine's state: the start-up of the pipeline binary against
+// the floor program's (P0), the initial sync of 10,000 pods from a real
 // kube-apiserver into a pinned BPF map by a raw LIST + BatchUpdate (the
 // floor), by a hand-written client-go controller and by `pipeline run`
-// (P1), the resident memory those pods add (P4), the latency of one change
+// (P1), the resident memory those pods add to the controller and to the
+// README's flagship chain (P4), the latency of one change
 // against a raw watch (P2), sustained churn through extract -> debounce ->
 // ebpf_map in process (P3), validate of 1,000 blocks (P8), a hub and 50
 // agents over NATS, each agent its own process and pinned map (P9), and the
-// ebpf_map reconcile rows. Contenders run as fresh processes (the controller and the
-// floor are this program re-run, see Child); inputs are built before a
-// clock starts.
+// ebpf_map reconcile rows. Contenders run as fresh processes: the floor
+// and the hand-written controller are small programs of their own
+// (bench/contenders, linking only client-go and cilium/ebpf), built by
+// `make contenders`, so that none pays this program's start-up; inputs are
+// built before a clock starts.
 //
 // Adding a row: write one function `func name(ctx context.Context, e *Env)
 // ([]Row, error)` in a file of its own (p5_reload.go), build its rows with

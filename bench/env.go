@@ -137,3 +137,8 @@ func setIP(p *corev1.Pod, ip string) {
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 }
+
+// contender returns the path of a contender program (bench/contenders).
+func (e *Env) contender(name string) string {
+	return filepath.Join(e.opts.Contenders, name)
+}

@@ -9,27 +9,38 @@ import (
 )
 
 // contender is one way to fill the map from the pods: a process started
-// fresh for every run.
+// fresh for every run. memory contenders are also measured for P4: their
+// RSS a second and a while (Env.later) after the map is full, less that of
+// the same program watching no pods.
 type contender struct {
-	name string
-	bin  string
-	args func(pin, selector string) []string
+	name   string
+	bin    string
+	args   func(pin, selector string) []string
+	memory bool
 }
 
 func (e *Env) contenders(maxEntries int) []contender {
-	child := func(mode string, extra ...string) func(pin, selector string) []string {
+	own := func(extra ...string) func(pin, selector string) []string {
 		return func(pin, selector string) []string {
-			return append([]string{mode, "-kubeconfig", e.kubeconfig, "-namespace", e.ns, "-selector", selector,
+			return append([]string{"-kubeconfig", e.kubeconfig, "-namespace", e.ns, "-selector", selector,
 				"-pin", pin, "-max-entries", fmt.Sprint(maxEntries)}, extra...)
 		}
 	}
+	run := func(readme bool) func(pin, selector string) []string {
+		return func(pin, selector string) []string {
+			cfg := e.flagship(pin, selector, maxEntries, false)
+			if readme {
+				cfg = e.readmeFlagship(pin, selector, maxEntries)
+			}
+			return []string{"run", "--listen", "", "--log-level", "warn", cfg}
+		}
+	}
 	return []contender{
-		{"floor-protobuf", e.opts.Self, child("floor")},
-		{"floor-json", e.opts.Self, child("floor", "-json")},
-		{"controller", e.opts.Self, child("controller")},
-		{"pipeline", e.opts.Pipeline, func(pin, selector string) []string {
-			return []string{"run", "--listen", "", "--log-level", "warn", e.flagship(pin, selector, maxEntries, false)}
-		}},
+		{name: "floor-protobuf", bin: e.contender("floor"), args: own()},
+		{name: "floor-json", bin: e.contender("floor"), args: own("-json")},
+		{name: "controller", bin: e.contender("controller"), args: own(), memory: true},
+		{name: "pipeline", bin: e.opts.Pipeline, args: run(false)},
+		{name: "pipeline-readme", bin: e.opts.Pipeline, args: run(true), memory: true},
 	}
 }
 
@@ -75,11 +86,59 @@ transform "extract" "ips" {
 	return path
 }
 
+// readmeFlagship writes the flagship chain as the README shows it: each
+// pod's IP with its name and namespace as the record's value, debounced,
+// drained by a grace period, into the map.
+func (e *Env) readmeFlagship(pin, selector string, maxEntries int) string {
+	cfg := fmt.Sprintf(`cluster "bench" {
+  kubeconfig = %q
+}
+source "kubernetes" "pods" {
+  cluster   = cluster.bench
+  resource  = "pods"
+  namespace = %q
+  selector  = %q
+}
+transform "extract" "pod_ips" {
+  input = source.kubernetes.pods
+  where = try(object.status.podIP, "") != ""
+  key   = object.status.podIP
+  value = { pod = object.metadata.name, namespace = object.metadata.namespace }
+}
+transform "debounce" "batch" {
+  input    = transform.extract.pod_ips
+  interval = "100ms"
+}
+transform "grace_period" "drain" {
+  input = transform.debounce.batch
+  delay = "30s"
+}
+sink "ebpf_map" "allowed" {
+  input       = transform.grace_period.drain
+  pin         = %q
+  type        = "hash"
+  max_entries = %d
+  key {
+    type = "ipv4"
+  }
+  value {
+    type = "u32"
+    from = 1
+  }
+}
+`, e.kubeconfig, e.ns, selector, pin, maxEntries)
+	e.configs++
+	path := filepath.Join(e.dir, fmt.Sprintf("readme-flagship-%d.hcl", e.configs))
+	_ = os.WriteFile(path, []byte(cfg), 0o644)
+	return path
+}
+
 // syncRun is one contender's run: time from process start to a full map,
-// and its RSS one second later.
+// and its RSS one second and Env.later after that (the second only for
+// memory contenders).
 type syncRun struct {
-	d   time.Duration
-	rss float64
+	d          time.Duration
+	rss, later float64
 }
 
 func (e *Env) runContender(ctx context.Context, c contender, selector string, want int) (syncRun, error) {
@@ -92,26 +151,46 @@ func (e *Env) runContender(ctx context.Context, c contender, selector string, wa
 	}
 	defer p.stop()
 	var r syncRun
+	settled := time.Now()
 	if want > 0 {
 		full, err := waitFull(ctx, p, pin, want, samples(want, 8), 5*time.Minute)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", c.name, err)
 		}
-		r.d = full.Sub(p.start)
+		r.d, settled = full.Sub(p.start), full
 	}
 	// RSS once settled: a second after the map is full (or after start,
-	// when nothing matches).
-	time.Sleep(time.Second)
-	if err := p.exited(); err != nil {
+	// when nothing matches), and for memory contenders again later.
+	pid := p.cmd.Process.Pid
+	if r.rss, err = e.rssAt(p, pid, settled.Add(time.Second)); err != nil || !c.memory {
 		return r, err
 	}
-	r.rss, err = rssMB(p.cmd.Process.Pid, "VmRSS")
+	r.later, err = e.rssAt(p, pid, settled.Add(e.later()))
 	return r, err
 }
 
+// later is when P4 reads the memory a second time after the map is full:
+// 10 s, 2 s in a smoke run.
+func (e *Env) later() time.Duration {
+	if e.opts.Smoke {
+		return 2 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// rssAt waits until t and reads the process's RSS.
+func (e *Env) rssAt(p *proc, pid int, t time.Time) (float64, error) {
+	time.Sleep(time.Until(t))
+	if err := p.exited(); err != nil {
+		return 0, err
+	}
+	return rssMB(pid, "VmRSS")
+}
+
 // initialSync measures P1 (process start to full pinned map: floor,
-// hand-written controller, pipeline) and P4 (RSS added by the pods) with
-// the contenders interleaved in each run.
+// hand-written controller, pipeline) and P4 (RSS added by the pods: the
+// hand-written controller and the flagship chain as the README shows it)
+// with the contenders interleaved in each run.
 func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 	n := e.opts.Pods
 	p1 := fmt.Sprintf("initial sync, %d pods", n)
@@ -127,8 +206,7 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 	defer os.RemoveAll(filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid())))
 	cs := e.contenders(2 * n)
 	times := map[string][]time.Duration{}
-	added := map[string][]float64{}
-	rss := map[string][]float64{}
+	added, addedLater, rss := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for run := range e.opts.Runs {
 		for _, c := range cs {
 			r, err := e.runContender(ctx, c, benchLabel, n)
@@ -137,7 +215,7 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 			}
 			times[c.name] = append(times[c.name], r.d)
 			rss[c.name] = append(rss[c.name], r.rss)
-			if c.name != "controller" && c.name != "pipeline" {
+			if !c.memory {
 				continue
 			}
 			zero, err := e.runContender(ctx, c, "app=none", 0)
@@ -145,6 +223,7 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 				return nil, err
 			}
 			added[c.name] = append(added[c.name], r.rss-zero.rss)
+			addedLater[c.name] = append(addedLater[c.name], r.later-zero.later)
 		}
 		e.logf("initial sync run %d/%d: floor %s, controller %s, pipeline %s", run+1, e.opts.Runs,
 			times["floor-protobuf"][run].Round(time.Millisecond), times["controller"][run].Round(time.Millisecond),
@@ -156,15 +235,36 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 	if js.Median < proto.Median {
 		floor = js
 	}
-	proto.Note, js.Note = "process start to full pinned map", "process start to full pinned map"
+	proto.Note, js.Note = "own program, process start to full pinned map", "own program, process start to full pinned map"
 	hand := measured("P1b", "hand-written: typed informer -> workqueue -> Put", "ms", millis(times["controller"])).against(floor, "")
-	pipe := measured("P1c", "pipeline run: kubernetes -> extract -> ebpf_map", "ms", millis(times["pipeline"])).against(floor, "<= 1.25x floor, < P1b")
+	hand.Note = "own program"
+	pipe := measured("P1c", "pipeline run: kubernetes -> extract -> ebpf_map", "ms", millis(times["pipeline"])).against(floor, "<= 1.0x floor, < P1b")
 	if hand.Median > 0 {
 		pipe.Note = fmt.Sprintf("%.2fx the hand-written controller", pipe.Median/hand.Median)
 	}
-	handMem := measured("P4b", "RSS added by the pods: hand-written controller", "MB", added["controller"])
-	handMem.Note = fmt.Sprintf("RSS %s MB with the pods", num(measured("", "", "", rss["controller"]).Median))
-	pipeMem := measured("P4c", "RSS added by the pods: pipeline run (flagship, debounce off)", "MB", added["pipeline"]).against(handMem, "<= 0.30x P4b")
-	pipeMem.Note = fmt.Sprintf("RSS %s MB with the pods", num(measured("", "", "", rss["pipeline"]).Median))
-	return []Row{proto, js, hand, pipe, handMem, pipeMem}, nil
+	readme := measured("P1d", "pipeline run: the README's flagship chain (value, debounce, grace_period)", "ms",
+		millis(times["pipeline-readme"])).against(floor, "")
+	readme.Note = "debounce 100ms included"
+	rows := []Row{proto, js, hand, pipe, readme}
+	later := e.later().String()
+	for _, at := range []struct {
+		id, when string
+		added    map[string][]float64
+	}{{"", "1s", added}, {"'", later, addedLater}} {
+		handMem := measured("P4b"+at.id, "RSS added by the pods, "+at.when+" after sync: hand-written controller", "MB", at.added["controller"])
+		handMem.Note = perPod(handMem.Median, n)
+		pipeMem := measured("P4c"+at.id, "RSS added by the pods, "+at.when+" after sync: pipeline, README flagship chain", "MB",
+			at.added["pipeline-readme"]).against(handMem, "<= 0.15x P4b"+at.id)
+		pipeMem.Note = perPod(pipeMem.Median, n)
+		rows = append(rows, handMem, pipeMem)
+	}
+	return rows, nil
+}
+
+// perPod states an RSS rise per pod.
+func perPod(mb float64, pods int) string {
+	if pods == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f KB per pod", mb*1024/float64(pods))
 }

@@ -4,21 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/cilium/ebpf"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // planRows gives P6: `pipeline plan --json` of the flagship chain against
 // a pinned map holding every pod's IP but 1% (the drift it must find),
-// process start to exit, against the floor: a process that LISTs the pods
-// and reads the whole map with BatchLookup, then exits. Both run
-// interleaved, each a fresh process per run.
+// process start to exit, against the floor: a program of its own
+// (bench/contenders/planfloor) that LISTs the pods and reads the whole map
+// with BatchLookup, then exits. Both run interleaved, each a fresh process
+// per run.
 func planRows(ctx context.Context, e *Env) ([]Row, error) {
 	n := e.opts.Pods
 	name := fmt.Sprintf("plan of the flagship chain, %d pods, 1%% drift", n)
@@ -40,7 +39,7 @@ func planRows(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	var floor, plan []time.Duration
 	for run := range e.opts.Runs {
-		f, err := e.timeProc(ctx, "plan-floor", e.opts.Self, "planfloor", "-kubeconfig", e.kubeconfig, "-namespace", e.ns,
+		f, err := e.timeProc(ctx, "plan-floor", e.contender("planfloor"), "-kubeconfig", e.kubeconfig, "-namespace", e.ns,
 			"-selector", benchLabel, "-pin", pin)
 		if err != nil {
 			return nil, err
@@ -99,48 +98,4 @@ func (e *Env) timeProc(ctx context.Context, name, bin string, args ...string) (t
 		return 0, fmt.Errorf("%s: %w: %s", name, err, out)
 	}
 	return d, nil
-}
-
-// planFloor is the least a plan of the map must do: one LIST of the pods
-// (protobuf, from the watch cache) and one full read of the map with
-// BatchLookup, comparing each pod's IP with the map.
-func planFloor(ctx context.Context, kubeconfig, ns, selector, pin string) error {
-	cs, err := clientset(kubeconfig, true)
-	if err != nil {
-		return err
-	}
-	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
-	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
-	}
-	m, err := ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	held := map[[4]byte]uint32{}
-	keys, vals := make([][4]byte, 4096), make([]uint32, 4096)
-	var cursor ebpf.MapBatchCursor
-	for {
-		c, err := m.BatchLookup(&cursor, keys, vals, nil)
-		for i := range c {
-			held[keys[i]] = vals[i]
-		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("batch lookup: %w", err)
-		}
-	}
-	missing := 0
-	for i := range l.Items {
-		if a, err := netip.ParseAddr(l.Items[i].Status.PodIP); err == nil && a.Is4() {
-			if held[a.As4()] != 1 {
-				missing++
-			}
-		}
-	}
-	fmt.Printf("%d pods, %d entries, %d missing\n", len(l.Items), len(held), missing)
-	return nil
 }

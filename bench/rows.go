@@ -22,7 +22,8 @@ type Options struct {
 	ChurnPods     int           `json:"churn_pods"`     // objects P3 updates in turn
 	ReconcileKeys int           `json:"reconcile_keys"` // keys of the ebpf reconcile rows
 	Pipeline      string        `json:"pipeline"`       // the pipeline binary under test
-	Self          string        `json:"-"`              // this program, re-run for the controller, floor and churn processes
+	Self          string        `json:"-"`              // this program, re-run for the churn process
+	Contenders    string        `json:"-"`              // directory of the contender programs (make contenders)
 	Only          string        `json:"only,omitempty"` // regexp over scenario names
 	Smoke         bool          `json:"smoke"`
 	Profile       string        `json:"-"` // directory for CPU and heap profiles of every pipeline process
@@ -43,7 +44,8 @@ type scenario struct {
 // a file of its own (p5_reload.go: func reload(ctx, e) ([]Row, error))
 // and put it here in place of its notLanded line.
 var scenarios = []scenario{
-	{"initial-sync", initialSync}, // P1a..P1c and P4
+	{"start-up", startUp},         // P0
+	{"initial-sync", initialSync}, // P1a..P1d and P4
 	{"change-latency", changeLatency},
 	{"churn", churn},
 	{"reload", reload},

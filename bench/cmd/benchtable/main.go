@@ -41,6 +41,7 @@ func run() error {
 	flag.DurationVar(&o.ChurnDuration, "churn-duration", 30*time.Second, "length of one churn run")
 	flag.IntVar(&o.ChurnPods, "churn-pods", 5000, "objects the churn row updates in turn")
 	flag.StringVar(&o.Pipeline, "pipeline", "bin/pipeline", "the pipeline binary under test (make build)")
+	flag.StringVar(&o.Contenders, "contenders", "bin/contenders", "directory of the floor and hand-written controller programs (make contenders)")
 	flag.StringVar(&o.Only, "only", "", "run only the scenarios whose name matches this regexp")
 	flag.BoolVar(&o.Smoke, "smoke", false, "tiny sizes and one run: checks every row works, in seconds")
 	flag.StringVar(&o.Profile, "profile", "", "write CPU and heap profiles of every pipeline process measured into this directory")

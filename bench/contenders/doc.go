@@ -1,0 +1,13 @@
+// Package contenders holds the programs the benchmark table measures the
+// pipeline against: each is its own small main package linking only
+// client-go and cilium/ebpf, as a team writing the job by hand would, so
+// that it pays its own start-up and not the pipeline's.
+//
+//	floor       one LIST of the pods (protobuf or -json, resourceVersion 0), one BatchUpdate of their IPs
+//	controller  a typed pod informer -> workqueue -> one Map.Put per IP, until SIGTERM
+//	planfloor   one LIST of the pods and one BatchLookup read of the pinned map, then exit
+//
+// kit holds what they share (client set-up, the map they fill). The
+// benchtable program builds them with the flags the pipeline binary is
+// built with and runs each as a fresh process.
+package contenders
