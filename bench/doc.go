@@ -22,7 +22,7 @@
 // Adding a row: write one function `func name(ctx context.Context, e *Env)
 // ([]Row, error)` in a file of its own (p5_reload.go), build its rows with
 // measured(...) and .against(ref, goal), and put it in the scenarios list
-// in rows.go in place of its notLanded line. Env gives the shared API
+// in rows.go. Env gives the shared API
 // server and pods (e.kube), processes (e.startProc) and the sizes
 // (e.opts); a scenario that needs root returns skipped rows saying why.
 //

@@ -42,7 +42,7 @@ type scenario struct {
 
 // scenarios is the table, in order. To add a row, write its function in
 // a file of its own (p5_reload.go: func reload(ctx, e) ([]Row, error))
-// and put it here in place of its notLanded line.
+// and list it here.
 var scenarios = []scenario{
 	{"start-up", startUp},         // P0
 	{"initial-sync", initialSync}, // P1a..P1d and P4
@@ -55,12 +55,11 @@ var scenarios = []scenario{
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
-}
-
-func notLanded(id, name string) scenario {
-	return scenario{name: id, run: func(context.Context, *Env) ([]Row, error) {
-		return []Row{skipped(id, name, "not landed")}, nil
-	}}
+	{"template-render", templateRender},    // T1
+	{"template-haproxy", templateLive},     // T2
+	{"console-pages", consoleLatency},      // P10
+	{"kube-sink-apply", kubeSinkApply},     // K1
+	{"kube-sink-latency", kubeSinkLatency}, // K2
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A

@@ -19,8 +19,9 @@ import (
 const decisionBacklog = 1024
 
 // decisions hands the engine's and the nodes' decisions to the open targets
-// that record them (node.DecisionRecorder), and holds every sink's writes
-// while a gate (node.Gate: audit with fail = "closed") is shut.
+// that record them (node.DecisionRecorder), and makes every sink wait
+// before writing while a gate (node.Gate: audit with fail = "closed") is
+// shut.
 //
 // Decisions are numbered; each recorder address remembers the last one it
 // received, so a recorder opened late or restarted gets what it missed
@@ -151,10 +152,10 @@ func (d *decisions) detach(addr string) {
 	delete(d.recorders, addr)
 }
 
-// hold blocks the sink, before it writes, while any other sink's gate is
-// shut. It returns false when ctx ended first: the sink must not write then.
+// waitGates blocks the sink, before it writes, while any other sink's gate
+// is shut. It returns false when ctx ended first: the sink must not write then.
 // A gate never waits for a gate, so two closed audit trails cannot deadlock.
-func (s *sinkLoop) hold(ctx context.Context, writes int) bool {
+func (s *sinkLoop) waitGates(ctx context.Context, writes int) bool {
 	d := s.dec
 	if d == nil || writes == 0 {
 		return true

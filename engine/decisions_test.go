@@ -25,13 +25,12 @@ sink "mem" "m" {
 `
 
 // recorder is a mem sink whose target records the decisions it is handed,
-// and, when gated, is a node.Gate the test opens and shuts.
+// (wrapped in a gate, it is also a node.Gate the test opens and shuts).
 type recorder struct {
 	*nodetest.MemSink
-	mu    sync.Mutex
-	got   []node.Decision
-	gated bool
-	shut  chan struct{}
+	mu   sync.Mutex
+	got  []node.Decision
+	shut chan struct{}
 }
 
 func (r *recorder) Open(ctx context.Context, env node.Env, mode node.Mode) (node.Target, error) {

@@ -44,7 +44,8 @@ type SinkEntry struct {
 	// Status is "applied", "pending" (a write is due), "failing" (with
 	// Attempts and LastError), "waiting for input sync" (a delete that
 	// may happen only once every input synced), "kept" (not wanted, but
-	// prune is off) or "sink not running".
+	// prune is off), "unknown: …" (the last full read of the target
+	// failed) or "sink not running".
 	Status      string
 	Attempts    int
 	LastError   string
@@ -56,6 +57,10 @@ type SinkEntry struct {
 	Path   []Stage
 	// Conflict says why the inputs of a fan-in disagree on the key.
 	Conflict string
+	// Detail is what the target says of the key (node.Explainer): the
+	// lines of a rendered file the key produced, a Kubernetes object's
+	// last apply and owner.
+	Detail []string `json:",omitempty"`
 }
 
 // Stage is a record as one node's output holds it.
@@ -111,7 +116,9 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 			}
 		}
 		if f != nil {
-			e.Conflict, _ = f.conflict(e.InputKey)
+			if why, ok := f.conflict(e.InputKey); ok {
+				e.Conflict = why
+			}
 		}
 		ex.Entries = append(ex.Entries, e)
 	}
@@ -174,6 +181,7 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	}
 	e.InputKey, e.TargetKey = ik, tk
 	e.Wanted, e.Held = ks.owners > 0, ks.applied
+	e.Conflict = s.sharedConflict(tk)
 	if e.Wanted {
 		e.Want = ks.want.Value
 	}
@@ -186,6 +194,10 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 	switch {
 	case ks.attempts() > 0:
 		e.Status = "failing"
+	case e.Held && s.fullFailures > 0:
+		// What the loop last wrote may no longer be where readers look
+		// (a pin now names another map): it cannot say "applied".
+		e.Status = "unknown: the last read of the target failed"
 	case e.Wanted && e.Held && s.keys.held(ks).Same(ks.wanted()):
 		e.Status = "applied"
 	case e.Wanted:
@@ -196,6 +208,9 @@ func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
 		e.Status = "kept"
 	default:
 		e.Status = "pending"
+	}
+	if x, ok := s.target.(node.Explainer); ok {
+		e.Detail = x.Explain(tk)
 	}
 	return true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -394,18 +393,6 @@ func (f *fanIn) conflict(k node.Key) (string, bool) {
 	defer f.mu.Unlock()
 	why, ok := f.clashes[k]
 	return why, ok
-}
-
-// conflictKeys returns the keys in conflict now, sorted.
-func (f *fanIn) conflictKeys() []node.Key {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]node.Key, 0, len(f.clashes))
-	for k := range f.clashes {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // collections returns every collection of the runtime: the nodes' outputs

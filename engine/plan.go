@@ -56,9 +56,15 @@ type SinkPlan struct {
 	Kept    int
 	Changes []PlannedChange
 	Skipped []SkippedRecord
+	// Conflicts are target keys that input keys with different values map
+	// to (on_conflict = "error"): Err says which value the key keeps.
+	Conflicts []SkippedRecord
 	// Pending are the deletions transforms upstream (grace_period) hold
 	// back when the plan was taken, with when each would reach the sink.
 	Pending []node.PendingDeletion
+	// File is set for a target that renders one file (node.FilePlanner):
+	// Changes then holds one change of the file, and File its diff.
+	File *node.FilePlan
 }
 
 // PlannedChange is one change of a plan with what a reader needs: the
@@ -76,6 +82,10 @@ type PlannedChange struct {
 	// Sensitive is set when a value of the change is secret: Before,
 	// After and the entries' values then hold schema.Mask.
 	Sensitive bool
+	// Detail is what the target's backend says the change would do (a
+	// node.DryRunner's lines), and DryRunError why it would fail.
+	Detail      []string
+	DryRunError string
 }
 
 // SkippedRecord is an input record the target cannot encode: run skips it.

@@ -33,18 +33,38 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 	}
 	desired := make(map[node.Key]node.Entry, len(input))
 	origins := make(map[node.Key][]node.Key, len(input))
+	var shared map[node.Key][]owned // target keys two input keys map to
 	for _, rec := range input {
 		e, err := target.Prepare(rec)
 		if err != nil {
 			sp.Skipped = append(sp.Skipped, SkippedRecord{Key: rec.Key, Err: err.Error()})
 			continue
 		}
-		if _, dup := desired[e.Key]; !dup {
+		if first, dup := desired[e.Key]; !dup {
 			desired[e.Key] = e
+		} else {
+			if shared == nil {
+				shared = map[node.Key][]owned{}
+			}
+			if len(shared[e.Key]) == 0 {
+				shared[e.Key] = []owned{{origins[e.Key][0], keep(&first)}}
+			}
+			shared[e.Key] = append(shared[e.Key], owned{rec.Key, keep(&e)})
 		}
 		origins[e.Key] = append(origins[e.Key], rec.Key)
 	}
+	for tk, os := range shared { // the sink loop's decision (pickOwner)
+		i, why := pickOwner(n.OnConflict, os)
+		desired[tk] = node.Entry{Key: tk, Value: os[i].e.Value, Data: os[i].e.Data}
+		if why != "" {
+			sp.Conflicts = append(sp.Conflicts, SkippedRecord{Key: tk, Err: why})
+		}
+	}
+	sort.Slice(sp.Conflicts, func(i, j int) bool { return sp.Conflicts[i].Key < sp.Conflicts[j].Key })
 	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
+	if fp, ok := target.(node.FilePlanner); ok {
+		return planFile(ctx, sp, fp, desired)
+	}
 	actual, err := readForPlan(ctx, target)
 	if errors.Is(err, node.ErrNoActualState) {
 		sp.AppendOnly = true
@@ -75,6 +95,12 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 				pc.After = desc.Show(c.New)
 			}
 		}
+		if dr, ok := target.(node.DryRunner); ok && !pc.Sensitive && c.Action != reconcile.Delete {
+			pc.Detail, err = dr.DryRun(ctx, c.New)
+			if err != nil {
+				pc.DryRunError = err.Error()
+			}
+		}
 		sp.Changes[i] = pc
 	}
 	if !n.Prune {
@@ -91,6 +117,30 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		if p, ok := up.Impl().(node.PendingLister); ok {
 			sp.Pending = append(sp.Pending, p.Pending()...)
 		}
+	}
+	return sp, nil
+}
+
+// planFile plans a target that renders one file: one change of the file,
+// with its diff, or none.
+func planFile(ctx context.Context, sp *SinkPlan, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
+	entries := make([]node.Entry, 0, len(desired))
+	for _, e := range desired {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	f, err := fp.PlanFile(ctx, entries)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)
+	}
+	sp.File, sp.Desired, sp.Projected = &f, len(desired), len(desired)
+	sp.Target.Exists = f.Exists
+	if f.Changed {
+		c := reconcile.Change{Address: sp.Address, Action: reconcile.Update, Key: node.Key(f.Path)}
+		if !f.Exists {
+			c.Action = reconcile.Create
+		}
+		sp.Changes = []PlannedChange{{Change: c, Before: "the file on disk", After: fmt.Sprintf("rendered from %d records", len(desired))}}
 	}
 	return sp, nil
 }
@@ -136,6 +186,10 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 	}
 	if sp.Kept > 0 {
 		warn("keeps %d keys no record wants because prune = false", sp.Kept)
+	}
+	if len(sp.Conflicts) > 0 {
+		c := sp.Conflicts[0]
+		warn("%d target keys are in conflict; the first: %s: %s", len(sp.Conflicts), c.Key, c.Err)
 	}
 	if len(sp.Skipped) > 0 {
 		s := sp.Skipped[0]

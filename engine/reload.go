@@ -198,9 +198,6 @@ func checkRunnable(g *Graph) error {
 		if n.Impl() == nil {
 			return fmt.Errorf("%s: not built; validate the configuration first", n.Address)
 		}
-		if n.Spec.Status == node.Planned {
-			return fmt.Errorf("%s: %w", n.Address, node.ErrPlanned)
-		}
 	}
 	return nil
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
-	"github.com/pipeline/pipeline/schema"
 )
 
 // RunOptions configure a Runtime.
@@ -53,20 +51,12 @@ type Runtime struct {
 	sandbox bool               // a config test drives the sources (sandbox.go)
 }
 
-// NewRuntime prepares g for running. It refuses graphs that use a type
-// registered as node.Planned.
+// NewRuntime prepares g for running.
 func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
-	var planned []string
 	for _, n := range g.Nodes {
 		if n.Impl() == nil {
 			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
 		}
-		if n.Spec.Status == node.Planned {
-			planned = append(planned, fmt.Sprintf("%s (%s)", n.Address, schema.Pos(n.Block.DeclRange)))
-		}
-	}
-	if len(planned) > 0 {
-		return nil, fmt.Errorf("%w: the runtime of these node types: %s", node.ErrPlanned, strings.Join(planned, ", "))
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -344,6 +344,34 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	})
 }
 
+// TestFailedEntryRetriedOnSchedule: a key whose write failed is written
+// again at its retry times, whether the input's sync arrives with its
+// snapshot or after the loop wrote the snapshot: the full reconcile at
+// sync leaves a key waiting for a retry alone.
+func TestFailedEntryRetriedOnSchedule(t *testing.T) {
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := nodetest.NewMemSink()
+				sink.Encoded = encoded
+				sink.FailKey = func(k node.Key) bool { return k == "bad" }
+				h := start(t, true, 0, sink)
+				h.send(func(o node.Output) {
+					o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
+				})
+				synctest.Wait()
+				h.send(func(o node.Output) { o.MarkSynced() })
+				synctest.Wait()
+				h.checkWrites(t, "after the sync", map[string]float64{"upsert/ok": 1, "upsert/error": 1})
+				time.Sleep(time.Second)
+				synctest.Wait()
+				h.checkWrites(t, "a second on", map[string]float64{"upsert/ok": 1, "upsert/error": 4}) // failed at 0, 0.1, 0.3 and 0.7 s
+				h.shutdown()
+			})
+		})
+	}
+}
+
 // TestFullPassRetriesWaitingKeys: a full reconcile (the resync, every
 // minute here) retries a key whose failed write waits for a later retry,
 // also when the pass looks only at the keys that may need work.

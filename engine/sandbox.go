@@ -227,3 +227,22 @@ func (s *sinkLoop) openTarget(ctx context.Context, env node.Env) (node.Target, e
 	}
 	return s.n.Sink.Open(ctx, env, node.ModeRun)
 }
+
+// SinkContent is the document a sink that renders one (node.Renderer)
+// would write for what its target holds; ok is false for other sinks.
+func (sb *Sandbox) SinkContent(addr string) (content string, ok bool, err error) {
+	m, found := sb.mems[addr]
+	n := sb.rt.g.Node(addr)
+	if !found || n == nil {
+		return "", false, fmt.Errorf("%s: no such sink", addr)
+	}
+	r, isRenderer := n.Sink.(node.Renderer)
+	if !isRenderer {
+		return "", false, nil
+	}
+	b, err := r.Render(m.entries())
+	if err != nil {
+		return "", true, fmt.Errorf("%s: %w", addr, err)
+	}
+	return string(b), true, nil
+}

@@ -57,6 +57,7 @@ type sinkLoop struct {
 	deferIndex bool
 	settle     bool // a full read marked the index: Settle it when idle
 	alias      map[node.Key]node.Key
+	shared     sharers // target keys several input keys map to (sink_collide.go)
 	// dirty lists the keys to look at in the next pass by their slots in
 	// keys (keyState.ref): a slot found no longer dirty is skipped, even
 	// if another key took it since (that key is listed under its own).
@@ -76,7 +77,13 @@ type sinkLoop struct {
 	synced     bool
 	appendOnly bool
 	needFull   bool
-	fulls      int
+	// resync says the next full reconcile is the periodic one, which
+	// also retries the keys waiting for a retry. The others (at start,
+	// when the input syncs) leave those to their retry times, so that
+	// how often a failing key is written depends on the clock alone, not
+	// on whether the input's sync arrived with its snapshot or after it.
+	resync bool
+	fulls  int
 	// walked says that the last full pass looked at every key and that
 	// nothing since can have made a key need work without listing it in
 	// dirty or in the retry heap (a key's writes leave it settled or
@@ -118,6 +125,7 @@ func (s *sinkLoop) disown() {
 		}
 	}
 	clear(s.alias)
+	s.shared = sharers{}
 }
 
 // run opens the target and reconciles until ctx ends.
@@ -134,6 +142,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.target, s.stats = target, stats
 	s.dw, _ = target.(node.DataWriter)
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
+	s.shared = sharers{}
 	s.heldIdx, s.unindexed, s.pending, s.deferIndex, s.settle = nil, 0, nil, false, false
 	if _, ok := target.(node.ActualScanner); ok {
 		s.heldIdx = heldindex.New()
@@ -141,7 +150,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 	s.dirty, s.retries = nil, nil
 	s.dec.attach(s.n.Address, target)
 	defer s.dec.detach(s.n.Address)
-	s.synced, s.needFull, s.fulls, s.walked = false, true, 0, false
+	s.synced, s.needFull, s.resync, s.fulls, s.walked = false, true, false, 0, false
 	s.fullFailures, s.fullRetry = 0, time.Time{}
 	s.h.set(false, node.Pending, "waiting for input to sync")
 	sub := s.in.subscribe(stats)
@@ -189,7 +198,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 		case <-sub.Ready():
 		case <-s.gate.changed():
 		case <-tick:
-			s.needFull = true
+			s.needFull, s.resync = true, true
 		case <-retry.C:
 			s.dueRetries()
 		case q := <-s.ask:
@@ -250,7 +259,9 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
 		s.keys.keepHeld(ks)
-		ks.want = keep(&e)
+		if !s.share(ks, r.Key, keep(&e)) {
+			ks.want = keep(&e)
+		}
 		s.touch(ks, t)
 		return
 	}
@@ -259,8 +270,10 @@ func (s *sinkLoop) put(r node.Record, t time.Time) {
 	}
 	ks := s.state(e.Key)
 	s.keys.keepHeld(ks)
+	if !s.share(ks, r.Key, keep(&e)) {
+		ks.want = keep(&e)
+	}
 	ks.owners++
-	ks.want = keep(&e)
 	if e.Key == r.Key {
 		ks.self = true
 	} else {
@@ -283,6 +296,8 @@ func (s *sinkLoop) release(k, tk node.Key, t time.Time) {
 	} else {
 		delete(s.alias, k)
 	}
+	s.keys.keepHeld(ks)
+	s.unshare(ks, k)
 	if ks.owners--; ks.owners <= 0 {
 		s.keys.keepHeld(ks)
 		ks.owners, ks.want = 0, keptEntry{}
@@ -323,6 +338,19 @@ func (s *sinkLoop) incremental(ctx context.Context) {
 		}
 	})
 	s.applyBatch(ctx, &b)
+	s.commit(ctx, false)
+}
+
+// commit ends a round for a target that writes its entries as a whole
+// (node.Committer).
+func (s *sinkLoop) commit(ctx context.Context, full bool) {
+	if c, ok := s.target.(node.Committer); ok && ctx.Err() == nil {
+		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full}) {
+			if s.tap.active() {
+				s.tap.applied(e, false)
+			}
+		}
+	}
 }
 
 // takeDirty empties the dirty list and visits each key on it that is
@@ -391,9 +419,10 @@ func (s *sinkLoop) full(ctx context.Context) {
 		// make room for them at once (100,000 at start-up).
 		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
 	}
-	w := s.fullPass(ctx)
+	w := s.fullPass(ctx, s.resync)
+	s.commit(ctx, true)
 	s.dirty = s.dirty[:0]
-	s.needFull = false
+	s.needFull, s.resync = false, false
 	s.fulls++
 	if s.synced && ctx.Err() == nil && !s.started.Swap(true) && s.mem != nil {
 		s.mem.sinkStarted()
@@ -406,17 +435,20 @@ func (s *sinkLoop) full(ctx context.Context) {
 // writes what they need: every key, in memory order, unless the loop has
 // walked them all since anything that concerns them all changed
 // (walked); then only the dirty keys (the read listed those it found
-// changed or gone) and those waiting for a retry, which a full pass
-// retries now. A full reconcile after 1% drift of 100,000 keys so
+// changed or gone). The periodic resync (retryWaiting) also retries
+// the keys waiting for a retry; other passes leave them to their retry
+// times. A full reconcile after 1% drift of 100,000 keys so
 // decides 2,000 keys, not 100,000. The pass writes as it goes, fullChunk
 // entries at a time: 100,000 keys never gather in one slice, and each
 // entry is written while its state is still in the caches.
-func (s *sinkLoop) fullPass(ctx context.Context) written {
-	p := passState{b: s.fullBatch()}
-	if s.walked {
+func (s *sinkLoop) fullPass(ctx context.Context, retryWaiting bool) written {
+	p := passState{b: s.fullBatch(), retryWaiting: retryWaiting}
+	if s.walked && retryWaiting {
 		for _, ks := range slices.Clone([]*keyState(s.retries)) {
 			s.touch(ks, time.Time{})
 		}
+	}
+	if s.walked {
 		s.takeDirty(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
 	} else {
 		for ks := range s.keys.states {
@@ -428,12 +460,13 @@ func (s *sinkLoop) fullPass(ctx context.Context) written {
 	return p.w
 }
 
-// passState is a full pass's batch, what it wrote so far and whether it
-// stopped.
+// passState is a full pass's batch, what it wrote so far, whether it
+// stopped and whether it retries the keys waiting for a retry.
 type passState struct {
-	b       batch
-	w       written
-	stopped bool
+	b            batch
+	w            written
+	stopped      bool
+	retryWaiting bool
 }
 
 // passVisit decides ks in a full pass, writing the batch when it is full.
@@ -443,6 +476,9 @@ func (s *sinkLoop) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	}
 	if ks.dirty {
 		ks.dirty = false // only then: a pass that writes no state dirties no cache line
+	}
+	if !p.retryWaiting && ks.waiting() {
+		return // its retry looks at its latest state
 	}
 	if !s.createAhead(ks, &p.b) {
 		s.decide(ks, &p.b)

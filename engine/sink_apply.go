@@ -79,12 +79,10 @@ func appendData(buf, d []byte, n int) []byte {
 // holdAhead reports whether the creation of ks's entry, just decided,
 // can be recorded as held now, before it is written, and records it if
 // so: a key with no failure to clear, no change time to observe and no
-// tap to tell. Recording a success after the write touches the key's
+// tap to tell. Recording a success after the write would touch the key's
 // state a second time, once the target's calls have pushed it out of the
-// caches: on a full reconcile of 100,000 keys into an empty map, the
-// loop's own work (the target's calls left out) took about 4.5 ms when
-// it recorded each write after it, 3 ms when ahead. apply takes the
-// record back for an entry whose write fails (undoAhead).
+// caches (docs/data-path.md §5). apply takes the record back for an entry
+// whose write fails (undoAhead).
 func (s *sinkLoop) holdAhead(ks *keyState, b *batch) bool {
 	if !b.quietFor(ks) {
 		return false
@@ -99,10 +97,9 @@ func (s *sinkLoop) holdAhead(ks *keyState, b *batch) bool {
 // key of a full pass at start-up: wanted, holding nothing, with nothing
 // to clear, no change time, no tap watching and Data of the batch's
 // width. Its Data joins b and the key is recorded as held. It reports
-// false, and does nothing, for any other key. On 100,000 such keys the
-// loop's own work (BenchmarkFullPass: the target's calls left out, the
-// read of the empty map in) went from about 3.0 ms through the general
-// path's six calls per key to 2.15 ms.
+// false, and does nothing, for any other key. It is the general path in
+// one call per key, for the start-up's 100,000 creations
+// (docs/data-path.md §5, BenchmarkFullPass).
 func (s *sinkLoop) createAhead(ks *keyState, b *batch) bool {
 	d := ks.want.Data
 	if ks.owners <= 0 || ks.applied || !b.quietFor(ks) || s.dw == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
@@ -136,9 +133,9 @@ func (s *sinkLoop) undoAllAhead(b *batch) {
 // failures and returns what it wrote.
 func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 	var w written
-	if !s.hold(ctx, b.len()) {
+	if !s.waitGates(ctx, b.len()) {
 		s.undoAllAhead(b)
-		return w // stopped while a closed audit trail held the writes
+		return w // stopped while waiting for a closed audit trail
 	}
 	if n := len(b.dataStates); n > 0 {
 		b.errs = slices.Grow(b.errs[:0], n)[:n]

@@ -8,7 +8,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// What the loop believes the target holds lives in each key's state (have,
+// What the loop believes the target holds lives in each key's state (its held entry,
 // applied). For a target read through node.ActualScanner the loop also
 // keeps heldIdx, the held entries by their bytes, so that a full read
 // finds an entry it holds with one probe (a mark in the index) instead of
@@ -17,13 +17,12 @@ import (
 // indexable (no Data, or Data of another length than the index's). The
 // keys a full pass held go into the index in one batch once the loop has
 // nothing left to write (or, if it never idles, at the start of the next
-// full read), sorted by slot: 100,000 keys take 5-11 ms there, paid by
-// neither the pass (whose writes are what a start-up waits for) nor the
-// next read; putting them one by one cost the pass 10-15 ms of random
-// probes. The same idle moment after a full read lays the index out in
-// the order the read returned the entries (heldindex.Index.Settle, 2.5-6
-// ms for 100,000), so that the next read, if the target returns them in
-// the same order, matches them in order.
+// full read), sorted by slot, so that neither the pass (whose writes are
+// what a start-up waits for) nor the next read pays for random probes.
+// The same idle moment after a full read lays the index out in the order
+// the read returned the entries (heldindex.Index.Settle), so that the
+// next read, if the target returns them in the same order, matches them
+// in order. docs/data-path.md §5 gives the measurements.
 
 // holdEntry records that the target holds e at ks's key; wanted says e
 // is ks.want. An entry read from the target with the bytes of ks.want
@@ -55,7 +54,7 @@ func (s *sinkLoop) holdNew(ks *keyState, data []byte) {
 	s.unindexed++
 	if s.heldIdx != nil {
 		s.pending = append(s.pending, ks.ref)
-		if len(s.pending) > 2*s.unindexed+1024 {
+		if len(s.pending) > 2*s.unindexed+pendingSlack {
 			s.compactPending()
 		}
 	}
@@ -86,6 +85,11 @@ func (s *sinkLoop) unindexedAt(ref uint32) *keyState {
 	}
 	return ks
 }
+
+// pendingSlack is how far pending may outgrow twice the unindexed keys
+// before compactPending runs: it keeps a loop that holds few unindexed
+// keys from compacting on every append.
+const pendingSlack = 1024
 
 // compactPending drops the references of keys no longer unindexed, and
 // duplicates: a loop that holds and drops unindexable keys for long

@@ -46,7 +46,8 @@ const (
 // applyBatch applies one incremental batch and logs it.
 func (s *sinkLoop) applyBatch(ctx context.Context, b *batch) {
 	start := time.Now()
-	logApplied(s.log, roundBatch, time.Since(start), s.apply(ctx, b), true)
+	w := s.apply(ctx, b) // before time.Since: arguments are evaluated in order
+	logApplied(s.log, roundBatch, time.Since(start), w, true)
 }
 
 // logFull logs a full reconcile that started at start. One that writes

@@ -28,9 +28,9 @@ type keyState struct {
 	seen    uint32
 	ref     uint32 // the slot's number in its keyStore (keyStore.at)
 	live    bool   // the slot holds a key (keyStore)
-	indexed bool   // have's Data is in sinkLoop.heldIdx
+	indexed bool   // the held entry's Data is in sinkLoop.heldIdx
 	self    bool   // the input key equal to this target key is an owner
-	applied bool   // the target holds have, as far as the loop knows
+	applied bool   // the target holds an entry at the key, as far as the loop knows
 	written bool   // this run wrote it (prune = false deletes only these)
 	// wroteBefore is written before holdAhead set it, for undoAhead.
 	wroteBefore bool

@@ -33,7 +33,10 @@ type budget struct {
 
 // charge adds a value's size, or says why it does not fit.
 func (b *budget) charge(v cty.Value) error {
-	n, ok := valueSize(v, MaxValueSize)
+	n, ok, numErr := valueSize(v, MaxValueSize)
+	if numErr != nil {
+		return numErr
+	}
 	if !ok {
 		return fmt.Errorf("the value is larger than the limit of %d MiB (string bytes plus %d bytes per element)", MaxValueSize>>20, elementCost)
 	}
@@ -46,9 +49,9 @@ func (b *budget) charge(v cty.Value) error {
 	return nil
 }
 
-// valueSize measures v, stopping as soon as it exceeds limit.
-func valueSize(v cty.Value, limit int64) (int64, bool) {
-	var n int64
+// valueSize measures v, stopping as soon as it exceeds limit or meets a
+// number CheckNumber refuses (numErr).
+func valueSize(v cty.Value, limit int64) (n int64, ok bool, numErr error) {
 	var walk func(v cty.Value) bool
 	walk = func(v cty.Value) bool {
 		n += elementCost
@@ -63,6 +66,10 @@ func valueSize(v cty.Value, limit int64) (int64, bool) {
 		switch {
 		case ty == cty.String:
 			n += int64(len(v.AsString()))
+		case ty == cty.Number:
+			if numErr = CheckNumber(v.AsBigFloat()); numErr != nil {
+				return false
+			}
 		case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
 			for it := v.ElementIterator(); it.Next(); {
 				k, e := it.Element()
@@ -76,8 +83,8 @@ func valueSize(v cty.Value, limit int64) (int64, bool) {
 		}
 		return n <= limit
 	}
-	ok := walk(v)
-	return n, ok
+	ok = walk(v)
+	return n, ok, numErr
 }
 
 // budgeted wraps a function so that its result is charged to b: a result
@@ -124,6 +131,11 @@ func budgeted(f function.Function, b *budget) function.Function {
 // fails with a diagnostic at its expression.
 func (b *budget) chargeLocal(a *hcl.Attribute, v cty.Value) (cty.Value, hcl.Diagnostics) {
 	if err := b.charge(v); err != nil {
+		if _, _, numErr := valueSize(v, MaxValueSize); numErr != nil {
+			return failed(cty.DynamicPseudoType), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
+				Detail:  fmt.Sprintf("Local value %q holds a number that cannot be used: %s.", a.Name, numErr),
+				Subject: a.Expr.Range().Ptr()}}
+		}
 		return failed(cty.DynamicPseudoType), hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Value too large",
 			Detail:  fmt.Sprintf("Local value %q is too large: %s. Build smaller values, or read large data with a source.", a.Name, err),
 			Subject: a.Expr.Range().Ptr()}}

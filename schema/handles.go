@@ -156,33 +156,18 @@ func Strings(name string) *Attr[[]string] {
 	return a
 }
 
-// StringMap declares a map(string) attribute.
-func StringMap(name string) *Attr[map[string]string] {
-	a := &Attr[map[string]string]{info: AttrInfo{Name: name, Type: "map(string)"}}
-	a.decode = func(v cty.Value, rng hcl.Range) (map[string]string, hcl.Diagnostics) {
-		v, diags := convertTo(name, "map of strings", v, cty.Map(cty.String), rng)
-		if diags.HasErrors() {
-			return nil, diags
-		}
-		out := make(map[string]string, v.LengthInt())
-		for it := v.ElementIterator(); it.Next(); {
-			k, e := it.Element()
-			if e.IsNull() {
-				return nil, typeErr(name, "map of non-null strings", rng, nil)
-			}
-			out[k.AsString()] = e.AsString()
-		}
-		return out, nil
-	}
-	return a
-}
-
 // Value declares an attribute of any type, evaluated when the config loads.
 // The value keeps its sensitive marks (SensitiveMark), so records built from
 // it are masked in every view; a node unmarks it where it needs it raw.
 func Value(name string) *Attr[cty.Value] {
 	a := &Attr[cty.Value]{info: AttrInfo{Name: name, Type: "any"}, keepMarks: true}
-	a.decode = func(v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) { return v, nil }
+	a.decode = func(v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
+		if err := CheckNumbers(v); err != nil {
+			return v, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
+				Detail: fmt.Sprintf("The argument %q holds a number that cannot be used: %s.", name, err), Subject: rng.Ptr()}}
+		}
+		return v, nil
+	}
 	return a
 }
 
@@ -209,7 +194,13 @@ func CheckExpr(expr hcl.Expression, ctx *hcl.EvalContext, roots []string) hcl.Di
 	for _, r := range roots {
 		child.Variables[r] = cty.DynamicVal
 	}
-	_, d := expr.Value(child)
+	v, d := expr.Value(child)
+	if !d.HasErrors() {
+		if err := CheckNumbers(v); err != nil {
+			d = append(d, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid number",
+				Detail: sentenceOf(err) + " Check the expression's arithmetic.", Subject: expr.Range().Ptr()})
+		}
+	}
 	diags := append(refs, withoutOverlaps(d, refs)...)
 	return appendNew(diags, shortCircuited(expr, child, append([]string{"var", "local"}, roots...)))
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -39,8 +40,17 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // lexing errors are the parser's to report
 	depth, unary := 0, 0
+	templ := 0      // template directives (%{if}, %{for}) open
 	ops := []int{0} // operators chained at each depth
-	for _, tok := range tokens {
+	for i, tok := range tokens {
+		if tok.Type == hclsyntax.TokenIdent && i > 0 && tokens[i-1].Type == hclsyntax.TokenTemplateControl {
+			switch string(tok.Bytes) {
+			case "if", "for":
+				templ++
+			case "endif", "endfor":
+				templ = max(0, templ-1)
+			}
+		}
 		switch tok.Type {
 		case hclsyntax.TokenOParen, hclsyntax.TokenOBrack, hclsyntax.TokenOBrace,
 			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
@@ -53,6 +63,17 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 			if depth > 0 {
 				depth--
 				ops = ops[:len(ops)-1]
+			}
+			// A splat [*] nests the rest of its chain, as .* does.
+			if tok.Type == hclsyntax.TokenCBrack && i >= 2 && tokens[i-1].Type == hclsyntax.TokenStar && tokens[i-2].Type == hclsyntax.TokenOBrack {
+				ops[len(ops)-1]++
+			}
+			unary = 0
+		case hclsyntax.TokenNumberLit:
+			if err := CheckNumberLiteral(string(tok.Bytes)); err != nil {
+				rng := tok.Range
+				return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
+					Detail: sentenceOf(err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}
 			}
 			unary = 0
 		case hclsyntax.TokenMinus, hclsyntax.TokenBang:
@@ -77,13 +98,22 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 				Detail:  fmt.Sprintf("More than %d operators are chained in one expression here. Split it, for example with locals.", MaxOperators),
 				Subject: &rng}}
 		}
-		if depth+unary > limit {
+		if depth+unary+templ > limit {
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration nested too deeply",
-				Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations and unary operators nest more than %d levels deep here. "+
+				Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations, template directives and unary operators nest more than %d levels deep here. "+
 					"Flatten the expression, for example with locals.", limit),
 				Subject: &rng}}
 		}
 	}
 	return nil
+}
+
+// sentenceOf is err's message as a sentence: capitalised, with a full stop.
+func sentenceOf(err error) string {
+	m := err.Error()
+	if m == "" {
+		return m
+	}
+	return strings.ToUpper(m[:1]) + m[1:] + "."
 }

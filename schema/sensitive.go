@@ -1,6 +1,9 @@
 package schema
 
-import "github.com/zclconf/go-cty/cty"
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
 
 // SensitiveValues returns the raw text of c's sensitive values (nested
 // blocks included): every string of an attribute declared Sensitive, and
@@ -46,4 +49,21 @@ func rawValue(v cty.Value) cty.Value {
 	}
 	v, _ = v.UnmarkDeep()
 	return v
+}
+
+// DiagShowsSensitive reports whether a diagnostic HCL built while
+// evaluating an expression may quote a sensitive value: the expression
+// reads one, or its value is one ("Duplicate object key" quotes the key
+// upper(var.token) produced, which no list of secret texts holds).
+func DiagShowsSensitive(d *hcl.Diagnostic) bool {
+	if d.Expression == nil || d.EvalContext == nil {
+		return false
+	}
+	for _, tr := range d.Expression.Variables() {
+		if v, diags := tr.TraverseAbs(d.EvalContext); !diags.HasErrors() && IsSensitive(v) {
+			return true
+		}
+	}
+	v, _ := d.Expression.Value(d.EvalContext)
+	return IsSensitive(v)
 }

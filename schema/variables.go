@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -248,7 +249,24 @@ func evalLocal(ctx *hcl.EvalContext, a *hcl.Attribute, vals map[string]cty.Value
 	if undeclared {
 		return failed(cty.DynamicPseudoType)
 	}
-	ctx.Variables["local"] = cty.ObjectVal(vals)
+	// The expression sees the locals it names (all of them only when it
+	// uses local as a whole): building the object of every local for
+	// each one made a load quadratic in the number of locals.
+	deps := map[string]cty.Value{}
+	for _, tr := range a.Expr.Variables() {
+		if tr.RootName() != "local" {
+			continue
+		}
+		step, ok := tr[min(1, len(tr)-1)].(hcl.TraverseAttr)
+		if !ok || len(tr) < 2 {
+			deps = maps.Clone(vals)
+			break
+		}
+		if v, ok := vals[step.Name]; ok {
+			deps[step.Name] = v
+		}
+	}
+	ctx.Variables["local"] = cty.ObjectVal(deps)
 	for _, tr := range a.Expr.Variables() {
 		if tr.RootName() == "local" {
 			continue // checked by evalLocals

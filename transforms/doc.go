@@ -11,9 +11,9 @@
 // A transform consumes one collection (node.Input) and publishes another
 // (node.Output) from Run, on one goroutine that owns its state. It never
 // imports another node package or the engine; the engine wires transforms
-// together and cmd/pipeline lists their Specs. Debounce and grace_period use
-// the time package directly and are tested under testing/synctest (the
-// project's clock abstraction).
+// together and cmd/pipeline lists their Specs. Debounce and grace_period read
+// time through node.Env (env.Now, env.NewTimer: the wall clock when running,
+// a virtual one under `pipeline test`) and are tested under testing/synctest.
 //
 // This package itself holds no code: its tests chain the transforms through
 // a small channel adapter standing in for the engine's collections, for a

@@ -6,6 +6,7 @@
 //	floor       one LIST of the pods (protobuf or -json, resourceVersion 0), one BatchUpdate of their IPs
 //	controller  a typed pod informer -> workqueue -> one Map.Put per IP, until SIGTERM
 //	planfloor   one LIST of the pods and one BatchLookup read of the pinned map, then exit
+//	ssafloor    server-side applies of n ConfigMaps by a fixed number of workers, then exit (row K1)
 //
 // kit holds what they share (client set-up, the map they fill). The
 // benchtable program builds them with the flags the pipeline binary is

@@ -74,11 +74,11 @@ func run(ctx context.Context, keep bool) (err error) {
 		return err
 	}
 	defer func() { d.teardown(keep || (err != nil && ctx.Err() == nil)) }()
-	steps := []func(context.Context) error{d.createPods, d.planFirst, d.startPipeline, d.podsAllowed, d.topSnapshot, d.startAgentStep, d.deletePod, d.relabelPod, d.agentFollowed, d.liveEdit}
+	steps := []func(context.Context) error{d.createPods, d.planFirst, d.startPipeline, d.podsAllowed, d.topSnapshot, d.startAgentStep, d.deletePod, d.relabelPod, d.agentFollowed, d.liveEdit, d.consoleShot}
 	if d.ebpf {
 		steps = append(steps, d.restartWritesNothing)
 	}
-	steps = append(steps, d.verifyAudit)
+	steps = append(steps, d.haproxyStep, d.namespacePolicies, d.verifyAudit)
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err

@@ -40,6 +40,7 @@ type entryView struct {
 	Origin      *originView `json:"origin,omitempty"`
 	Path        []stageView `json:"path,omitempty"`
 	Conflict    string      `json:"conflict,omitempty"`
+	Detail      []string    `json:"detail,omitempty"`
 }
 
 type originView struct {
@@ -96,12 +97,18 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 			Status: e.Status, Wanted: e.Wanted, Held: e.Held, Want: maskValue(e.Want, secrets), Have: maskValue(e.Have, secrets),
 			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
 			RetryAt: timePtr(e.RetryAt), Conflict: secrets.String(e.Conflict)}
+		for _, l := range e.Detail {
+			ev.Detail = append(ev.Detail, secrets.String(l))
+		}
 		if o := e.Origin; o != nil {
 			ev.Origin = &originView{Source: o.Source, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
 				ResourceVersion: o.ResourceVersion, Object: secrets.String(o.Object), File: o.File, Line: o.Line}
 		}
 		for _, st := range e.Path {
 			ev.Path = append(ev.Path, viewStage(st, secrets))
+		}
+		for _, d := range e.Detail {
+			ev.Detail = append(ev.Detail, secrets.String(d))
 		}
 		v.Entries = append(v.Entries, ev)
 	}

@@ -57,7 +57,7 @@ func TestAdminConcurrencyLimit(t *testing.T) {
 // The admin server bounds how long a client may hold a connection, and a
 // listen error names the address once.
 func TestAdminServerSettings(t *testing.T) {
-	srv, err := serveHTTP("127.0.0.1:0", nil, nil, nil, "")
+	srv, err := serveHTTP("127.0.0.1:0", nil, nil, nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestAdminServerSettings(t *testing.T) {
 	if srv.ReadHeaderTimeout == 0 || srv.ReadTimeout == 0 || srv.WriteTimeout == 0 || srv.IdleTimeout == 0 || srv.MaxHeaderBytes == 0 {
 		t.Errorf("unbounded server: %+v", srv)
 	}
-	_, err = serveHTTP(srv.Addr, nil, nil, nil, "")
+	_, err = serveHTTP(srv.Addr, nil, nil, nil, "", nil)
 	if err == nil {
 		t.Fatal("second listen on one address succeeded")
 	}

@@ -159,3 +159,20 @@ func BenchmarkValidate1000(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidate10000 is BenchmarkValidate1000 on 10,000 blocks, with
+// the validate command's GC setting: loading is linear in the number of
+// blocks, so it takes about ten times as long.
+func BenchmarkValidate10000(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "big.hcl")
+	if err := os.WriteFile(path, []byte(bigConfig(10000)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(shortLivedGCPercent))
+	b.ReportAllocs()
+	for b.Loop() {
+		if l := load([]string{path}, nil); len(l.diags) > 0 || len(l.graph.Nodes) != 10000 {
+			b.Fatalf("the generated configuration does not validate cleanly: %s", l.diags.Error())
+		}
+	}
+}

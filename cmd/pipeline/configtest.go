@@ -27,6 +27,8 @@ import (
 //	    state  = { KEY = VALUE, ... }     # exactly what the target holds, in its own form
 //	    keys   = [KEY, ...]               # or only which keys it holds
 //	    writes = ["+KEY", "-KEY", ...]    # optional: entries written since the last expect of this sink
+//	    content  = "..."                  # a sink rendering one file: exactly the file it renders
+//	    contains = ["line", ...]          # or text the file holds (each line given must appear)
 //	  }
 //	}
 type configTest struct {
@@ -44,7 +46,6 @@ type testStep struct {
 	decl   hcl.Range
 	// given
 	add, update map[string]cty.Value
-	addRanges   map[string]hcl.Range
 	del         []string
 	// expect
 	state      map[string]cty.Value
@@ -53,6 +54,8 @@ type testStep struct {
 	hasKeys    bool
 	writes     []string
 	hasWrites  bool
+	content    *string
+	contains   []string
 	checkRange hcl.Range
 }
 
@@ -66,7 +69,8 @@ var (
 	givenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "at", Required: true},
 		{Name: "add"}, {Name: "update"}, {Name: "delete"}}}
 	expectSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "at", Required: true},
-		{Name: "state"}, {Name: "keys"}, {Name: "writes"}}}
+		{Name: "state"}, {Name: "keys"}, {Name: "writes"},
+		{Name: "content"}, {Name: "contains"}}}
 )
 
 // parseTestFile reads the tests of one file.
@@ -170,15 +174,47 @@ func decodeExpect(b *hcl.Block) (testStep, hcl.Diagnostics) {
 		}
 		diags = append(diags, d...)
 	}
+	d = decodeContent(&s, content.Attributes)
+	diags = append(diags, d...)
 	switch {
 	case s.hasState && s.hasKeys:
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Conflicting expectations",
 			Detail: "Give state (keys and values) or keys (keys only), not both.", Subject: content.Attributes["keys"].NameRange.Ptr()})
-	case !s.hasState && !s.hasKeys && !s.hasWrites:
+	case !s.hasState && !s.hasKeys && !s.hasWrites && s.content == nil && s.contains == nil:
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty expect",
-			Detail: "Give state, keys or writes: what the sink's target holds or wrote by this time.", Subject: b.DefRange.Ptr()})
+			Detail: "Give state, keys, writes, content or contains: what the sink's target holds or wrote by this time.", Subject: b.DefRange.Ptr()})
 	}
 	return s, diags
+}
+
+// decodeContent reads content and contains, the rendered file of a sink
+// that renders one (sink "template").
+func decodeContent(s *testStep, attrs hcl.Attributes) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if a := attrs["content"]; a != nil {
+		v, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() && (v.Type() != cty.String || v.IsNull() || !v.IsKnown()) {
+			return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid content",
+				Detail: "Give content as a string, such as a heredoc: content = <<-EOT ... EOT.", Subject: a.Expr.Range().Ptr()})
+		}
+		if !d.HasErrors() {
+			text := v.AsString()
+			s.content, s.checkRange = &text, a.NameRange
+		}
+	}
+	if a := attrs["contains"]; a != nil {
+		var d hcl.Diagnostics
+		s.contains, d = literalStrings(a)
+		if s.contains == nil {
+			s.contains = []string{}
+		}
+		if s.content == nil {
+			s.checkRange = a.NameRange
+		}
+		diags = append(diags, d...)
+	}
+	return diags
 }
 
 func decodeAt(a *hcl.Attribute, diags hcl.Diagnostics) (time.Duration, hcl.Diagnostics) {

@@ -111,6 +111,9 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 		if e.Conflict != "" {
 			fmt.Fprintf(w, "  conflict %s\n", e.Conflict)
 		}
+		for _, d := range e.Detail {
+			fmt.Fprintf(w, "  target   %s\n", d)
+		}
 	}
 }
 

@@ -68,7 +68,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("pipeline {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newPlanCmd(), newManifestsCmd(), newAuditCmd(), newExplainCmd(), newTapCmd(), newTopCmd(), newTestCmd(), newVersionCmd())
+	root.AddCommand(newValidateCmd(), newFmtCmd(), newGraphCmd(), newSchemaCmd(), newRunCmd(), newPlanCmd(), newManifestsCmd(), newAuditCmd(), newExplainCmd(), newTapCmd(), newTopCmd(), newConsoleCmd(), newTestCmd(), newVersionCmd())
 	return root
 }
 

@@ -4,9 +4,11 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
+	kubesink "github.com/pipeline/pipeline/sinks/kubernetes"
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
+	templatesink "github.com/pipeline/pipeline/sinks/template"
 	"github.com/pipeline/pipeline/sources/files"
 	"github.com/pipeline/pipeline/sources/kubernetes"
 	natskvsource "github.com/pipeline/pipeline/sources/natskv"
@@ -37,5 +39,7 @@ func registry() *node.Registry {
 		auditsink.Spec(),
 		natssink.Spec(),
 		natskvsink.Spec(),
+		templatesink.Spec(),
+		kubesink.Spec(),
 	)
 }

@@ -186,6 +186,11 @@ func maskPlan(p *engine.PlanResult, secrets *redact.Redactor) *maskedPlan {
 		for k := range s.Skipped {
 			s.Skipped[k].Key, s.Skipped[k].Err = secrets.String(s.Skipped[k].Key), secrets.String(s.Skipped[k].Err)
 		}
+		if s.File != nil {
+			f := *s.File
+			f.Path, f.Diff = secrets.String(f.Path), secrets.String(f.Diff)
+			s.File = &f
+		}
 		out.Sinks[i] = s
 	}
 	out.Warnings = make([]engine.PlanWarning, len(p.Warnings))

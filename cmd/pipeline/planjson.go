@@ -41,6 +41,8 @@ type sinkDoc struct {
 	Skipped    []skippedDoc    `json:"skipped"`
 	// PendingDeletions are the deletions grace periods upstream hold back.
 	PendingDeletions []pendingDoc `json:"pending_deletions"`
+	// File is the rendered file's diff, for a sink that renders one.
+	File *node.FilePlan `json:"file,omitempty"`
 }
 
 type capacityDoc struct {
@@ -58,6 +60,10 @@ type changeDoc struct {
 	Shown     shownDoc `json:"shown"`
 	Origins   []string `json:"origins"`
 	Sensitive bool     `json:"sensitive"`
+	// Detail and DryRunError are what the target's backend says the
+	// change would do or why it would fail (a Kubernetes dry run).
+	Detail      []string `json:"detail,omitempty"`
+	DryRunError string   `json:"dry_run_error,omitempty"`
 }
 
 // shownDoc holds the values as the target shows them (a map's u32 in
@@ -106,7 +112,7 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
 		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
-		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}}
+		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File}
 	for _, p := range s.Pending {
 		d.PendingDeletions = append(d.PendingDeletions, pendingDoc{Key: p.Key, Due: p.Due.UTC()})
 	}
@@ -115,7 +121,7 @@ func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	}
 	for _, c := range s.Changes {
 		cd := changeDoc{Action: c.Action.String(), Key: c.Key, Shown: shownDoc{Before: c.Before, After: c.After},
-			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key)}
+			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError}
 		if cd.Origins == nil {
 			cd.Origins = []string{}
 		}

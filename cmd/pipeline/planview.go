@@ -87,11 +87,36 @@ func (v textPlan) sink(b *strings.Builder, s *engine.SinkPlan) {
 	}
 	for _, c := range shown {
 		fmt.Fprintf(b, "  %s %-*s  %s\n", v.paint(actionColours[c.Action], string(rune(c.Action))), width, c.Key, changeText(c))
+		for _, l := range c.Detail {
+			fmt.Fprintf(b, "      %s\n", l)
+		}
+		if c.DryRunError != "" {
+			fmt.Fprintf(b, "      would fail: %s\n", c.DryRunError)
+		}
 	}
 	if rest := len(s.Changes) - len(shown); rest > 0 {
 		a, u, d := countActions(s.Changes[len(shown):])
 		fmt.Fprintf(b, "  ... and %d more (%d to add, %d to change, %d to remove; --max-entries or --json shows all)\n", rest, a, u, d)
 	}
+	if s.File != nil && s.File.Diff != "" {
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(s.File.Diff, "\n"), "\n") {
+			b.WriteString("    " + v.diffLine(l))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// diffLine paints one line of a file's unified diff.
+func (v textPlan) diffLine(l string) string {
+	switch {
+	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "@@"):
+		return v.paint("\x1b[1m", strings.TrimSuffix(l, "\n")) + "\n"
+	case strings.HasPrefix(l, "+"):
+		return v.paint(actionColours[reconcile.Create], strings.TrimSuffix(l, "\n")) + "\n"
+	case strings.HasPrefix(l, "-"):
+		return v.paint(actionColours[reconcile.Delete], strings.TrimSuffix(l, "\n")) + "\n"
+	}
+	return l
 }
 
 // changeText is what follows a change's key: the value and where it comes

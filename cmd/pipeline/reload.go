@@ -41,6 +41,8 @@ type reloader struct {
 	log     *slog.Logger
 	timeout time.Duration
 	leader  *schema.LeaderElection // of the running configuration; a reload cannot change it
+	// onApplied, when set, is handed the graph of each applied reload (the web console).
+	onApplied func(*engine.Graph)
 
 	wake     chan struct{} // capacity 1: a reload is due
 	mu       sync.Mutex
@@ -122,7 +124,9 @@ func (r *reloader) reload(ctx context.Context, trigger string, force bool) {
 		r.rt.Reject(rec)
 		return
 	}
-	r.rt.Reload(ctx, l.graph, rec, r.timeout)
+	if rec = r.rt.Reload(ctx, l.graph, rec, r.timeout); rec.Result == engine.ReloadApplied && r.onApplied != nil {
+		r.onApplied(l.graph)
+	}
 }
 
 // diagnostics renders diags as file:line:col: summary: detail, secrets masked.

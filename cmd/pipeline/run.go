@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/console"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -92,7 +93,8 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := engine.NewMetrics(reg, version)
+	engineReg := prometheus.NewRegistry() // apart, so the console gathers only the engine's metrics
+	metrics := engine.NewMetrics(engineReg, version)
 	metrics.SetGeneration(1)
 	opts := engine.RunOptions{Logger: logger, Metrics: metrics, QueueLimit: f.queueLimit}
 	if le := l.cfg.LeaderElection; le != nil {
@@ -109,6 +111,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	if err != nil {
 		return err
 	}
+	var con *console.Console
 	if f.listen != "" {
 		keyFile, removeKey, err := writeFingerprintKey("")
 		if err != nil {
@@ -116,12 +119,19 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 		} else {
 			defer removeKey()
 		}
-		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, metrics.NodeGatherer()}, rt, secrets, keyFile)
+		con = console.New(console.Options{Runtime: rt, Graph: l.graph, Engine: engineReg, Secrets: secrets, Logger: logger})
+		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, engineReg, metrics.NodeGatherer()}, rt, secrets, keyFile,
+			con.Handler())
 		if err != nil {
 			return err
 		}
 		defer shutdownHTTP(srv)
+		cctx, stopConsole := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = con.Run(cctx) }()
+		defer func() { stopConsole(); <-done }()
 		logger.Info("serving metrics and health", "addr", srv.Addr)
+		logger.Info("serving the web console", "url", consoleURL(srv.Addr))
 		if f.onListen != nil {
 			f.onListen(srv.Addr)
 		}
@@ -129,6 +139,9 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	logger.Info("running", "nodes", len(l.graph.Nodes), "config_generation", 1)
 	rctx, stopReloads := context.WithCancel(ctx)
 	rl := newReloader(paths, schema.Options{Vars: f.vars}, registry(), rt, l, secrets, logger, f.reload.timeout)
+	if con != nil {
+		rl.onApplied = con.SetGraph
+	}
 	defer startReloads(rctx, rl, f.reload)()
 	defer stopReloads()
 	return rt.Run(ctx)
@@ -202,8 +215,10 @@ func redactor(r *redact.Redactor) func([]string, slog.Attr) slog.Attr {
 }
 
 // serveHTTP serves the admin endpoint; keyFile is where the fingerprint
-// key is for GET /graph to name (fpkey.go).
-func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *redact.Redactor, keyFile string) (*http.Server, error) {
+// key is for GET /graph to name (fpkey.go). page, when not nil, is the web
+// console (cmd/pipeline/console): GET / and /console/.
+func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *redact.Redactor, keyFile string,
+	page http.Handler) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin endpoint: %w", err) // the error names the address
@@ -232,7 +247,19 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 	})
 	mux.Handle("/explain", explainHandler(rt, secrets))
 	registerTap(mux, rt, secrets) // admin_tap.go
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: limitConcurrency(mux, maxAdminRequests),
+	root := limitConcurrency(mux, maxAdminRequests)
+	if page != nil {
+		mux.Handle("GET /{$}", page)
+		mux.Handle("GET /console/", page)
+		// Open pages follow /console/events for as long as they are open,
+		// so the stream is bounded by the console itself, not by the slots
+		// every other request shares.
+		outer := http.NewServeMux()
+		outer.Handle("GET /console/events", page)
+		outer.Handle("/", root)
+		root = outer
+	}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: root,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	go func() {

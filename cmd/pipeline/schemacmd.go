@@ -49,7 +49,6 @@ type typeDoc struct {
 	Doc     string   `json:"doc,omitempty"`
 	Output  string   `json:"output,omitempty"`
 	Accepts []string `json:"accepts,omitempty"`
-	Status  string   `json:"status"`
 	Body    blockDoc `json:"body"`
 }
 
@@ -72,10 +71,7 @@ func describe(reg *node.Registry) schemaDoc {
 		Leader: describeBlock(schema.LeaderElectionBlock)}
 	for _, s := range reg.All() {
 		t := typeDoc{Kind: string(s.Kind), Type: s.Type, Summary: s.Summary, Doc: s.Doc, Output: string(s.Output),
-			Status: "ready", Body: describeBlock(s.FullBody())}
-		if s.Status == node.Planned {
-			t.Status = "planned (validates; run refuses it)"
-		}
+			Body: describeBlock(s.FullBody())}
 		for _, a := range s.Accepts {
 			t.Accepts = append(t.Accepts, string(a))
 		}
@@ -98,11 +94,7 @@ func describeBlock(b schema.Block) blockDoc {
 
 func writeSchemaText(w io.Writer, d schemaDoc) {
 	for _, t := range d.Types {
-		planned := ""
-		if t.Status != "ready" {
-			planned = " [planned: validates; run refuses it]"
-		}
-		fmt.Fprintf(w, "%s %q  %s%s\n", t.Kind, t.Type, t.Summary, planned)
+		fmt.Fprintf(w, "%s %q  %s\n", t.Kind, t.Type, t.Summary)
 		writeAttrsText(w, t.Body, "    ")
 		fmt.Fprintln(w)
 	}
@@ -150,7 +142,6 @@ func writeMarkdown(w io.Writer, d schemaDoc) {
 			if len(t.Accepts) > 0 {
 				fmt.Fprintf(w, "- Accepts: %s\n", strings.Join(t.Accepts, ", "))
 			}
-			fmt.Fprintf(w, "- Status: %s\n", t.Status)
 			writeAttrsMarkdown(w, t.Body, "")
 		}
 	}

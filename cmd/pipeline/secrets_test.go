@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -213,11 +214,12 @@ func runForSecrets(t *testing.T, format string, vars []string) map[string]string
 		time.Sleep(20 * time.Millisecond)
 	}
 	metrics := get(t, client, "http://"+addr+"/metrics")
+	console := consoleOutputs(t, client, "http://"+addr)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	outputs := map[string]string{"logs": stderr.String(), "/readyz": readyz, "/metrics": metrics}
+	outputs := map[string]string{"logs": stderr.String(), "/readyz": readyz, "/metrics": metrics, "console": console}
 	for _, f := range []string{"text.log", "json.log", "derived.log", "derived.json.log", "audit.jsonl", "static-audit.jsonl"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -302,4 +304,38 @@ sink "log" "out" {
 	if code := run([]string{"plan", "--wait", "5s", cfg}, &out, &errb); code != 1 || !strings.Contains(errb.String()+out.String(), "ca_cert") {
 		t.Fatalf("plan with an absent ca_cert file: exit %d, want 1 naming ca_cert\n%s%s", code, out.String(), errb.String())
 	}
+}
+
+// consoleOutputs reads everything the web console serves of its own: the
+// graph, every node's details (its block as written) and a live frame
+// naming a health detail computed from a secret.
+func consoleOutputs(t *testing.T, client *http.Client, base string) string {
+	t.Helper()
+	graph := get(t, client, base+"/console/graph")
+	var g struct{ Nodes []struct{ Address string } }
+	if err := json.Unmarshal([]byte(graph), &g); err != nil || len(g.Nodes) == 0 {
+		t.Fatalf("console graph %v: %s", err, graph)
+	}
+	out := []string{graph}
+	for _, n := range g.Nodes {
+		out = append(out, get(t, client, base+"/console/node?addr="+n.Address))
+	}
+	resp, err := client.Get(base + "/console/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			out = append(out, sc.Text())
+			break
+		}
+	}
+	all := strings.Join(out, "\n")
+	if !strings.Contains(all, "sink.log.bad") || !strings.Contains(all, `sink \"log\" \"bad\"`) {
+		t.Fatalf("the console does not show the failing sink:\n%s", all)
+	}
+	return all
 }

@@ -22,6 +22,14 @@ const (
 	// differed from its declaration, on_mismatch = "recreate"); a reload
 	// lists it in its record's warnings.
 	DecisionTargetReplaced DecisionKind = "target_replaced"
+	// DecisionFileRendered: a target that renders one file (sink
+	// "template") rendered it; Attrs say its digest and what its check
+	// and reload did.
+	DecisionFileRendered DecisionKind = "file_rendered"
+	// An object a Kubernetes sink wrote or deleted, with the API server's
+	// resourceVersion in Attrs["resource_version"].
+	DecisionObjectApplied DecisionKind = "object_applied"
+	DecisionObjectDeleted DecisionKind = "object_deleted"
 )
 
 // Decision is something the engine or a node decided that changed the world

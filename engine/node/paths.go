@@ -134,21 +134,6 @@ func (p *Paths) Field(f string) (*Paths, bool) {
 	return c, ok
 }
 
-// Covers reports whether p reads path or anything below or above it.
-func (p *Paths) Covers(path ...string) bool {
-	for _, f := range path {
-		if p.Whole() {
-			return true
-		}
-		c, ok := p.fields[f]
-		if !ok {
-			return false
-		}
-		p = c
-	}
-	return true
-}
-
 // List returns the read paths as sorted JSONPath-like strings
 // (".status.podIP"); "." alone means the whole object.
 func (p *Paths) List() []string {

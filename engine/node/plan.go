@@ -1,6 +1,9 @@
 package node
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Describer is the read-only planning hook of the sink contract: a target
 // opened with ModePlan says what it is, so plan can print it beside the
@@ -13,6 +16,16 @@ type Describer interface {
 	// Show renders an entry's value as a reader of the plan expects it (a
 	// map's u32 as a number, not the hex of its bytes). It does no I/O.
 	Show(e Entry) string
+}
+
+// DryRunner is implemented by a target whose backend can compute a write
+// without making it (a Kubernetes API server's dryRun=All): plan asks it
+// about each create and update and shows the lines it returns under the
+// change (a field-level diff), so what the backend adds (defaults, its
+// own checks) is in the plan; an error (a rejection) is shown instead. It
+// never writes.
+type DryRunner interface {
+	DryRun(ctx context.Context, e Entry) (lines []string, err error)
 }
 
 // TargetInfo describes one sink's target for plan.

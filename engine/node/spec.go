@@ -34,17 +34,6 @@ const (
 	SameAsInput DataType = "same as input"
 )
 
-// Status says whether a type's runtime exists. Types registered with their
-// full schema before their runtime is written validate, but `run` refuses them.
-type Status int
-
-const (
-	// Ready types run.
-	Ready Status = iota
-	// Planned types validate but cannot run yet.
-	Planned
-)
-
 // Spec declares one node type. It is the single source of truth for decoding,
 // validation, `pipeline schema` and the reference docs.
 type Spec struct {
@@ -57,7 +46,6 @@ type Spec struct {
 	Output DataType
 	// Accepts lists what a transform or sink takes as input; empty means any.
 	Accepts []DataType
-	Status  Status
 	// NewSource, NewTransform and NewSink construct a node of each kind;
 	// a spec sets exactly the one of its Kind. The constructor decodes and
 	// checks the block and returns the node with every diagnostic. It does

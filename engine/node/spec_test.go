@@ -19,7 +19,11 @@ func (testTransform) Run(context.Context, Env, Input, Output) error { return nil
 
 func newTestSource(Build) (Source, hcl.Diagnostics)       { return testSource{}, nil }
 func newTestTransform(Build) (Transform, hcl.Diagnostics) { return testTransform{}, nil }
-func newTestSink(Build) (Sink, hcl.Diagnostics)           { return PlannedSink{}, nil }
+func newTestSink(Build) (Sink, hcl.Diagnostics)           { return testSink{}, nil }
+
+type testSink struct{}
+
+func (testSink) Open(context.Context, Env, Mode) (Target, error) { return nil, nil }
 
 // TestRegistryConstructors: a spec sets exactly the constructor of its
 // kind; anything else is a programmer error NewRegistry panics on.
@@ -63,7 +67,7 @@ func TestBuild(t *testing.T) {
 	}{
 		{Spec{Kind: KindSource, NewSource: newTestSource}, Built{Source: testSource{}}},
 		{Spec{Kind: KindTransform, NewTransform: newTestTransform}, Built{Transform: testTransform{}}},
-		{Spec{Kind: KindSink, NewSink: newTestSink}, Built{Sink: PlannedSink{}}},
+		{Spec{Kind: KindSink, NewSink: newTestSink}, Built{Sink: testSink{}}},
 	} {
 		got, diags := tc.spec.Build(Build{})
 		if diags.HasErrors() {

@@ -50,9 +50,6 @@ func (c Change) Before() cty.Value { return c.Old.Value }
 // After is the value the target should hold, cty.NilVal for a delete.
 func (c Change) After() cty.Value { return c.New.Value }
 
-// Diff returns the changes that make actual equal to desired, in no
-// particular order (Sort them to print). With prune false, keys present only
-// in actual are left alone. Entries compare by Value with RawEquals.
 // Decide is the rule of every reconcile, full or incremental, run or plan:
 // what to do with one key given the entry the input wants there (if
 // wanted) and the entry the target holds (if held); same says whether the
@@ -73,6 +70,10 @@ func Decide(wanted, held, same, deletable bool) (Action, bool) {
 	return 0, false
 }
 
+// Diff returns the changes that make actual equal to desired, in no
+// particular order (Sort them to print). With prune false, keys present only
+// in actual are left alone. Entries compare with node.Entry.Same (their bytes
+// when encoded, else their values).
 func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) []Change {
 	out := make([]Change, 0, max(len(desired)-len(actual), 16))
 	for k, want := range desired {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"sort"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -156,18 +155,4 @@ func String(v cty.Value) string {
 		return fmt.Sprintf("%#v", v)
 	}
 	return string(b)
-}
-
-// SortedKeys returns the attribute names of an object or map value, sorted.
-func SortedKeys(v cty.Value) []string {
-	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
-		return nil
-	}
-	var out []string
-	for it := v.ElementIterator(); it.Next(); {
-		k, _ := it.Element()
-		out = append(out, k.AsString())
-	}
-	sort.Strings(out)
-	return out
 }

@@ -54,12 +54,18 @@ type Index struct {
 	// the next read's first block is matched in order.
 	ordered bool
 
-	// homes is MarkMany's scratch (8 bytes per entry of a block: 32 KB);
-	// touched keeps what its load sweep reads, so that the compiler
-	// keeps the loads.
+	// homes is MarkMany's scratch (8 bytes per entry of a block: 32 KB).
+	// touched is where MarkMany's prefetch sweep stores what it reads:
+	// loads whose result went nowhere would be removed as dead code.
 	homes   []uint64
 	touched uint32
 }
+
+// deadSlack is how many dead positions beyond the live entries' number
+// Delete lets accumulate before it renumbers: without a read to settle
+// the index, churn never grows the positions past twice the entries
+// plus this.
+const deadSlack = 1024
 
 const (
 	head = 8
@@ -427,9 +433,9 @@ func (x *Index) AppendUnmarked(dst []uint32, gen uint32) []uint32 {
 // entries (MarkMany), followed by the others, and drops deleted
 // entries' positions, when the read found many entries out of order or
 // many positions are dead; it reports whether it did. A caller settles
-// the index when it has nothing else to do, after a full read: on
-// 100,000 entries it took 2-6 ms here, and the next read that returns
-// the entries in the same order matches them in order.
+// the index when it has nothing else to do, after a full read (its cost
+// is in docs/data-path.md §4), and the next read that returns the
+// entries in the same order matches them in order.
 func (x *Index) Settle() bool {
 	if x.jumps*64 <= x.Len() && x.dead*8 <= x.Len() {
 		return false
@@ -525,7 +531,7 @@ func (x *Index) Delete(data []byte) bool {
 		i = j
 	}
 	clear(x.slot(i))
-	if x.dead > x.Len()+1024 {
+	if x.dead > x.Len()+deadSlack {
 		x.renumber(nil) // bounded without reads: churn never grows the positions past twice the entries
 	}
 	return true

@@ -81,7 +81,7 @@ func (t *trail) open(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(t.cfg.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openRegular(t.cfg.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", t.cfg.path, err)
 	}
@@ -394,9 +394,13 @@ func rotatedFiles(path string) ([]rotatedFile, error) {
 		if !ok || e.IsDir() {
 			continue
 		}
-		info, err := e.Info()
+		full := filepath.Join(dir, e.Name())
+		info, err := os.Stat(full) // through a symlink
 		if err != nil {
-			continue // removed meanwhile
+			continue // removed meanwhile, or a dangling symlink
+		}
+		if !info.Mode().IsRegular() {
+			return nil, notRegular(full, info.Mode())
 		}
 		out = append(out, rotatedFile{path: filepath.Join(dir, e.Name()), index: idx, modTime: info.ModTime()})
 	}
@@ -423,7 +427,7 @@ func rotationIndex(base, name string) (int, bool) {
 // newline; nil when there is none) and whether bytes follow it without a
 // newline.
 func readLastLine(path string) (last []byte, partial bool, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, false, err
 	}
@@ -433,7 +437,7 @@ func readLastLine(path string) (last []byte, partial bool, err error) {
 		return nil, false, err
 	}
 	size := st.Size()
-	for chunk := int64(64 << 10); ; chunk *= 4 {
+	for chunk := int64(64 << 10); ; chunk = min(chunk*4, maxLineBytes+1) {
 		off := max(size-chunk, 0)
 		buf := make([]byte, size-off)
 		if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
@@ -445,10 +449,16 @@ func readLastLine(path string) (last []byte, partial bool, err error) {
 			if off == 0 {
 				return nil, partial, nil
 			}
+			if chunk > maxLineBytes {
+				return nil, false, fmt.Errorf("read %s: %w", path, errLineTooLong)
+			}
 			continue
 		}
-		start := bytes.LastIndexByte(buf[:end], '\n')
+		start := lastLineStart(buf, end)
 		if start < 0 && off > 0 {
+			if chunk > maxLineBytes {
+				return nil, false, fmt.Errorf("read %s: %w", path, errLineTooLong)
+			}
 			continue // the line may begin before this chunk
 		}
 		return buf[start+1 : end], partial, nil
@@ -457,12 +467,12 @@ func readLastLine(path string) (last []byte, partial bool, err error) {
 
 // readFirstLine returns the first line of a file without its newline.
 func readFirstLine(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := bufio.NewReader(f).ReadBytes('\n')
+	b, err := readLine(bufio.NewReader(f), nil)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s has no complete line", path)

@@ -170,7 +170,7 @@ func TrailFiles(paths []string) ([]string, error) {
 
 // ReadCheckpoint reads a checkpoint file.
 func ReadCheckpoint(path string) (*Checkpoint, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, 1<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func scan(files []string, fi, ln int, visit func(at position, b []byte, newline 
 }
 
 func scanFile(files []string, fi, from int, visit func(position, []byte, bool) bool) (bool, error) {
-	f, err := os.Open(files[fi])
+	f, err := openRegular(files[fi], os.O_RDONLY, 0)
 	if err != nil {
 		return false, err
 	}
@@ -374,13 +374,9 @@ func scanFile(files []string, fi, from int, visit func(position, []byte, bool) b
 	r := bufio.NewReaderSize(f, 1<<20)
 	var long []byte
 	for n := 1; ; {
-		b, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, b...)
-			continue
-		}
-		if long != nil {
-			b, long = append(long, b...), nil
+		b, err := readLine(r, long)
+		if errors.Is(err, errLineTooLong) {
+			return false, fmt.Errorf("read %s: line %d: %w", files[fi], n, err)
 		}
 		if len(b) == 0 && err != nil {
 			if errors.Is(err, io.EOF) {

@@ -252,6 +252,10 @@ func (e *encoding) encodeUint(v cty.Value, b []byte) error {
 		return fmt.Errorf("want a number, got %s", v.Type().FriendlyName())
 	}
 	bf := n.AsBigFloat()
+	if bf.IsInf() || !bf.IsInt() {
+		// Uint64 says Exact for a fraction of 64 bits or fewer (1.5 -> 1).
+		return fmt.Errorf("%s is not an integer, so does not fit %s", bf.Text('g', 20), e.name)
+	}
 	i, acc := bf.Uint64()
 	if acc != big.Exact || bf.Sign() < 0 || (e.size < 8 && i >= 1<<(8*e.size)) {
 		return fmt.Errorf("%s does not fit %s", bf.Text('g', 20), e.name)

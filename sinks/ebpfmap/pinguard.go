@@ -44,30 +44,39 @@ func lockName(pin string) string {
 
 // lockPin takes the pin's lock or says which process holds it.
 func lockPin(pin string) (*os.File, error) {
+	return lockFile(lockName(pin), "pin "+pin, func(holder, path string) error {
+		return fmt.Errorf("another pipeline (pid %s) writes the map pinned at %s (lock %s): two writers would undo each other's changes; stop it or use another pin",
+			holder, pin, path)
+	})
+}
+
+// lockFile takes the lock file name in lockDir, writing our pid into it;
+// held is the error when another process holds it; other failures name
+// what is locked.
+func lockFile(name, what string, held func(holder, path string) error) (*os.File, error) {
 	dir := lockDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lock pin %s: %w", pin, err)
+		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
-	path := filepath.Join(dir, lockName(pin))
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock pin %s: %w", pin, err)
+		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another pipeline (pid %s) writes the map pinned at %s (lock %s): two writers would undo each other's changes; stop it or use another pin",
-				strings.TrimSpace(string(holder)), pin, path)
+			return nil, held(strings.TrimSpace(string(holder)), path)
 		}
-		return nil, fmt.Errorf("lock pin %s: %w", pin, err)
+		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
 	// A holder that stopped removed the file after we opened it: this lock
 	// is on a file no one else can find, so take the lock again.
-	if held, err := f.Stat(); err == nil {
-		if now, err := os.Stat(path); err != nil || !os.SameFile(held, now) {
+	if fi, err := f.Stat(); err == nil {
+		if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
 			f.Close()
-			return lockPin(pin)
+			return lockFile(name, what, held)
 		}
 	}
 	if err := f.Truncate(0); err == nil {
@@ -102,6 +111,7 @@ func (t *Target) checkPin() error {
 	}
 	t.pinFile = nil
 	same, err := t.checkPinnedMap()
+	t.lost = err // writes go nowhere a reader finds until a check passes
 	if same {
 		// The file seen before the check named t.m when checked (a pin
 		// replaced since is another file): later reads trust it.
@@ -146,6 +156,10 @@ func (t *Target) checkPinnedMap() (same bool, err error) {
 		pinned.Close()
 		return false, fmt.Errorf("pin %s now names another map that differs from the declaration (%s)", t.s.pin, diff)
 	}
+	if err := t.lockMap(pinned); err != nil {
+		pinned.Close()
+		return false, fmt.Errorf("pin %s now names another map: %w", t.s.pin, err)
+	}
 	t.m.Close()
 	t.m, t.batch = pinned, true
 	t.env.Logger.Warn("pin names another map; writing to it", "file", t.s.pin)
@@ -163,4 +177,31 @@ func (t *Target) unlock() {
 		t.lock.Close()
 		t.lock = nil
 	}
+	if t.idLock != nil {
+		_ = os.Remove(t.idLock.Name())
+		t.idLock.Close()
+		t.idLock = nil
+	}
+}
+
+// lockMap takes the lock on m's map ID, in place of the one held on the
+// map before: one map pinned at two paths is one map, and two pipelines,
+// one per pin, would flip it every resync.
+func (t *Target) lockMap(m *ebpf.Map) error {
+	id, err := mapID(m)
+	if err != nil {
+		return fmt.Errorf("lock map %s: %w", t.s.pin, err)
+	}
+	f, err := lockFile(fmt.Sprintf("map-id-%d.lock", id), "map "+t.s.pin, func(holder, path string) error {
+		return fmt.Errorf("another pipeline (pid %s) writes the map pinned at %s (map ID %d, maybe through another pin; lock %s): two writers would undo each other's changes; stop it or use another map",
+			holder, t.s.pin, id, path)
+	})
+	if err != nil {
+		return err
+	}
+	if t.idLock != nil {
+		t.idLock.Close()
+	}
+	t.idLock = f
+	return nil
 }

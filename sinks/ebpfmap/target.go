@@ -50,9 +50,15 @@ type Target struct {
 	health node.State
 	// lastCount is the size of the last read, to size the next one.
 	lastCount int
-	lock      *os.File    // held while open in run mode (pinguard.go)
-	replaced  string      // why on_mismatch = "recreate" replaces (replaced) the pinned map; "" when it does not
-	pinFile   os.FileInfo // the pin as the last full check found it naming m (checkPin)
+	lock      *os.File // held while open in run mode (pinguard.go)
+	idLock    *os.File // the lock on m's map ID, held with lock (pinguard.go)
+	// lost is why the pin no longer names m, when a check found it naming
+	// a map this sink cannot write: writes are refused until it does.
+	lost error
+	// replaced is why on_mismatch = "recreate" replaces (replaced) the
+	// pinned map; "" when it does not.
+	replaced string
+	pinFile  os.FileInfo // the pin as the last full check found it naming m (checkPin)
 	// shown holds the shown form (hex) of value bytes Prepare met, so
 	// entries with equal values share one (at most maxCachedValues).
 	shownMu sync.Mutex
@@ -95,6 +101,11 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 		t.noteReplaced(env)
 	}
 	if mode == node.ModeRun {
+		if err := t.lockMap(m); err != nil {
+			m.Close()
+			t.unlock()
+			return nil, err
+		}
 		if err := t.registerMetrics(); err != nil {
 			m.Close()
 			t.unlock()

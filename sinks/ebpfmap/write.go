@@ -38,6 +38,8 @@ func (t *Target) UpdateData(ctx context.Context, data []byte, width int, errs []
 	switch {
 	case t.m == nil || t.plan:
 		refuse = t.notWritable()
+	case t.lost != nil:
+		refuse = t.lost
 	case width != int(t.s.spec.KeySize)+int(t.s.spec.ValueSize) || len(data) < n*width:
 		refuse = fmt.Errorf("entries of %d bytes were not prepared by this target", width)
 	}
@@ -71,9 +73,13 @@ func (t *Target) notWritable() error {
 }
 
 func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
-	if t.m == nil || t.plan {
+	if t.m == nil || t.plan || t.lost != nil {
+		err := t.lost
+		if err == nil {
+			err = t.notWritable()
+		}
 		for i := range batch {
-			batch[i].Err = t.notWritable()
+			batch[i].Err = err
 		}
 		return
 	}

@@ -117,8 +117,10 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	data := make([]byte, 0, len(subject)+1+len(value))
 	data = append(append(append(data, subject...), 0), value...)
 	shown := cty.StringVal(string(value))
-	if marked {
-		shown = schema.MarkSensitive(shown) // views mask what is published
+	if marked || sensitive {
+		// Views mask what is published, and Show, which prints the
+		// subject, is not asked about a masked entry.
+		shown = schema.MarkSensitive(shown)
 	}
 	return node.Entry{Key: r.Key, Value: shown, Data: data}, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // maxFileSize bounds one manifest file, like file() in the configuration:
@@ -205,6 +206,9 @@ func parse(f file) []document {
 }
 
 func decode(where string, raw []byte) []document {
+	if err := schema.CheckDataDepth(raw); err != nil {
+		return []document{{where: where, err: err, broken: true}}
+	}
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {
 		return []document{{where: where, err: err, broken: true}}
@@ -272,59 +276,77 @@ type skip struct {
 // objects have one key, the smallest namespace/name provides it (ties: the
 // first by file path, then position), the rule of source "kubernetes".
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
-	parsed := make([][]document, len(files))
-	for i, f := range files {
-		parsed[i] = parse(f)
+	c := s.newCollector()
+	for _, f := range files {
+		c.add(parse(f))
 	}
-	return s.recordsOf(parsed)
+	return c.done()
 }
 
-// recordsOf is records on files already parsed.
-func (s *Source) recordsOf(files [][]document) (records []node.Record, objects int, skips []skip) {
-	type claim struct {
-		id, where string
-		at        int
-	}
-	byKey := map[string]claim{}
-	for _, docs := range files {
-		for _, d := range docs {
-			if d.err != nil {
-				skips = append(skips, skip{d.where, kobject.ReasonBadDocument, d.err})
-				continue
-			}
-			if !s.matches(d.obj) {
-				continue
-			}
-			objects++
-			s.pruner.Prune(d.obj)
-			key, err := s.keyer.Key(d.obj)
-			if err != nil {
-				skips = append(skips, skip{d.where, kobject.ReasonIndexMissing, err})
-				continue
-			}
-			id := objectID(d.obj)
-			first, dup := byKey[key]
-			if dup && first.id <= id {
-				skips = append(skips, skip{d.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, first.where)})
-				continue
-			}
-			v, err := kobject.Value(d.obj)
-			if err != nil {
-				skips = append(skips, skip{d.where, kobject.ReasonUnconvertible, err})
-				continue
-			}
-			if dup { // this object's smaller id takes the key over
-				skips = append(skips, skip{first.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, d.where)})
-				records[first.at] = node.Record{Key: key, Value: v, Origin: s.origin(d)}
-				byKey[key] = claim{id: id, where: d.where, at: first.at}
-				continue
-			}
-			byKey[key] = claim{id: id, where: d.where, at: len(records)}
-			records = append(records, node.Record{Key: key, Value: v, Origin: s.origin(d)})
+// collector turns documents into records one file at a time, so that a
+// file's parsed documents are garbage once its records are made: 100,000
+// small files parsed first and converted after held every document at
+// once (about 1 GB).
+type collector struct {
+	s       *Source
+	byKey   map[string]claim
+	records []node.Record
+	objects int
+	skips   []skip
+}
+
+type claim struct {
+	id, where string
+	at        int
+}
+
+func (s *Source) newCollector() *collector { return &collector{s: s, byKey: map[string]claim{}} }
+
+// add makes the records of one file's documents.
+func (c *collector) add(docs []document) {
+	s := c.s
+	for _, d := range docs {
+		if d.err != nil {
+			c.skips = append(c.skips, skip{d.where, kobject.ReasonBadDocument, d.err})
+			continue
 		}
+		if !s.matches(d.obj) {
+			continue
+		}
+		c.objects++
+		s.pruner.Prune(d.obj)
+		key, err := s.keyer.Key(d.obj)
+		if err != nil {
+			c.skips = append(c.skips, skip{d.where, kobject.ReasonIndexMissing, err})
+			continue
+		}
+		id := objectID(d.obj)
+		first, dup := c.byKey[key]
+		if dup && first.id <= id {
+			c.skips = append(c.skips, skip{d.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, first.where)})
+			continue
+		}
+		v, err := kobject.Value(d.obj)
+		if err != nil {
+			c.skips = append(c.skips, skip{d.where, kobject.ReasonUnconvertible, err})
+			continue
+		}
+		if dup { // this object's smaller id takes the key over
+			c.skips = append(c.skips, skip{first.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, d.where)})
+			c.records[first.at] = node.Record{Key: key, Value: v, Origin: s.origin(d)}
+			c.byKey[key] = claim{id: id, where: d.where, at: first.at}
+			continue
+		}
+		c.byKey[key] = claim{id: id, where: d.where, at: len(c.records)}
+		c.records = append(c.records, node.Record{Key: key, Value: v, Origin: s.origin(d)})
 	}
-	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
-	return records, objects, skips
+}
+
+// done returns the records, sorted by key, the objects matched and the
+// documents skipped.
+func (c *collector) done() (records []node.Record, objects int, skips []skip) {
+	sort.Slice(c.records, func(i, j int) bool { return c.records[i].Key < c.records[j].Key })
+	return c.records, c.objects, c.skips
 }
 
 // origin is a record's provenance: the file and document it was read

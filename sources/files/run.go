@@ -122,7 +122,7 @@ func (r *run) reload() error {
 		r.m.Skipped.WithLabelValues(reasonKeptLastGood).Inc()
 		r.env.Logger.Warn("keeping last good content", "err", p)
 	}
-	records, objects, skips := r.src.recordsOf(st.docs)
+	records, objects, skips := st.col.done()
 	for _, sk := range skips {
 		r.m.Skipped.WithLabelValues(sk.reason).Inc()
 		r.env.Logger.Warn("object skipped", "file", sk.where, "reason", sk.reason, "err", sk.err)

@@ -12,10 +12,10 @@ import (
 // fine (allow_empty). Each kept file is a problem: counted, named in the
 // node's health, logged.
 
-// settled is what a reload publishes: every file's documents, and the
-// problems that made it keep older content.
+// settled is what a reload publishes: the records of every file's
+// documents, and the problems that made it keep older content.
 type settled struct {
-	docs     [][]document
+	col      *collector
 	files    int
 	problems []string
 	// empty holds the patterns that match nothing on the first read, with
@@ -25,7 +25,7 @@ type settled struct {
 
 // settle combines a snapshot with the last good content of each file.
 func (r *run) settle(snap snapshot) settled {
-	var out settled
+	out := settled{col: r.src.newCollector()}
 	good := map[string]file{}
 	keep := func(path, why string) bool {
 		prev, ok := r.good[path]
@@ -33,7 +33,7 @@ func (r *run) settle(snap snapshot) settled {
 			return false
 		}
 		good[path] = prev
-		out.docs = append(out.docs, parse(prev))
+		out.col.add(parse(prev))
 		out.problems = append(out.problems, why+"; keeping its last good content")
 		return true
 	}
@@ -41,12 +41,12 @@ func (r *run) settle(snap snapshot) settled {
 		docs := parse(f)
 		if b := brokenDoc(docs); b != nil {
 			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.where, b.err)) {
-				out.docs = append(out.docs, docs) // never good: its documents are skipped, as bad ones
+				out.col.add(docs) // never good: its documents are skipped, as bad ones
 			}
 			continue
 		}
 		good[f.path] = f
-		out.docs = append(out.docs, docs)
+		out.col.add(docs)
 	}
 	for _, e := range snap.readErr {
 		if !keep(e.path, fmt.Sprintf("cannot read %v", e.err)) {

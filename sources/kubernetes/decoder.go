@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -45,6 +47,11 @@ type lister struct {
 	// record object the cache keeps (newRecordInformer).
 	record func(*unstructured.Unstructured) *recordObject
 }
+
+// readBuffer is the buffer between a response body and its decoder: a
+// few TCP segments, so that a decoder reading byte by byte rarely reaches
+// the socket.
+const readBuffer = 64 << 10
 
 // Accept headers: protobuf first when the resource has it, JSON always.
 const (
@@ -78,60 +85,63 @@ func (l lister) path() []string {
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
 func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	req := l.request(opts)
-	if l.pb != nil {
-		list := &unstructured.UnstructuredList{}
-		head, err := l.listProto(ctx, req, func(u *unstructured.Unstructured) error {
-			list.Items = append(list.Items, *u)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		list.Object = head
-		return list, nil
-	}
-	raw, err := req.Do(ctx).Raw()
+	list := &unstructured.UnstructuredList{}
+	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
+		list.Items = append(list.Items, *u)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return decodeList(raw, l.proj)
+	list.Object = head
+	return list, nil
 }
 
 // listRecords lists into record objects, converting each item as it
 // arrives.
 func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
 	list := &recordList{}
-	convert := func(u *unstructured.Unstructured) error {
+	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
 		list.Items = append(list.Items, l.record(u))
 		return nil
-	}
-	req := l.request(opts)
-	var head map[string]any
-	if l.pb != nil {
-		var err error
-		if head, err = l.listProto(ctx, req, convert); err != nil {
-			return nil, err
-		}
-	} else {
-		raw, err := req.Do(ctx).Raw()
-		if err != nil {
-			return nil, err
-		}
-		ul, err := decodeList(raw, l.proj)
-		if err != nil {
-			return nil, err
-		}
-		for i := range ul.Items {
-			_ = convert(&ul.Items[i])
-		}
-		head = ul.Object
+	})
+	if err != nil {
+		return nil, err
 	}
 	h := unstructured.Unstructured{Object: head}
 	list.APIVersion, list.Kind = h.GetAPIVersion(), h.GetKind()
 	list.ResourceVersion, list.Continue = h.GetResourceVersion(), h.GetContinue()
 	list.RemainingItemCount = h.GetRemainingItemCount()
 	return list, nil
+}
+
+// list lists, handing each item to each as it is decoded (as it arrives,
+// for protobuf), and returns the list's own fields.
+func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*unstructured.Unstructured) error) (map[string]any, error) {
+	req := l.request(opts)
+	if l.pb != nil {
+		return l.listProto(ctx, req, each)
+	}
+	raw, err := req.Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	return eachItem(raw, l.proj, each)
+}
+
+// eachItem decodes a JSON list response and hands each item to each; it
+// returns the list's own fields.
+func eachItem(raw []byte, proj *node.Paths, each func(*unstructured.Unstructured) error) (map[string]any, error) {
+	list, err := decodeList(raw, proj)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if err := each(&list.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return list.Object, nil
 }
 
 // request builds a list request (see List for the resourceVersion).
@@ -152,22 +162,13 @@ func (l lister) listProto(ctx context.Context, req *rest.Request, each func(*uns
 		return nil, err
 	}
 	defer body.Close()
-	r := bufio.NewReaderSize(body, 64<<10)
+	r := bufio.NewReaderSize(body, readBuffer)
 	if first, _ := r.Peek(1); len(first) == 1 && first[0] == '{' {
 		raw, err := io.ReadAll(r)
 		if err != nil {
 			return nil, fmt.Errorf("read list: %w", err)
 		}
-		list, err := decodeList(raw, l.proj)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			if err := each(&list.Items[i]); err != nil {
-				return nil, err
-			}
-		}
-		return list.Object, nil
+		return eachItem(raw, l.proj, each)
 	}
 	head := map[string]any{}
 	err = decodeProtoListStream(r, l.pb, l.proj, head, func(obj map[string]any) error {
@@ -282,7 +283,7 @@ func (w *streamWatch) Stop() {
 func (w *streamWatch) run() {
 	defer close(w.ch)
 	defer w.body.Close()
-	r := bufio.NewReaderSize(w.body, 64<<10)
+	r := bufio.NewReaderSize(w.body, readBuffer)
 	// A JSON stream starts with '{'; a protobuf one with a frame's length.
 	first, _ := r.Peek(1)
 	proto := w.pb != nil && len(first) == 1 && first[0] != '{'
@@ -421,8 +422,8 @@ func watchEvent(b []byte) (watch.EventType, []byte, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if wt != wireBytes || num > 2 {
-			if err := ew.skip(wt); err != nil {
+		if wt != protowire.BytesType || num > 2 {
+			if err := ew.skip(num, wt); err != nil {
 				return "", nil, err
 			}
 			continue
@@ -441,8 +442,8 @@ func watchEvent(b []byte) (watch.EventType, []byte, error) {
 			if err != nil {
 				return "", nil, err
 			}
-			if n != 1 || owt != wireBytes {
-				if err := ow.skip(owt); err != nil {
+			if n != 1 || owt != protowire.BytesType {
+				if err := ow.skip(n, owt); err != nil {
 					return "", nil, err
 				}
 				continue

@@ -329,13 +329,14 @@ func (w *watcher) transform(obj any) (any, error) {
 	default:
 		return obj, nil // tombstones and objects already transformed
 	}
-	w.src.pruner.Prune(u.Object)
 	if w.src.opts.cached {
+		w.src.pruner.Prune(u.Object)
 		return newSlim(u, w.src.keyer, !w.cachedUnchanged(u)), nil
 	}
 	if w.src.proj != nil {
-		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape), nil
+		return w.record(u), nil
 	}
+	w.src.pruner.Prune(u.Object)
 	return u, nil
 }
 

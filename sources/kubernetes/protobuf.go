@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -42,14 +43,6 @@ import (
 // protoMagic starts every protobuf-encoded object or list the API server
 // sends (runtime.Unknown's envelope).
 var protoMagic = []byte("k8s\x00")
-
-// Protobuf wire types.
-const (
-	wireVarint  = 0
-	wireFixed64 = 1
-	wireBytes   = 2
-	wireFixed32 = 5
-)
 
 var errProto = errors.New("malformed protobuf")
 
@@ -323,7 +316,8 @@ func usable(m *pbMessage, seen map[*pbMessage]bool) bool {
 	return true
 }
 
-// wire reads protobuf's wire format with bounds checks: no input panics.
+// wire reads protobuf's wire format from a message in memory, through
+// protowire, which checks every bound: no input panics.
 type wire struct {
 	b []byte
 	i int
@@ -331,79 +325,64 @@ type wire struct {
 
 func (w *wire) done() bool { return w.i >= len(w.b) }
 
+// malformed is protowire's error for a consumed length n < 0.
+func malformed(n int) error { return fmt.Errorf("%w: %w", errProto, protowire.ParseError(n)) }
+
 func (w *wire) varint() (uint64, error) {
-	var v uint64
-	for shift := uint(0); shift < 64; shift += 7 {
-		if w.i >= len(w.b) {
-			return 0, fmt.Errorf("%w: truncated varint", errProto)
-		}
-		c := w.b[w.i]
-		w.i++
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: varint too long", errProto)
-}
-
-// tag reads a field's number and wire type.
-func (w *wire) tag() (int, int, error) {
-	v, err := w.varint()
-	if err != nil {
-		return 0, 0, err
-	}
-	num := v >> 3
-	if num == 0 || num > math.MaxInt32 {
-		return 0, 0, fmt.Errorf("%w: field number %d", errProto, num)
-	}
-	return int(num), int(v & 7), nil
-}
-
-// bytes reads a length-delimited value.
-func (w *wire) bytes() ([]byte, error) {
-	n, err := w.varint()
-	if err != nil {
-		return nil, err
-	}
-	if n > uint64(len(w.b)-w.i) {
-		return nil, fmt.Errorf("%w: length %d beyond the end", errProto, n)
-	}
-	b := w.b[w.i : w.i+int(n)]
-	w.i += int(n)
-	return b, nil
-}
-
-func (w *wire) fixed(n int) (uint64, error) {
-	if len(w.b)-w.i < n {
-		return 0, fmt.Errorf("%w: truncated fixed%d", errProto, n*8)
-	}
-	var v uint64
-	if n == 8 {
-		v = binary.LittleEndian.Uint64(w.b[w.i:])
-	} else {
-		v = uint64(binary.LittleEndian.Uint32(w.b[w.i:]))
+	v, n := protowire.ConsumeVarint(w.b[w.i:])
+	if n < 0 {
+		return 0, malformed(n)
 	}
 	w.i += n
 	return v, nil
 }
 
-// skip passes over a value of wire type wt.
-func (w *wire) skip(wt int) error {
-	var err error
-	switch wt {
-	case wireVarint:
-		_, err = w.varint()
-	case wireFixed64:
-		_, err = w.fixed(8)
-	case wireBytes:
-		_, err = w.bytes()
-	case wireFixed32:
-		_, err = w.fixed(4)
-	default:
-		err = fmt.Errorf("%w: wire type %d", errProto, wt)
+// tag reads a field's number and wire type.
+func (w *wire) tag() (int, protowire.Type, error) {
+	num, wt, n := protowire.ConsumeTag(w.b[w.i:])
+	if n < 0 {
+		return 0, 0, malformed(n)
 	}
-	return err
+	w.i += n
+	return int(num), wt, nil
+}
+
+// bytes reads a length-delimited value.
+func (w *wire) bytes() ([]byte, error) {
+	b, n := protowire.ConsumeBytes(w.b[w.i:])
+	if n < 0 {
+		return nil, malformed(n)
+	}
+	w.i += n
+	return b, nil
+}
+
+// fixed reads a fixed64 or a fixed32 value.
+func (w *wire) fixed(wt protowire.Type) (uint64, error) {
+	var v uint64
+	var n int
+	if wt == protowire.Fixed64Type {
+		v, n = protowire.ConsumeFixed64(w.b[w.i:])
+	} else {
+		var v32 uint32
+		v32, n = protowire.ConsumeFixed32(w.b[w.i:])
+		v = uint64(v32)
+	}
+	if n < 0 {
+		return 0, malformed(n)
+	}
+	w.i += n
+	return v, nil
+}
+
+// skip passes over a value of wire type wt (groups included).
+func (w *wire) skip(num int, wt protowire.Type) error {
+	n := protowire.ConsumeFieldValue(protowire.Number(num), wt, w.b[w.i:])
+	if n < 0 {
+		return malformed(n)
+	}
+	w.i += n
+	return nil
 }
 
 // unknownEnvelope reads the magic and runtime.Unknown's envelope: the type
@@ -418,8 +397,8 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 		if err != nil {
 			return "", "", nil, err
 		}
-		if wt != wireBytes {
-			if err := w.skip(wt); err != nil {
+		if wt != protowire.BytesType {
+			if err := w.skip(num, wt); err != nil {
 				return "", "", nil, err
 			}
 			continue
@@ -444,21 +423,6 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 	return apiVersion, kind, raw, nil
 }
 
-// decodeProtoList decodes a protobuf List response: its head (apiVersion,
-// kind, metadata) and each item projected on p.
-func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
-	var items []map[string]any
-	head := map[string]any{}
-	err := decodeProtoListStream(bytes.NewReader(b), l, p, head, func(obj map[string]any) error {
-		items = append(items, obj)
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return head, items, nil
-}
-
 // maxItem bounds one encoded object (etcd stores at most a few MiB); a
 // larger length means a corrupt response, not an allocation to make.
 const maxItem = 64 << 20
@@ -470,7 +434,7 @@ const maxItem = 64 << 20
 // metadata); apiVersion and kind are there before the first item (the
 // envelope's type comes first).
 func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, readBuffer)
 	magic, err := br.Peek(len(protoMagic))
 	if err != nil || !bytes.Equal(magic, protoMagic) {
 		return fmt.Errorf("%w: no protobuf envelope", errProto)
@@ -488,7 +452,7 @@ func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths, head map[
 		if err != nil {
 			return err
 		}
-		if wt != wireBytes || num > 3 {
+		if wt != protowire.BytesType || num > 3 {
 			if err := env.skip(wt); err != nil {
 				return err
 			}
@@ -542,7 +506,7 @@ func (l *protoLayout) streamList(s *streamWire, p *node.Paths, head map[string]a
 		if err != nil {
 			return err
 		}
-		if wt != wireBytes || (num != l.listItems && num != l.listMeta) {
+		if wt != protowire.BytesType || (num != l.listItems && num != l.listMeta) {
 			if err := s.skip(wt); err != nil {
 				return err
 			}
@@ -584,8 +548,8 @@ func typeMeta(b []byte) (apiVersion, kind string, err error) {
 		if err != nil {
 			return "", "", err
 		}
-		if wt != wireBytes {
-			if err := w.skip(wt); err != nil {
+		if wt != protowire.BytesType {
+			if err := w.skip(n, wt); err != nil {
 				return "", "", err
 			}
 			continue
@@ -604,13 +568,16 @@ func typeMeta(b []byte) (apiVersion, kind string, err error) {
 	return apiVersion, kind, nil
 }
 
-// streamWire reads the wire format from a stream, n bytes at most.
+// streamWire reads the wire format from a stream, n bytes at most: the
+// varints through encoding/binary, the tags and sizes through protowire.
 type streamWire struct {
 	r *bufio.Reader
 	n int64 // bytes left in the message being read
 }
 
-func (s *streamWire) byte() (byte, error) {
+// ReadByte implements io.ByteReader within the message, for
+// binary.ReadUvarint.
+func (s *streamWire) ReadByte() (byte, error) {
 	if s.n <= 0 {
 		return 0, fmt.Errorf("%w: value beyond its message", errProto)
 	}
@@ -623,30 +590,23 @@ func (s *streamWire) byte() (byte, error) {
 }
 
 func (s *streamWire) varint() (uint64, error) {
-	var v uint64
-	for shift := uint(0); shift < 64; shift += 7 {
-		c, err := s.byte()
-		if err != nil {
-			return 0, err
-		}
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v, nil
-		}
+	v, err := binary.ReadUvarint(s)
+	if err != nil && !errors.Is(err, errProto) {
+		err = fmt.Errorf("%w: %w", errProto, err)
 	}
-	return 0, fmt.Errorf("%w: varint too long", errProto)
+	return v, err
 }
 
-func (s *streamWire) tag() (int, int, error) {
+func (s *streamWire) tag() (int, protowire.Type, error) {
 	v, err := s.varint()
 	if err != nil {
 		return 0, 0, err
 	}
-	num := v >> 3
-	if num == 0 || num > math.MaxInt32 {
+	num, wt := protowire.DecodeTag(v)
+	if !num.IsValid() {
 		return 0, 0, fmt.Errorf("%w: field number %d", errProto, num)
 	}
-	return int(num), int(v & 7), nil
+	return int(num), wt, nil
 }
 
 // length reads a length-delimited value's length.
@@ -685,16 +645,17 @@ func (s *streamWire) discard(n int) error {
 	return nil
 }
 
-func (s *streamWire) skip(wt int) error {
+// skip passes over a value of wire type wt; a list's envelope has no groups.
+func (s *streamWire) skip(wt protowire.Type) error {
 	switch wt {
-	case wireVarint:
+	case protowire.VarintType:
 		_, err := s.varint()
 		return err
-	case wireFixed64:
-		return s.discard(8)
-	case wireFixed32:
-		return s.discard(4)
-	case wireBytes:
+	case protowire.Fixed64Type:
+		return s.discard(protowire.SizeFixed64())
+	case protowire.Fixed32Type:
+		return s.discard(protowire.SizeFixed32())
+	case protowire.BytesType:
 		n, err := s.length()
 		if err != nil {
 			return err
@@ -767,14 +728,14 @@ func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
 			f = m.byNum[num]
 		}
 		if f == nil {
-			if err := w.skip(wt); err != nil {
+			if err := w.skip(num, wt); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		sub, read := pl.sub[f.idx], pl.read[f.idx]
 		if !read {
-			if err := w.skip(wt); err != nil {
+			if err := w.skip(num, wt); err != nil {
 				return nil, err
 			}
 			continue
@@ -805,10 +766,10 @@ func (m *pbMessage) project(b []byte, p *node.Paths) (map[string]any, error) {
 }
 
 // decode reads one occurrence of f (wire type wt) into out.
-func (f *pbField) decode(w *wire, wt int, sub *node.Paths, out map[string]any) error {
+func (f *pbField) decode(w *wire, wt protowire.Type, sub *node.Paths, out map[string]any) error {
 	switch {
 	case f.isMap:
-		if wt != wireBytes {
+		if wt != protowire.BytesType {
 			return fmt.Errorf("%w: map entry with wire type %d", errProto, wt)
 		}
 		entry, err := w.bytes()
@@ -818,7 +779,7 @@ func (f *pbField) decode(w *wire, wt int, sub *node.Paths, out map[string]any) e
 		return f.mapEntry(entry, sub, out)
 	case f.repeated:
 		list, _ := out[f.name].([]any)
-		if wt == wireBytes && f.packable() {
+		if wt == protowire.BytesType && f.packable() {
 			b, err := w.bytes()
 			if err != nil {
 				return err
@@ -842,7 +803,7 @@ func (f *pbField) decode(w *wire, wt int, sub *node.Paths, out map[string]any) e
 		return nil
 	}
 	if f.kind == pbStruct || f.kind == pbTyped {
-		if wt != wireBytes {
+		if wt != protowire.BytesType {
 			return fmt.Errorf("%w: message with wire type %d", errProto, wt)
 		}
 		b, err := w.bytes()
@@ -881,24 +842,24 @@ func (f *pbField) packable() bool {
 	return false
 }
 
-func (f *pbField) elemWire() int {
+func (f *pbField) elemWire() protowire.Type {
 	switch f.kind {
 	case pbFloat64:
-		return wireFixed64
+		return protowire.Fixed64Type
 	case pbFloat32:
-		return wireFixed32
+		return protowire.Fixed32Type
 	case pbBool, pbInt:
-		return wireVarint
+		return protowire.VarintType
 	}
-	return wireBytes
+	return protowire.BytesType
 }
 
 // value reads one value of f's element kind; sub is what is read below it
 // (nil: whole).
-func (f *pbField) value(w *wire, wt int, sub *node.Paths) (any, error) {
+func (f *pbField) value(w *wire, wt protowire.Type, sub *node.Paths) (any, error) {
 	switch f.kind {
 	case pbStruct, pbTyped:
-		if wt != wireBytes {
+		if wt != protowire.BytesType {
 			return nil, fmt.Errorf("%w: message with wire type %d", errProto, wt)
 		}
 		b, err := w.bytes()
@@ -926,10 +887,10 @@ func (f *pbField) message(b []byte, sub *node.Paths) (any, error) {
 	return f.msg.project(b, sub)
 }
 
-func (f *pbField) scalar(w *wire, wt int) (any, error) {
+func (f *pbField) scalar(w *wire, wt protowire.Type) (any, error) {
 	switch f.kind {
 	case pbString, pbBytes:
-		if wt != wireBytes {
+		if wt != protowire.BytesType {
 			return nil, fmt.Errorf("%w: string with wire type %d", errProto, wt)
 		}
 		b, err := w.bytes()
@@ -941,7 +902,7 @@ func (f *pbField) scalar(w *wire, wt int) (any, error) {
 		}
 		return jsonString(b), nil
 	case pbBool, pbInt:
-		if wt != wireVarint {
+		if wt != protowire.VarintType {
 			return nil, fmt.Errorf("%w: varint with wire type %d", errProto, wt)
 		}
 		v, err := w.varint()
@@ -953,19 +914,19 @@ func (f *pbField) scalar(w *wire, wt int) (any, error) {
 		}
 		return f.integer(v), nil
 	case pbFloat64:
-		if wt != wireFixed64 {
+		if wt != protowire.Fixed64Type {
 			return nil, fmt.Errorf("%w: double with wire type %d", errProto, wt)
 		}
-		v, err := w.fixed(8)
+		v, err := w.fixed(protowire.Fixed64Type)
 		if err != nil {
 			return nil, err
 		}
 		return jsonFloat(math.Float64frombits(v), 64), nil
 	case pbFloat32:
-		if wt != wireFixed32 {
+		if wt != protowire.Fixed32Type {
 			return nil, fmt.Errorf("%w: float with wire type %d", errProto, wt)
 		}
-		v, err := w.fixed(4)
+		v, err := w.fixed(protowire.Fixed32Type)
 		if err != nil {
 			return nil, err
 		}
@@ -1041,7 +1002,7 @@ func (f *pbField) mapEntry(entry []byte, sub *node.Paths, out map[string]any) er
 	var val any
 	var hasVal bool
 	var valBytes []byte
-	var valWire int
+	var valWire protowire.Type
 	w := wire{b: entry}
 	for !w.done() {
 		num, wt, err := w.tag()
@@ -1057,12 +1018,12 @@ func (f *pbField) mapEntry(entry []byte, sub *node.Paths, out map[string]any) er
 			key, _ = k.(string)
 		case 2:
 			start := w.i
-			if err := w.skip(wt); err != nil {
+			if err := w.skip(num, wt); err != nil {
 				return err
 			}
 			valBytes, valWire, hasVal = entry[start:w.i], wt, true
 		default:
-			if err := w.skip(wt); err != nil {
+			if err := w.skip(num, wt); err != nil {
 				return err
 			}
 		}

@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -47,6 +49,21 @@ func encodeBoth(t testing.TB, list runtime.Object, gvk kschema.GroupVersionKind)
 		t.Fatalf("json: %v", err)
 	}
 	return buf.Bytes(), js
+}
+
+// decodeProtoList decodes a protobuf List response: its head (apiVersion,
+// kind, metadata) and each item projected on p.
+func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
+	var items []map[string]any
+	head := map[string]any{}
+	err := decodeProtoListStream(bytes.NewReader(b), l, p, head, func(obj map[string]any) error {
+		items = append(items, obj)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return head, items, nil
 }
 
 // sameAsJSON checks that the protobuf decoder yields what the JSON
@@ -281,6 +298,33 @@ func TestProtobufMalformed(t *testing.T) {
 	}
 }
 
+// FuzzProtobufDecode feeds the protobuf decoder arbitrary bytes, as a
+// list response and as a watch stream, seeded with a real pod list and
+// watch frame: every input is an error or a result, never a panic.
+func FuzzProtobufDecode(f *testing.F) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	l := layoutFor(gvk)
+	list := &corev1.PodList{Items: make([]corev1.Pod, 2)}
+	filler(1).Fill(&list.Items[0])
+	filler(2).Fill(&list.Items[1])
+	pb, _ := encodeBoth(f, list, corev1.SchemeGroupVersion.WithKind("PodList"))
+	f.Add(pb)
+	f.Add(watchFrame(f, "ADDED", &list.Items[0]))
+	p := paths(".status.podIP", ".metadata.labels", ".spec.containers", ".metadata.creationTimestamp")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _ = decodeProtoList(b, l, p)
+		w := &streamWatch{pb: l, proj: p}
+		r := bufio.NewReader(bytes.NewReader(b))
+		var buf []byte
+		for {
+			var err error
+			if _, _, buf, err = w.nextProto(r, buf); err != nil {
+				break
+			}
+		}
+	})
+}
+
 func TestLayoutFor(t *testing.T) {
 	for _, gvk := range []kschema.GroupVersionKind{
 		corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithKind("Secret"),
@@ -310,4 +354,20 @@ func TestProtobufPlansBounded(t *testing.T) {
 	if n := l.object.nplans.Load(); n > maxPlans {
 		t.Fatalf("%d plans kept, bound %d", n, maxPlans)
 	}
+}
+
+// watchFrame encodes obj as the API server frames one protobuf watch
+// event: a 4-byte big-endian length, then a metav1.WatchEvent whose
+// object is the enveloped protobuf object.
+func watchFrame(t testing.TB, typ string, obj runtime.Object) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &raw); err != nil {
+		t.Fatalf("protobuf: %v", err)
+	}
+	ev, err := (&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw.Bytes()}}).Marshal()
+	if err != nil {
+		t.Fatalf("watch event: %v", err)
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
 }

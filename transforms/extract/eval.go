@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/fastexpr"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // yield is one record an object yields.
@@ -121,6 +122,9 @@ func (e *evaluator) record(ctx *hcl.EvalContext) error {
 		if !v.IsWhollyKnown() {
 			return errors.New("value is not known")
 		}
+		if err := schema.CheckNumbers(v); err != nil {
+			return fmt.Errorf("value: %w", err)
+		}
 		val = v
 	}
 	e.out = append(e.out, yield{key: key, value: val})
@@ -166,6 +170,9 @@ func keyString(v cty.Value) (string, error) {
 	switch v.Type() {
 	case cty.String:
 	case cty.Number:
+		if err := schema.CheckNumber(v.AsBigFloat()); err != nil {
+			return "", fmt.Errorf("key: %w", err)
+		}
 		v, _ = convert.Convert(v, cty.String)
 	default:
 		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// haproxyStep runs examples/haproxy next to the flagship job: an Ingress
+// and an EndpointSlice become haproxy.cfg, checked and loaded by a real
+// HAProxy in master-worker mode, and requests through it follow the
+// EndpointSlice. It is skipped, saying so, when HAProxy is not installed.
+func (d *demo) haproxyStep(ctx context.Context) error {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		say("skipping the HAProxy step: haproxy is not installed (apt-get install haproxy)")
+		return nil
+	}
+	say("template sink (examples/haproxy): an Ingress and the ready endpoints of an EndpointSlice become haproxy.cfg; haproxy -c checks it, SIGUSR2 loads it")
+	dir := filepath.Join(d.dir, "haproxy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ip, err := demoHostIP()
+	if err != nil {
+		say("skipping the HAProxy step: %v", err)
+		return nil
+	}
+	names := []string{"web-1", "web-2"}
+	ports, stopBackends, err := demoBackends(ip, names)
+	if err != nil {
+		return err
+	}
+	defer stopBackends()
+	cfg, pid, listen := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "haproxy.pid"), "127.0.0.1:18080"
+	if err := d.createIngress(ctx, ip, names, ports); err != nil {
+		return err
+	}
+	args := []string{"run", "--listen", "127.0.0.1:19466", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
+		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "drain=2s", "examples/haproxy"}
+	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.bin, args...)
+	cmd.Stdout, cmd.Stderr = prefixWriter("    haproxy-job| "), prefixWriter("    haproxy-job| ")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	if err := waitFor(ctx, 30*time.Second, "haproxy.cfg rendered", func() (bool, error) { _, err := os.Stat(cfg); return err == nil, nil }); err != nil {
+		return err
+	}
+	fmt.Printf("    $ haproxy -W -D -f %s -p %s\n", rel(cfg), rel(pid))
+	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
+		return fmt.Errorf("start haproxy: %w: %s", err, out)
+	}
+	defer killPidFile(pid)
+	if err := expectServed(ctx, listen, "both pods serve", names...); err != nil {
+		return err
+	}
+	say("deleting web-2's EndpointSlice (its pod went away): it drains for 2s, then the next render drops it and HAProxy reloads")
+	if err := d.cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, "web-demo-2", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return expectServed(ctx, listen, "only web-1 serves", names[0])
+}
+
+func (d *demo) createIngress(ctx context.Context, ip string, names []string, ports []int) error {
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web-demo"}, Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
+		Host: "shop.example", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+			Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web-demo",
+				Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+	if _, err := d.cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	fmt.Printf("    ingress shop.example -> service web-demo\n")
+	// One EndpointSlice per pod: each listens on its own port of this host
+	// (EndpointSlices refuse loopback addresses).
+	for i, name := range names {
+		p := int32(ports[i])
+		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-demo-%d", i+1), Labels: map[string]string{"kubernetes.io/service-name": "web-demo"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: &p}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: name}}}}
+		if _, err := d.cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		fmt.Printf("    endpointslice %s: pod %s at %s:%d\n", slice.Name, name, ip, p)
+	}
+	return nil
+}
+
+// expectServed curls through HAProxy until exactly want answer.
+func expectServed(ctx context.Context, listen, what string, want ...string) error {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var got []string
+	err := waitFor(ctx, 30*time.Second, what, func() (bool, error) {
+		seen := map[string]bool{}
+		for range 8 {
+			req, _ := http.NewRequest("GET", "http://"+listen+"/", nil)
+			req.Host = "shop.example"
+			resp, err := client.Do(req)
+			if err != nil {
+				return false, err
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			seen[string(b)] = true
+		}
+		got = got[:0]
+		for k := range seen {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		return slices.Equal(got, want), nil
+	})
+	if err == nil {
+		fmt.Printf("    $ curl -H 'Host: shop.example' http://%s/  (8 times) -> answered by %s\n", listen, strings.Join(got, ", "))
+	}
+	return err
+}
+
+// demoBackends serves each name on its own port of ip.
+func demoBackends(ip string, names []string) ([]int, func(), error) {
+	var ports []int
+	var srvs []*http.Server
+	stop := func() {
+		for _, s := range srvs {
+			_ = s.Close()
+		}
+	}
+	for _, name := range names {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })}
+		srvs = append(srvs, s)
+		go func() { _ = s.Serve(l) }()
+	}
+	return ports, stop, nil
+}
+
+// demoHostIP is an IPv4 address of this host outside loopback.
+func demoHostIP() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no IPv4 address outside loopback for the EndpointSlices")
+}
+
+func killPidFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && n > 0 {
+		_ = syscall.Kill(n, syscall.SIGTERM)
+	}
+}

@@ -1,0 +1,130 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pipeline/pipeline/internal/kubeapitest"
+)
+
+// kubeSinkConfig has two kubernetes sinks: ConfigMaps in one namespace (a
+// Role there) and NetworkPolicies in every namespace (a ClusterRole).
+const kubeSinkConfig = `
+leader_election {
+  lease_name = "ksink"
+}
+source "static" "names" {
+  records = { a = "x" }
+}
+sink "kubernetes" "config" {
+  input      = source.static.names
+  namespaces = [%q]
+  object     = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = record.key, namespace = %q } }
+}
+sink "kubernetes" "netpol" {
+  input  = source.static.names
+  object = {
+    apiVersion = "networking.k8s.io/v1"
+    kind       = "NetworkPolicy"
+    metadata   = { name = "default-deny", namespace = record.key }
+    spec       = { podSelector = {} }
+  }
+}
+`
+
+// TestKubeSinkManifestsRBAC proves, as the generated service account and
+// with the API server's own access reviews (kubectl auth can-i), that
+// `pipeline manifests` grants the kubernetes sink exactly get, list,
+// watch, patch and delete on the kinds it writes, in its namespaces.
+func TestKubeSinkManifestsRBAC(t *testing.T) {
+	srv := startKube(t)
+	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := kubeapitest.NewNamespace(t, admin)
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "cfg")
+	writeFile(t, filepath.Join(cfgDir, "main.hcl"), fmt.Sprintf(kubeSinkConfig, ns, ns))
+	applyYAML(t, srv, ns, runCLI(t, "manifests", "--mode", "hub", "--namespace", ns, "--name", "ksink", cfgDir))
+	rc, err := clientcmd.BuildConfigFromFlags("", serviceAccountKubeconfig(t, srv, admin, ns, "ksink", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(rc)
+	canI := func(verb, group, resource, namespace string) bool {
+		t.Helper()
+		r, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: verb, Group: group, Resource: resource, Namespace: namespace}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("access review: %v", err)
+		}
+		return r.Status.Allowed
+	}
+	for _, verb := range []string{"get", "list", "watch", "patch", "delete"} {
+		if !canI(verb, "", "configmaps", ns) {
+			t.Errorf("cannot %s configmaps in %s", verb, ns)
+		}
+		if canI(verb, "", "configmaps", "default") {
+			t.Errorf("may %s configmaps outside its namespace", verb)
+		}
+		if !canI(verb, "networking.k8s.io", "networkpolicies", "") {
+			t.Errorf("cannot %s networkpolicies in every namespace", verb)
+		}
+	}
+	for _, verb := range []string{"create", "update", "deletecollection"} {
+		if canI(verb, "", "configmaps", ns) || canI(verb, "networking.k8s.io", "networkpolicies", "") {
+			t.Errorf("may %s: the sink needs only get/list/watch/patch/delete", verb)
+		}
+	}
+	if canI("get", "", "secrets", ns) || canI("patch", "apps", "deployments", ns) {
+		t.Error("may touch kinds no sink writes")
+	}
+}
+
+// TestKubeSinkPlan plans examples/namespace-policies against a real API
+// server: each create shows the fields the server's dry run gives
+// (defaults included), the exit status is 2, and nothing is written.
+func TestKubeSinkPlan(t *testing.T) {
+	srv := startKube(t)
+	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := kubeapitest.NewNamespace(t, admin)
+	if _, err := admin.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"netpol":"default-deny","netpol-tier":"api"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := srv.WriteKubeconfig(kubeconfig, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"plan", "-var", "kubeconfig=" + kubeconfig, "../../examples/namespace-policies"}, &out, &errb)
+	if code != 2 {
+		t.Fatalf("plan exit %d, want 2: %s%s", code, out.String(), errb.String())
+	}
+	t.Logf("plan:\n%s", out.String())
+	for _, want := range []string{
+		"+ " + ns + "/default-deny",
+		`+ spec.ingress = [{"from":[{"podSelector":{"matchLabels":{"tier":"api"}}}]}]`,
+		`+ metadata.labels.pipeline.io/owner = "pipeline.default_deny"`,
+		`+ spec.policyTypes = ["Ingress"]`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q", want)
+		}
+	}
+	pols, err := admin.NetworkingV1().NetworkPolicies(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pols.Items) != 0 {
+		t.Errorf("plan wrote %d NetworkPolicies (%v)", len(pols.Items), err)
+	}
+}

@@ -1,0 +1,227 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// Update implements node.Target: one server-side apply per entry, at most
+// max_in_flight at once. The body is the entry's applied configuration
+// plus the annotation recording it; a status target applies to the status
+// subresource. Each failure is set on its entry alone.
+func (t *Target) Update(ctx context.Context, batch []node.Entry) {
+	if t.plan {
+		failAll(batch, errPlan)
+		return
+	}
+	m, err := t.resource()
+	if err != nil {
+		failAll(batch, err)
+		return
+	}
+	t.each(batch, func(e *node.Entry) { e.Err = t.apply(ctx, m, *e) })
+}
+
+// each runs f on every entry of batch with max_in_flight goroutines.
+func (t *Target) each(batch []node.Entry, f func(e *node.Entry)) {
+	n := min(t.s.inFlight, len(batch))
+	if n <= 1 {
+		for i := range batch {
+			f(&batch[i])
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range n {
+		wg.Go(func() {
+			for i := range next {
+				f(&batch[i])
+			}
+		})
+	}
+	for i := range batch {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// apply writes one entry and records the result for explain and audit.
+func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) error {
+	ns, name := splitKey(e.Key)
+	body, err := t.body(e)
+	if err != nil {
+		return err
+	}
+	force := t.s.force
+	opts := metav1.PatchOptions{FieldManager: t.s.manager, Force: &force}
+	var sub []string
+	if t.s.status {
+		sub = []string{"status"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
+	defer cancel()
+	got, err := t.client(m, ns).Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
+	r := result{op: "apply", at: time.Now()}
+	if err != nil {
+		err = t.classify("apply", e.Key, err)
+		r.err = err.Error()
+		t.record(e.Key, r)
+		return err
+	}
+	r.resourceVersion = got.GetResourceVersion()
+	for _, o := range got.GetOwnerReferences() {
+		r.owner = fmt.Sprintf("%s %s (uid %s)", o.Kind, o.Name, o.UID)
+	}
+	t.record(e.Key, r)
+	t.env.Decide(node.Decision{Kind: node.DecisionObjectApplied, Node: t.env.Address,
+		Detail: fmt.Sprintf("applied %s %s", t.s.obj.gvk.Kind, e.Key),
+		Attrs:  map[string]string{"key": e.Key, "kind": t.s.obj.gvk.Kind, "resource_version": r.resourceVersion}})
+	return nil
+}
+
+// body is what an apply sends: the applied configuration with the
+// annotation that records it (status targets send it as it is).
+func (t *Target) body(e node.Entry) ([]byte, error) {
+	if t.s.status {
+		return e.Data, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(e.Data, &obj); err != nil {
+		return nil, fmt.Errorf("apply %s: decode: %w", e.Key, err)
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		md["annotations"] = ann
+	}
+	ann[appliedAnnotation] = string(e.Data)
+	return json.Marshal(obj)
+}
+
+// classify wraps a failed request's error: a conflict names the other
+// manager (the server's message does), a rejection (invalid, denied by
+// admission) is counted and logged with the server's message.
+func (t *Target) classify(op string, key node.Key, err error) error {
+	switch {
+	case apierrors.IsConflict(err) && op == "apply":
+		t.conflicts.Inc()
+		t.env.Logger.Warn("apply conflicts with another field manager", "key", key, "err", err)
+		return fmt.Errorf("%s %s: another field manager owns a field with another value (set force_conflicts = true to take it over): %w", op, key, err)
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isDenied(err):
+		t.rejected.Inc()
+		t.env.Logger.Warn("object rejected by the API server", "key", key, "err", err)
+		return fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+// isDenied reports an admission denial answered as Forbidden (a webhook,
+// or a ValidatingAdmissionPolicy with reason Forbidden), as opposed to a
+// request our own permissions do not allow.
+func isDenied(err error) bool {
+	if !apierrors.IsForbidden(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "admission") || strings.Contains(msg, "denied the request") || strings.Contains(msg, "ValidatingAdmissionPolicy")
+}
+
+// Delete implements node.Target. An object is deleted only when it still
+// carries the owner label (its UID and resourceVersion are preconditions,
+// so one relabelled in between stays); a missing object is deleted already.
+// A status target releases the status fields it set instead.
+func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
+	if t.plan {
+		failAll(batch, errPlan)
+		return
+	}
+	m, err := t.resource()
+	if err != nil {
+		failAll(batch, err)
+		return
+	}
+	t.each(batch, func(e *node.Entry) {
+		if t.s.status {
+			e.Err = t.release(ctx, m, e.Key)
+		} else {
+			e.Err = t.delete(ctx, m, e.Key)
+		}
+	})
+}
+
+func (t *Target) delete(ctx context.Context, m *meta.RESTMapping, key node.Key) error {
+	ns, name := splitKey(key)
+	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
+	defer cancel()
+	c := t.client(m, ns)
+	o, err := c.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: read: %w", key, err)
+	}
+	if o.GetLabels()[t.s.label] != t.s.value {
+		t.env.Logger.Info("object not deleted: it no longer carries the owner label", "key", key)
+		return nil
+	}
+	uid, rv := o.GetUID(), o.GetResourceVersion()
+	err = c.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	r := result{op: "delete", at: time.Now(), resourceVersion: rv}
+	if err != nil {
+		err = t.classify("delete", key, err)
+		r.err = err.Error()
+		t.record(key, r)
+		return err
+	}
+	t.record(key, r)
+	t.env.Decide(node.Decision{Kind: node.DecisionObjectDeleted, Node: t.env.Address,
+		Detail: fmt.Sprintf("deleted %s %s", t.s.obj.gvk.Kind, key),
+		Attrs:  map[string]string{"key": key, "kind": t.s.obj.gvk.Kind, "resource_version": rv}})
+	return nil
+}
+
+// release applies an empty status, which gives up every status field the
+// sink's field manager owns.
+func (t *Target) release(ctx context.Context, m *meta.RESTMapping, key node.Key) error {
+	ns, name := splitKey(key)
+	md := map[string]any{"name": name}
+	if ns != "" {
+		md["namespace"] = ns
+	}
+	gvk := t.s.obj.gvk
+	body, _ := json.Marshal(map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": md})
+	return t.apply(ctx, m, node.Entry{Key: key, Data: body})
+}
+
+func splitKey(k node.Key) (ns, name string) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == '/' {
+			return k[:i], k[i+1:]
+		}
+	}
+	return "", k
+}
+
+func failAll(batch []node.Entry, err error) {
+	for i := range batch {
+		batch[i].Err = err
+	}
+}

@@ -1,0 +1,196 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/zclconf/go-cty/cty"
+)
+
+const netpol = `
+object = {
+  apiVersion = "networking.k8s.io/v1"
+  kind       = "NetworkPolicy"
+  metadata   = { name = "default-deny", namespace = record.key }
+  spec       = { podSelector = {}, policyTypes = [record.value.mode] }
+}
+`
+
+func build(t *testing.T, body string) (*Sink, []string) {
+	t.Helper()
+	n, diags := nodetest.Build(t, Spec(), body, nil)
+	var sums []string
+	for _, d := range diags {
+		sums = append(sums, d.Summary)
+	}
+	if n.Sink == nil {
+		return nil, sums
+	}
+	return n.Sink.(*Sink), sums
+}
+
+func TestSpecDiagnostics(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"ok", netpol, nil},
+		{"not a constructor", `object = record.value`, []string{"Invalid object"}},
+		{"kind from the record", `object = { apiVersion = "v1", kind = record.value.kind, metadata = { name = "x" } }`, []string{"Invalid kind"}},
+		{"no apiVersion", `object = { kind = "ConfigMap", metadata = { name = "x" } }`, []string{"Missing apiVersion"}},
+		{"bad apiVersion", `object = { apiVersion = "a/b/c", kind = "ConfigMap", metadata = { name = "x" } }`, []string{"Invalid apiVersion"}},
+		{"no metadata", `object = { apiVersion = "v1", kind = "ConfigMap" }`, []string{"Missing metadata"}},
+		{"no name", `object = { apiVersion = "v1", kind = "ConfigMap", metadata = { namespace = "a" } }`, []string{"Missing metadata.name"}},
+		{"namespace outside", `namespaces = ["b"]` + "\n" + `object = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "x", namespace = "a" } }`, []string{"Namespace not allowed"}},
+		{"bad label", `owner_label = "not a label"` + netpol, []string{"Invalid owner_label"}},
+		{"bad value", `owner_value = "` + strings.Repeat("x", 70) + `"` + netpol, []string{"Invalid owner_value"}},
+		{"in flight", `max_in_flight = 0` + netpol, []string{"Value out of range"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := build(t, tt.body)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	s, d := build(t, netpol+`
+owner_reference = { apiVersion = "v1", kind = "Namespace", metadata = { name = record.key, uid = "u-1" } }
+`)
+	if d != nil {
+		t.Fatal(d)
+	}
+	if s.manager != "pipeline.test" || s.value != "pipeline.test" || s.label != defaultLabel {
+		t.Errorf("defaults: manager %q, label %s=%s", s.manager, s.label, s.value)
+	}
+	e, err := s.Prepare(node.Record{Key: "shop", Value: cty.ObjectVal(map[string]cty.Value{"mode": cty.StringVal("Ingress")})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"labels":{"pipeline.io/owner":"pipeline.test"},` +
+		`"name":"default-deny","namespace":"shop","ownerReferences":[{"apiVersion":"v1","controller":true,"kind":"Namespace","name":"shop","uid":"u-1"}]},` +
+		`"spec":{"podSelector":{},"policyTypes":["Ingress"]}}`
+	if e.Key != "shop/default-deny" || string(e.Data) != want {
+		t.Errorf("entry %s %s\nwant %s", e.Key, e.Data, want)
+	}
+	if got := e.Value.GetAttr("spec").GetAttr("policyTypes").Index(cty.NumberIntVal(0)); got != cty.StringVal("Ingress") {
+		t.Errorf("value: %#v", e.Value)
+	}
+	// A record the object cannot be built from is skipped with a reason.
+	if _, err := s.Prepare(node.Record{Key: "shop", Value: cty.EmptyObjectVal}); err == nil {
+		t.Error("a missing attribute built an object")
+	}
+}
+
+func TestPrepareStatusAndNamespaces(t *testing.T) {
+	s, d := build(t, `
+status     = true
+namespaces = ["a"]
+object = {
+  apiVersion = "example.com/v1"
+  kind       = "Run"
+  metadata   = { name = record.key, namespace = record.value.ns, labels = { x = "y" } }
+  status     = { phase = "Done" }
+}
+`)
+	if d != nil {
+		t.Fatal(d)
+	}
+	rec := func(ns string) node.Record {
+		return node.Record{Key: "r1", Value: cty.ObjectVal(map[string]cty.Value{"ns": cty.StringVal(ns)})}
+	}
+	e, err := s.Prepare(rec("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"example.com/v1","kind":"Run","metadata":{"name":"r1","namespace":"a"},"status":{"phase":"Done"}}`
+	if string(e.Data) != want {
+		t.Errorf("status entry %s, want %s", e.Data, want)
+	}
+	if _, err := s.Prepare(rec("b")); err == nil || !strings.Contains(err.Error(), "not one of namespaces") {
+		t.Errorf("namespace b: %v", err)
+	}
+}
+
+func TestCovers(t *testing.T) {
+	dec := func(s string) any {
+		var x any
+		if err := json.Unmarshal([]byte(s), &x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	tests := []struct {
+		live, want string
+		ok         bool
+	}{
+		{`{"a":1,"b":{"c":"x","d":2}}`, `{"a":1,"b":{"c":"x"}}`, true}, // defaults and other managers' fields
+		{`{"a":2}`, `{"a":1}`, false},                                  // edited
+		{`{"b":1}`, `{"a":1}`, false},                                  // removed
+		{`{"l":[{"p":80,"proto":"TCP"}]}`, `{"l":[{"p":80}]}`, true},   // a default inside a list
+		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, false},       // an element added
+		{`{"a":"1"}`, `{"a":1}`, false},                                // types differ
+		{`{"m":{}}`, `{"m":{}}`, true},
+	}
+	for _, tt := range tests {
+		if got := covers(dec(tt.live), dec(tt.want)); got != tt.ok {
+			t.Errorf("covers(%s, %s) = %v", tt.live, tt.want, got)
+		}
+	}
+}
+
+func TestFieldDiff(t *testing.T) {
+	before := map[string]any{"metadata": map[string]any{"name": "x", "resourceVersion": "1"},
+		"spec": map[string]any{"a": "1", "gone": true, "l": []any{"x"}}}
+	after := map[string]any{"metadata": map[string]any{"name": "x", "resourceVersion": "2",
+		"annotations": map[string]any{appliedAnnotation: "{}"}},
+		"spec": map[string]any{"a": "2", "new": map[string]any{}, "l": []any{"x", "y"}}}
+	want := []string{`~ spec.a: "1" => "2"`, `- spec.gone`, `~ spec.l: ["x"] => ["x","y"]`, `+ spec.new = {}`}
+	if diff := cmp.Diff(want, fieldDiff(before, after)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestExtract(t *testing.T) {
+	var fs map[string]any
+	_ = json.Unmarshal([]byte(`{".":{},"f:phase":{},"f:counts":{"f:ok":{}}}`), &fs)
+	status := map[string]any{"phase": "Done", "other": "theirs", "counts": map[string]any{"ok": int64(2), "bad": int64(1)}}
+	got, ok := extract(status, fs)
+	want := map[string]any{"phase": "Done", "counts": map[string]any{"ok": int64(2)}}
+	if !ok {
+		t.Fatal("nothing extracted")
+	}
+	if diff := cmp.Diff(any(want), got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestKubeRules(t *testing.T) {
+	s, _ := build(t, netpol)
+	want := []node.KubeRule{{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "list", "watch", "patch", "delete"}}}
+	if diff := cmp.Diff(want, s.KubeRules()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	s, _ = build(t, `
+status     = true
+namespaces = ["a", "b"]
+object     = { apiVersion = "example.com/v1", kind = "Run", metadata = { name = record.key, namespace = "a" } }
+`)
+	want = []node.KubeRule{
+		{Group: "example.com", Resource: "runs", Namespace: "a", Verbs: []string{"get", "list", "watch"}},
+		{Group: "example.com", Resource: "runs/status", Namespace: "a", Verbs: []string{"patch"}},
+		{Group: "example.com", Resource: "runs", Namespace: "b", Verbs: []string{"get", "list", "watch"}},
+		{Group: "example.com", Resource: "runs/status", Namespace: "b", Verbs: []string{"patch"}},
+	}
+	if diff := cmp.Diff(want, s.KubeRules()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,255 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/kubeclient"
+)
+
+// appliedAnnotation holds the applied configuration of the last write (the
+// canonical JSON the sink compares), as kubectl's last-applied does: a
+// resync compares it with the live object to find hand edits.
+const appliedAnnotation = "pipeline.io/applied"
+
+// Target is the sink's boundary in a cluster: the objects of one kind that
+// carry the owner label (in namespaces, when set). Update and Delete run
+// their requests concurrently; the engine calls the methods from one
+// goroutine.
+type Target struct {
+	s    *Sink
+	env  node.Env
+	plan bool
+	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
+	// mapping is the kind's resource, found through discovery on first
+	// use (a CRD may be created after the sink opens).
+	mapping *meta.RESTMapping
+
+	mu      sync.Mutex
+	results map[node.Key]result
+
+	rejected  prometheus.Counter
+	conflicts prometheus.Counter
+}
+
+// result is the outcome of the last write of one object, for explain.
+type result struct {
+	op              string // "apply", "delete"
+	at              time.Time
+	resourceVersion string
+	err             string
+	owner           string
+}
+
+// Open implements node.Sink. It builds the clients and does no request: the
+// kind is resolved on first use, so a cluster that is down at start makes
+// the sink degraded (and retried) rather than failed.
+func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
+	cfg, err := kubeclient.RESTConfig(s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.address, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: dynamic client: %w", s.address, err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: discovery client: %w", s.address, err)
+	}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn, disc: disc, results: map[node.Key]result{}}
+	t.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_rejected_total",
+		Help: "Objects the API server rejected (invalid, or denied by admission)."})
+	t.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_conflicts_total",
+		Help: "Applies refused because another field manager owns a field with another value."})
+	if !t.plan && env.Metrics != nil {
+		for _, c := range []prometheus.Collector{t.rejected, t.conflicts} {
+			if err := env.Metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("register metrics: %w", err)
+			}
+		}
+	}
+	return t, nil
+}
+
+// resource resolves the kind to its resource with one discovery request,
+// of the kind's group version only.
+func (t *Target) resource() (*meta.RESTMapping, error) {
+	if t.mapping != nil {
+		return t.mapping, nil
+	}
+	gvk := t.s.obj.gvk
+	list, err := t.disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if err != nil {
+		return nil, fmt.Errorf("find the resource of %s: %w", gvk, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Kind != gvk.Kind || strings.Contains(r.Name, "/") {
+			continue
+		}
+		scope := meta.RESTScopeRoot
+		if r.Namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		t.mapping = &meta.RESTMapping{Resource: gvk.GroupVersion().WithResource(r.Name), GroupVersionKind: gvk, Scope: scope}
+		return t.mapping, nil
+	}
+	return nil, fmt.Errorf("find the resource of %s: the API server does not serve kind %s in %s", gvk, gvk.Kind, gvk.GroupVersion())
+}
+
+// client is the resource client of namespace ns ("" for every namespace
+// or a cluster-scoped kind).
+func (t *Target) client(m *meta.RESTMapping, ns string) dynamic.ResourceInterface {
+	r := t.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return r.Namespace(ns)
+	}
+	return r
+}
+
+// Ready implements node.Readier: the API server answers discovery for
+// the kind.
+func (t *Target) Ready(ctx context.Context) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := t.resource()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// Prepare implements node.Target: the entry's key is the object's
+// namespace/name (name when cluster-scoped), its Data the canonical applied
+// configuration.
+func (t *Target) Prepare(r node.Record) (node.Entry, error) { return t.s.Prepare(r) }
+
+// Prepare builds r's entry; it is the sink's node.Preparer too.
+func (s *Sink) Prepare(r node.Record) (node.Entry, error) {
+	b, err := s.build(r)
+	if err != nil {
+		return node.Entry{}, err
+	}
+	if s.status {
+		b.data, err = json.Marshal(statusOnly(b.obj))
+		if err != nil {
+			return node.Entry{}, fmt.Errorf("encode object: %w", err)
+		}
+	}
+	return entryOf(b.key, b.data, b.sensitive), nil
+}
+
+// Encoder implements node.Encoder: config tests see the objects.
+func (s *Sink) Encoder(node.Env) (node.Preparer, error) { return s, nil }
+
+// Actual implements node.Target: one LIST per namespace (one in all when
+// namespaces is unset) of the objects carrying the owner label, from the
+// API server's watch cache (resourceVersion 0). An object whose fields the
+// sink set still hold what it last applied shows that configuration;
+// one edited by hand shows what it holds now, so the loop writes it again.
+// Status targets list every object and show the status fields the sink's
+// field manager owns.
+func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
+	m, err := t.resource()
+	if err != nil {
+		return nil, err
+	}
+	namespaces := t.s.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	var out []node.Entry
+	for _, ns := range namespaces {
+		opts := metav1.ListOptions{ResourceVersion: "0"}
+		if !t.s.status {
+			opts.LabelSelector = t.s.label + "=" + t.s.value
+		}
+		lctx, cancel := context.WithTimeout(ctx, 4*t.s.timeout)
+		list, err := t.client(m, ns).List(lctx, opts)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", m.Resource.Resource, err)
+		}
+		for i := range list.Items {
+			if e, ok := t.actualEntry(&list.Items[i]); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+// actualEntry is the entry an object shows; ok is false for an object the
+// sink does not hold (being deleted, or no status fields of ours).
+func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
+	if o.GetDeletionTimestamp() != nil {
+		return node.Entry{}, false
+	}
+	key := o.GetName()
+	if ns := o.GetNamespace(); ns != "" {
+		key = ns + "/" + key
+	}
+	if t.s.status {
+		data, ok := ownedStatus(o, t.s.manager)
+		if !ok {
+			return node.Entry{}, false
+		}
+		return entryOf(key, data, false), true
+	}
+	applied := []byte(o.GetAnnotations()[appliedAnnotation])
+	var want any
+	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want) {
+		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
+	}
+	// Edited by hand (or written by another version): show what it holds.
+	live := o.DeepCopy().Object
+	unstructured.RemoveNestedField(live, "metadata", "managedFields")
+	unstructured.RemoveNestedField(live, "metadata", "annotations", appliedAnnotation)
+	data, _ := json.Marshal(live)
+	return entryOf(key, data, false), true
+}
+
+// Close implements node.Target. The objects stay.
+func (t *Target) Close() error {
+	if !t.plan && t.env.Metrics != nil {
+		t.env.Metrics.Unregister(t.rejected)
+		t.env.Metrics.Unregister(t.conflicts)
+	}
+	return nil
+}
+
+func (t *Target) record(key node.Key, r result) {
+	t.mu.Lock()
+	t.results[key] = r
+	t.mu.Unlock()
+}
+
+var errPlan = errors.New("target opened for plan: writes refused")
+
+var (
+	_ node.Sink     = (*Sink)(nil)
+	_ node.Encoder  = (*Sink)(nil)
+	_ node.Preparer = (*Sink)(nil)
+	_ node.Target   = (*Target)(nil)
+	_ node.Readier  = (*Target)(nil)
+)

@@ -1,0 +1,209 @@
+package template
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	gotemplate "text/template"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+)
+
+// benchBackends is the size of the T1 row's configuration.
+const benchBackends = 10000
+
+const benchTmpl = `template = <<-EOT
+global
+  maxconn 100000
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:8080
+  default_backend be
+backend be
+  balance roundrobin
+%{ for r in records ~}
+  server ${r.key} ${r.value.ip}:${r.value.port} check
+%{ endfor ~}
+EOT
+`
+
+const floorTmpl = `global
+  maxconn 100000
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:8080
+  default_backend be
+backend be
+  balance roundrobin
+{{range .}}  server {{.Name}} {{.IP}}:{{.Port}} check
+{{end}}`
+
+type backend struct {
+	Name, IP string
+	Port     int
+}
+
+func benchBackend(i int) backend {
+	return backend{Name: fmt.Sprintf("web-%05d", i), IP: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), Port: 8080}
+}
+
+// BenchmarkFloor10k is T1's floor: Go's text/template over a pre-built
+// slice of 10,000 backends into a buffer, written to a temporary file and
+// renamed over
+// the configuration. One backend's port changes each time, so each
+// iteration writes a new file.
+func BenchmarkFloor10k(b *testing.B) { floor10k(b, false) }
+
+// BenchmarkFloorSynced10k is the floor with the durability the sink
+// gives: the temporary file and the directory are synced, as by the sink.
+func BenchmarkFloorSynced10k(b *testing.B) { floor10k(b, true) }
+
+func writeSynced(path string, data []byte, sync bool) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// floorRun is the floor's state: its template, its slice and its file.
+type floorRun struct {
+	tmpl     *gotemplate.Template
+	backends []backend
+	dir      string
+	path     string
+	buf      bytes.Buffer
+	sync     bool
+}
+
+func newFloor(b *testing.B, sync bool) *floorRun {
+	f := &floorRun{sync: sync, dir: b.TempDir()}
+	f.path = filepath.Join(f.dir, "haproxy.cfg")
+	f.tmpl = gotemplate.Must(gotemplate.New("cfg").Parse(floorTmpl))
+	f.backends = make([]backend, benchBackends)
+	for i := range f.backends {
+		f.backends[i] = benchBackend(i)
+	}
+	return f
+}
+
+// run renders and writes the floor's file with backend 0 on port 8080+i%2.
+func (f *floorRun) run(b *testing.B, i int) {
+	f.backends[0].Port = 8080 + i%2
+	f.buf.Reset()
+	if err := f.tmpl.Execute(&f.buf, f.backends); err != nil {
+		b.Fatal(err)
+	}
+	if err := writeSynced(f.path+".tmp", f.buf.Bytes(), f.sync); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(f.path+".tmp", f.path); err != nil {
+		b.Fatal(err)
+	}
+	if f.sync {
+		if err := syncDir(f.dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkT1 times the floor (synced) and the target in turn, in one
+// process, so that both meet the same conditions; it reports each one's
+// time per write (floor-ms, target-ms) and floor-nosync-ms.
+func BenchmarkT1(b *testing.B) {
+	synced, unsynced, t := newFloor(b, true), newFloor(b, false), newRenderTarget(b)
+	var floor, nosync, target time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		synced.run(b, i)
+		floor += time.Since(start)
+		start = time.Now()
+		unsynced.run(b, i)
+		nosync += time.Since(start)
+		start = time.Now()
+		t.change(i)
+		target += time.Since(start)
+	}
+	n := float64(b.N) * 1e6
+	b.ReportMetric(float64(floor)/n, "floor-ms")
+	b.ReportMetric(float64(nosync)/n, "floor-nosync-ms")
+	b.ReportMetric(float64(target)/n, "target-ms")
+}
+
+func floor10k(b *testing.B, sync bool) {
+	f := newFloor(b, sync)
+	for i := 0; b.Loop(); i++ {
+		f.run(b, i)
+	}
+}
+
+// BenchmarkRender10k is T1: the template target holding 10,000 backends
+// renders them after one changed, compares the bytes with the file on
+// disk and writes it atomically (temporary file, fsync, rename, fsync of
+// the directory).
+func BenchmarkRender10k(b *testing.B) {
+	t := newRenderTarget(b)
+	for i := 0; b.Loop(); i++ {
+		t.change(i)
+	}
+}
+
+// renderTarget is a template target holding 10,000 backends.
+type renderTarget struct{ t *Target }
+
+func newRenderTarget(b *testing.B) renderTarget {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "haproxy.cfg")
+	s := nodetest.MustBuild(b, Spec(), fmt.Sprintf("input = source.static.x\npath = %q\n%s", path, benchTmpl), up).Sink.(*Sink)
+	env, _ := nodetest.Env(b, nil)
+	env.Logger = discardLogger()
+	tg, err := s.Open(context.Background(), env, node.ModeRun)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tg.Close() })
+	t := tg.(*Target)
+	batch := make([]node.Entry, benchBackends)
+	for i := range batch {
+		be := benchBackend(i)
+		batch[i] = node.Entry{Key: node.Key(be.Name), Value: cty.ObjectVal(map[string]cty.Value{"ip": cty.StringVal(be.IP), "port": cty.NumberIntVal(int64(be.Port))})}
+	}
+	t.Update(context.Background(), batch)
+	if w := t.Commit(context.Background(), full); len(w) != 1 {
+		b.Fatalf("first render wrote %v", w)
+	}
+	return renderTarget{t}
+}
+
+// change sets backend 0's port to 8081-i%2 and ends the round: one render,
+// compare and atomic write.
+func (r renderTarget) change(i int) {
+	be := benchBackend(0)
+	r.t.Update(context.Background(), []node.Entry{{Key: node.Key(be.Name), Value: cty.ObjectVal(map[string]cty.Value{"ip": cty.StringVal(be.IP), "port": cty.NumberIntVal(int64(8081 - i%2))})}})
+	r.t.Commit(context.Background(), synced)
+}

@@ -1,0 +1,104 @@
+package template
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/redact"
+)
+
+// PlanFile implements node.FilePlanner: the unified diff from the file on
+// disk to the render of desired, every sensitive value masked (those of
+// the records and the configuration's sensitive variables). Nothing is
+// written and no command runs.
+func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePlan, error) {
+	fp := node.FilePlan{Path: t.s.path}
+	rend, err := t.s.render(desired)
+	if err != nil {
+		return fp, err
+	}
+	cur, existed, err := readCurrent(t.s.path)
+	if err != nil {
+		return fp, err
+	}
+	fp.Exists = existed
+	if existed && string(cur) == string(rend.data) {
+		return fp, nil
+	}
+	fp.Changed = true
+	red := redact.New(t.s.secrets)
+	red.Add(rend.secrets)
+	fp.Diff = unifiedDiff(t.s.path, red.String(string(cur)), red.String(string(rend.data)))
+	return fp, nil
+}
+
+// unifiedDiff is the diff from a to b with three lines of context.
+func unifiedDiff(path, a, b string) string {
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: path, ToFile: path + " (rendered)", Context: 3})
+	if err != nil {
+		return fmt.Sprintf("(no diff: %v)", err)
+	}
+	return strings.TrimSuffix(d, "\n") + "\n"
+}
+
+var _ node.FilePlanner = (*Target)(nil)
+
+// explainLines bounds the lines Explain lists.
+const explainLines = 20
+
+// Explain implements node.Explainer: which lines of the rendered file key
+// produced (the lines the render has and a render without the key does
+// not), and what keeps the file from being written, masked.
+func (t *Target) Explain(key node.Key) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	red := t.redactor()
+	var out []string
+	for _, stage := range []string{"render", "check", "write", "reload"} {
+		if msg, ok := t.problems[stage]; ok {
+			out = append(out, fmt.Sprintf("%s %s failed: %s", t.s.path, stage, msg))
+		}
+	}
+	if _, ok := t.held[key]; !ok || t.last == nil {
+		return out
+	}
+	records := t.records()
+	without := make([]record, 0, len(records)-1)
+	for i, k := range t.order {
+		if k != key {
+			without = append(without, records[i])
+		}
+	}
+	full, err := t.s.renderRecords(records, len(t.secret) > 0)
+	if err != nil {
+		return out
+	}
+	less, err := t.s.renderRecords(without, len(t.secret) > 0)
+	if err != nil {
+		return append(out, fmt.Sprintf("the file renders without %s only with an error: %s", key, red.String(err.Error())))
+	}
+	a, b := difflib.SplitLines(string(less.data)), difflib.SplitLines(string(full.data))
+	var lines []string
+	for _, op := range difflib.NewMatcher(a, b).GetOpCodes() {
+		if op.Tag != 'i' && op.Tag != 'r' {
+			continue
+		}
+		for j := op.J1; j < op.J2; j++ {
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", t.s.path, j+1, red.String(strings.TrimRight(b[j], "\n"))))
+		}
+	}
+	if len(lines) == 0 {
+		return append(out, fmt.Sprintf("%s: the key changes no line of the file", t.s.path))
+	}
+	if len(lines) > explainLines {
+		lines = append(lines[:explainLines], fmt.Sprintf("... and %d more lines", len(lines)-explainLines))
+	}
+	return append(out, lines...)
+}
+
+var _ node.Explainer = (*Target)(nil)

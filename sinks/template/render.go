@@ -1,0 +1,168 @@
+package template
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/schema"
+)
+
+// rendering is one render's outcome: the file's bytes and the raw text of
+// every sensitive value they may hold, masked wherever the bytes are shown.
+type rendering struct {
+	data    []byte
+	secrets []string
+}
+
+// render evaluates the template over entries, which must be sorted by key.
+func (s *Sink) render(entries []node.Entry) (rendering, error) {
+	recs := make([]record, len(entries))
+	sensitive := false
+	for i, e := range entries {
+		recs[i] = s.newRecord(e)
+		sensitive = sensitive || schema.IsSensitive(e.Value)
+	}
+	return s.renderRecords(recs, sensitive)
+}
+
+// record is an entry as the template sees it: its key, its { key, value }
+// object, and the text of each record path the fast path reads (cells,
+// index for index with Sink.fastPaths), computed once per change of the
+// entry rather than once per render.
+type record struct {
+	key   string
+	value cty.Value
+	obj   cty.Value
+	cells []cell
+}
+
+func (s *Sink) newRecord(e node.Entry) record {
+	r := record{key: string(e.Key), value: e.Value, obj: recordObject(e)}
+	if len(s.fastPaths) > 0 {
+		r.cells = make([]cell, len(s.fastPaths))
+		var buf bytes.Buffer
+		for i, path := range s.fastPaths {
+			buf.Reset()
+			if v, ok := walkPath(e.Value, path); ok && writeValue(&buf, v) {
+				r.cells[i] = cell{text: buf.String(), ok: true}
+			}
+		}
+	}
+	return r
+}
+
+// recordObject is an entry as the template sees it: { key, value }.
+func recordObject(e node.Entry) cty.Value {
+	v := e.Value
+	if v == cty.NilVal {
+		v = cty.NullVal(cty.DynamicPseudoType)
+	}
+	return cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(string(e.Key)), "value": v})
+}
+
+// renderRecords evaluates the template over records (sorted by key;
+// sensitive says whether any holds a sensitive value): through the fast path when it answers, else through HCL. An
+// error names the template's file:line:col; it holds no value (HCL's
+// diagnostics do not print values, and the caller redacts sensitive ones
+// anyway).
+func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
+	var out rendering
+	for _, r := range recs {
+		if !sensitive {
+			break
+		}
+		if schema.IsSensitive(r.value) {
+			out.secrets = append(out.secrets, schema.SensitiveStrings(r.value)...)
+		}
+	}
+	objs := make([]cty.Value, len(recs))
+	for i, r := range recs {
+		objs[i] = r.obj
+	}
+	records := cty.EmptyTupleVal
+	if len(objs) > 0 {
+		records = cty.TupleVal(objs)
+	}
+	ctx := s.ctx.NewChild()
+	ctx.Variables = map[string]cty.Value{"records": records}
+	if s.fast != nil && len(out.secrets) == 0 {
+		buf := bytes.NewBuffer(make([]byte, 0, s.sizeHint.Load()))
+		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots)}
+		if s.fast(buf, ctx, env) {
+			out.data = buf.Bytes()
+			s.sizeHint.Store(int64(len(out.data)))
+			return out, nil
+		}
+	}
+	v, diags := s.tmpl.Value(ctx)
+	if diags.HasErrors() {
+		return out, fmt.Errorf("render: %s", diagText(diags))
+	}
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() || !v.IsKnown() {
+		return out, fmt.Errorf("render: the template gave no text")
+	}
+	sv, err := convertString(v)
+	if err != nil {
+		return out, fmt.Errorf("render: %w", err)
+	}
+	out.data = []byte(sv)
+	return out, nil
+}
+
+func convertString(v cty.Value) (string, error) {
+	if v.Type() != cty.String {
+		return "", fmt.Errorf("the template gave a %s, not text", v.Type().FriendlyName())
+	}
+	return v.AsString(), nil
+}
+
+// diagText is the errors of diags, each with its template position.
+func diagText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, msg)
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sortedEntries returns the values of held sorted by key.
+func sortedEntries(held map[node.Key]node.Entry) []node.Entry {
+	out := make([]node.Entry, 0, len(held))
+	for _, e := range held {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b node.Entry) int { return strings.Compare(string(a.Key), string(b.Key)) })
+	return out
+}
+
+// showValue is a value as plan and explain print it.
+func showValue(v cty.Value) string {
+	if v == cty.NilVal {
+		return "null"
+	}
+	return ctyconv.String(schema.Masked(v))
+}
+
+// Render implements node.Renderer: the file entries render to.
+func (s *Sink) Render(entries []node.Entry) ([]byte, error) {
+	r, err := s.render(entries)
+	return r.data, err
+}
