@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -47,9 +48,9 @@ type dataLine struct {
 	Digest string          `json:"digest"`
 }
 
-// maxLedgerLine bounds a line the ledger reads; a longer one (which the
-// sink never writes) is skipped, its key written again if it is wanted.
-const maxLedgerLine = 16 << 20
+// maxLedgerLine bounds a line the ledger reads; the key of a longer one
+// (a value of over 1 MiB) is written again at the next start.
+const maxLedgerLine = 1 << 20
 
 // readLedger replays the data lines of node addr in the trail at path.
 // A missing trail is empty; a line that is not JSON is skipped (verify
@@ -80,7 +81,13 @@ func readLedger(path, addr string) (ledger, error) {
 
 // replay applies one file's lines to l.
 func (l ledger) replay(path, addr string) error {
-	f, err := os.Open(path)
+	// Not a regular file (a FIFO, a device): the trail's own checks say
+	// so; opening a FIFO to read would block, hence the Stat first and
+	// O_NONBLOCK against a swap in between.
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -91,7 +98,7 @@ func (l ledger) replay(path, addr string) error {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return nil // not a trail file to read back (a device, a FIFO): the trail's own checks say so
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, maxLedgerLine)
 	addrField := []byte(`"node":` + string(appendString(nil, addr)))
 	for {
 		b, err := r.ReadSlice('\n')
