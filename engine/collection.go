@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -164,17 +165,25 @@ func (c *collection) Replace(records []node.Record) {
 		c.applyLocked(deltas)
 		return
 	}
+	// A source that publishes by Replace (files, static) hands over no
+	// time: its changes enter the pipeline here, which is where
+	// pipeline_change_latency_seconds counts from. A transform's changes
+	// keep the time of the change they come from (none after a reset).
+	var now time.Time
+	if c.origin != nil {
+		now = time.Now()
+	}
 	want := make(map[node.Key]struct{}, len(records))
 	deltas := make([]node.Delta, 0)
 	for _, r := range records {
 		want[r.Key] = struct{}{}
 		if old, ok := c.state[r.Key]; !ok || !old.same(r.Value, r.Packed) || (r.Origin != nil && r.Origin != old.o) {
-			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Packed: r.Packed, Origin: r.Origin})
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Packed: r.Packed, Origin: r.Origin, Time: now})
 		}
 	}
 	for k := range c.state {
 		if _, ok := want[k]; !ok {
-			deltas = append(deltas, node.Delta{Key: k, Delete: true})
+			deltas = append(deltas, node.Delta{Key: k, Delete: true, Time: now})
 		}
 	}
 	c.applyLocked(deltas)

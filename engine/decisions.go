@@ -37,6 +37,26 @@ type decisions struct {
 	delivered map[string]uint64
 	states    map[string]node.State // last sink state reported as a decision
 	gen       uint64
+	warnings  *[]string // while a reload applies: the details of its target_replaced decisions
+}
+
+// watchReplaced collects the target_replaced decisions taken until the
+// returned function is called, which returns their details (a reload's
+// warnings).
+func (d *decisions) watchReplaced() func() []string {
+	if d == nil {
+		return func() []string { return nil }
+	}
+	var out []string
+	d.mu.Lock()
+	d.warnings = &out
+	d.mu.Unlock()
+	return func() []string {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.warnings = nil
+		return out
+	}
 }
 
 type numbered struct {
@@ -84,6 +104,9 @@ func (d *decisions) Decide(x node.Decision) {
 	}
 	if x.ConfigGeneration == 0 {
 		x.ConfigGeneration = d.gen
+	}
+	if d.warnings != nil && x.Kind == node.DecisionTargetReplaced {
+		*d.warnings = append(*d.warnings, x.Node+": "+x.Detail)
 	}
 	d.seq++
 	d.backlog = append(d.backlog, numbered{d.seq, x})

@@ -249,8 +249,12 @@ func clusterDigest(c *schema.Cluster) string {
 	if c == nil {
 		return digest("no cluster")
 	}
+	ca, err := c.CACertPEM() // a rotated CA file rebuilds the nodes using it
+	if err != nil {
+		ca = []byte(err.Error())
+	}
 	return digest("cluster", c.Name, c.Kubeconfig, c.Context, fmt.Sprint(c.InCluster), c.Endpoint,
-		string(c.CACert), c.TokenFile, secretDigest(c.Token), fmt.Sprint(c.QPS), fmt.Sprint(c.Burst))
+		string(ca), c.CACertFile, c.TokenFile, secretDigest(c.Token), fmt.Sprint(c.QPS), fmt.Sprint(c.Burst))
 }
 
 // valueText is a value's canonical JSON with its type, marks removed.

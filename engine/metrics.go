@@ -33,7 +33,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	m := &Metrics{
 		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_node_records",
-			Help: "Records in the node's output collection."}, []string{"node"}),
+			Help: "Records in the node's output collection; for a sink, the entries its target holds as far as the sink knows."}, []string{"node"}),
 		deltas: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_node_deltas_total",
 			Help: "Deltas received (direction=in) and published (direction=out) by the node."}, []string{"node", "direction"}),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_node_queue_depth",

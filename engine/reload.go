@@ -61,6 +61,10 @@ type ReloadRecord struct {
 	// Diagnostics are the configuration's errors and warnings as
 	// file:line:col: summary: detail.
 	Diagnostics []string `json:"diagnostics,omitempty"`
+	// Warnings are what the reload did that deserves a look: a target it
+	// replaced (a pinned map recreated, which programs holding the old map
+	// do not see).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ReloadStatus is the last reload as /readyz shows it.
@@ -174,7 +178,10 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	}
 	d := DiffGraphs(cur, g)
 	rec.Nodes = d.Nodes
-	if err := r.apply(ctx, cur, g, d, timeout); err != nil {
+	warnings := r.dec.watchReplaced()
+	err := r.apply(ctx, cur, g, d, timeout)
+	rec.Warnings = warnings()
+	if err != nil {
 		rec.Result, rec.Error = ReloadRolledBack, err.Error()
 		return r.noteLocked(rec)
 	}

@@ -136,7 +136,9 @@ func (r *Runtime) openSinks(ctx context.Context, st *staging, handover bool, tim
 		if n.Kind != node.KindSink || st.handover[n] != handover {
 			continue
 		}
-		t, err := n.Sink.Open(ctx, r.env(n), node.ModeRun)
+		env := r.env(n)
+		env.ConfigGeneration++ // the generation this reload loads
+		t, err := n.Sink.Open(ctx, env, node.ModeRun)
 		if err != nil {
 			return fmt.Errorf("%s: open target: %w", n.Address, stageErr(ctx, err, timeout))
 		}
@@ -390,7 +392,8 @@ func (r *Runtime) env(n *Node) node.Env {
 	r.mu.RLock()
 	h := r.healths[n]
 	r.mu.RUnlock()
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock}
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
+		ConfigGeneration: r.Generation()}
 	m := r.opts.Metrics
 	if m == nil {
 		return env

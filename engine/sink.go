@@ -22,6 +22,7 @@ import (
 // apply) at start, when the input syncs and every Resync, and never deletes
 // before the input is synced.
 type sinkLoop struct {
+	stats  *nodeStats // pipeline_node_records: the entries the target holds (reportHeld)
 	n      *Node
 	in     *collection
 	h      *health
@@ -138,7 +139,7 @@ func (s *sinkLoop) run(ctx context.Context, env node.Env, stats *nodeStats) erro
 			s.log.Warn("close target failed", "err", err)
 		}
 	}()
-	s.target = target
+	s.target, s.stats = target, stats
 	s.dw, _ = target.(node.DataWriter)
 	s.keys, s.alias, s.held = newKeyStore(), map[node.Key]node.Key{}, 0
 	s.shared = sharers{}

@@ -182,6 +182,9 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 
 // reportHeld tells a target that counts its entries how many it holds.
 func (s *sinkLoop) reportHeld() {
+	if s.stats != nil {
+		s.stats.records.Set(float64(s.held))
+	}
 	if c, ok := s.target.(node.HeldCounter); ok {
 		c.Held(s.held)
 	}

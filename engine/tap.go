@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // TapEvent is one delta seen at a tapped node: for a source or transform, a
@@ -115,7 +117,14 @@ func (r *Runtime) Tap(addr string, buffer int) (*Tap, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock() // a reload's swap forgets unused hubs under r.mu
 	if r.g.Node(addr) == nil {
-		return nil, fmt.Errorf("tap %s: no such node", addr)
+		names := make([]string, 0, len(r.g.Nodes))
+		for _, n := range r.g.Nodes {
+			names = append(names, n.Address)
+		}
+		if s := schema.DidYouMean(addr, names); s != "" {
+			return nil, fmt.Errorf("tap %s: no such node; did you mean %s?", addr, s)
+		}
+		return nil, fmt.Errorf("tap %s: no such node (the nodes: %s)", addr, strings.Join(names, ", "))
 	}
 	h := r.taps[addr]
 	if h == nil {

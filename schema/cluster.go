@@ -22,7 +22,10 @@ type Cluster struct {
 	Context    string
 	InCluster  bool
 	Endpoint   string
-	CACert     []byte // PEM
+	CACert     []byte // PEM, when given inline
+	// CACertFile is the PEM file ca_cert names (absolute), read by
+	// CACertPEM when a client is built (run, plan), never by validate.
+	CACertFile string
 	TokenFile  string
 	Token      string
 	QPS        float32
@@ -65,11 +68,10 @@ func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, 
 	if c.Endpoint != "" {
 		diags = append(diags, checkEndpoint(c.Endpoint, rng)...)
 	}
-	ca, caRange, d := clusterCACert.Get(content)
+	ca, _, d := clusterCACert.Get(content)
 	get(d)
 	if ca != "" {
-		c.CACert, d = readPEM(ca, dir, caRange)
-		get(d)
+		c.CACert, c.CACertFile = splitPEM(ca, dir)
 	}
 	c.TokenFile, _, d = clusterTokenFile.Get(content)
 	get(d)
@@ -128,7 +130,7 @@ func (c *Cluster) checkMode() hcl.Diagnostics {
 		}
 	}
 	if modes == 1 {
-		if c.Endpoint == "" && (c.Token != "" || c.TokenFile != "" || len(c.CACert) > 0) {
+		if c.Endpoint == "" && (c.Token != "" || c.TokenFile != "" || len(c.CACert) > 0 || c.CACertFile != "") {
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Credentials without endpoint",
 				Detail: "ca_cert, token and token_file apply only with endpoint.", Subject: c.DeclRange.Ptr()}}
 		}
@@ -139,22 +141,30 @@ func (c *Cluster) checkMode() hcl.Diagnostics {
 		Subject: c.DeclRange.Ptr()}}
 }
 
-func readPEM(s, dir string, rng hcl.Range) ([]byte, hcl.Diagnostics) {
+// splitPEM is ca_cert as inline PEM, or the absolute path of its file.
+func splitPEM(s, dir string) ([]byte, string) {
 	if strings.Contains(s, "-----BEGIN") {
-		return []byte(s), nil
+		return []byte(s), ""
 	}
-	p := s
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(dir, s)
 	}
-	b, err := readConfigFile(p)
+	return nil, s
+}
+
+// CACertPEM returns the CA certificate: inline, or read from its file now.
+// Files are read when a client is built (run, plan), not by validate, so a
+// configuration validates where its secrets are not mounted.
+func (c *Cluster) CACertPEM() ([]byte, error) {
+	if c.CACertFile == "" {
+		return c.CACert, nil
+	}
+	b, err := readConfigFile(c.CACertFile)
 	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read CA certificate",
-			Detail: fmt.Sprintf("ca_cert is neither inline PEM nor a readable file: %s: %s.", p, err), Subject: rng.Ptr()}}
+		return nil, fmt.Errorf("cluster %q: ca_cert: %w", c.Name, err)
 	}
 	if !strings.Contains(string(b), "-----BEGIN") {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid CA certificate",
-			Detail: fmt.Sprintf("The file %s holds no PEM block.", p), Subject: rng.Ptr()}}
+		return nil, fmt.Errorf("cluster %q: ca_cert: the file %s holds no PEM block", c.Name, c.CACertFile)
 	}
 	return b, nil
 }

@@ -154,15 +154,15 @@ func jsonOf(t *testing.T, v cty.Value) string {
 	return string(b)
 }
 
-// TestFunctionsListedInReadme: the README lists every function.
-func TestFunctionsListedInReadme(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// TestFunctionsListedInDocs: the language guide lists every function.
+func TestFunctionsListedInDocs(t *testing.T) {
+	b, err := os.ReadFile("../docs/language.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range slices.Sorted(maps.Keys(Functions("", nil))) {
 		if !strings.Contains(string(b), "`"+n+"`") {
-			t.Errorf("README.md does not list the function %s", n)
+			t.Errorf("docs/language.md does not list the function %s", n)
 		}
 	}
 }

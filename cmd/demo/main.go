@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +22,14 @@ import (
 
 func main() {
 	keep := flag.Bool("keep", false, "keep the API server's data (.cache/demo) and the pinned map after the demo")
+	flag.StringVar(&demoListen, "listen", envOr("DEMO_LISTEN", demoListen), "admin endpoint of the demo's pipeline (env DEMO_LISTEN)")
+	flag.StringVar(&agentListen, "agent-listen", envOr("DEMO_AGENT_LISTEN", agentListen), "admin endpoint of the demo's agent (env DEMO_AGENT_LISTEN)")
+	flag.StringVar(&demoNATS, "nats", envOr("DEMO_NATS", demoNATS), "address of the hub's embedded NATS server (env DEMO_NATS)")
 	flag.Parse()
+	if err := portsFree(); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, *keep)
@@ -33,6 +41,27 @@ func main() {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// portsFree checks that the demo's addresses are free, naming the flag and
+// variable that move one that is taken.
+func portsFree() error {
+	for _, p := range []struct{ addr, flag, env string }{
+		{demoListen, "-listen", "DEMO_LISTEN"}, {agentListen, "-agent-listen", "DEMO_AGENT_LISTEN"}, {demoNATS, "-nats", "DEMO_NATS"}} {
+		l, err := net.Listen("tcp", p.addr)
+		if err != nil {
+			return fmt.Errorf("%s is taken (%v): another demo or pipeline may be running; stop it, or choose another address: make demo %s=127.0.0.1:PORT (bin/demo %s 127.0.0.1:PORT)", p.addr, err, p.env, p.flag)
+		}
+		l.Close()
+	}
+	return nil
 }
 
 func say(format string, args ...any) {

@@ -110,7 +110,7 @@ func (d *demo) startPipelineProcess(logLevel string) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"run", "--listen", "127.0.0.1:19464", "--log-level", logLevel}, config...)
+	args := append([]string{"run", "--listen", demoListen, "--log-level", logLevel}, config...)
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    | "), prefixWriter("    | ")
@@ -118,7 +118,7 @@ func (d *demo) startPipelineProcess(logLevel string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	d.pipeline, d.exited, d.metricsURL = cmd, make(chan struct{}), "http://127.0.0.1:19464"
+	d.pipeline, d.exited, d.metricsURL = cmd, make(chan struct{}), "http://"+demoListen
 	go func() { _ = cmd.Wait(); close(d.exited) }()
 	return nil
 }
@@ -157,12 +157,18 @@ func (d *demo) stopPipeline() {
 	d.pipeline = nil
 }
 
-// demoNATS is where the hub's embedded NATS server listens for agents.
-const demoNATS = "127.0.0.1:14222"
+// The demo's addresses (flags -listen, -agent-listen, -nats; make demo
+// passes DEMO_LISTEN, DEMO_AGENT_LISTEN, DEMO_NATS): the job's admin
+// endpoint, the agent's, and the hub's embedded NATS server.
+var (
+	demoListen  = "127.0.0.1:19464"
+	agentListen = "127.0.0.1:19465"
+	demoNATS    = "127.0.0.1:14222"
+)
 
 // startAgent runs bin/pipeline on examples/demo-agent.
 func (d *demo) startAgent() error {
-	args := []string{"run", "--listen", "127.0.0.1:19465", "--log-level", "warn",
+	args := []string{"run", "--listen", agentListen, "--log-level", "warn",
 		"-var", "nats_url=nats://" + demoNATS, "-var", "agent_log=" + d.agentLog, "examples/demo-agent"}
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)

@@ -122,6 +122,6 @@ func printVerify(out io.Writer, v verifyView) {
 	if v.Checkpoint != "" {
 		ck = "checkpoint " + v.Checkpoint + " reached"
 	}
-	fmt.Fprintf(out, "trail intact: %d lines, seq %d to %d, in %d files; %s (%.0f lines/s)\n",
-		v.Lines, v.FirstSeq, v.HeadSeq, len(v.Files), ck, v.LinesPerSec)
+	fmt.Fprintf(out, "trail intact: %s, seq %d to %d, in %s; %s (%.0f lines/s)\n",
+		plural(int(v.Lines), "line"), v.FirstSeq, v.HeadSeq, plural(len(v.Files), "file"), ck, v.LinesPerSec)
 }

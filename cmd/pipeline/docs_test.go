@@ -49,3 +49,28 @@ func TestDocsStandAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsLinks: every relative link of the README and docs/*.md names a
+// file that exists, so moving a section cannot leave a dead link.
+func TestDocsLinks(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s#]+)(#[^)\s]*)?\)`)
+	for _, p := range append(docs, "../../README.md") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", filepath.Base(p), target)
+			}
+		}
+	}
+}

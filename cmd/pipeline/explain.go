@@ -70,7 +70,7 @@ func fetchExplain(ctx context.Context, base, key string) ([]byte, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("explain: ask %s: %w", u.Host, err)
+		return nil, fmt.Errorf("explain: ask %s: %w (is `pipeline run --listen %s` running? --against names its admin address)", u.Host, err, u.Host)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))

@@ -49,7 +49,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "pipeline",
 		Short: "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
 		Long: "pipeline runs declarative pipelines: HCL files declaring sources (Kubernetes, files, static records),\n" +
-			"transforms (extract, filter, debounce, grace_period) and sinks (pinned eBPF maps, logs), compiled\n" +
+			"transforms (extract, filter, debounce, grace_period) and sinks (pinned eBPF maps, NATS subjects and\n" +
+			"key-value buckets, audit trails, logs), compiled\n" +
 			"into a graph that keeps every sink equal to what the sources say.\n\n" +
 			"A PATH is a .hcl file or a directory of them; blocks of all files of a directory merge into one\n" +
 			"configuration. Every block and attribute: `pipeline schema`, or docs/reference.md in the\n" +

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -112,7 +113,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if err := view.write(stdout, masked); err != nil {
 		return err
 	}
-	if a, c, r := plan.Counts(); a+c+r > 0 || (reload != nil && reload.diff.Changed()) {
+	if a, c, r := plan.Counts(); a+c+r > 0 || replacements(plan) > 0 || (reload != nil && reload.diff.Changed()) {
 		return exitError{2}
 	}
 	return nil
@@ -216,17 +217,59 @@ func (m *maskedPlan) sensitive(addr, key string) {
 
 func (m *maskedPlan) isSensitive(addr, key string) bool { return m.masked[addr+"\x00"+key] }
 
-// planSummary is the one-line count that ends a text plan.
-func planSummary(p *engine.PlanResult) string {
+// planSummary is the one-line count that ends a text plan; with
+// --against it counts the nodes the reload would rebuild, add and remove
+// too, which plan's exit status 2 stands for even when no entry changes.
+func planSummary(p *engine.PlanResult, rp *reloadPlan) string {
+	s := entrySummary(p)
+	if rp == nil || !rp.diff.Changed() {
+		return s
+	}
+	c := rp.diff.Count()
+	nodes := fmt.Sprintf("The reload would rebuild %s, add %s and remove %s.", plural(c[engine.Rebuilt], "node"),
+		plural(c[engine.Added], "node"), plural(c[engine.Removed], "node"))
+	if strings.HasPrefix(s, "No changes.") {
+		return "No changes to the targets' entries. " + nodes + strings.TrimPrefix(s, "No changes. Every target already holds what the sources say.")
+	}
+	return s + " " + nodes
+}
+
+// plural is "1 node" or "2 nodes" ("1 entry", "2 entries").
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func entrySummary(p *engine.PlanResult) string {
 	a, c, r := p.Counts()
 	emit := ""
 	if e := p.Emits(); e > 0 {
 		emit = fmt.Sprintf(" The initial sync would emit %d records to append-only sinks.", e)
 	}
-	if a+c+r == 0 {
+	replace := ""
+	if n := replacements(p); n > 0 {
+		replace = fmt.Sprintf("%d to replace, ", n)
+	}
+	if a+c+r == 0 && replace == "" {
 		return "No changes. Every target already holds what the sources say." + emit
 	}
-	return fmt.Sprintf("Plan: %d to add, %d to change, %d to remove.", a, c, r) + emit
+	return fmt.Sprintf("Plan: %s%d to add, %d to change, %d to remove.", replace, a, c, r) + emit
+}
+
+// replacements counts the targets run would replace (must be replaced).
+func replacements(p *engine.PlanResult) int {
+	n := 0
+	for _, s := range p.Sinks {
+		if s.Target.Replace != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func maskWhole(v cty.Value) cty.Value {

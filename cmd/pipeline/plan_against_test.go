@@ -289,3 +289,23 @@ func TestPlanAgainstSecretNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanAgainstRebuildOnly: a configuration that only rebuilds nodes (a
+// changed attribute that leaves every entry as it is) exits 2 and says
+// what the reload would rebuild, not "No changes".
+func TestPlanAgainstRebuildOnly(t *testing.T) {
+	dir := t.TempDir()
+	r := launch(t, dir, againstOld)
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	waitReady(t, http.DefaultClient, "http://"+r.addr+"/readyz")
+	cfg := filepath.Join(t.TempDir(), "new.hcl")
+	writeConfig(t, cfg, strings.Replace(againstOld, `path  = "out.log"`, "path  = \"out.log\"\n  format = \"json\"", 1))
+	out, code := planCLI("plan", "--against", "http://"+r.addr, cfg)
+	if code != 2 || strings.Contains(out, "No changes. Every target") || !strings.Contains(out, "The reload would rebuild 1 node, add 0 nodes and remove 0 nodes.") {
+		t.Fatalf("plan of a rebuild: exit %d, want 2 and the nodes it rebuilds:\n%s", code, out)
+	}
+}

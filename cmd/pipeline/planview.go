@@ -44,7 +44,7 @@ func (v textPlan) write(w io.Writer, p *maskedPlan) error {
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(&b, "%s %s: %s\n", v.paint("\x1b[33m", "Warning:"), wn.Address, wn.Message)
 	}
-	b.WriteString(v.paint("\x1b[1m", planSummary(&p.PlanResult)) + "\n")
+	b.WriteString(v.paint("\x1b[1m", planSummary(&p.PlanResult, p.reload)) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -57,6 +57,8 @@ func targetLine(s *engine.SinkPlan) string {
 		parts = append(parts, t.Kind)
 	}
 	switch {
+	case t.Replace != "":
+		parts = append(parts, "must be replaced: "+t.Replace)
 	case s.AppendOnly:
 		parts = append(parts, "append-only: what the initial sync would emit")
 	case !t.Exists:
@@ -64,7 +66,7 @@ func targetLine(s *engine.SinkPlan) string {
 	case t.MaxEntries > 0:
 		parts = append(parts, fmt.Sprintf("%d / %d entries", s.Held, t.MaxEntries))
 	default:
-		parts = append(parts, fmt.Sprintf("%d entries", s.Held))
+		parts = append(parts, plural(s.Held, "entry"))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -114,7 +114,7 @@ func (r *reloader) reload(ctx context.Context, trigger string, force bool) {
 	}
 	rec.Diagnostics = r.diagnostics(l.diags)
 	if l.diags.HasErrors() {
-		rec.Error = fmt.Sprintf("the configuration has %d errors", errorCount(l.diags))
+		rec.Error = "the configuration has " + plural(errorCount(l.diags), "error")
 	} else if change := leaderChange(r.leader, l.cfg.LeaderElection); change != "" {
 		rec.Error = r.secrets.String(leaderRefusal(change))
 	} else if err := preflight(l.graph); err != nil {

@@ -274,6 +274,38 @@ sink "log" "dup2" {
 	return outputs
 }
 
+// TestValidateReadsNoCACert: validate checks syntax and references only; a
+// ca_cert file that is not there (secrets not mounted in CI) is read, and
+// refused, when a client is built.
+func TestValidateReadsNoCACert(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(cfg, []byte(`cluster "remote" {
+  endpoint   = "https://10.0.0.1:6443"
+  ca_cert    = "/nonexistent/ca.pem"
+  token_file = "/nonexistent/token"
+}
+source "kubernetes" "pods" {
+  cluster  = cluster.remote
+  resource = "pods"
+}
+sink "log" "out" {
+  input = source.kubernetes.pods
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"validate", cfg}, &out, &errb); code != 0 {
+		t.Fatalf("validate with an absent ca_cert file: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"plan", "--wait", "5s", cfg}, &out, &errb); code != 1 || !strings.Contains(errb.String()+out.String(), "ca_cert") {
+		t.Fatalf("plan with an absent ca_cert file: exit %d, want 1 naming ca_cert\n%s%s", code, out.String(), errb.String())
+	}
+}
+
 // consoleOutputs reads everything the web console serves of its own: the
 // graph, every node's details (its block as written) and a live frame
 // naming a health detail computed from a secret.

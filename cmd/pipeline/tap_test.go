@@ -195,6 +195,10 @@ func TestTapSamplesAndLimits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no such node") {
 		t.Errorf("tapping an unknown node: %v", err)
 	}
+	err = runTap(ctx, io.Discard, []string{"sink.log.ot"}, tapFlags{against: addr, rate: 1, sample: 1})
+	if err == nil || !strings.Contains(err.Error(), "did you mean sink.log.out?") {
+		t.Errorf("tapping a mistyped node: %v", err)
+	}
 }
 
 // TestTapLineMasksSecrets: marked (sensitive) values and strings holding a

@@ -90,6 +90,23 @@ func checkTopScreen(t *testing.T, s string) {
 			t.Errorf("last frame lacks %q:\n%s", want, last)
 		}
 	}
+	// Columns line up with the header once colour codes are removed, and
+	// a sink shows the entries its target holds.
+	plain := strings.NewReplacer("\x1b[32m", "", "\x1b[33m", "", "\x1b[31m", "", "\x1b[0m", "").Replace(last)
+	col := -1
+	for _, line := range strings.Split(plain, "\n") {
+		switch {
+		case strings.HasPrefix(line, "NODE"):
+			col = strings.Index(line, "STATE")
+		case col > 0 && strings.HasPrefix(line, "sink.log.out"):
+			if got := strings.Index(line, "healthy"); got != col {
+				t.Errorf("state at column %d, header STATE at %d:\n%s", got, col, plain)
+			}
+			if f := strings.Fields(line); len(f) < 3 || f[2] == "-" {
+				t.Errorf("a sink's RECS is %q, want its entries:\n%s", f, plain)
+			}
+		}
+	}
 	for _, line := range strings.Split(last, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "sink.log.out") && strings.Contains(line, " - ") && strings.Count(line, "-") > 2 {
 			t.Errorf("no rates on a later frame: %q", line)

@@ -133,25 +133,38 @@ func (v *topView) render(rows []topRow, s *topSample) error {
 		ready = "ready"
 	}
 	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", v.against, ready, s.at.Format(time.TimeOnly))
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tRECORDS\tIN/s\tOUT/s\tQUEUE\tRESYNCS\tRESTARTS\tLATENCY\tERR/s\t")
+	// The table is laid out without colour, then the states are painted:
+	// tabwriter counts escape codes as width, which shifted every coloured
+	// row against the header. Padding 1 and short headings keep a row of a
+	// 30-character address within about 90 columns.
+	var t bytes.Buffer
+	tw := tabwriter.NewWriter(&t, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tRECS\tIN/s\tOUT/s\tQUEUE\tRESYNC\tRESTART\tLATENCY\tERR/s")
 	for _, r := range rows {
-		state := r.state
-		if c := stateColours[state]; v.colour && c != "" {
-			state = c + state + "\x1b[0m"
-		}
-		latency, errs, records := "-", "-", fmt.Sprintf("%.0f", r.records)
+		latency, errs := "-", "-"
 		if r.latency >= 0 {
 			latency = time.Duration(r.latency * float64(time.Second)).Round(time.Microsecond).String()
 		}
 		if r.sink {
-			errs, records = perSecond(r.errs), "-" // a sink's target, not a collection: see its own metrics
+			errs = perSecond(r.errs) // RECS of a sink: the entries its target holds
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t\n", r.node, state, records,
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\n", r.node, r.state, r.records,
 			perSecond(r.in), perSecond(r.out), r.queue, r.resyncs, r.restarts, latency, errs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for i, line := range strings.SplitAfter(t.String(), "\n") {
+		if i > 0 && i <= len(rows) && v.colour {
+			if c := stateColours[rows[i-1].state]; c != "" {
+				at := len(rows[i-1].node)
+				if j := strings.Index(line[at:], rows[i-1].state); j >= 0 {
+					j += at
+					line = line[:j] + c + rows[i-1].state + "\x1b[0m" + line[j+len(rows[i-1].state):]
+				}
+			}
+		}
+		b.WriteString(line)
 	}
 	if _, err := v.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("top: %w", err)

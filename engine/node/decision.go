@@ -18,6 +18,10 @@ const (
 	DecisionGraceDeletion  DecisionKind = "grace_deletion"
 	DecisionReloadApplied  DecisionKind = "reload_applied"
 	DecisionReloadRejected DecisionKind = "reload_rejected"
+	// DecisionTargetReplaced: a sink replaced its target (a pinned map that
+	// differed from its declaration, on_mismatch = "recreate"); a reload
+	// lists it in its record's warnings.
+	DecisionTargetReplaced DecisionKind = "target_replaced"
 	// DecisionFileRendered: a target that renders one file (sink
 	// "template") rendered it; Attrs say its digest and what its check
 	// and reload did.

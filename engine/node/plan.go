@@ -41,6 +41,9 @@ type TargetInfo struct {
 	Exists bool `json:"exists"`
 	// MaxEntries bounds the entries the target holds; 0: no bound.
 	MaxEntries int `json:"max_entries,omitempty"`
+	// Replace, when set, says why run would replace the existing target
+	// (remove it and create it empty): plan shows "must be replaced".
+	Replace string `json:"replace,omitempty"`
 }
 
 // Noun is implemented by a source whose records are objects of one kind,

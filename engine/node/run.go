@@ -33,6 +33,9 @@ type Env struct {
 	// yields and the key of the input record yielding it, so plan can say
 	// which source object an entry comes from. nil: call nothing.
 	Origins func(out, in Key)
+	// ConfigGeneration is the config generation the node was built for:
+	// during a reload, the one being loaded. 0 when unknown (plan, tests).
+	ConfigGeneration uint64
 	// Clock is the time the node reads and waits on; nil is the wall clock.
 	// Use Now and ConsumeTimed rather than the time package.
 	Clock Clock

@@ -52,7 +52,11 @@ func RESTConfig(c *schema.Cluster) (*rest.Config, error) {
 				"(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset)", ErrNoCredentials, c.Name)
 		}
 	case c.Endpoint != "":
-		cfg = &rest.Config{Host: c.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: c.CACert},
+		var ca []byte
+		if ca, err = c.CACertPEM(); err != nil {
+			return nil, fmt.Errorf("load credentials: %w", err)
+		}
+		cfg = &rest.Config{Host: c.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 			BearerToken: c.Token, BearerTokenFile: c.TokenFile}
 	default:
 		if _, serr := os.Stat(c.Kubeconfig); errors.Is(serr, fs.ErrNotExist) {

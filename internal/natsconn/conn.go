@@ -94,7 +94,7 @@ func Dial(cfg Config, opt Options) (*Conn, error) {
 			return nil, err
 		}
 		c.embedded = cfg.Embedded.Listen
-		opt.Logger.Info("embedded nats-server started", "addr", ns.ClientURL(), "file", cfg.Embedded.StoreDir)
+		opt.Logger.Info("embedded nats-server started", "addr", ns.ClientURL(), "store_dir", cfg.Embedded.StoreDir)
 	}
 	nc, err := c.connect(ns)
 	if err != nil {
@@ -329,6 +329,11 @@ func (c *Conn) connectedURL() string {
 	defer c.mu.Unlock()
 	if c.nc == nil {
 		return ""
+	}
+	if c.embedded != "" {
+		// In process: the client's URL is the configured one, not where
+		// the embedded server listens.
+		return "nats://" + c.embedded
 	}
 	return c.nc.ConnectedUrlRedacted()
 }

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,9 +45,15 @@ func (s *Sink) Held() <-chan struct{} { return s.gate.held() }
 // target retries opening it every fsync_interval and before each write.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
 	t := &target{address: s.address, cfg: &s.cfg, gate: s.gate, env: env, log: env.Logger,
-		plan: mode == node.ModePlan, gen: 1}
+		plan: mode == node.ModePlan, gen: max(env.ConfigGeneration, 1)}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if t.ledger, err = readLedger(s.cfg.path, s.address); err != nil {
+		// Not fatal: every wanted key is then written once more.
+		t.log.Warn("audit trail not read back; unchanged keys will be written again", "err", err)
+		t.ledger = ledger{}
 	}
 	now := s.Now
 	if now == nil {
@@ -92,6 +97,7 @@ type target struct {
 	failing bool
 	lastErr error
 	owed    []line // lines not written yet, oldest first
+	ledger  ledger // what the trail says each key holds, queued lines included (state.go)
 	counted trailEvents
 	met     metrics
 	head    atomic.Uint64
@@ -151,13 +157,20 @@ func (t *target) registerMetrics() error {
 	return nil
 }
 
-// Prepare implements node.Target.
+// Prepare implements node.Target. Data is the digest of the value as its
+// line would show it, so that the engine compares it with the ledger's.
 func (t *target) Prepare(r node.Record) (node.Entry, error) {
-	return node.Entry{Key: r.Key, Value: r.Value}, nil
+	_, _, sum := t.render(r.Value)
+	return node.Entry{Key: r.Key, Value: r.Value, Data: sum[:]}, nil
 }
 
-// Actual implements node.Target: a trail is append-only.
-func (t *target) Actual(context.Context) ([]node.Entry, error) { return nil, node.ErrNoActualState }
+// Actual implements node.Target: what the trail says each key holds (the
+// ledger), so that only changes are written.
+func (t *target) Actual(context.Context) ([]node.Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ledger.entries(), nil
+}
 
 // Update implements node.Target: one upsert line per entry.
 func (t *target) Update(_ context.Context, batch []node.Entry) { t.writeEntries(opUpsert, batch) }
@@ -178,7 +191,13 @@ func (t *target) writeEntries(op string, batch []node.Entry) {
 			batch[i].Err = fmt.Errorf("%s: %s %s: %d lines wait for the trail to accept writes: %w", t.address, op, batch[i].Key, maxOwed, t.lastErr)
 			continue
 		}
-		t.owed = append(t.owed, t.entryLine(op, batch[i]))
+		l, sum := t.entryLine(op, batch[i])
+		t.owed = append(t.owed, l)
+		if op == opDelete {
+			delete(t.ledger, batch[i].Key)
+		} else {
+			t.ledger[batch[i].Key] = sum
+		}
 	}
 	t.drain(min(len(batch), max(room, 0)))
 }
@@ -343,30 +362,44 @@ func (t *target) Close() error {
 }
 
 // entryLine is the line of one applied change: the one place a record
-// becomes a line.
-func (t *target) entryLine(op string, e node.Entry) line {
-	l := line{op: op, time: t.tr.now(), node: t.address, key: scrubString(e.Key, t.cfg.secrets), gen: t.gen,
+// becomes a line. sum is the digest of its value (zero for none).
+func (t *target) entryLine(op string, e node.Entry) (l line, sum [sha256.Size]byte) {
+	l = line{op: op, time: t.tr.now(), node: t.address, key: scrubString(e.Key, t.cfg.secrets), gen: t.gen,
 		reason: "desired by the input"}
 	if op == opDelete {
 		l.reason = "no longer desired by the input"
 	}
 	if e.Value == cty.NilVal {
-		return l
+		return l, sum
 	}
-	v := scrub(ctyconv.FromCty(schema.Masked(e.Value)), t.cfg.secrets)
-	l.source = sourceRef(v)
-	v = t.redact("value", v)
+	src, v, sum := t.render(e.Value)
+	l.source = src
 	if m, ok := t.redact("source", l.source).(map[string]any); ok {
 		l.source = m
 	}
 	if t.cfg.values {
 		l.value, l.hasVal = v, true
 	} else {
-		b, _ := json.Marshal(v)
-		sum := sha256.Sum256(b)
-		l.digest = "sha256:" + hex.EncodeToString(sum[:])
+		l.digest = digestText(sum)
 	}
-	return l
+	return l, sum
+}
+
+// render is a value as its line shows it (secrets scrubbed, redact
+// applied), the object it comes from (before redact, which edits in
+// place) and the sha256 of v's JSON, its digest. A value that cannot be
+// encoded has the digest of nothing.
+func (t *target) render(val cty.Value) (src map[string]any, v any, sum [sha256.Size]byte) {
+	if val == cty.NilVal {
+		return nil, nil, sum
+	}
+	v = scrub(ctyconv.FromCty(schema.Masked(val)), t.cfg.secrets)
+	src = sourceRef(v)
+	v = t.redact("value", v)
+	if b, err := json.Marshal(v); err == nil {
+		sum = sha256.Sum256(b)
+	}
+	return src, v, sum
 }
 
 // decisionLine is the line of an engine decision.

@@ -40,44 +40,51 @@ func explain(err error) error {
 }
 
 // openMap opens the pinned map, creating it when absent (not in plan mode)
-// and checking that an existing one matches the spec.
-func (s *Sink) openMap(plan bool) (*ebpf.Map, error) {
+// and checking that an existing one matches the spec. replaced names the
+// differences of a pinned map that on_mismatch = "recreate" replaces (run)
+// or would replace (plan: the map is then nil, as for one run creates).
+func (s *Sink) openMap(plan bool) (m *ebpf.Map, replaced string, err error) {
 	dir := filepath.Dir(s.pin)
 	if plan {
 		if _, err := os.Stat(s.pin); errors.Is(err, os.ErrNotExist) {
-			return nil, nil // nothing to plan against: run would create the map
+			return nil, "", nil // nothing to plan against: run would create the map
 		}
 	} else {
 		if err := checkBPFFS(dir); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, explain(err))
+			return nil, "", fmt.Errorf("create %s: %w", dir, explain(err))
 		}
 	}
 	if st, err := os.Stat(s.pin); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("pin %s is a directory: name a map inside it, such as %s", s.pin, filepath.Join(s.pin, "allowed"))
+		return nil, "", fmt.Errorf("pin %s is a directory: name a map inside it, such as %s", s.pin, filepath.Join(s.pin, "allowed"))
 	}
-	m, err := ebpf.LoadPinnedMap(s.pin, &ebpf.LoadPinOptions{ReadOnly: plan})
+	m, err = ebpf.LoadPinnedMap(s.pin, &ebpf.LoadPinOptions{ReadOnly: plan})
 	switch {
 	case errors.Is(err, os.ErrNotExist) && plan:
-		return nil, nil
+		return nil, "", nil
 	case errors.Is(err, os.ErrNotExist):
-		return s.create()
+		m, err = s.create()
+		return m, "", err
 	case err != nil:
-		return nil, fmt.Errorf("open pinned map %s: %w", s.pin, explain(err))
+		return nil, "", fmt.Errorf("open pinned map %s: %w", s.pin, explain(err))
 	}
 	if diff := s.mismatch(m); diff != "" {
 		m.Close()
-		if !s.recreate || plan {
-			return nil, fmt.Errorf("pinned map %s differs from the declaration (%s); fix the declaration, remove the pin, or set on_mismatch = \"recreate\"", s.pin, diff)
+		switch {
+		case s.recreate && plan:
+			return nil, diff, nil
+		case !s.recreate:
+			return nil, "", fmt.Errorf("pinned map %s differs from the declaration (%s); fix the declaration, remove the pin, or set on_mismatch = \"recreate\"", s.pin, diff)
 		}
 		if err := os.Remove(s.pin); err != nil {
-			return nil, fmt.Errorf("remove mismatched pin %s: %w", s.pin, explain(err))
+			return nil, "", fmt.Errorf("remove mismatched pin %s: %w", s.pin, explain(err))
 		}
-		return s.create()
+		m, err = s.create()
+		return m, diff, err
 	}
-	return m, nil
+	return m, "", nil
 }
 
 func (s *Sink) create() (*ebpf.Map, error) {

@@ -71,6 +71,14 @@ func lockFile(name, what string, held func(holder, path string) error) (*os.File
 		}
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
+	// A holder that stopped removed the file after we opened it: this lock
+	// is on a file no one else can find, so take the lock again.
+	if fi, err := f.Stat(); err == nil {
+		if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
+			f.Close()
+			return lockFile(name, what, held)
+		}
+	}
 	if err := f.Truncate(0); err == nil {
 		fmt.Fprintf(f, "%d\n", os.Getpid())
 	}
@@ -158,12 +166,19 @@ func (t *Target) checkPinnedMap() (same bool, err error) {
 	return false, nil
 }
 
+// unlock removes the lock file and releases the lock (closing the
+// descriptor releases the flock), so a clean exit leaves nothing under
+// the lock directory. The file goes first, while the lock is held: a
+// process that opened it meanwhile finds it gone once it has the lock, and
+// takes a new one (lockPin).
 func (t *Target) unlock() {
 	if t.lock != nil {
-		t.lock.Close() // closing the descriptor releases the flock
+		_ = os.Remove(t.lock.Name())
+		t.lock.Close()
 		t.lock = nil
 	}
 	if t.idLock != nil {
+		_ = os.Remove(t.idLock.Name())
 		t.idLock.Close()
 		t.idLock = nil
 	}

@@ -9,8 +9,24 @@ import (
 // Describe implements node.Describer: the pin, the map type and its
 // capacity; a map not pinned yet is one run would create.
 func (t *Target) Describe() node.TargetInfo {
-	return node.TargetInfo{Location: t.s.pin, Kind: mapTypeName(t.s.spec.Type), Exists: t.m != nil,
+	info := node.TargetInfo{Location: t.s.pin, Kind: mapTypeName(t.s.spec.Type), Exists: t.m != nil,
 		MaxEntries: int(t.s.spec.MaxEntries)}
+	if t.replaced != "" {
+		info.Exists = true
+		info.Replace = "the pinned map differs from the declaration (" + t.replaced + ") and on_mismatch = \"recreate\": run removes it and creates an empty one"
+	}
+	return info
+}
+
+// noteReplaced says that the pinned map was replaced: at WARN, and as a
+// decision (the audit trail, /reloads), since programs that hold the old
+// map keep using it until they reopen the pin.
+func (t *Target) noteReplaced(env node.Env) {
+	msg := "pinned map replaced: it differed from the declaration (" + t.replaced + "); programs holding the old map keep it until they reopen the pin"
+	env.Logger.Warn("pinned map replaced; programs holding the old map keep it until they reopen the pin",
+		"pin", t.s.pin, "mismatch", t.replaced)
+	env.Decide(node.Decision{Kind: node.DecisionTargetReplaced, Node: t.s.address, Detail: msg,
+		Attrs: map[string]string{"pin": t.s.pin, "mismatch": t.replaced}})
 }
 
 // Show implements node.Describer: the value decoded as declared (a u32 in

@@ -54,8 +54,11 @@ type Target struct {
 	idLock    *os.File // the lock on m's map ID, held with lock (pinguard.go)
 	// lost is why the pin no longer names m, when a check found it naming
 	// a map this sink cannot write: writes are refused until it does.
-	lost    error
-	pinFile os.FileInfo // the pin as the last full check found it naming m (checkPin)
+	lost error
+	// replaced is why on_mismatch = "recreate" replaces (replaced) the
+	// pinned map; "" when it does not.
+	replaced string
+	pinFile  os.FileInfo // the pin as the last full check found it naming m (checkPin)
 	// shown holds the shown form (hex) of value bytes Prepare met, so
 	// entries with equal values share one (at most maxCachedValues).
 	shownMu sync.Mutex
@@ -88,12 +91,15 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 		}
 		t.lock = lock
 	}
-	m, err := s.openMap(mode == node.ModePlan)
+	m, replaced, err := s.openMap(mode == node.ModePlan)
 	if err != nil {
 		t.unlock()
 		return nil, err
 	}
-	t.m = m
+	t.m, t.replaced = m, replaced
+	if replaced != "" && mode == node.ModeRun {
+		t.noteReplaced(env)
+	}
 	if mode == node.ModeRun {
 		if err := t.lockMap(m); err != nil {
 			m.Close()

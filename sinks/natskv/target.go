@@ -132,7 +132,7 @@ func (t *Target) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		if kv, err = js.CreateKeyValue(ctx, t.s.cfg); err != nil {
 			return nil, fmt.Errorf("create bucket %s: %w", t.s.bucket, err)
 		}
-		t.env.Logger.Info("bucket created", "file", t.s.bucket)
+		t.env.Logger.Info("bucket created", "bucket", t.s.bucket)
 	default:
 		return nil, fmt.Errorf("bind bucket %s: %w", t.s.bucket, err)
 	}

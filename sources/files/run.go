@@ -73,7 +73,9 @@ func (r *run) forward(events chan<- struct{}) {
 }
 
 func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
-	r.reload()
+	if err := r.reload(); err != nil {
+		return err
+	}
 	var poll <-chan time.Time
 	if r.src.poll > 0 {
 		t := time.NewTicker(r.src.poll)
@@ -90,29 +92,31 @@ func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
 		case <-events:
 			timer.Reset(debounce)
 		case <-timer.C:
-			r.reload()
+			_ = r.reload() // only the first read fails
 		case <-poll:
-			r.reload()
+			_ = r.reload()
 		}
 	}
 }
 
 // reload re-reads the files and, when their content changed, publishes
 // the whole new state (Output.Replace publishes only the difference).
-func (r *run) reload() {
+//
+// A pattern that matches no file on the first read, with allow_empty off,
+// is an error of the Run: publishing an empty set would let the sinks
+// prune what an earlier run wrote, and waiting in silence made plan wait
+// for its whole timeout. So plan fails at once, naming the pattern, and
+// run restarts the source with backoff until a file matches.
+func (r *run) reload() error {
 	snap := r.src.read()
 	r.watch(snap.dirs)
 	if r.loaded && snap.hash == r.hash {
-		return
+		return nil
 	}
 	st := r.settle(snap)
 	r.setHealth(st)
 	if len(st.empty) > 0 {
-		// Nothing to publish yet: publishing an empty set would let the
-		// sinks prune what an earlier run wrote.
-		r.env.Logger.Error("no file matches paths; waiting", "file", st.empty[0], "patterns", len(st.empty))
-		r.hash = snap.hash
-		return
+		return fmt.Errorf("%s: no file matches %s; set allow_empty = true if an empty match is expected", r.src.address, strings.Join(st.empty, ", "))
 	}
 	for _, p := range st.problems {
 		r.m.Skipped.WithLabelValues(reasonKeptLastGood).Inc()
@@ -133,6 +137,7 @@ func (r *run) reload() {
 		r.env.Logger.Info("files changed", "records", len(records), "files", st.files)
 	}
 	r.hash, r.loaded = snap.hash, true
+	return nil
 }
 
 // reasonKeptLastGood counts, in pipeline_source_objects_skipped_total, each

@@ -24,7 +24,7 @@ var (
 	apiVersionAttr = schema.String("api_version").
 			Doc("Only objects of this apiVersion.").Example(`"v1"`)
 	allowEmptyAttr = schema.Bool("allow_empty").Default(false, "false").
-			Doc("Whether a pattern may match no file. When false (the default), a pattern that matches nothing is an error: at start the source waits (and is not synced, so no sink prunes), and later it keeps the files the pattern matched last, so a deleted or unmounted directory empties nothing.")
+			Doc("Whether a pattern may match no file. When false (the default), a pattern that matches nothing is an error: at start the source fails (plan stops at once and names the pattern; run retries with backoff, not synced, so no sink prunes), and later it keeps the files the pattern matched last, so a deleted or unmounted directory empties nothing. When true, an empty match is an empty, synced source.")
 	pollAttr = schema.Duration("poll_interval").Default(30*time.Second, `"30s"`).
 			Doc("Interval of a full re-read in case a change notification was missed (content hashes make it cheap). \"0s\" disables it.")
 )

@@ -21,7 +21,7 @@ func BenchmarkEval(b *testing.B) {
 	ev := newEvaluator(tr)
 	b.ReportAllocs()
 	for b.Loop() {
-		if ys, err := ev.eval(v); err != nil || len(ys) != 1 {
+		if ys, err := ev.eval("shop/web-1", v); err != nil || len(ys) != 1 {
 			b.Fatal(ys, err)
 		}
 	}

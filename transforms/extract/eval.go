@@ -50,7 +50,7 @@ func newEvaluator(t *Transform) *evaluator {
 // eval returns the records obj yields, unique by key (the last one wins).
 // The slice is reused by the next call. An error means the object yields
 // nothing.
-func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
+func (e *evaluator) eval(k node.Key, obj cty.Value) (ys []yield, err error) {
 	defer func() {
 		if r := recover(); r != nil { // a function's bug must not stop the pipeline
 			ys, err = nil, fmt.Errorf("expression panicked: %v", r)
@@ -58,6 +58,9 @@ func (e *evaluator) eval(obj cty.Value) (ys []yield, err error) {
 	}()
 	e.out = e.out[:0]
 	e.objVars["object"] = obj
+	if e.t.usesRecord {
+		e.objVars["record"] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k), "value": obj})
+	}
 	if e.where != nil {
 		ok, err := evalBool(e.where, e.objCtx)
 		if err != nil || !ok {

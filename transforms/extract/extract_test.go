@@ -281,7 +281,7 @@ func TestSyncedPassesThrough(t *testing.T) {
 func TestCompileErrors(t *testing.T) {
 	for _, tc := range []struct{ name, body, summary string }{
 		{"bad jsonpath", `key = jsonpath(object, "{.status[")`, "Invalid function argument"},
-		{"wrong root", `key = record.key`, "Invalid reference"},
+		{"wrong root", `key = item.key`, "Invalid reference"},
 		{"missing key", `where = true`, "Missing required argument"},
 		{"unknown func", `key = nope(object)`, "Call to unknown function"},
 		{"each in where", "for_each = [1]\nwhere = each.value\nkey = \"k\"", "Invalid reference"},
@@ -306,4 +306,17 @@ func TestMisspeltFunctionSuggestsOthers(t *testing.T) {
 	if !diags.HasErrors() || !strings.Contains(diags[0].Detail, `Did you mean "lower"?`) {
 		t.Fatalf("diagnostics: %v", diags)
 	}
+}
+
+// TestRecordKey: record.key and record.value re-key and filter the records
+// of a records input (static, nats_kv, a fan-in) by their key.
+func TestRecordKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &node.Upstream{Address: "source.static.hosts", Type: node.Records}
+		r := start(t, up, "where = substr(record.key, 0, 3) == \"web\"\nkey = \"host/${record.key}\"\nvalue = { role = record.value.role }")
+		r.reset(obj(t, "web-1", map[string]any{"role": "frontend"}), obj(t, "db-1", map[string]any{"role": "db"}))
+		if d := cmp.Diff(map[string]string{"host/web-1": `{"role":"frontend"}`}, r.state()); d != "" {
+			t.Fatalf("(-want +got):\n%s", d)
+		}
+	})
 }

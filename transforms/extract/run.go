@@ -17,6 +17,7 @@ type Transform struct {
 	address                    string
 	ctx                        *hcl.EvalContext // the config's context plus jsonpath()
 	where, forEach, key, value hcl.Expression   // nil when absent
+	usesRecord                 bool             // an expression refers to record: build it per object
 }
 
 // Run implements node.Transform. It keeps, for every input object, the
@@ -146,7 +147,7 @@ func (r *runner) touch(rk node.Key) {
 
 // yields evaluates one object, counting and logging failures.
 func (r *runner) yields(k node.Key, obj cty.Value) []yield {
-	ys, err := r.ev.eval(obj)
+	ys, err := r.ev.eval(k, obj)
 	if n := r.ev.skipped; n > 0 {
 		r.ev.skipped = 0
 		r.skips.Add(float64(n))

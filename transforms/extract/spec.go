@@ -9,16 +9,16 @@ import (
 
 // Attributes of transform "extract".
 var (
-	whereAttr = schema.Expr("where", "object").Default(nil, "true").
+	whereAttr = schema.Expr("where", "object", "record").Default(nil, "true").
 			Doc("Condition on the input object; an object for which it is false or null yields no record. It is evaluated once per object, before for_each.").
 			Example(`try(object.status.phase, "") == "Running"`)
-	forEachAttr = schema.Expr("for_each", "object").Default(nil, "null").
+	forEachAttr = schema.Expr("for_each", "object", "record").Default(nil, "null").
 			Doc("A list, set, map or object: one record is made per element, with `each.key` (the index, or the map key) and `each.value` in scope of key and value. A null or empty collection yields no record. Absent: one record per object, and `each` does not exist.").
 			Example(`try(object.status.podIPs, [])`)
-	keyAttr = schema.Expr("key", "object", "each").Required().
+	keyAttr = schema.Expr("key", "object", "record", "each").Required().
 		Doc("The record's key: a string, or a number (converted to its decimal text). A null or empty key skips that record (counted in pipeline_transform_skipped_records_total). When one object yields the same key twice, the last element wins.").
 		Example(`each.value.ip`)
-	valueAttr = schema.Expr("value", "object", "each").Default(nil, "{}").
+	valueAttr = schema.Expr("value", "object", "record", "each").Default(nil, "{}").
 			Doc("The record's value, of any type. Absent: an empty object, for sinks that need only the key (an allow-list).").
 			Example(`{ pod = object.metadata.name, namespace = object.metadata.namespace }`)
 )
@@ -57,6 +57,7 @@ func newTransform(b node.Build) (node.Transform, hcl.Diagnostics) {
 	c := *b.Content
 	c.Ctx = withJSONPath(b.Content.Ctx)
 	t := &Transform{address: b.Address, ctx: c.Ctx}
+	defer func() { t.usesRecord = refersTo("record", t.where, t.forEach, t.key, t.value) }()
 	var diags hcl.Diagnostics
 	for _, x := range []struct {
 		attr *schema.Attr[hcl.Expression]
@@ -93,4 +94,19 @@ func eachWithoutForEach(e hcl.Expression) hcl.Diagnostics {
 		})
 	}
 	return diags
+}
+
+// refersTo reports whether any of exprs refers to the root variable name.
+func refersTo(name string, exprs ...hcl.Expression) bool {
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		for _, tr := range e.Variables() {
+			if tr.RootName() == name {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -20,8 +20,16 @@ import (
 type Transform struct {
 	address string
 	delay   time.Duration
-	passed  map[node.Key]cty.Value // the output as downstream holds it; Run's goroutine only
-	pending *queue                 // deletions waiting; shared with Pending
+	passed  map[node.Key]passed // the output as downstream holds it; Run's goroutine only
+	pending *queue              // deletions waiting; shared with Pending
+}
+
+// passed is a record as the output holds it: its value and its provenance,
+// which a Replace (after a reset) must hand on, or explain and plan lose
+// where the record came from.
+type passed struct {
+	v cty.Value
+	o *node.Origin
 }
 
 // Pending lists the deletions waiting for their grace period, earliest
@@ -77,10 +85,10 @@ func (t *Transform) handle(env node.Env, ev node.Event, out node.Output) {
 		// A re-add cancels the pending deletion and passes only when the
 		// value changed. Other upserts pass without a comparison: upstream
 		// collections emit only changes, and downstream drops no-ops anyway.
-		if t.pending.cancel(d.Key) && t.passed[d.Key].RawEquals(d.Value) {
+		if t.pending.cancel(d.Key) && t.passed[d.Key].v.RawEquals(d.Value) {
 			continue
 		}
-		t.passed[d.Key] = d.Value
+		t.passed[d.Key] = passed{d.Value, d.Origin}
 		ups = append(ups, d)
 	}
 	if len(ups) > 0 {
@@ -101,14 +109,14 @@ func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Output
 	for _, r := range snapshot {
 		present[r.Key] = struct{}{}
 		t.pending.cancel(r.Key)
-		t.passed[r.Key] = r.Value
+		t.passed[r.Key] = passed{r.Val(), r.Origin}
 	}
 	records := make([]node.Record, 0, len(t.passed))
-	for k, v := range t.passed {
+	for k, p := range t.passed {
 		if _, ok := present[k]; !ok && !t.pending.has(k) {
 			t.pending.schedule(k, now.Add(t.delay), now)
 		}
-		records = append(records, node.Record{Key: k, Value: v})
+		records = append(records, node.Record{Key: k, Value: p.v, Origin: p.o})
 	}
 	out.Replace(records)
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
@@ -32,7 +31,7 @@ func Spec() node.Spec {
 		Output: node.SameAsInput,
 		NewTransform: func(b node.Build) (node.Transform, hcl.Diagnostics) {
 			d, _, diags := delayAttr.Get(b.Content)
-			return &Transform{address: b.Address, delay: d, passed: map[node.Key]cty.Value{}, pending: newQueue()}, diags
+			return &Transform{address: b.Address, delay: d, passed: map[node.Key]passed{}, pending: newQueue()}, diags
 		},
 	}
 }

@@ -27,11 +27,6 @@ cluster "token_without_endpoint" { # ERROR: Credentials without endpoint
   token_file = "/var/run/token"
 }
 
-cluster "bad_ca" {
-  endpoint = "https://10.0.0.1:6443"
-  ca_cert  = "no-such-ca.pem" # ERROR: Cannot read CA certificate
-}
-
 cluster "typo" {
   in_cluster = true
   kubecfg    = "x" # ERROR: Unsupported argument

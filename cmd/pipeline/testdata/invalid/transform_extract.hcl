@@ -2,9 +2,9 @@ source "static" "nets" {
   records = { "10.0.0.0/8" = { network = "internal" } }
 }
 
-transform "extract" "record_root" {
+transform "extract" "unknown_root" {
   input = source.static.nets
-  key   = record.key # ERROR: Invalid reference
+  key   = item.key # ERROR: Invalid reference
 }
 
 transform "extract" "no_key" { # ERROR: Missing required argument
@@ -32,7 +32,7 @@ transform "extract" "functions" {
 }
 
 sink "log" "a" {
-  input = transform.extract.record_root
+  input = transform.extract.unknown_root
 }
 
 sink "log" "b" {
