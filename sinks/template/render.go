@@ -3,7 +3,6 @@ package template
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -141,16 +140,6 @@ func diagText(diags hcl.Diagnostics) string {
 		parts = append(parts, msg)
 	}
 	return strings.Join(parts, "; ")
-}
-
-// sortedEntries returns the values of held sorted by key.
-func sortedEntries(held map[node.Key]node.Entry) []node.Entry {
-	out := make([]node.Entry, 0, len(held))
-	for _, e := range held {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b node.Entry) int { return strings.Compare(string(a.Key), string(b.Key)) })
-	return out
 }
 
 // showValue is a value as plan and explain print it.
