@@ -19,8 +19,8 @@ func lspRows(ctx context.Context, e *Env) ([]Row, error) {
 		id, name, sub string
 		goal          float64
 	}{
-		{"P8b", "lsp diagnostics after an edit, 1,000 blocks", "diagnostics", 100},
-		{"P8c", "lsp completion, 1,000 blocks", "completion", 20},
+		{"P8c", "lsp diagnostics after an edit, 1,000 blocks", "diagnostics", 100},
+		{"P8d", "lsp completion, 1,000 blocks", "completion", 20},
 	} {
 		m, err := goBench(ctx, "./cmd/pipeline", "^BenchmarkLSP1000$/^"+r.sub+"$", benchtime, e.opts.Runs)
 		if err != nil {

@@ -52,7 +52,7 @@ var scenarios = []scenario{
 	{"plan", planRows}, // P6
 	{"nats-kv-mirror", natsKVMirror},
 	{"validate", validate},
-	{"lsp", lspRows}, // P8b, P8c
+	{"lsp", lspRows}, // P8c, P8d
 	{"hub-agents", hubAgents},
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
