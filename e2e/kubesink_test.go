@@ -120,8 +120,8 @@ func tierOf(o *unstructured.Unstructured) string {
 // TestKubeSinkNetworkPolicies: every namespace labelled
 // netpol=default-deny gets a NetworkPolicy, which follows the namespace's
 // netpol-tier label, goes when the label goes, comes back when deleted by
-// hand, has a hand-edited field restored (force_conflicts), and keeps a
-// field another manager set.
+// hand, has a field edited by hand (an update) restored without
+// force_conflicts, and keeps a field another manager set.
 func TestKubeSinkNetworkPolicies(t *testing.T) {
 	cs, dyn := clients(t)
 	a, b := kubeapitest.NewNamespace(t, cs), kubeapitest.NewNamespace(t, cs)
@@ -141,7 +141,6 @@ sink "kubernetes" "netpol" {
   input           = source.kubernetes.ns
   cluster         = cluster.k
   resync          = "1s"
-  force_conflicts = true
   owner_value     = "e2e.%s"
   object = {
     apiVersion = "networking.k8s.io/v1"

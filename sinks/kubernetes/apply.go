@@ -74,6 +74,14 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
 	got, err := t.client(m, ns).Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
+	if err != nil && !force && apierrors.IsConflict(err) && t.handEdited(ctx, m, ns, name, err) {
+		// A field we applied was changed by an update (kubectl edit, a
+		// replace): drift, which a level-triggered sink restores. A
+		// conflict with another applier stays an error.
+		t.env.Logger.Info("restoring fields changed by hand", "key", e.Key, "err", err)
+		force = true
+		got, err = t.client(m, ns).Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
+	}
 	r := result{op: "apply", at: time.Now()}
 	if err != nil {
 		err = t.classify("apply", e.Key, err)
@@ -90,6 +98,54 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 		Detail: fmt.Sprintf("applied %s %s", t.s.obj.gvk.Kind, e.Key),
 		Attrs:  map[string]string{"key": e.Key, "kind": t.s.obj.gvk.Kind, "resource_version": r.resourceVersion}})
 	return nil
+}
+
+// handEdited reports whether every manager an apply conflicted with
+// holds its fields of the object through updates only (kubectl edit,
+// replace, a client's Update), never through an apply of its own: such a
+// change is drift from what the sink applied, not another owner's intent.
+func (t *Target) handEdited(ctx context.Context, m *meta.RESTMapping, ns, name string, conflict error) bool {
+	managers := conflictManagers(conflict)
+	if len(managers) == 0 {
+		return false
+	}
+	live, err := t.client(m, ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	updates := map[string]bool{}
+	for _, f := range live.GetManagedFields() {
+		if f.Operation == metav1.ManagedFieldsOperationApply {
+			updates[f.Manager] = false
+		} else if _, seen := updates[f.Manager]; !seen {
+			updates[f.Manager] = true
+		}
+	}
+	for _, mgr := range managers {
+		if !updates[mgr] {
+			return false
+		}
+	}
+	return true
+}
+
+// conflictManagers lists the managers a server-side apply conflict names
+// (its causes say `conflict with "NAME" using VERSION`).
+func conflictManagers(err error) []string {
+	var out []string
+	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if c.Type != metav1.CauseTypeFieldManagerConflict {
+				continue
+			}
+			if _, rest, ok := strings.Cut(c.Message, `"`); ok {
+				if name, _, ok := strings.Cut(rest, `"`); ok {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // body is what an apply sends: the applied configuration with the

@@ -22,7 +22,7 @@ var (
 	managerAttr = schema.String("field_manager").Default("", `"pipeline.NAME"`).
 			Doc("Field manager of the server-side applies: the sink owns exactly the fields its objects set, and fields owned by other managers are left alone.").Example(`"pipeline.netpol"`)
 	forceAttr = schema.Bool("force_conflicts").Default(false, "false").
-			Doc("Take over fields another manager owns with another value (a hand edit). With false such an object fails with an error naming the other manager, and the other objects go on.")
+			Doc("Take over fields another manager applied with another value. With false such an object fails with an error naming the other manager, and the other objects go on. Fields changed by an update (kubectl edit or replace, a client's Update) are restored either way.")
 	labelAttr = schema.String("owner_label").Default(defaultLabel, `"`+defaultLabel+`"`).
 			Doc("Key of the label every written object carries; Actual lists and prune deletes only objects with this label set to owner_value, never others.")
 	valueAttr = schema.String("owner_value").Default("", `"pipeline.NAME"`).
@@ -51,7 +51,7 @@ func Spec() node.Spec {
 		Doc: "Each record becomes one object (its key is the object's namespace/name). Objects are written with server-side apply " +
 			"under field_manager and carry the label owner_label = owner_value; at start and every `resync` the sink lists the objects with that " +
 			"label (one LIST from the API server's cache) and writes only those that differ from what was last applied: a hand-edited " +
-			"field the sink set is restored (force_conflicts = true; else reported as a conflict naming the editor), a hand-deleted object is created again, and a labelled " +
+			"field the sink set is restored, a hand-deleted object is created again, and a labelled " +
 			"object no record wants is deleted (prune). A rejected object (422, an admission denial) is counted, logged with the server's " +
 			"message and shown by `pipeline explain`, while the others go on. While the API server cannot be reached the sink is degraded " +
 			"and deletes nothing. `pipeline plan` shows each create and update as the API server computes it (a server-side apply with dryRun=All, " +
