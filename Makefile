@@ -112,8 +112,8 @@ bench-smoke: build contenders kube-assets
 ## its own small binary linking only client-go and cilium/ebpf, built as
 ## bin/pipeline is.
 contenders:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/floor ./bench/contenders/controller ./bench/contenders/planfloor
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/contenders/ ./bench/contenders/ssafloor
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/contenders/ ./bench/contenders/floor ./bench/contenders/controller \
+		./bench/contenders/planfloor ./bench/contenders/ssafloor
 
 ## image: the container image, assembled offline from a static binary
 ## (the Dockerfile builds the same image where base images can be pulled).
