@@ -116,10 +116,13 @@ func writeAtomic(t *testing.T, path, text string) {
 }
 
 // newBrowser starts headless Chromium; it skips the test when Chromium is
-// not installed (make test's set-up installs it).
+// not installed, and fails it under CI (make test's set-up installs it).
 func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Helper()
 	if _, err := exec.LookPath(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no Chromium at %s: scripts/setup.sh installs chromium: %v", chromiumPath, err)
+		}
 		t.Skipf("no Chromium at %s (apt-get install -y chromium): %v", chromiumPath, err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath), chromedp.NoSandbox,

@@ -54,7 +54,7 @@ type Index struct {
 	// the next read's first block is matched in order.
 	ordered bool
 
-	// homes is MarkMany's scratch (8 bytes per entry of a block: 32 KB).
+	// homes is MarkMany's scratch, one word per entry of a block.
 	// touched is where MarkMany's prefetch sweep stores what it reads:
 	// loads whose result went nowhere would be removed as dead code.
 	homes   []uint64
