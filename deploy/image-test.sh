@@ -20,7 +20,6 @@ if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
 fi
 
 name=pipeline-image-test-$$
-port=$((20000 + RANDOM % 20000))
 cleanup() { podman rm -f "$name" >/dev/null 2>&1 || true; podman rmi -f "$image" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 fail() { echo "image-test: FAIL: $*" >&2; podman logs "$name" >&2 2>&1 || true; exit 1; }
@@ -31,9 +30,19 @@ podman load -q -i "$archive" >/dev/null
 podman run -d --name "$name" --runtime runc --network host \
   --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
   -v "$PWD/smoke:/etc/pipeline:ro,Z" \
-  "$image" run --listen "127.0.0.1:$port" /etc/pipeline >/dev/null
+  "$image" run --listen 127.0.0.1:0 /etc/pipeline >/dev/null
 
-get() { curl -fsS --max-time 2 "http://127.0.0.1:$port$1"; }
+# The kernel picks the port (a fixed or random one may be taken on the
+# host's network); the process logs the address it listens on.
+addr=
+for _ in $(seq 100); do
+  addr=$(podman logs "$name" 2>&1 | sed -n 's/.*msg="serving metrics and health" addr=\([0-9.:]*\).*/\1/p' | head -1)
+  [ -n "$addr" ] && break
+  [ "$(podman inspect -f '{{.State.Running}}' "$name")" = true ] || fail "the container exited before it listened"
+  sleep 0.1
+done
+[ -n "$addr" ] || fail "no 'serving metrics and health' log line"
+get() { curl -fsS --max-time 2 "http://$addr$1"; }
 for _ in $(seq 100); do
   get /readyz >/dev/null 2>&1 && break
   sleep 0.1
