@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/sinkloop"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
 
@@ -524,7 +525,7 @@ func TestFullReconcileInChunks(t *testing.T) {
 	for _, encoded := range []bool{false, true} {
 		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				n := 2*fullChunk + fullChunk/2
+				n := 2*sinkloop.FullChunk + sinkloop.FullChunk/2
 				sink := nodetest.NewMemSink()
 				sink.Encoded = encoded
 				var failing atomic.Bool
@@ -547,15 +548,15 @@ func TestFullReconcileInChunks(t *testing.T) {
 						sink.Set(k, str("v"))
 					}
 				}
-				for i := range fullChunk + 3 {
+				for i := range sinkloop.FullChunk + 3 {
 					sink.Set(fmt.Sprint("foreign", i), str("x"))
 				}
 				h := start(t, true, 0, sink)
 				h.send(func(o node.Output) { o.Replace(recs); o.MarkSynced() })
 				synctest.Wait()
 				up, del, _ := sink.Counts()
-				if up != missing+wrong-1 || del != fullChunk+3 { // k3 (missing) fails
-					t.Fatalf("wrote %d and deleted %d, want %d and %d", up, del, missing+wrong-1, fullChunk+3)
+				if up != missing+wrong-1 || del != sinkloop.FullChunk+3 { // k3 (missing) fails
+					t.Fatalf("wrote %d and deleted %d, want %d and %d", up, del, missing+wrong-1, sinkloop.FullChunk+3)
 				}
 				failing.Store(false)
 				time.Sleep(time.Second)

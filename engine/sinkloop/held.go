@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // holdEntry records that the target holds e at ks's key; wanted says e
 // is ks.want. An entry read from the target with the bytes of ks.want
 // counts as it, so that the state keeps no copy of it.
-func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry, wanted bool) {
+func (s *state) holdEntry(ks *keyState, e keptEntry, wanted bool) {
 	wanted = wanted || (ks.owners > 0 && e.Data != nil && bytes.Equal(e.Data, ks.want.Data))
 	if ks.indexed && bytes.Equal(s.keys.heldOf(ks).Data, e.Data) {
 		s.keys.setHeld(ks, e, wanted) // the same bytes: the index entry stands, mark and all
@@ -44,7 +44,7 @@ func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry, wanted bool) {
 
 // holdNew counts ks's key, which held nothing, as held with bytes data
 // (its held entry recorded already): in heldIdx, or listed in pending.
-func (s *sinkLoop) holdNew(ks *keyState, data []byte) {
+func (s *state) holdNew(ks *keyState, data []byte) {
 	s.held++
 	ks.applied = true
 	if s.heldIdx != nil && !s.deferIndex && data != nil && s.heldIdx.Put(data, ks.ref) {
@@ -61,7 +61,7 @@ func (s *sinkLoop) holdNew(ks *keyState, data []byte) {
 }
 
 // dropEntry records that the target no longer holds ks's key.
-func (s *sinkLoop) dropEntry(ks *keyState) {
+func (s *state) dropEntry(ks *keyState) {
 	if !ks.applied {
 		return
 	}
@@ -78,7 +78,7 @@ func (s *sinkLoop) dropEntry(ks *keyState) {
 // unindexedAt returns the state pending reference ref names if it is
 // still held and not indexed, else nil (the key was dropped since, or its
 // slot went to another key: pending may list a slot twice).
-func (s *sinkLoop) unindexedAt(ref uint32) *keyState {
+func (s *state) unindexedAt(ref uint32) *keyState {
 	ks := s.keys.at(ref)
 	if ks == nil || !ks.applied || ks.indexed {
 		return nil
@@ -94,7 +94,7 @@ const pendingSlack = 1024
 // compactPending drops the references of keys no longer unindexed, and
 // duplicates: a loop that holds and drops unindexable keys for long
 // without a full read keeps pending at most twice their number.
-func (s *sinkLoop) compactPending() {
+func (s *state) compactPending() {
 	s.pending = slices.DeleteFunc(s.pending, func(ref uint32) bool { return s.unindexedAt(ref) == nil })
 	slices.Sort(s.pending)
 	s.pending = slices.Compact(s.pending)
@@ -104,7 +104,7 @@ func (s *sinkLoop) compactPending() {
 // the keys it cannot take, and settles the index after a full read
 // (heldindex.Index.Settle), so that the next read, if the target returns
 // its entries in the same order, finds them in order.
-func (s *sinkLoop) reindex() {
+func (s *state) reindex() {
 	if len(s.pending) > 0 {
 		s.indexPending()
 	}
@@ -116,7 +116,7 @@ func (s *sinkLoop) reindex() {
 
 // indexPending puts the pending keys in heldIdx in one batch; pending
 // keeps the keys it cannot take.
-func (s *sinkLoop) indexPending() {
+func (s *state) indexPending() {
 	data, refs := make([][]byte, 0, len(s.pending)), make([]uint32, 0, len(s.pending))
 	var keep []uint32
 	for _, ref := range s.pending {
@@ -147,7 +147,7 @@ func (s *sinkLoop) indexPending() {
 // the read did not see, and returns how many: the indexed keys it did
 // not mark, found in the index's slot order without touching the others'
 // states, and the unindexed keys it did not see.
-func (s *sinkLoop) dropUnseen(gen uint32) int {
+func (s *state) dropUnseen(gen uint32) int {
 	n := 0
 	lose := func(ks *keyState) {
 		n++
@@ -180,11 +180,10 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 	return n
 }
 
-// reportHeld tells a target that counts its entries how many it holds.
-func (s *sinkLoop) reportHeld() {
-	if s.stats != nil {
-		s.stats.records.Set(float64(s.held))
-	}
+// reportHeld tells the engine and a target that counts its entries how
+// many the target holds.
+func (s *state) reportHeld() {
+	s.cfg.Held(s.held)
 	if c, ok := s.target.(node.HeldCounter); ok {
 		c.Held(s.held)
 	}

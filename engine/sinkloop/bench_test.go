@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
-	"github.com/pipeline/pipeline/internal/heldindex"
+	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
 )
 
@@ -37,7 +37,7 @@ type reconcileBench struct {
 	recs   []node.Record
 	keys   [][4]byte
 	vals   []uint32
-	loop   *sinkLoop
+	loop   *state
 	target node.Target
 	m      *ebpf.Map // the same map, for the floors
 }
@@ -94,16 +94,7 @@ func (rb *reconcileBench) clear() {
 // start-up once the input synced: the loop's next step is its first full
 // reconcile.
 func (rb *reconcileBench) start() {
-	n := &Node{Address: "sink.ebpf_map.bench", Kind: node.KindSink}
-	n.Prune = true
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &sinkLoop{n: n, h: &health{since: time.Now()}, log: log,
-		met: newSinkMetrics(NewMetrics(discardRegisterer{}, ""), n.Address)}
-	s.target, s.keys, s.alias = rb.target, newKeyStore(), map[node.Key]node.Key{}
-	s.dw, _ = rb.target.(node.DataWriter)
-	if _, ok := rb.target.(node.ActualScanner); ok {
-		s.heldIdx = heldindex.New()
-	}
+	s := New(Config{Address: "sink.ebpf_map.bench", Prune: true}).newState(rb.target)
 	for _, r := range rb.recs {
 		s.put(r, time.Time{})
 	}

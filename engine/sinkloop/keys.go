@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"bytes"
@@ -23,18 +23,18 @@ type keyState struct {
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
 	owners int32
 	// seen is the number of the last full read that saw the key, for a
-	// key held but not indexed (sinkLoop.heldIdx keeps the others' marks:
-	// sink_held.go).
+	// key held but not indexed (state.heldIdx keeps the others' marks:
+	// held.go).
 	seen    uint32
 	ref     uint32 // the slot's number in its keyStore (keyStore.at)
 	live    bool   // the slot holds a key (keyStore)
-	indexed bool   // the held entry's Data is in sinkLoop.heldIdx
+	indexed bool   // the held entry's Data is in state.heldIdx
 	self    bool   // the input key equal to this target key is an owner
 	applied bool   // the target holds an entry at the key, as far as the loop knows
 	written bool   // this run wrote it (prune = false deletes only these)
 	// wroteBefore is written before holdAhead set it, for undoAhead.
 	wroteBefore bool
-	dirty       bool // listed in sinkLoop.dirty, waiting to be looked at
+	dirty       bool // listed in state.dirty, waiting to be looked at
 	// ownHeld, when not 0, says where in keyStore.own the entry the
 	// target holds (while applied) is kept, plus one; otherwise it is want.
 	ownHeld uint32
