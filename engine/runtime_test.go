@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pipeline/pipeline/engine/node"
-	"github.com/pipeline/pipeline/engine/sinkloop"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/engine/sinkloop"
 )
 
 const chain = `
