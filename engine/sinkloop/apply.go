@@ -11,7 +11,7 @@ import (
 
 // batch is one round's writes: the entries to upsert and delete and,
 // index for index, the states of their keys, so recording each outcome
-// needs no lookup. For a target that takes Data alone (node.DataWriter)
+// needs no lookup. For a target written in chunks (node.Chunked)
 // the upserts whose Data have the batch's width go instead into data,
 // end to end, with their states in dataStates; dataAhead says which of
 // those were recorded as held when they were decided (holdAhead).
@@ -52,7 +52,7 @@ func (b *batch) reset() {
 // target does not hold the key.
 func (s *state) upsert(ks *keyState, b *batch, create bool) {
 	d := ks.want.Data
-	if s.dw == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
+	if s.chunked == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
 		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
 		return
 	}
@@ -87,9 +87,7 @@ func (s *state) holdAhead(ks *keyState, b *batch) bool {
 	if !b.quietFor(ks) {
 		return false
 	}
-	ks.wroteBefore = ks.written
-	s.holdEntry(ks, ks.want, true)
-	ks.written = true
+	s.holdEntry(ks, ks.want, onWrite)
 	return true
 }
 
@@ -102,22 +100,18 @@ func (s *state) holdAhead(ks *keyState, b *batch) bool {
 // (docs/data-path.md §5, BenchmarkFullPass).
 func (s *state) createAhead(ks *keyState, b *batch) bool {
 	d := ks.want.Data
-	if ks.owners <= 0 || ks.applied || !b.quietFor(ks) || s.dw == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
+	if ks.owners <= 0 || ks.held() || !b.quietFor(ks) || s.chunked == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
 		return false
 	}
 	b.width = len(d)
 	b.data, b.dataStates, b.dataAhead = appendData(b.data, d, cap(b.dataStates)), append(b.dataStates, ks), append(b.dataAhead, true)
-	ks.wroteBefore, ks.written = ks.written, true
-	s.holdNew(ks, d)
+	s.holdNew(ks, d, onWrite)
 	return true
 }
 
-// undoAhead takes back holdAhead's record of ks: the target does not
-// hold the entry after all.
-func (s *state) undoAhead(ks *keyState) {
-	s.dropEntry(ks)
-	ks.written = ks.wroteBefore
-}
+// undoAhead takes back holdAhead's record of ks, which held nothing
+// before: the target does not hold the entry after all.
+func (s *state) undoAhead(ks *keyState) { s.dropEntry(ks) }
 
 // undoAllAhead takes back every record holdAhead made for b, whose
 // writes were not made or have no outcome (the loop is stopping).
@@ -139,7 +133,7 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	}
 	if n := len(b.dataStates); n > 0 {
 		b.errs = slices.Grow(b.errs[:0], n)[:n]
-		s.dw.UpdateData(ctx, b.data, b.width, b.errs)
+		s.chunked.UpdateData(ctx, b.data, b.width, b.errs)
 		if ctx.Err() != nil {
 			s.undoAllAhead(b)
 			return w // stopping: the entries not written are no failures to retry or log
@@ -210,10 +204,8 @@ func (s *state) outcome(ks *keyState, e *node.Entry, del bool) bool {
 	}
 	if del {
 		s.dropEntry(ks)
-		ks.written = false
 	} else {
-		s.holdEntry(ks, keep(e), true) // e is ks.want: no event came in since decide
-		ks.written = true
+		s.holdEntry(ks, keep(e), onWrite) // e is ks.want: no event came in since decide
 	}
 	s.retries.remove(ks)
 	ks.fail = nil

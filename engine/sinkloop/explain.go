@@ -95,7 +95,7 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 		return false
 	}
 	e.InputKey, e.TargetKey = ik, tk
-	e.Wanted, e.Held = ks.owners > 0, ks.applied
+	e.Wanted, e.Held = ks.owners > 0, ks.held()
 	e.Conflict = s.sharedConflict(tk)
 	if e.Wanted {
 		e.Want = ks.want.Value

@@ -108,7 +108,7 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 // Data, for a target that takes Data alone, else its entries.
 func (s *state) fullBatch() batch {
 	n := min(s.keys.len(), FullChunk)
-	if s.dw != nil {
+	if s.chunked != nil {
 		return batch{dataStates: make([]*keyState, 0, n), dataAhead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
 	}
 	return batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n), tapping: s.cfg.Tapping()}
@@ -128,24 +128,24 @@ func (s *state) readActual(ctx context.Context) error {
 	drift := 0
 	hold := func(e node.Entry) {
 		ks := s.stateOf(e.Key)
-		if ks.seen == gen || (ks.indexed && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
+		if ks.seen == gen || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
 			return // a target listing a key twice: keep the first
 		}
-		changed := !ks.applied || !s.keys.held(ks).Same(e)
-		if changed && ks.applied {
+		changed := !ks.held() || !s.keys.held(ks).Same(e)
+		if changed && ks.held() {
 			drift++
 		}
-		s.holdEntry(ks, keep(&e), false)
+		s.holdEntry(ks, keep(&e), onRead)
 		ks.seen = gen
 		if changed && s.walked {
 			s.touch(ks, time.Time{}) // for fullPass
 		}
-		if ks.indexed { // held already with these bytes
+		if ks.indexed() { // held already with these bytes
 			s.heldIdx.Mark(e.Data, gen)
 		}
 	}
 	var err error
-	if sc, ok := s.target.(node.ActualScanner); ok {
+	if sc := s.chunked; sc != nil {
 		s.reindex()
 		// An entry held with the same bytes is only marked as seen in
 		// this read, in the index: on 100,000 keys, one probe of one

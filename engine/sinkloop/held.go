@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"slices"
 	"time"
-
-	"github.com/pipeline/pipeline/engine/node"
 )
 
-// What the loop believes the target holds lives in each key's state (its held entry,
-// applied). For a target read through node.ActualScanner the loop also
+// What the loop believes the target holds lives in each key's state (its
+// held entry and hold). For a target read in chunks (node.Chunked) the loop also
 // keeps heldIdx, the held entries by their bytes, so that a full read
 // finds an entry it holds with one probe (a mark in the index) instead of
 // a lookup by key and three pointer chases. Every held key is either in
@@ -24,31 +22,35 @@ import (
 // next read, if the target returns them in the same order, matches them
 // in order. docs/data-path.md §5 gives the measurements.
 
-// holdEntry records that the target holds e at ks's key; wanted says e
-// is ks.want. An entry read from the target with the bytes of ks.want
-// counts as it, so that the state keeps no copy of it.
-func (s *state) holdEntry(ks *keyState, e keptEntry, wanted bool) {
-	wanted = wanted || (ks.owners > 0 && e.Data != nil && bytes.Equal(e.Data, ks.want.Data))
-	if ks.indexed && bytes.Equal(s.keys.heldOf(ks).Data, e.Data) {
-		s.keys.setHeld(ks, e, wanted) // the same bytes: the index entry stands, mark and all
+// holdEntry records that the target holds e at ks's key: ks.want, which
+// the loop wrote (ev onWrite), or what a full read found (onRead). An
+// entry read from the target with the bytes of ks.want counts as it, so
+// that the state keeps no copy of it.
+func (s *state) holdEntry(ks *keyState, e keptEntry, ev event) {
+	wanted := ev == onWrite || (ks.owners > 0 && e.Data != nil && bytes.Equal(e.Data, ks.want.Data))
+	if (ks.indexed() && bytes.Equal(s.keys.heldOf(ks).Data, e.Data)) || (ks.held() && !ks.indexed()) {
+		// The same bytes, whose index entry stands, mark and all; or
+		// unindexed already (and listed in pending, when there is an index).
+		s.keys.setHeld(ks, e, wanted)
+		ks.step(ev)
 		return
 	}
-	if ks.applied && !ks.indexed {
-		s.keys.setHeld(ks, e, wanted) // unindexed already (and listed in pending, when there is an index)
-		return
+	if ks.written() {
+		ev = onWrite // a read of other bytes at a key this run wrote: still its
 	}
 	s.dropEntry(ks)
 	s.keys.setHeld(ks, e, wanted)
-	s.holdNew(ks, e.Data)
+	s.holdNew(ks, e.Data, ev)
 }
 
 // holdNew counts ks's key, which held nothing, as held with bytes data
-// (its held entry recorded already): in heldIdx, or listed in pending.
-func (s *state) holdNew(ks *keyState, data []byte) {
+// (its held entry recorded already) after ev: in heldIdx, or listed in
+// pending.
+func (s *state) holdNew(ks *keyState, data []byte, ev event) {
 	s.held++
-	ks.applied = true
+	ks.step(ev)
 	if s.heldIdx != nil && !s.deferIndex && data != nil && s.heldIdx.Put(data, ks.ref) {
-		ks.indexed = true
+		ks.step(onIndex)
 		return
 	}
 	s.unindexed++
@@ -62,17 +64,17 @@ func (s *state) holdNew(ks *keyState, data []byte) {
 
 // dropEntry records that the target no longer holds ks's key.
 func (s *state) dropEntry(ks *keyState) {
-	if !ks.applied {
+	if !ks.held() {
 		return
 	}
 	s.held--
-	if ks.indexed {
+	if ks.indexed() {
 		s.heldIdx.Delete(s.keys.heldOf(ks).Data)
 	} else {
 		s.unindexed-- // its pending reference is dropped when next looked at
 	}
 	s.keys.clearHeld(ks)
-	ks.applied, ks.indexed = false, false
+	ks.step(onDrop)
 }
 
 // unindexedAt returns the state pending reference ref names if it is
@@ -80,7 +82,7 @@ func (s *state) dropEntry(ks *keyState) {
 // slot went to another key: pending may list a slot twice).
 func (s *state) unindexedAt(ref uint32) *keyState {
 	ks := s.keys.at(ref)
-	if ks == nil || !ks.applied || ks.indexed {
+	if ks == nil || !ks.held() || ks.indexed() {
 		return nil
 	}
 	return ks
@@ -126,7 +128,7 @@ func (s *state) indexPending() {
 		case s.keys.heldOf(ks).Data == nil:
 			keep = append(keep, ref)
 		default:
-			ks.indexed = true // taken: a slot listed twice is taken once
+			ks.step(onIndex) // taken: a slot listed twice is taken once
 			data, refs = append(data, s.keys.heldOf(ks).Data), append(refs, ref)
 		}
 	}
@@ -136,7 +138,7 @@ func (s *state) indexPending() {
 		if ok[i] {
 			s.unindexed--
 		} else {
-			s.keys.at(ref).indexed = false
+			s.keys.at(ref).step(onUnindex)
 			keep = append(keep, ref)
 		}
 	}
@@ -159,14 +161,14 @@ func (s *state) dropUnseen(gen uint32) int {
 	}
 	if s.heldIdx == nil {
 		for ks := range s.keys.states {
-			if ks.applied && ks.seen != gen {
+			if ks.held() && ks.seen != gen {
 				lose(ks)
 			}
 		}
 		return n
 	}
 	for _, ref := range s.heldIdx.AppendUnmarked(nil, gen) {
-		if ks := s.keys.at(ref); ks != nil && ks.indexed {
+		if ks := s.keys.at(ref); ks != nil && ks.indexed() {
 			lose(ks)
 		}
 	}
@@ -180,11 +182,6 @@ func (s *state) dropUnseen(gen uint32) int {
 	return n
 }
 
-// reportHeld tells the engine and a target that counts its entries how
-// many the target holds.
-func (s *state) reportHeld() {
-	s.cfg.Held(s.held)
-	if c, ok := s.target.(node.HeldCounter); ok {
-		c.Held(s.held)
-	}
-}
+// reportHeld tells the engine how many entries the target holds (the
+// target itself learns it from node.Round).
+func (s *state) reportHeld() { s.cfg.Held(s.held) }

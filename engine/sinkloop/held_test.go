@@ -27,7 +27,7 @@ func TestHeldBookkeeping(t *testing.T) {
 		t.Helper()
 		for k, d := range oracle {
 			ks := s.keys.get(k)
-			if ks == nil || !ks.applied || !bytes.Equal(s.keys.heldOf(ks).Data, d) || (d == nil) != (s.keys.heldOf(ks).Data == nil) {
+			if ks == nil || !ks.held() || !bytes.Equal(s.keys.heldOf(ks).Data, d) || (d == nil) != (s.keys.heldOf(ks).Data == nil) {
 				t.Fatalf("step %d: %s holds %q, want %q", step, k, s.keys.heldOf(ks).Data, d)
 			}
 		}
@@ -35,7 +35,7 @@ func TestHeldBookkeeping(t *testing.T) {
 		for ks := range s.keys.states {
 			if ks.ownHeld != 0 {
 				own++
-				if !ks.applied {
+				if !ks.held() {
 					t.Fatalf("step %d: %s keeps a held entry of its own, holding nothing", step, ks.key)
 				}
 			}
@@ -49,11 +49,11 @@ func TestHeldBookkeeping(t *testing.T) {
 			listed[ref] = true
 		}
 		for ks := range s.keys.states {
-			if !ks.applied {
+			if !ks.held() {
 				continue
 			}
 			held++
-			if ks.indexed {
+			if ks.indexed() {
 				indexed++
 				if r, ok := s.heldIdx.Ref(s.keys.heldOf(ks).Data); !ok || r != ks.ref {
 					t.Fatalf("step %d: %s indexed, but the index has %d, %v", step, ks.key, r, ok)
@@ -91,9 +91,9 @@ func TestHeldBookkeeping(t *testing.T) {
 			ks := s.stateOf(k)
 			if ks.owners > 0 && rng.IntN(3) == 0 { // a write of what it wants
 				data = ks.want.Data
-				s.holdEntry(ks, ks.want, true)
+				s.holdEntry(ks, ks.want, onWrite)
 			} else {
-				s.holdEntry(ks, keptEntry{Data: data}, false)
+				s.holdEntry(ks, keptEntry{Data: data}, onRead)
 			}
 			oracle[k] = data
 			bounded(step)

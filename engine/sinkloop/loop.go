@@ -135,7 +135,7 @@ func (l *Loop) Wrote(key node.Key) bool {
 		return false
 	}
 	ks := l.last.keys.get(key)
-	return ks != nil && ks.written
+	return ks != nil && ks.written()
 }
 
 // state is one run of a Loop: everything it knows of the input, the
@@ -143,7 +143,8 @@ func (l *Loop) Wrote(key node.Key) bool {
 type state struct {
 	*Loop
 	target node.Target
-	dw     node.DataWriter // target, when it takes Data alone
+	// chunked is target, when it is read and written in chunks of Data.
+	chunked node.Chunked
 
 	// keys holds the state of every target key the loop wants, holds or
 	// still works on (keyState); alias maps an input key to its target
@@ -151,7 +152,7 @@ type state struct {
 	keys keyStore
 	held int // keys the target holds as far as the loop knows
 	// heldIdx finds a held key by its bytes for a target read through
-	// node.ActualScanner (nil for others); unindexed counts the held keys
+	// node.Chunked (nil for others); unindexed counts the held keys
 	// it does not hold, and pending lists them (held.go).
 	heldIdx    *heldindex.Index
 	unindexed  int
@@ -198,8 +199,7 @@ type state struct {
 // newState is the state a run of l over target starts from.
 func (l *Loop) newState(target node.Target) *state {
 	s := &state{Loop: l, target: target, keys: newKeyStore(), alias: map[node.Key]node.Key{}, needFull: true}
-	s.dw, _ = target.(node.DataWriter)
-	if _, ok := target.(node.ActualScanner); ok {
+	if s.chunked, _ = target.(node.Chunked); s.chunked != nil {
 		s.heldIdx = heldindex.New()
 	}
 	return s
@@ -400,7 +400,7 @@ func (s *state) forget(ks *keyState) {
 // deleted now: never before the input synced, and with prune = false
 // only when this run wrote it.
 func (s *state) deletable(ks *keyState) bool {
-	return s.synced && (s.cfg.Prune || s.appendOnly || ks.written)
+	return s.synced && (s.cfg.Prune || s.appendOnly || ks.written())
 }
 
 func (s *state) incremental(ctx context.Context) {
@@ -418,7 +418,7 @@ func (s *state) incremental(ctx context.Context) {
 // (node.Committer).
 func (s *state) commit(ctx context.Context, full bool) {
 	if c, ok := s.target.(node.Committer); ok && ctx.Err() == nil {
-		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full}) {
+		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.held}) {
 			if s.cfg.Tapping() {
 				s.cfg.Tapped(e, false)
 			}
@@ -445,7 +445,7 @@ func (s *state) takeDirty(visit func(*keyState)) {
 // needs nothing forgets its change time and its write failure and, when
 // it holds nothing worth keeping, its state.
 func (s *state) decide(ks *keyState, b *batch) {
-	wanted, held := ks.owners > 0, ks.applied
+	wanted, held := ks.owners > 0, ks.held()
 	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (ks.ownHeld == 0 || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
