@@ -26,7 +26,7 @@ type recordObject struct {
 	org       node.Origin // Source, Namespace, Name, UID, ResourceVersion, Object (the record key)
 	recordKey string
 	keyErr    error
-	val       *packed
+	val       cty.Value // node.PackedVal of the packed value (packed.go)
 	valErr    error
 }
 
@@ -40,7 +40,10 @@ func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Ke
 		org: node.Origin{Source: src, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
 	o.recordKey, o.keyErr = keyer.Key(u.Object)
 	o.org.Object = o.recordKey
-	o.val, o.valErr = sh.pack(u.Object)
+	var p *packed
+	if p, o.valErr = sh.pack(u.Object); o.valErr == nil {
+		o.val = node.PackedVal(p)
+	}
 	return o
 }
 
@@ -58,23 +61,12 @@ func (o *recordObject) GetObjectMeta() metav1.Object {
 
 func (o *recordObject) id() string                         { return id(o.org.Namespace, o.org.Name) }
 func (o *recordObject) key(*kobject.Keyer) (string, error) { return o.recordKey, o.keyErr }
-func (o *recordObject) value() (cty.Value, error) {
-	if o.valErr != nil {
-		return cty.NilVal, o.valErr
-	}
-	return o.val.Value(), nil
-}
-func (o *recordObject) packed() node.Packed {
-	if o.valErr != nil {
-		return nil
-	}
-	return o.val
-}
-func (o *recordObject) release() {}
+func (o *recordObject) value() (cty.Value, error)          { return o.val, o.valErr }
+func (o *recordObject) release()                           {}
 func (o *recordObject) unstructured() *unstructured.Unstructured {
 	var m map[string]any
 	if o.valErr == nil {
-		m, _ = ctyconv.FromCty(o.val.Value()).(map[string]any)
+		m, _ = ctyconv.FromCty(node.Unpack(o.val)).(map[string]any)
 	}
 	if m == nil {
 		m = map[string]any{}
@@ -97,7 +89,7 @@ func (o *recordObject) unstructured() *unstructured.Unstructured {
 // sameAs compares record values, which leave out the resourceVersion.
 func (o *recordObject) sameAs(old any) bool {
 	p, ok := old.(*recordObject)
-	return ok && o.valErr == nil && p.valErr == nil && o.val.Same(p.val)
+	return ok && o.valErr == nil && p.valErr == nil && o.val.RawEquals(p.val)
 }
 
 // recordList is a list of record objects, as the record informer's list
