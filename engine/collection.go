@@ -100,9 +100,8 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 				}
 			}
 			if had && same(old.v, d.Value) {
-				if d.Origin != old.o {
-					old.o = d.Origin // newer provenance, same value: nothing to publish
-					c.state[d.Key] = old
+				if d.Origin != old.o { // newer provenance, same value: nothing to publish
+					c.state[d.Key] = slot{d.Value, d.Origin} // the older value is let go
 				}
 				continue
 			}

@@ -38,6 +38,7 @@ type watcher struct {
 	initial map[string]node.Record // records gathered until the initial sync
 	skipped map[string]string      // object id -> reason, so each is logged once
 	missing int                    // objects skipped for a missing index path
+	names   interner               // strings and types shared by record objects (record.go)
 }
 
 // item is an informer object as the handler sees it: an unstructured
