@@ -87,25 +87,7 @@ func (s *state) holdAhead(ks *keyState, b *batch) bool {
 	if !b.quietFor(ks) {
 		return false
 	}
-	s.holdEntry(ks, ks.want, onWrite)
-	return true
-}
-
-// createAhead is decide, upsert and holdAhead in one for the commonest
-// key of a full pass at start-up: wanted, holding nothing, with nothing
-// to clear, no change time, no tap watching and Data of the batch's
-// width. Its Data joins b and the key is recorded as held. It reports
-// false, and does nothing, for any other key. It is the general path in
-// one call per key, for the start-up's 100,000 creations
-// (docs/data-path.md §5, BenchmarkFullPass).
-func (s *state) createAhead(ks *keyState, b *batch) bool {
-	d := ks.want.Data
-	if ks.owners <= 0 || ks.held() || !b.quietFor(ks) || s.chunked == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
-		return false
-	}
-	b.width = len(d)
-	b.data, b.dataStates, b.dataAhead = appendData(b.data, d, cap(b.dataStates)), append(b.dataStates, ks), append(b.dataAhead, true)
-	s.holdNew(ks, d, onWrite)
+	s.holdNew(ks, ks.want.Data, onWrite) // it holds nothing: no held entry to drop or keep
 	return true
 }
 

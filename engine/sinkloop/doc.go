@@ -8,9 +8,10 @@
 // A Loop lives as long as its sink node; each Run builds its state afresh
 // (state, loop.go), so nothing is reset by hand. One batch goes from the
 // dirty list (loop.go: handle, incremental, decide) through apply.go
-// (batch, apply, outcome) to the target; full.go... keys.go keeps each
-// key's state, held.go what the target holds and its index by bytes
-// (heldindex), collide.go the input keys that map to one target key.
+// (batch, apply, outcome) to the target and on to held.go (what the
+// target now holds, and its index by bytes: heldindex). full.go is the
+// full reconcile, keys.go each key's state and its hold, collide.go the
+// input keys that map to one target key.
 //
 // It is not the engine: opening and closing targets, subscriptions,
 // health, decisions, taps and leader election are the engine's, handed in

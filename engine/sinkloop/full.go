@@ -93,9 +93,7 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	if !p.retryWaiting && ks.waiting() {
 		return // its retry looks at its latest state
 	}
-	if !s.createAhead(ks, &p.b) {
-		s.decide(ks, &p.b)
-	}
+	s.decide(ks, &p.b)
 	if p.b.len() >= FullChunk {
 		p.w.plus(s.apply(ctx, &p.b))
 		p.b.reset()
