@@ -334,7 +334,7 @@ func (r *Runtime) Readiness() Readiness {
 			// Ready once the target holds the synced input: a probe or an
 			// agent waiting for /readyz must not find a half-written target.
 			// A standby (not leading) writes nothing and is ready to take over.
-			st.Ready = st.State == node.Healthy.String() && (synced || r.sinks[n].Standby())
+			st.Ready = st.State == node.Healthy.String() && (synced || (r.sinks[n] != nil && r.sinks[n].Standby()))
 		default:
 			st.Ready = st.State != node.Down.String()
 		}
