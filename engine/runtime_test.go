@@ -96,7 +96,7 @@ func TestModel(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(seed), 7))
 				sink := nodetest.NewMemSink()
-				sink.Encoded = seed%2 == 1 // half the seeds compare bytes (node.ActualScanner, node.DataWriter)
+				sink.Encoded = seed%2 == 1 // half the seeds compare bytes (node.Chunked)
 				for i := range 5 {         // foreign and stale entries
 					sink.Set(fmt.Sprintf("k%d", rng.IntN(40)), str(fmt.Sprint("stale", i)))
 				}
@@ -276,7 +276,7 @@ func TestFailedKeyNoLongerWantedForgotten(t *testing.T) {
 }
 
 // TestFailedEntriesRetried runs on a plain target and on one that takes
-// Data alone (node.DataWriter), whose creations the loop records as held
+// Data alone (node.Chunked), whose creations the loop records as held
 // before the write and takes back when it fails.
 func TestFailedEntriesRetried(t *testing.T) {
 	for _, encoded := range []bool{false, true} {

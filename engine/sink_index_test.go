@@ -13,7 +13,7 @@ import (
 )
 
 // TestFullReadKnowsHeldEntries checks that a full read of a target read
-// through node.ActualScanner recognises every entry the loop holds with
+// in chunks (node.Chunked) recognises every entry the loop holds with
 // the same bytes (the held index): entries written by a full pass
 // (indexed once the loop is idle), by incremental rounds, and entries
 // held while the index held bytes of another length (indexed by the

@@ -20,7 +20,7 @@ type MemSink struct {
 	deletes int
 	reads   int
 	unknown int // entries ScanActual handed over: known did not recognise them
-	held    int // what the engine last said the target holds (node.HeldCounter)
+	held    int // what the engine last said the target holds (node.Round.Held)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
 	// Reject, when set, makes Prepare refuse a record.
@@ -36,7 +36,7 @@ type MemSink struct {
 	// is up does before it has written anything.
 	HealthyOnOpen bool
 	// Encoded makes the target encode its entries (Data), show them
-	// through node.ActualScanner and take writes of Data alone
+	// through node.Chunked and take writes of Data alone
 	// (node.Chunked), as a BPF map does.
 	Encoded bool
 	// prepared finds an Encoded target's entries by their Data, for
@@ -133,7 +133,7 @@ func (m *MemSink) ResetCounts() {
 
 // Unknown returns the number of entries an Encoded target's full reads
 // handed over because the engine did not recognise their bytes
-// (node.ActualScanner): entries it holds with the same bytes cost it
+// (node.Chunked): entries it holds with the same bytes cost it
 // nothing.
 func (m *MemSink) Unknown() int {
 	m.mu.Lock()
