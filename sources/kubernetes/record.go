@@ -50,7 +50,7 @@ func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Ke
 	} else {
 		o.org.Object = key
 	}
-	o.packed.sh, o.packed.slots = sh, make([]cty.Value, sh.slots)
+	o.packed.sh, o.packed.slots = sh, make([]any, sh.slots)
 	if err := sh.fill(u.Object, o.slots); err != nil && o.err == nil {
 		o.err = err
 	}
