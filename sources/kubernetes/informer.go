@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
 
 // clients is what a watch needs from the API server. Run builds it from a
@@ -69,7 +70,7 @@ func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 	}
 	obs := observedDynamic{Interface: cl.dynamic, rest: cl.rest, obs: w.observe, proj: w.src.proj}
 	if w.src.proj != nil {
-		obs.pb = layoutFor(w.res.gvk)
+		obs.pb = wire.LayoutFor(w.res.gvk)
 	}
 	return dynamicinformer.NewFilteredDynamicInformer(obs, w.res.gvr, w.res.namespace, 0, cache.Indexers{}, tweak).Informer()
 }
@@ -97,7 +98,7 @@ func (w *watcher) recordsDecoded(cl clients) bool {
 // about 60 us per change here. The queue marks the informer synced only
 // once the last object of the initial list has been processed.
 func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
-	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: layoutFor(w.res.gvk), record: w.record}
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: wire.LayoutFor(w.res.gvk), record: w.record}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			w.tweak(&o)
@@ -209,13 +210,13 @@ type observeFunc func(ctx context.Context, err error)
 
 // observedDynamic wraps a dynamic client so that List and Watch calls
 // report their outcome and, given a REST client, decode in a single pass
-// (decoder.go). It keeps the wrapped client's watch-list support.
+// (lister.go, wire). It keeps the wrapped client's watch-list support.
 type observedDynamic struct {
 	dynamic.Interface
 	rest rest.Interface
 	obs  observeFunc
 	proj *node.Paths  // nil: whole objects
-	pb   *protoLayout // non-nil: list and watch as protobuf (protobuf.go)
+	pb   *wire.Layout // non-nil: list and watch as protobuf (wire)
 }
 
 func (c observedDynamic) Resource(gvr kschema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
@@ -238,7 +239,7 @@ type observedNamespaceable struct {
 	rest rest.Interface
 	obs  observeFunc
 	proj *node.Paths
-	pb   *protoLayout
+	pb   *wire.Layout
 }
 
 func (r observedNamespaceable) Namespace(ns string) dynamic.ResourceInterface {
