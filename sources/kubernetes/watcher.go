@@ -33,12 +33,21 @@ type watcher struct {
 	cache *objectCache // store = "cached" only
 
 	mu      sync.Mutex
-	index   *kobject.Index
+	index   index
 	synced  bool
 	initial map[string]node.Record // records gathered until the initial sync
 	skipped map[string]string      // object id -> reason, so each is logged once
 	missing int                    // objects skipped for a missing index path
 	names   interner               // strings and types shared by record objects (record.go)
+}
+
+// index maps objects to record keys (kobject.Index, or kobject.IDIndex
+// when every key is namespace/name).
+type index interface {
+	Put(id, key string) []kobject.Change
+	Remove(id string) []kobject.Change
+	Winner(key string) (string, bool)
+	Len() int
 }
 
 // item is an informer object as the handler sees it: an unstructured
