@@ -43,14 +43,12 @@ type lister struct {
 	record func(*unstructured.Unstructured) *recordObject
 }
 
-// Accept headers: protobuf first when the resource has it, JSON always.
-const (
-	acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
-)
+// acceptProtobuf asks for protobuf first when the resource has it.
+const acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
 
 func newRESTClient(c connection) (rest.Interface, error) {
 	cfg := dynamic.ConfigFor(c.cfg)
-	cfg.AcceptContentTypes = "application/json" // the decoder below reads JSON only
+	cfg.AcceptContentTypes = "application/json" // protobuf only where get asks for it
 	return rest.UnversionedRESTClientForConfigAndClient(cfg, c.hc)
 }
 
@@ -106,18 +104,13 @@ func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*reco
 }
 
 // list lists, handing each item to each as it is decoded (as it arrives,
-// for protobuf), and returns the list's own fields. A server may answer
-// JSON where protobuf was asked for (wire.For reads either).
+// for protobuf), and returns the list's own fields.
 func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*unstructured.Unstructured) error) (map[string]any, error) {
 	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
 		opts.ResourceVersion = "" // see List
 		opts.Limit = 0
 	}
-	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
-	if l.pb != nil {
-		req.SetHeader("Accept", acceptProtobuf)
-	}
-	body, err := req.Stream(ctx)
+	body, err := l.get(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +121,20 @@ func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*un
 	})
 }
 
-// Watch implements the dynamic client's Watch.
-func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
+// get sends a list or watch request and returns the response body, which
+// may be JSON where protobuf was asked for (wire.For reads either).
+func (l lister) get(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
 	if l.pb != nil {
 		req.SetHeader("Accept", acceptProtobuf)
 	}
-	body, err := req.Stream(ctx)
+	return req.Stream(ctx)
+}
+
+// Watch implements the dynamic client's Watch.
+func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	body, err := l.get(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
