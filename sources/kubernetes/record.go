@@ -40,8 +40,8 @@ type recordObject struct {
 // namespace, uid, resourceVersion) unless an expression reads them, so
 // that a write changing nothing the graph reads yields an equal value.
 func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, sh *shape, in *interner) *recordObject {
-	o := &recordObject{kind: in.kind(u.GetAPIVersion(), u.GetKind()),
-		org: node.Origin{Source: src, Namespace: in.str(u.GetNamespace()), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
+	o := &recordObject{org: node.Origin{Source: src, Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
+	o.kind, o.org.Namespace = in.intern(u.GetAPIVersion(), u.GetKind(), u.GetNamespace())
 	o.objID = id(o.org.Namespace, o.org.Name)
 	if key, err := keyer.Key(u.Object); err != nil {
 		o.err = err
@@ -154,44 +154,37 @@ var (
 	_ runtime.Object            = (*recordList)(nil)
 )
 
-// interner holds one copy of the strings many objects of a source share
-// (namespaces) and of their type, so that the cache keeps each once. It
-// stops taking new strings at maxInterned (a source watching that many
-// namespaces keeps their copies per object, as without it).
+// interner holds one copy of what the objects of a source share: their
+// type and namespace. It keeps at most maxInterned of each (a source
+// watching more namespaces keeps the others' copies per object).
 type interner struct {
 	mu    sync.Mutex
 	strs  map[string]string
-	kinds []*metav1.TypeMeta
+	kinds map[metav1.TypeMeta]*metav1.TypeMeta
 }
 
 const maxInterned = 4096
 
-func (in *interner) str(s string) string {
+func (in *interner) intern(apiVersion, kind, namespace string) (*metav1.TypeMeta, string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if c, ok := in.strs[s]; ok {
-		return c
-	}
 	if in.strs == nil {
-		in.strs = map[string]string{}
+		in.strs, in.kinds = map[string]string{}, map[metav1.TypeMeta]*metav1.TypeMeta{}
 	}
-	if len(in.strs) < maxInterned {
-		in.strs[s] = s
-	}
-	return s
-}
-
-func (in *interner) kind(apiVersion, kind string) *metav1.TypeMeta {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, k := range in.kinds {
-		if k.APIVersion == apiVersion && k.Kind == kind {
-			return k
+	tm := metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+	k, ok := in.kinds[tm]
+	if !ok {
+		k = &tm
+		if len(in.kinds) < maxInterned {
+			in.kinds[tm] = k
 		}
 	}
-	k := &metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
-	if len(in.kinds) < maxInterned {
-		in.kinds = append(in.kinds, k)
+	ns, ok := in.strs[namespace]
+	if !ok {
+		ns = namespace
+		if len(in.strs) < maxInterned {
+			in.strs[ns] = ns
+		}
 	}
-	return k
+	return k, ns
 }

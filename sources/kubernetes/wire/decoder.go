@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -38,10 +37,14 @@ func For(r *bufio.Reader, pb *Layout, proj *node.Paths) Decoder {
 	if pb != nil && proj != nil && len(first) == 1 && first[0] != '{' {
 		return &protoDecoder{r: r, pb: pb, proj: proj}
 	}
+	if proj == nil {
+		proj = node.WholeObject()
+	}
 	return &jsonDecoder{r: r, proj: proj}
 }
 
-// jsonDecoder reads JSON, whole objects or projected (json.go).
+// jsonDecoder reads JSON, keeping proj's paths (json.go; whole objects
+// are the projection that reads everything).
 type jsonDecoder struct {
 	r    *bufio.Reader
 	dec  *json.Decoder // a watch stream's, made by the first Event
@@ -53,13 +56,7 @@ func (d *jsonDecoder) List(each func(map[string]any) error) (map[string]any, err
 	if err != nil {
 		return nil, fmt.Errorf("read list: %w", err)
 	}
-	var head map[string]any
-	var items []map[string]any
-	if d.proj != nil {
-		head, items, err = projector{data: raw}.list(d.proj)
-	} else {
-		head, items, err = wholeList(raw)
-	}
+	head, items, err := projector{data: raw}.list(d.proj)
 	if err != nil {
 		return nil, fmt.Errorf("decode list: %w", err)
 	}
@@ -72,38 +69,10 @@ func (d *jsonDecoder) List(each func(map[string]any) error) (map[string]any, err
 	return head, nil
 }
 
-func wholeList(raw []byte) (map[string]any, []map[string]any, error) {
-	var head map[string]any
-	if err := utiljson.Unmarshal(raw, &head); err != nil {
-		return nil, nil, err
-	}
-	list, _ := head["items"].([]any)
-	delete(head, "items")
-	items := make([]map[string]any, len(list))
-	for i, it := range list {
-		m, ok := it.(map[string]any)
-		if !ok {
-			return nil, nil, fmt.Errorf("item %d is %T, not an object", i, it)
-		}
-		items[i] = m
-	}
-	return head, items, nil
-}
-
 func (d *jsonDecoder) Event() (watch.EventType, map[string]any, error) {
 	if d.dec == nil {
 		d.dec = json.NewDecoder(d.r)
 		d.dec.UseNumber()
-	}
-	if d.proj == nil {
-		var frame struct {
-			Type   watch.EventType `json:"type"`
-			Object map[string]any  `json:"object"`
-		}
-		if err := d.dec.Decode(&frame); err != nil {
-			return "", nil, err
-		}
-		return frame.Type, frame.Object, utiljson.ConvertMapNumbers(frame.Object, 0)
 	}
 	var frame struct {
 		Type   watch.EventType `json:"type"`
