@@ -88,7 +88,7 @@ func (w *watcher) recordsDecoded(cl clients) bool {
 }
 
 // newRecordInformer builds the informer of a projecting source: its list
-// and watch decode each object straight into the record object the cache
+// and watch decode each object straight into the object the cache
 // keeps (record.go), as the bytes arrive, so the cache never sees an
 // intermediate unstructured object and the conversion overlaps the
 // transfer instead of following it. It is client-go's controller with a
@@ -119,7 +119,7 @@ func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cac
 	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
 		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
-	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: listWatchNoStream{lw}, ObjectType: &recordObject{},
+	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: listWatchNoStream{lw}, ObjectType: &object{},
 		ObjectDescription: w.res.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
 	return store, ctrl
 }
@@ -159,17 +159,17 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 	}
 }
 
-// objectKey is the record informer's key function: a record object's id,
+// objectKey is the record informer's key function: an object's id,
 // which it made once (record.go); anything else as client-go keys it.
 func objectKey(obj any) (string, error) {
-	if o, ok := obj.(*recordObject); ok {
+	if o, ok := obj.(*object); ok {
 		return o.objID, nil
 	}
 	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 }
 
 // record turns a decoded (projected) object into what the cache keeps.
-func (w *watcher) record(u *unstructured.Unstructured) *recordObject {
+func (w *watcher) record(u *unstructured.Unstructured) *object {
 	w.src.pruner.Prune(u.Object)
 	return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names)
 }
@@ -322,8 +322,8 @@ func (r observedMetadataResource) Watch(ctx context.Context, o metav1.ListOption
 
 // transform runs before an object enters the informer cache: metadata is
 // turned into an unstructured object, ignore_fields are removed (so the
-// memory is really released), and with store = "cached" only a slim
-// object is kept.
+// memory is really released), and the object becomes what the cache
+// keeps (object.go).
 func (w *watcher) transform(obj any) (any, error) {
 	var u *unstructured.Unstructured
 	switch o := obj.(type) {
@@ -339,15 +339,16 @@ func (w *watcher) transform(obj any) (any, error) {
 	default:
 		return obj, nil // tombstones and objects already transformed
 	}
-	if w.src.opts.cached {
-		w.src.pruner.Prune(u.Object)
-		return newSlim(u, w.src.keyer, !w.cachedUnchanged(u)), nil
-	}
-	if w.src.proj != nil {
-		return w.record(u), nil
-	}
 	w.src.pruner.Prune(u.Object)
-	return u, nil
+	switch {
+	case w.src.opts.cached:
+		return newSlim(u, w.src.address, w.src.keyer, &w.names, !w.cachedUnchanged(u)), nil
+	case w.src.proj != nil:
+		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names), nil
+	}
+	o := newObject(u, w.src.address, w.src.keyer, &w.names)
+	o.more = &content{whole: u}
+	return o, nil
 }
 
 // cachedUnchanged reports whether the cache already holds u at the same
@@ -360,8 +361,8 @@ func (w *watcher) cachedUnchanged(u *unstructured.Unstructured) bool {
 	if !ok {
 		return false
 	}
-	o, isSlim := old.(*slimObject)
-	return isSlim && o.ResourceVersion == u.GetResourceVersion()
+	o, ok := old.(*object)
+	return ok && o.org.ResourceVersion == u.GetResourceVersion()
 }
 
 var (

@@ -39,8 +39,8 @@ type lister struct {
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
 	// record, when set, turns each listed or watched object into the
-	// record object the cache keeps (newRecordInformer).
-	record func(*unstructured.Unstructured) *recordObject
+	// object the cache keeps (newRecordInformer).
+	record func(*unstructured.Unstructured) *object
 }
 
 // acceptProtobuf asks for protobuf first when the resource has it.
@@ -85,7 +85,7 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructure
 	return list, nil
 }
 
-// listRecords lists into record objects, converting each item as it
+// listRecords lists into cached objects, converting each item as it
 // arrives.
 func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
 	list := &recordList{}
@@ -151,8 +151,8 @@ type streamWatch struct {
 	once sync.Once
 	proj *node.Paths
 	pb   *wire.Layout // the resource's protobuf layout; the stream's first byte says which encoding came
-	// record, when set, turns each event's object into a record object.
-	record func(*unstructured.Unstructured) *recordObject
+	// record, when set, turns each event's object into a cached object.
+	record func(*unstructured.Unstructured) *object
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }

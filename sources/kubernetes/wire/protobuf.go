@@ -392,36 +392,49 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 	if len(b) < len(protoMagic) || string(b[:len(protoMagic)]) != string(protoMagic) {
 		return "", "", nil, fmt.Errorf("%w: no protobuf envelope", errProto)
 	}
-	w := wire{b: b[len(protoMagic):]}
+	err = bytesFields(b[len(protoMagic):], func(num int, v []byte) (err error) {
+		switch num {
+		case 1: // typeMeta
+			apiVersion, kind, err = typeMeta(v)
+		case 2:
+			raw = v
+		case 3: // contentEncoding
+			if len(v) > 0 {
+				err = fmt.Errorf("%w: content encoding %q", errProto, v)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return "", "", nil, err
+	}
+	return apiVersion, kind, raw, nil
+}
+
+// bytesFields calls f with the number and value of each length-delimited
+// field of message b, in order, and skips the other fields.
+func bytesFields(b []byte, f func(num int, v []byte) error) error {
+	w := wire{b: b}
 	for !w.done() {
 		num, wt, err := w.tag()
 		if err != nil {
-			return "", "", nil, err
+			return err
 		}
 		if wt != protowire.BytesType {
 			if err := w.skip(num, wt); err != nil {
-				return "", "", nil, err
+				return err
 			}
 			continue
 		}
 		v, err := w.bytes()
 		if err != nil {
-			return "", "", nil, err
+			return err
 		}
-		switch num {
-		case 1: // typeMeta
-			if apiVersion, kind, err = typeMeta(v); err != nil {
-				return "", "", nil, err
-			}
-		case 2:
-			raw = v
-		case 3: // contentEncoding
-			if len(v) > 0 {
-				return "", "", nil, fmt.Errorf("%w: content encoding %q", errProto, v)
-			}
+		if err := f(num, v); err != nil {
+			return err
 		}
 	}
-	return apiVersion, kind, raw, nil
+	return nil
 }
 
 // maxItem bounds one encoded object (etcd stores at most a few MiB); a
@@ -543,30 +556,16 @@ func (l *Layout) streamList(s *streamWire, p *node.Paths, head map[string]any, e
 
 // typeMeta reads runtime.TypeMeta: apiVersion = 1, kind = 2.
 func typeMeta(b []byte) (apiVersion, kind string, err error) {
-	w := wire{b: b}
-	for !w.done() {
-		n, wt, err := w.tag()
-		if err != nil {
-			return "", "", err
-		}
-		if wt != protowire.BytesType {
-			if err := w.skip(n, wt); err != nil {
-				return "", "", err
-			}
-			continue
-		}
-		s, err := w.bytes()
-		if err != nil {
-			return "", "", err
-		}
-		switch n {
+	err = bytesFields(b, func(num int, v []byte) error {
+		switch num {
 		case 1:
-			apiVersion = string(s)
+			apiVersion = string(v)
 		case 2:
-			kind = string(s)
+			kind = string(v)
 		}
-	}
-	return apiVersion, kind, nil
+		return nil
+	})
+	return apiVersion, kind, err
 }
 
 // streamWire reads the wire format from a stream, n bytes at most: the
@@ -1185,42 +1184,22 @@ func projectMap(obj map[string]any, p *node.Paths) map[string]any {
 func watchEvent(b []byte) (watch.EventType, []byte, error) {
 	var typ watch.EventType
 	var raw []byte
-	ew := wire{b: b}
-	for !ew.done() {
-		num, wt, err := ew.tag()
-		if err != nil {
-			return "", nil, err
-		}
-		if wt != protowire.BytesType || num > 2 {
-			if err := ew.skip(num, wt); err != nil {
-				return "", nil, err
-			}
-			continue
-		}
-		v, err := ew.bytes()
-		if err != nil {
-			return "", nil, err
-		}
-		if num == 1 {
+	err := bytesFields(b, func(num int, v []byte) error {
+		switch num {
+		case 1:
 			typ = watch.EventType(v)
-			continue
-		}
-		ow := wire{b: v} // RawExtension: raw = 1
-		for !ow.done() {
-			n, owt, err := ow.tag()
-			if err != nil {
-				return "", nil, err
-			}
-			if n != 1 || owt != protowire.BytesType {
-				if err := ow.skip(n, owt); err != nil {
-					return "", nil, err
+		case 2: // RawExtension: raw = 1
+			return bytesFields(v, func(n int, r []byte) error {
+				if n == 1 {
+					raw = r
 				}
-				continue
-			}
-			if raw, err = ow.bytes(); err != nil {
-				return "", nil, err
-			}
+				return nil
+			})
 		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
 	}
 	if typ == "" || raw == nil {
 		return "", nil, fmt.Errorf("%w: watch event without type or object", errProto)
