@@ -44,21 +44,7 @@ func TestRobustness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("PIPELINE_SEED"); s != "" {
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatal(err)
-		}
-	}
-	steps, until := 12, time.Time{}
-	if d := os.Getenv("PIPELINE_SOAK"); d != "" {
-		dur, err := time.ParseDuration(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps, until = 1<<30, time.Now().Add(dur)
-	}
-	t.Logf("seed %d (PIPELINE_SEED=%d replays it)", seed, seed)
+	seed, steps, until := robustSchedule(t, 12)
 	rng := rand.New(rand.NewPCG(seed, 7))
 
 	bpfDir, err := os.MkdirTemp("/sys/fs/bpf", "robust-")
@@ -176,6 +162,29 @@ sink "audit" "a" {
 	if !until.IsZero() {
 		fmt.Printf("soak: seed %d survived %v\n", seed, survived)
 	}
+}
+
+// robustSchedule is the seed of a robustness test's schedule (random, or
+// PIPELINE_SEED) and how long it runs: steps faults, or until a time when
+// PIPELINE_SOAK gives a duration.
+func robustSchedule(t *testing.T, steps int) (seed uint64, n int, until time.Time) {
+	t.Helper()
+	seed = uint64(time.Now().UnixNano())
+	if s := os.Getenv("PIPELINE_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d (PIPELINE_SEED=%d replays it)", seed, seed)
+	if d := os.Getenv("PIPELINE_SOAK"); d != "" {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seed, 1 << 30, time.Now().Add(dur)
+	}
+	return seed, steps, time.Time{}
 }
 
 // robustLogs holds the logs of the pipeline processes, for a failure.
