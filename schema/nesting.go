@@ -46,12 +46,6 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}
 	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // lexing errors are the parser's to report
-	if len(tokens) > MaxConfigTokens {
-		rng := tokens[MaxConfigTokens].Range
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
-			Detail:  fmt.Sprintf("%s holds %d tokens (names, literals, operators); a configuration file may hold at most %d. Split it, or move data into files read by a source (source \"files\").", filename, len(tokens), MaxConfigTokens),
-			Subject: &rng}}
-	}
 	depth, unary := 0, 0
 	templ := 0      // template directives (%{if}, %{for}) open
 	ops := []int{0} // operators chained at each depth
@@ -118,6 +112,13 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 					"Flatten the expression, for example with locals.", limit),
 				Subject: &rng}}
 		}
+	}
+	// Last, so that a long chain or deep nesting gets its own diagnostic.
+	if len(tokens) > MaxConfigTokens {
+		rng := tokens[MaxConfigTokens].Range
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
+			Detail:  fmt.Sprintf("%s holds %d tokens (names, literals, operators); a configuration file may hold at most %d. Split it, or move data into files read by a source (source \"files\").", filename, len(tokens), MaxConfigTokens),
+			Subject: &rng}}
 	}
 	return nil
 }
