@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,8 +26,35 @@ import (
 
 // schemaTypes returns the Go types of the objects the target names, one
 // per served version the client knows, and a name for messages; none for
-// a resource the client does not know.
+// a resource the client does not know. Results are kept: the scheme is
+// fixed, and a configuration names the same few resources many times.
 func (t target) schemaTypes() ([]reflect.Type, string) {
+	k := schemaKey{t.resource, t.group, t.version, t.apiVersion, t.kind}
+	if r, ok := schemaTypeCache.Load(k); ok {
+		r := r.(schemaTypesResult)
+		return r.types, r.name
+	}
+	types, name := t.findSchemaTypes()
+	if schemaTypeCached.Add(1) <= maxSchemaTypeCache { // names come from configs: bounded
+		schemaTypeCache.Store(k, schemaTypesResult{types, name})
+	}
+	return types, name
+}
+
+const maxSchemaTypeCache = 1024
+
+var schemaTypeCached atomic.Int64
+
+type schemaKey struct{ resource, group, version, apiVersion, kind string }
+
+type schemaTypesResult struct {
+	types []reflect.Type
+	name  string
+}
+
+var schemaTypeCache sync.Map // schemaKey -> schemaTypesResult
+
+func (t target) findSchemaTypes() ([]reflect.Type, string) {
 	var gv kschema.GroupVersion
 	if t.kind != "" {
 		var err error
