@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -114,6 +115,60 @@ func (s *Source) checkSchema(p *node.Paths) hcl.Diagnostics {
 		}
 	})
 	return diags
+}
+
+// ObjectFields implements node.FieldLister from the Go API types the
+// schema check reads: the fields objects of the resource have under path,
+// less what ignore_fields removes; only the metadata with metadata_only.
+func (s *Source) ObjectFields(path []string) []string {
+	types, _ := s.target.schemaTypes()
+	if s.opts.metadataOnly {
+		if len(path) == 0 {
+			return []string{"apiVersion", "kind", "metadata"}
+		}
+		if path[0] != "metadata" {
+			return nil
+		}
+	}
+	for _, f := range path {
+		var below []reflect.Type
+		for _, t := range types {
+			c, _, ok, anything := child(t, f)
+			if anything {
+				return nil
+			}
+			if ok {
+				below = append(below, c)
+			}
+		}
+		types = below
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range types {
+		_, names, _, _ := child(t, "")
+		for _, n := range names {
+			if !seen[n] && !s.ignored(append(append([]string(nil), path...), n)) {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ignored reports whether ignore_fields removes the field at path.
+func (s *Source) ignored(path []string) bool {
+	if s.pruner == nil {
+		return false
+	}
+	for _, pre := range s.pruner.Prefixes() {
+		if pre.Exact && slices.Equal(pre.Fields, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // walkMissing calls missing for each path below p that none of types has,

@@ -92,8 +92,14 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 			overlay[name] = src
 		}
 	}
-	files, diags := s.opts.Check(dir, overlay)
+	checked := s.opts.Check(dir, overlay)
+	files, diags := checked.Files, checked.Diags
 	s.keepParses(files, overlay)
+	if checked.Nodes != nil { // a configuration that does not parse keeps the last nodes
+		s.mu.Lock()
+		s.built[dir] = checked.Nodes
+		s.mu.Unlock()
+	}
 	for _, name := range tests {
 		_, d := hclsyntax.ParseConfig(open[name], name, hcl.InitialPos)
 		diags = append(diags, d...)

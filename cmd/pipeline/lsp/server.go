@@ -28,10 +28,9 @@ import (
 type Options struct {
 	// Registry holds every node type: completion and hover read it.
 	Registry *node.Registry
-	// Check returns validate's files and diagnostics for the configuration
-	// at path (a directory), reading overlay's contents instead of the
-	// disk's for the files it names.
-	Check func(path string, overlay map[string][]byte) (map[string]*hcl.File, hcl.Diagnostics)
+	// Check validates the configuration at path (a directory), reading
+	// overlay's contents instead of the disk's for the files it names.
+	Check func(path string, overlay map[string][]byte) Checked
 	// Format is `pipeline fmt` of one file's bytes.
 	Format func(name string, src []byte) ([]byte, error)
 	// Debounce is how long diagnostics wait for typing to pause; 0 checks
@@ -39,6 +38,15 @@ type Options struct {
 	Debounce time.Duration
 	// Logger receives the server's own log (never stdout: that is the protocol).
 	Logger *slog.Logger
+}
+
+// Checked is what validate says of a configuration.
+type Checked struct {
+	Files map[string]*hcl.File
+	Diags hcl.Diagnostics
+	// Nodes are the nodes it built, by address ("source.kubernetes.pods"):
+	// completion asks them for their objects' fields (node.FieldLister).
+	Nodes map[string]any
 }
 
 // Server is one client's language server.
@@ -58,6 +66,7 @@ type Server struct {
 	indexed   map[string]*workspace      // last workspace of each document
 	dirty     map[string]bool            // configuration directories to check
 	published map[string]map[string]bool // per directory, the files given diagnostics
+	built     map[string]map[string]any  // per directory, the nodes the last check that compiled built
 }
 
 // Serve runs the server on rwc until the client exits, the stream ends
@@ -69,7 +78,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 	s := &Server{opts: opts, funcs: schema.Functions(".", nil), log: opts.Logger,
 		kick: make(chan struct{}, 1), exit: make(chan struct{}),
 		docs: map[string][]byte{}, versions: map[string]int32{}, cache: map[string]*parsed{}, indexed: map[string]*workspace{},
-		dirty: map[string]bool{}, published: map[string]map[string]bool{}}
+		dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(rwc))
