@@ -52,18 +52,19 @@ func TestEditedCursor(t *testing.T) {
 		src := strings.Replace(editedBase, edit[0], edit[1], 1)
 		stand, fresh := old.edited([]byte(src)), parse("/c/main.hcl", []byte(src))
 		for off := 0; off <= len(src); off++ {
-			if got, want := describe(cursorAt(stand, off)), describe(cursorAt(fresh, off)); got != want {
-				t.Fatalf("edit %q, offset %d (%q): %s, a parse finds %s", edit[1], off, src[max(0, off-10):off], got, want)
+			got, want := cursorAt(stand, off), cursorAt(fresh, off)
+			if describe(got) != describe(want) {
+				t.Fatalf("edit %q, offset %d (%q): %s, a parse finds %s", edit[1], off, src[max(0, off-10):off], describe(got), describe(want))
 			}
-			if diff := cmp.Diff(presentAt(fresh, off), presentAt(stand, off)); diff != "" {
+			if diff := cmp.Diff(present(want), present(got)); diff != "" {
 				t.Fatalf("edit %q, offset %d: present (-parse +edited):\n%s", edit[1], off, diff)
 			}
 		}
 	}
 }
 
-func presentAt(f *parsed, off int) map[string]bool {
-	c := cursorAt(f, off)
+// present is what the cursor's innermost block already holds.
+func present(c cursor) map[string]bool {
 	if len(c.frames) == 0 {
 		return nil
 	}
