@@ -76,7 +76,7 @@ vet:
 FUZZ_TARGETS := \
 	./cmd/pipeline:FuzzCompile \
 	./internal/fastexpr:FuzzSameAsHCL \
-	./internal/heldindex:FuzzIndex \
+	./engine/sinkloop/heldindex:FuzzIndex \
 	./sinks/audit:FuzzVerifyCatchesTampering \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
