@@ -80,7 +80,8 @@ FUZZ_TARGETS := \
 	./sinks/audit:FuzzVerifyCatchesTampering \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
-	./cmd/pipeline/lsp:FuzzHandlers
+	./cmd/pipeline/lsp:FuzzHandlers \
+	./schema:FuzzQuickNesting
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \

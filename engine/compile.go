@@ -98,11 +98,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	if !diags.HasErrors() {
 		diags = append(diags, g.project()...)
 	}
-	for _, n := range order {
-		if n.Impl() != nil {
-			g.fingerprint(n, contents[n])
-		}
-	}
+	g.contents = contents // fingerprinted when a run or a diff needs it
 	return g, schema.DropDerived(diags)
 }
 

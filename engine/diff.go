@@ -77,6 +77,8 @@ func (d GraphDiff) Action(addr string) (Action, bool) {
 // nil (everything is added). A node whose input is rebuilt is rebuilt too,
 // since its input's fingerprint is part of its own. DiffGraphs does no I/O.
 func DiffGraphs(old, new *Graph) GraphDiff {
+	old.fingerprints()
+	new.fingerprints()
 	var d GraphDiff
 	seen := map[string]bool{}
 	if new != nil {

@@ -45,6 +45,7 @@ func diffCompile(t *testing.T, src string) *Graph {
 	if diags.HasErrors() {
 		t.Fatalf("compile: %s", diags.Error())
 	}
+	g.fingerprints()
 	return g
 }
 

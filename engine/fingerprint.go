@@ -79,6 +79,23 @@ func secretDigest(s string) string {
 	return "hmac:" + hex.EncodeToString(m.Sum(nil))
 }
 
+// fingerprints sets the fingerprint of every built node, once. Compile
+// leaves them out (validate, graph and the language server never use
+// them); DiffGraphs and NewRuntime call it.
+func (g *Graph) fingerprints() {
+	if g == nil {
+		return
+	}
+	g.fpOnce.Do(func() {
+		for _, n := range g.Nodes {
+			if c, ok := g.contents[n]; ok && n.Impl() != nil {
+				g.fingerprint(n, c)
+			}
+		}
+		g.contents = nil
+	})
+}
+
 // fingerprint sets n.Fingerprint and n.parts. content is n's decoded body;
 // n's input must already be fingerprinted (nodes go in topological order).
 func (g *Graph) fingerprint(n *Node, content *schema.Content) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -15,6 +16,10 @@ type Graph struct {
 	Config *schema.Config
 	Nodes  []*Node
 	byAddr map[string]*Node
+	// contents are the built nodes' decoded bodies until their
+	// fingerprints are computed (fingerprints): validate never needs them.
+	contents map[*Node]*schema.Content
+	fpOnce   sync.Once
 }
 
 // Node is one compiled source, transform or sink.
@@ -59,7 +64,7 @@ type Node struct {
 	OnRemove string
 	// Fingerprint digests the node's effective definition and its input's
 	// fingerprint (see fingerprint.go); DiffGraphs compares it. Empty when
-	// the node did not build.
+	// the node did not build, and until DiffGraphs or NewRuntime computed it.
 	Fingerprint string
 	parts       map[string]string // digest of each part of the definition
 }

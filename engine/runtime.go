@@ -59,6 +59,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
 		}
 	}
+	g.fingerprints() // GraphState reports them; a reload diffs them
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

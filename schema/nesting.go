@@ -45,67 +45,25 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 			Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, len(src), MaxConfigBytes),
 			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}
 	}
+	if quickNestingOK(src, limit) {
+		return nil // the common case, without the lexer's tokens (see quicknest.go)
+	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // lexing errors are the parser's to report
-	depth, unary := 0, 0
-	templ := 0      // template directives (%{if}, %{for}) open
-	ops := []int{0} // operators chained at each depth
-	for i, tok := range tokens {
-		if tok.Type == hclsyntax.TokenIdent && i > 0 && tokens[i-1].Type == hclsyntax.TokenTemplateControl {
-			switch string(tok.Bytes) {
-			case "if", "for":
-				templ++
-			case "endif", "endfor":
-				templ = max(0, templ-1)
-			}
-		}
-		switch tok.Type {
-		case hclsyntax.TokenOParen, hclsyntax.TokenOBrack, hclsyntax.TokenOBrace,
-			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
-			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
-			depth++
-			unary = 0
-			ops = append(ops, 0)
-		case hclsyntax.TokenCParen, hclsyntax.TokenCBrack, hclsyntax.TokenCBrace,
-			hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
-			if depth > 0 {
-				depth--
-				ops = ops[:len(ops)-1]
-			}
-			// A splat [*] nests the rest of its chain, as .* does.
-			if tok.Type == hclsyntax.TokenCBrack && i >= 2 && tokens[i-1].Type == hclsyntax.TokenStar && tokens[i-2].Type == hclsyntax.TokenOBrack {
-				ops[len(ops)-1]++
-			}
-			unary = 0
-		case hclsyntax.TokenNumberLit:
-			if err := CheckNumberLiteral(string(tok.Bytes)); err != nil {
-				rng := tok.Range
-				return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
-					Detail: sentenceOf(err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}
-			}
-			unary = 0
-		case hclsyntax.TokenMinus, hclsyntax.TokenBang:
-			// A run of unary operators nests like parentheses (- - - 1).
-			unary++
-			ops[len(ops)-1]++
-		case hclsyntax.TokenComma, hclsyntax.TokenNewline:
-			unary = 0
-			ops[len(ops)-1] = 0
-		case hclsyntax.TokenPlus, hclsyntax.TokenStar, hclsyntax.TokenSlash, hclsyntax.TokenPercent,
-			hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan, hclsyntax.TokenLessThanEq,
-			hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq, hclsyntax.TokenAnd, hclsyntax.TokenOr,
-			hclsyntax.TokenQuestion:
-			unary = 0
-			ops[len(ops)-1]++
-		default:
-			unary = 0
-		}
-		if ops[len(ops)-1] > MaxOperators {
+	n := newNestCounter(limit)
+	for _, tok := range tokens {
+		switch n.add(tok.Type, tok.Bytes) {
+		case nestOK:
+			continue
+		case nestNumber:
+			rng := tok.Range
+			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
+				Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}
+		case nestOperators:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expression too long",
 				Detail:  fmt.Sprintf("More than %d operators are chained in one expression here. Split it, for example with locals.", MaxOperators),
 				Subject: &rng}}
-		}
-		if depth+unary+templ > limit {
+		case nestDeep:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration nested too deeply",
 				Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations, template directives and unary operators nest more than %d levels deep here. "+
@@ -121,6 +79,91 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 			Subject: &rng}}
 	}
 	return nil
+}
+
+// nestResult is what one more token does to a nestCounter.
+type nestResult int
+
+const (
+	nestOK        nestResult = iota
+	nestNumber               // a number literal CheckNumberLiteral refuses (in err)
+	nestOperators            // more than MaxOperators chained at one level
+	nestDeep                 // nested deeper than the limit
+)
+
+// nestCounter follows the tokens of a file and says when they nest too
+// deeply, chain too many operators or hold a number too large.
+type nestCounter struct {
+	limit        int
+	depth, unary int
+	templ        int   // template directives (%{if}, %{for}) open
+	ops          []int // operators chained at each depth
+	prev1, prev2 hclsyntax.TokenType
+	err          error
+}
+
+func newNestCounter(limit int) *nestCounter {
+	return &nestCounter{limit: limit, ops: []int{0}}
+}
+
+func (n *nestCounter) add(typ hclsyntax.TokenType, text []byte) nestResult {
+	prev1, prev2 := n.prev1, n.prev2
+	n.prev1, n.prev2 = typ, prev1
+	if typ == hclsyntax.TokenIdent && prev1 == hclsyntax.TokenTemplateControl {
+		switch string(text) {
+		case "if", "for":
+			n.templ++
+		case "endif", "endfor":
+			n.templ = max(0, n.templ-1)
+		}
+	}
+	switch typ {
+	case hclsyntax.TokenOParen, hclsyntax.TokenOBrack, hclsyntax.TokenOBrace,
+		hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
+		hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+		n.depth++
+		n.unary = 0
+		n.ops = append(n.ops, 0)
+	case hclsyntax.TokenCParen, hclsyntax.TokenCBrack, hclsyntax.TokenCBrace,
+		hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+		if n.depth > 0 {
+			n.depth--
+			n.ops = n.ops[:len(n.ops)-1]
+		}
+		// A splat [*] nests the rest of its chain, as .* does.
+		if typ == hclsyntax.TokenCBrack && prev1 == hclsyntax.TokenStar && prev2 == hclsyntax.TokenOBrack {
+			n.ops[len(n.ops)-1]++
+		}
+		n.unary = 0
+	case hclsyntax.TokenNumberLit:
+		if err := CheckNumberLiteral(string(text)); err != nil {
+			n.err = err
+			return nestNumber
+		}
+		n.unary = 0
+	case hclsyntax.TokenMinus, hclsyntax.TokenBang:
+		// A run of unary operators nests like parentheses (- - - 1).
+		n.unary++
+		n.ops[len(n.ops)-1]++
+	case hclsyntax.TokenComma, hclsyntax.TokenNewline:
+		n.unary = 0
+		n.ops[len(n.ops)-1] = 0
+	case hclsyntax.TokenPlus, hclsyntax.TokenStar, hclsyntax.TokenSlash, hclsyntax.TokenPercent,
+		hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan, hclsyntax.TokenLessThanEq,
+		hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq, hclsyntax.TokenAnd, hclsyntax.TokenOr,
+		hclsyntax.TokenQuestion:
+		n.unary = 0
+		n.ops[len(n.ops)-1]++
+	default:
+		n.unary = 0
+	}
+	if n.ops[len(n.ops)-1] > MaxOperators {
+		return nestOperators
+	}
+	if n.depth+n.unary+n.templ > n.limit {
+		return nestDeep
+	}
+	return nestOK
 }
 
 // sentenceOf is err's message as a sentence: capitalised, with a full stop.

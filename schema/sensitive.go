@@ -23,6 +23,9 @@ func (b Block) SensitiveValues(c *Content) []string {
 		if !ok || info.Type == "reference" || info.Type == "expression" {
 			continue
 		}
+		if !info.Sensitive && !readsMarked(attr.Expr, c.Ctx) {
+			continue // nothing it reads is marked, so neither is its value
+		}
 		v, diags := attr.Expr.Value(c.Ctx)
 		if diags.HasErrors() {
 			continue
@@ -38,6 +41,33 @@ func (b Block) SensitiveValues(c *Content) []string {
 		}
 	}
 	return out
+}
+
+// readsMarked reports whether expr may read a marked value from ctx: a
+// value it refers to holds a mark, or one cannot be read on its own (an
+// index computed at run time), which counts as marked. Marks only spread
+// from what an expression reads (can() included), so an expression that
+// reads none evaluates to an unmarked value.
+func readsMarked(expr hcl.Expression, ctx *hcl.EvalContext) bool {
+	for _, tr := range expr.Variables() {
+		if !hasRoot(ctx, tr.RootName()) {
+			continue // not known here (object, record, each): the value does not evaluate
+		}
+		v, diags := tr.TraverseAbs(ctx)
+		if diags.HasErrors() || v.ContainsMarked() {
+			return true
+		}
+	}
+	return false
+}
+
+func hasRoot(ctx *hcl.EvalContext, name string) bool {
+	for c := ctx; c != nil; c = c.Parent() {
+		if _, ok := c.Variables[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // rawValue unmarks a value read by a handle whose Go type cannot carry

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.lsp.dev/protocol"
 )
@@ -14,6 +15,8 @@ import (
 //
 //	diagnostics  an edit (didChange) until its diagnostics are published
 //	completion   a completion request inside a sink "ebpf_map" block until its answer
+//	completion-after-edit  an edit of the file, then that completion request, until its
+//	             answer (the server's default debounce, so its check waits for typing to pause)
 func BenchmarkLSP1000(b *testing.B) {
 	name := filepath.Join(b.TempDir(), "big.hcl")
 	good := bigConfig(1000)
@@ -52,6 +55,25 @@ func BenchmarkLSP1000(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if items := c.complete(name, at); len(items) == 0 {
+				b.Fatal("no completion")
+			}
+		}
+	})
+	typing := startLSPWith(b, lspOptions(150*time.Millisecond))
+	typing.open(name, good)
+	typing.waitDiags(name, func(d []protocol.Diagnostic) bool { return len(d) == 0 })
+	edited := strings.Replace(good, "\n  \n", "\n  i\n", 1) // a letter typed on the blank line
+	b.Run("completion-after-edit", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			n++
+			text := good
+			if n%2 == 1 {
+				text = edited
+			}
+			typing.change(name, text)
+			if items := typing.complete(name, at); len(items) == 0 {
 				b.Fatal("no completion")
 			}
 		}

@@ -139,7 +139,11 @@ func TestLSPCompletion(t *testing.T) {
 	src = strings.Replace(src, "sink \"ebpf_map\" \"allowed\" {\n", "sink \"ebpf_map\" \"allowed\" {\n  \n", 1)
 	src += "\nlocals {\n  base = \"10.0.0.0/8\"\n}\n\nsink \"\n"
 	c := startLSP(t)
-	c.open(main, src)
+	// The check of the file as it was opened builds the nodes that say
+	// which fields their objects have; they stay while edits do not parse.
+	c.open(main, readString(t, main))
+	c.waitDiags(main, func([]protocol.Diagnostic) bool { return true })
+	c.change(main, src)
 	reg := registry()
 
 	t.Run("kinds", func(t *testing.T) {

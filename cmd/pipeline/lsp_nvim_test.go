@@ -20,7 +20,7 @@ import (
 // answered to a JSON file. Every wait polls with a deadline.
 const nvimScript = `
 local bin, file, out = %q, %q, %q
-local L = { type = %d, sink = %d, max_entries = %d, input = %d }
+local L = { type = %d, sink = %d, max_entries = %d, input = %d, for_each = %d }
 local res = { diags = {} }
 local function finish(err)
   res.err = err
@@ -73,6 +73,13 @@ local ok, err = pcall(function()
   local items = ask("textDocument/completion", at(L.sink + 1, 2))
   res.completion = {}
   for _, it in ipairs(items.items or items) do table.insert(res.completion, it.label) end
+
+  -- a new line in transform "extract", reading the kubernetes source's objects
+  local typed = "  where = object.metadata."
+  vim.api.nvim_buf_set_lines(buf, L.for_each + 1, L.for_each + 1, false, { typed })
+  items = ask("textDocument/completion", at(L.for_each + 1, #typed))
+  res.fields = {}
+  for _, it in ipairs(items.items or items) do table.insert(res.fields, it.label) end
 end)
 finish(ok and vim.NIL or tostring(err))
 `
@@ -89,8 +96,9 @@ func lineOf(t *testing.T, text, sub string) int {
 
 // TestLSPNeovim opens the flagship example in a real Neovim, headless:
 // it hovers an attribute, jumps to a reference's block, types a mistake
-// and gets validate's diagnostic at the right range, and completes inside
-// a sink "ebpf_map" block.
+// and gets validate's diagnostic at the right range, completes inside
+// a sink "ebpf_map" block, and completes object.metadata. in the extract
+// that reads the kubernetes source (the Pod's fields, less ignore_fields).
 func TestLSPNeovim(t *testing.T) {
 	nvim, err := exec.LookPath("nvim")
 	if err != nil {
@@ -110,7 +118,7 @@ func TestLSPNeovim(t *testing.T) {
 	out := filepath.Join(tmp, "result.json")
 	script := filepath.Join(tmp, "test.lua")
 	lua := fmt.Sprintf(nvimScript, bin, main, out, lineOf(t, src, `type        = "hash"`), lineOf(t, src, `sink "ebpf_map" "allowed" {`),
-		lineOf(t, src, "max_entries = 65536"), lineOf(t, src, "input    = transform.extract.pod_ips"))
+		lineOf(t, src, "max_entries = 65536"), lineOf(t, src, "input    = transform.extract.pod_ips"), lineOf(t, src, "for_each = try(object.status.podIPs, [])"))
 	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +140,7 @@ func TestLSPNeovim(t *testing.T) {
 		}
 		Diagnostic protocol.Diagnostic `json:"diagnostic"`
 		Completion []string            `json:"completion"`
+		Fields     []string            `json:"fields"`
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -168,5 +177,10 @@ func TestLSPNeovim(t *testing.T) {
 	}
 	if slices.Contains(res.Completion, "pin") {
 		t.Errorf("completion offers pin, which the block has: %v", res.Completion)
+	}
+	// object.metadata. offers the Pod's metadata fields but managedFields,
+	// which the source's ignore_fields removes.
+	if !slices.Contains(res.Fields, "name") || !slices.Contains(res.Fields, "labels") || slices.Contains(res.Fields, "managedFields") {
+		t.Errorf("object.metadata. completes to %v", res.Fields)
 	}
 }

@@ -33,10 +33,16 @@ type lspClient struct {
 // debounce, so a test waits only for the check) and initializes it.
 func startLSP(t testing.TB) *lspClient {
 	t.Helper()
+	return startLSPWith(t, lspOptions(0))
+}
+
+// startLSPWith is startLSP with the server's options.
+func startLSPWith(t testing.TB, opts lsp.Options) *lspClient {
+	t.Helper()
 	a, b := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- lsp.Serve(ctx, b, lspOptions(0)) }()
+	go func() { done <- lsp.Serve(ctx, b, opts) }()
 	c := &lspClient{t: t, conn: jsonrpc2.NewConn(jsonrpc2.NewStream(a)), diags: map[protocol.DocumentURI][]protocol.Diagnostic{},
 		changed: make(chan struct{}, 1), version: map[protocol.DocumentURI]int32{}}
 	c.conn.Go(ctx, func(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc2.Request) error {

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/lsp"
@@ -41,9 +40,18 @@ func lspOptions(debounce time.Duration) lsp.Options {
 	reg := registry()
 	return lsp.Options{
 		Registry: reg,
-		Check: func(path string, overlay map[string][]byte) (map[string]*hcl.File, hcl.Diagnostics) {
+		Check: func(path string, overlay map[string][]byte) lsp.Checked {
 			l := loadWith([]string{path}, schema.Options{Overlay: overlay}, reg)
-			return l.files, l.diags
+			c := lsp.Checked{Files: l.files, Diags: l.diags}
+			if l.graph != nil {
+				c.Nodes = map[string]any{}
+				for _, n := range l.graph.Nodes {
+					if impl := n.Impl(); impl != nil {
+						c.Nodes[n.Address] = impl
+					}
+				}
+			}
+			return c
 		},
 		Format:   format,
 		Debounce: debounce,

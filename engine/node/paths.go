@@ -174,6 +174,15 @@ type Projector interface {
 	Project(p *Paths) hcl.Diagnostics
 }
 
+// FieldLister is implemented by a source that knows, from its
+// configuration alone, which fields its objects have (a Kubernetes
+// resource's API types). ObjectFields returns the names under path (empty:
+// the top level), sorted; nil when they are not known. Editors complete
+// `object.` with them.
+type FieldLister interface {
+	ObjectFields(path []string) []string
+}
+
 // CallPaths claims a function call for ExprPaths: it returns the paths
 // under root the call reads, and false when the call is not its kind (its
 // arguments are then walked as usual).

@@ -178,6 +178,7 @@ func prune(v any, steps []step) {
 // PrunePrefix is one ignore_fields path as far as it names fields.
 type PrunePrefix struct {
 	Fields []string  // leading field names, up to the first [*], [n] or .*
+	Exact  bool      // Fields are the whole path: the field itself is removed
 	Expr   string    // as written
 	Range  hcl.Range // of the list element; zero when not decoded from a config
 }
@@ -192,6 +193,7 @@ func (p *Pruner) Prefixes() []PrunePrefix {
 			}
 			out[i].Fields = append(out[i].Fields, s.name)
 		}
+		out[i].Exact = len(out[i].Fields) == len(steps)
 		out[i].Expr = p.exprs[i]
 		if i < len(p.ranges) {
 			out[i].Range = p.ranges[i]

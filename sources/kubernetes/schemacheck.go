@@ -3,9 +3,11 @@ package kubernetes
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,8 +28,35 @@ import (
 
 // schemaTypes returns the Go types of the objects the target names, one
 // per served version the client knows, and a name for messages; none for
-// a resource the client does not know.
+// a resource the client does not know. Results are kept: the scheme is
+// fixed, and a configuration names the same few resources many times.
 func (t target) schemaTypes() ([]reflect.Type, string) {
+	k := schemaKey{t.resource, t.group, t.version, t.apiVersion, t.kind}
+	if r, ok := schemaTypeCache.Load(k); ok {
+		r := r.(schemaTypesResult)
+		return r.types, r.name
+	}
+	types, name := t.findSchemaTypes()
+	if schemaTypeCached.Add(1) <= maxSchemaTypeCache { // names come from configs: bounded
+		schemaTypeCache.Store(k, schemaTypesResult{types, name})
+	}
+	return types, name
+}
+
+const maxSchemaTypeCache = 1024
+
+var schemaTypeCached atomic.Int64
+
+type schemaKey struct{ resource, group, version, apiVersion, kind string }
+
+type schemaTypesResult struct {
+	types []reflect.Type
+	name  string
+}
+
+var schemaTypeCache sync.Map // schemaKey -> schemaTypesResult
+
+func (t target) findSchemaTypes() ([]reflect.Type, string) {
 	var gv kschema.GroupVersion
 	if t.kind != "" {
 		var err error
@@ -87,6 +116,60 @@ func (s *Source) checkSchema(p *node.Paths) hcl.Diagnostics {
 		}
 	})
 	return diags
+}
+
+// ObjectFields implements node.FieldLister from the Go API types the
+// schema check reads: the fields objects of the resource have under path,
+// less what ignore_fields removes; only the metadata with metadata_only.
+func (s *Source) ObjectFields(path []string) []string {
+	types, _ := s.target.schemaTypes()
+	if s.opts.metadataOnly {
+		if len(path) == 0 {
+			return []string{"apiVersion", "kind", "metadata"}
+		}
+		if path[0] != "metadata" {
+			return nil
+		}
+	}
+	for _, f := range path {
+		var below []reflect.Type
+		for _, t := range types {
+			c, _, ok, anything := child(t, f)
+			if anything {
+				return nil
+			}
+			if ok {
+				below = append(below, c)
+			}
+		}
+		types = below
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range types {
+		_, names, _, _ := child(t, "")
+		for _, n := range names {
+			if !seen[n] && !s.ignored(append(append([]string(nil), path...), n)) {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ignored reports whether ignore_fields removes the field at path.
+func (s *Source) ignored(path []string) bool {
+	if s.pruner == nil {
+		return false
+	}
+	for _, pre := range s.pruner.Prefixes() {
+		if pre.Exact && slices.Equal(pre.Fields, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // walkMissing calls missing for each path below p that none of types has,

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,43 @@ cache_ttl = "90s"`)
 	wantOpts := options{cached: true, cacheTTL: 90 * time.Second, disconnectAfter: 30 * time.Second, healthCheck: 10 * time.Second}
 	if diff := cmp.Diff(wantOpts, s.opts, cmp.AllowUnexported(options{})); diff != "" {
 		t.Errorf("options (-want +got)\n%s", diff)
+	}
+}
+
+// TestObjectFields: the fields offered to an editor come from the same
+// API types the schema check reads, less ignore_fields, and only the
+// metadata with metadata_only.
+func TestObjectFields(t *testing.T) {
+	var _ node.FieldLister = (*Source)(nil)
+	for _, tc := range []struct {
+		body string
+		path []string
+		want []string // all present
+		not  []string // none present
+	}{
+		{`resource = "pods"`, nil, []string{"apiVersion", "kind", "metadata", "spec", "status"}, nil},
+		{`resource = "pods"`, []string{"status"}, []string{"phase", "podIP", "podIPs", "hostIP"}, []string{"replicas"}},
+		{`resource = "pods"`, []string{"metadata"}, []string{"name", "namespace", "labels", "managedFields"}, nil},
+		{"resource = \"pods\"\nignore_fields = [\"{.metadata.managedFields}\"]", []string{"metadata"}, []string{"name"}, []string{"managedFields"}},
+		{"resource = \"pods\"\nmetadata_only = true", nil, []string{"metadata"}, []string{"spec", "status"}},
+		{`resource = "deployments"`, []string{"spec"}, []string{"replicas", "selector", "template"}, []string{"podIP"}},
+		{"api_version = \"apps/v1\"\nkind = \"Deployment\"", []string{"status"}, []string{"availableReplicas"}, nil},
+		{`resource = "pods"`, []string{"metadata", "labels"}, nil, []string{"name"}},
+		{`resource = "widgets"`, nil, nil, []string{"metadata"}},
+	} {
+		got := mustBuild(t, "", tc.body).ObjectFields(tc.path)
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s, %v: %q missing from %v", tc.body, tc.path, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if slices.Contains(got, n) {
+				t.Errorf("%s, %v: %q offered in %v", tc.body, tc.path, n, got)
+			}
+		}
+		if !slices.IsSorted(got) {
+			t.Errorf("%s, %v: not sorted: %v", tc.body, tc.path, got)
+		}
 	}
 }

@@ -40,8 +40,7 @@ type tokenScan struct {
 // so a large file is not lexed whole.
 func cursorAt(f *parsed, off int) cursor {
 	src, start, end := f.text.src, hcl.InitialPos, len(f.text.src)
-	for _, b := range f.body.Blocks {
-		r := b.Range()
+	for _, r := range f.spans {
 		if r.End.Byte <= off && r.End.Byte > start.Byte && r.End.Byte <= len(src) {
 			start = r.End
 		}

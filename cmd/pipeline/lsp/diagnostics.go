@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -59,6 +60,7 @@ func (s *Server) diagnose(ctx context.Context) {
 		}
 		if byFile, ok := s.safeCheck(dir, open); ok {
 			s.publish(ctx, dir, open, byFile)
+			s.reindex(dir, open)
 		}
 	}
 }
@@ -90,7 +92,14 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 			overlay[name] = src
 		}
 	}
-	files, diags := s.opts.Check(dir, overlay)
+	checked := s.opts.Check(dir, overlay)
+	files, diags := checked.Files, checked.Diags
+	s.keepParses(files, overlay)
+	if checked.Nodes != nil { // a configuration that does not parse keeps the last nodes
+		s.mu.Lock()
+		s.built[dir] = checked.Nodes
+		s.mu.Unlock()
+	}
 	for _, name := range tests {
 		_, d := hclsyntax.ParseConfig(open[name], name, hcl.InitialPos)
 		diags = append(diags, d...)
@@ -126,6 +135,44 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 		out[name] = append(out[name], toLSP(d, textOf(name).rangeOf(r)))
 	}
 	return out
+}
+
+// keepParses keeps the check's parse of each open document as the one
+// navigation and completion use, so that they need not parse it again.
+func (s *Server) keepParses(files map[string]*hcl.File, open map[string][]byte) {
+	for name, src := range open {
+		f := files[name]
+		if f == nil {
+			continue
+		}
+		body, ok := f.Body.(*hclsyntax.Body)
+		if !ok || !bytes.Equal(f.Bytes, src) {
+			continue
+		}
+		s.mu.Lock()
+		if p := s.cache[name]; p == nil || !bytes.Equal(p.text.src, src) {
+			p = &parsed{name: name, text: newText(src)}
+			p.setBody(body)
+			s.cache[name] = p
+		}
+		s.mu.Unlock()
+	}
+}
+
+// reindex indexes the workspaces of dir's open documents again after a
+// check, while typing pauses, so that the next request finds them ready.
+func (s *Server) reindex(dir string, open map[string][]byte) {
+	for name, src := range open {
+		if filepath.Dir(name) != dir || isTestFile(name) {
+			continue
+		}
+		s.mu.Lock()
+		same := bytes.Equal(s.docs[name], src) // typed since: the next request parses
+		s.mu.Unlock()
+		if same {
+			s.snapshot(fileURI(name))
+		}
+	}
 }
 
 // anyOpen is an open document of dir, where a diagnostic without a

@@ -1,7 +1,6 @@
 package lsp
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -11,33 +10,6 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
-
-// kubeFields are the fields of Kubernetes objects that are known without
-// asking a cluster, by resource ("" holds those of every object). A path
-// maps to the names under it.
-var kubeFields = map[string]map[string][]string{
-	"": {
-		"":         {"apiVersion", "kind", "metadata", "spec", "status"},
-		"metadata": {"name", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "ownerReferences"},
-	},
-	"pods": {
-		"spec":   {"nodeName", "hostNetwork", "serviceAccountName", "containers", "initContainers", "nodeSelector", "priorityClassName"},
-		"status": {"phase", "podIP", "podIPs", "hostIP", "hostIPs", "conditions", "startTime", "qosClass"},
-	},
-	"services": {
-		"spec":   {"type", "clusterIP", "clusterIPs", "ports", "selector", "externalIPs", "loadBalancerIP", "ipFamilies"},
-		"status": {"loadBalancer"},
-	},
-	"endpointslices": {"": {"addressType", "endpoints", "ports"}},
-	"nodes": {
-		"spec":   {"podCIDR", "podCIDRs", "providerID", "unschedulable", "taints"},
-		"status": {"addresses", "conditions", "nodeInfo", "capacity", "allocatable"},
-	},
-	"configmaps":      {"": {"data", "binaryData"}},
-	"secrets":         {"": {"data", "type"}},
-	"namespaces":      {"status": {"phase"}},
-	"networkpolicies": {"spec": {"podSelector", "ingress", "egress", "policyTypes"}},
-}
 
 // fields returns the names that may follow parts (record.value, object.
 // metadata …) in the node the cursor is in, as far as its input tells.
@@ -62,14 +34,15 @@ func (s *Server) fields(w *workspace, c cursor, spec *node.Spec, parts []string)
 	}
 	typ := up.block.Labels[0]
 	switch {
-	case parts[0] == "object" && (typ == "kubernetes" || typ == "files"):
-		resource := ""
-		if a, ok := up.block.Body.Attributes["resource"]; ok {
-			if v, d := a.Expr.Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() {
-				resource = v.AsString()
-			}
+	case parts[0] == "object":
+		// The node as the last check built it says what its objects hold.
+		s.mu.Lock()
+		n := s.built[w.dir][up.block.Type+"."+typ+"."+up.block.Labels[1]]
+		s.mu.Unlock()
+		if fl, ok := n.(node.FieldLister); ok {
+			return fl.ObjectFields(parts[1:])
 		}
-		return kubeNames(resource, strings.Join(parts[1:], "."))
+		return nil
 	case parts[0] == "record" && typ == "extract":
 		return objectKeys(attrExpr(up.block, "value"), parts[2:])
 	case parts[0] == "record" && typ == "static":
@@ -78,17 +51,6 @@ func (s *Server) fields(w *workspace, c cursor, spec *node.Spec, parts []string)
 		}
 	}
 	return nil
-}
-
-func kubeNames(resource, path string) []string {
-	var out []string
-	out = append(out, kubeFields[""][path]...)
-	out = append(out, kubeFields[resource][path]...)
-	if path == "" {
-		out = append(out, kubeFields[resource][""]...)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // upstream follows the input of the node the cursor is in, through

@@ -28,10 +28,9 @@ import (
 type Options struct {
 	// Registry holds every node type: completion and hover read it.
 	Registry *node.Registry
-	// Check returns validate's files and diagnostics for the configuration
-	// at path (a directory), reading overlay's contents instead of the
-	// disk's for the files it names.
-	Check func(path string, overlay map[string][]byte) (map[string]*hcl.File, hcl.Diagnostics)
+	// Check validates the configuration at path (a directory), reading
+	// overlay's contents instead of the disk's for the files it names.
+	Check func(path string, overlay map[string][]byte) Checked
 	// Format is `pipeline fmt` of one file's bytes.
 	Format func(name string, src []byte) ([]byte, error)
 	// Debounce is how long diagnostics wait for typing to pause; 0 checks
@@ -39,6 +38,15 @@ type Options struct {
 	Debounce time.Duration
 	// Logger receives the server's own log (never stdout: that is the protocol).
 	Logger *slog.Logger
+}
+
+// Checked is what validate says of a configuration.
+type Checked struct {
+	Files map[string]*hcl.File
+	Diags hcl.Diagnostics
+	// Nodes are the nodes it built, by address ("source.kubernetes.pods"):
+	// completion asks them for their objects' fields (node.FieldLister).
+	Nodes map[string]any
 }
 
 // Server is one client's language server.
@@ -58,6 +66,7 @@ type Server struct {
 	indexed   map[string]*workspace      // last workspace of each document
 	dirty     map[string]bool            // configuration directories to check
 	published map[string]map[string]bool // per directory, the files given diagnostics
+	built     map[string]map[string]any  // per directory, the nodes the last check that compiled built
 }
 
 // Serve runs the server on rwc until the client exits, the stream ends
@@ -69,7 +78,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 	s := &Server{opts: opts, funcs: schema.Functions(".", nil), log: opts.Logger,
 		kick: make(chan struct{}, 1), exit: make(chan struct{}),
 		docs: map[string][]byte{}, versions: map[string]int32{}, cache: map[string]*parsed{}, indexed: map[string]*workspace{},
-		dirty: map[string]bool{}, published: map[string]map[string]bool{}}
+		dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(rwc))
@@ -155,7 +164,7 @@ func (s *Server) dispatch(ctx context.Context, req jsonrpc2.Request) (result any
 		}
 		return nil, true, err
 	case protocol.MethodTextDocumentCompletion:
-		return at(s, req, func(w *workspace, f *parsed, off int, _ protocol.ReferenceContext) any {
+		return atQuick(s, req, func(w *workspace, f *parsed, off int, _ protocol.ReferenceContext) any {
 			return &protocol.CompletionList{Items: nonNil(s.complete(w, f, off))}
 		})
 	case protocol.MethodTextDocumentHover:
@@ -200,11 +209,21 @@ type positioned struct {
 
 // at decodes a position request and runs fn on the document's workspace.
 func at(s *Server, req jsonrpc2.Request, fn func(w *workspace, f *parsed, off int, rc protocol.ReferenceContext) any) (any, bool, error) {
+	return atWith(s.snapshot, req, fn)
+}
+
+// atQuick is at on quickSnapshot's workspace.
+func atQuick(s *Server, req jsonrpc2.Request, fn func(w *workspace, f *parsed, off int, rc protocol.ReferenceContext) any) (any, bool, error) {
+	return atWith(s.quickSnapshot, req, fn)
+}
+
+func atWith(snapshot func(protocol.DocumentURI) (*workspace, *parsed), req jsonrpc2.Request,
+	fn func(w *workspace, f *parsed, off int, rc protocol.ReferenceContext) any) (any, bool, error) {
 	p, err := params[positioned](req)
 	if err != nil {
 		return nil, true, err
 	}
-	w, f := s.snapshot(p.TextDocument.URI)
+	w, f := snapshot(p.TextDocument.URI)
 	return fn(w, f, f.text.offset(p.Position), p.Context), true, nil
 }
 
@@ -291,6 +310,24 @@ func (s *Server) snapshot(u protocol.DocumentURI) (*workspace, *parsed) {
 	w.index()
 	s.indexed[name] = w
 	return w, w.file(name)
+}
+
+// quickSnapshot is snapshot for completion, which answers while the user
+// types: when the document changed since its last indexed parse, the file
+// is not parsed again (tens of milliseconds for thousands of blocks) but
+// that parse stands for it (parsed.edited): the cursor's surroundings are
+// lexed from the current text, references and fields come from the blocks
+// as they were. The check after typing pauses refreshes the parse.
+func (s *Server) quickSnapshot(u protocol.DocumentURI) (*workspace, *parsed) {
+	name := docName(u)
+	s.mu.Lock()
+	src, open := s.docs[name]
+	old, last := s.cache[name], s.indexed[name]
+	s.mu.Unlock()
+	if !open || old == nil || last == nil || last.file(name) != old || bytes.Equal(old.text.src, src) {
+		return s.snapshot(u)
+	}
+	return last, old.edited(src)
 }
 
 // parsed returns the parse of src, reusing the last one of the same text.

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,9 @@ type parsed struct {
 	name string
 	text *text
 	body *hclsyntax.Body
+	// spans are the ranges of the top-level blocks in text; only their
+	// byte offsets are read (cursorAt).
+	spans []hcl.Range
 }
 
 // decl is a declaration a reference can point at: a node or variable
@@ -64,10 +68,48 @@ func parse(name string, src []byte) *parsed {
 	f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	if f != nil {
 		if b, ok := f.Body.(*hclsyntax.Body); ok {
-			p.body = b
+			p.setBody(b)
 		}
 	}
 	return p
+}
+
+func (p *parsed) setBody(b *hclsyntax.Body) {
+	p.body = b
+	p.spans = make([]hcl.Range, len(b.Blocks))
+	for i, blk := range b.Blocks {
+		p.spans[i] = blk.Range()
+	}
+}
+
+// edited is p standing for src, a later text of the same file, without
+// parsing it: the text is src, the body p's, and the spans those of p's
+// top-level blocks outside the region that changed (from the first byte
+// that differs to the last), moved to their offsets in src.
+func (p *parsed) edited(src []byte) *parsed {
+	old := p.text.src
+	pre := 0
+	for pre < len(old) && pre < len(src) && old[pre] == src[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(old)-pre && suf < len(src)-pre && old[len(old)-1-suf] == src[len(src)-1-suf] {
+		suf++
+	}
+	delta := len(src) - len(old)
+	lines := bytes.Count(src[pre:len(src)-suf], []byte("\n")) - bytes.Count(old[pre:len(old)-suf], []byte("\n"))
+	out := &parsed{name: p.name, text: newText(src), body: p.body}
+	for _, r := range p.spans {
+		switch {
+		case r.End.Byte <= pre:
+			out.spans = append(out.spans, r)
+		case r.Start.Byte >= len(old)-suf:
+			r.Start.Byte, r.End.Byte = r.Start.Byte+delta, r.End.Byte+delta
+			r.Start.Line, r.End.Line = r.Start.Line+lines, r.End.Line+lines
+			out.spans = append(out.spans, r)
+		}
+	}
+	return out
 }
 
 // configNames lists the files of dir's configuration: its *.hcl files on
