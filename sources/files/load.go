@@ -164,12 +164,22 @@ func watchDir(pattern string) string {
 	}
 }
 
-// document is one object found in a file, or why it is not one.
+// document is one object or item found in a file, or why it is not one.
 type document struct {
-	where  string // "path document N" (and "item M" inside a List)
-	obj    map[string]any
+	where  string         // "path document N" (and "item M" inside a List or an array)
+	line   int            // the line of a line-based format (jsonl, csv, lines); 0 otherwise
+	obj    map[string]any // format kubernetes
+	item   any            // the other formats
 	err    error
-	broken bool // err is a YAML or JSON syntax error: the file itself is bad
+	broken bool // err is a syntax error: the file itself is bad
+}
+
+// at is where the document is, for logs: "path:line" in line-based formats.
+func (d document) at() string {
+	if d.line > 0 {
+		return fmt.Sprintf("%s:%d", d.where, d.line)
+	}
+	return d.where
 }
 
 // brokenDoc returns the first document of docs that does not parse.
@@ -182,9 +192,10 @@ func brokenDoc(docs []document) *document {
 	return nil
 }
 
-// parse splits a file into documents. YAML files may hold several
-// documents; JSON is YAML. A List's items are expanded.
-func parse(f file) []document {
+// parseObjects splits a file of Kubernetes objects into documents. YAML
+// files may hold several documents; JSON is YAML. A List's items are
+// expanded.
+func parseObjects(f file) []document {
 	var out []document
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
 	for i := 0; ; i++ {
@@ -222,7 +233,7 @@ func decode(where string, raw []byte) []document {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return []document{{where: where, err: fmt.Errorf("a document must be an object, not %T", v)}}
+		return []document{{where: where, err: fmt.Errorf("a document must be an object, not %s", typeName(v))}}
 	}
 	kind, _ := obj["kind"].(string)
 	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
@@ -231,7 +242,7 @@ func decode(where string, raw []byte) []document {
 			w := fmt.Sprintf("%s item %d", where, j)
 			m, ok := it.(map[string]any)
 			if !ok {
-				out = append(out, document{where: w, err: fmt.Errorf("a list item must be an object, not %T", it)})
+				out = append(out, document{where: w, err: fmt.Errorf("a list item must be an object, not %s", typeName(it))})
 				continue
 			}
 			out = append(out, document{where: w, obj: m, err: validate(m)})
@@ -239,6 +250,21 @@ func decode(where string, raw []byte) []document {
 		return out
 	}
 	return []document{{where: where, obj: obj, err: validate(obj)}}
+}
+
+// typeName names a decoded JSON value's type in the words of JSON.
+func typeName(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "a number"
 }
 
 func validate(obj map[string]any) error {
@@ -278,7 +304,7 @@ type skip struct {
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
 	c := s.newCollector()
 	for _, f := range files {
-		c.add(parse(f))
+		c.add(s.parse(f))
 	}
 	return c.done()
 }
@@ -305,6 +331,10 @@ func (s *Source) newCollector() *collector { return &collector{s: s, byKey: map[
 // add makes the records of one file's documents.
 func (c *collector) add(docs []document) {
 	s := c.s
+	if s.format != formatKubernetes {
+		c.addItems(docs)
+		return
+	}
 	for _, d := range docs {
 		if d.err != nil {
 			c.skips = append(c.skips, skip{d.where, kobject.ReasonBadDocument, d.err})

@@ -33,14 +33,14 @@ func (r *run) settle(snap snapshot) settled {
 			return false
 		}
 		good[path] = prev
-		out.col.add(parse(prev))
+		out.col.add(r.src.parse(prev))
 		out.problems = append(out.problems, why+"; keeping its last good content")
 		return true
 	}
 	for _, f := range snap.files {
-		docs := parse(f)
+		docs := r.src.parse(f)
 		if b := brokenDoc(docs); b != nil {
-			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.where, b.err)) {
+			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.at(), b.err)) {
 				out.col.add(docs) // never good: its documents are skipped, as bad ones
 			}
 			continue
