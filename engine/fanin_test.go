@@ -426,7 +426,10 @@ func TestFanInExplainInput(t *testing.T) {
 			}
 			return rs
 		}
-		h.a.ops <- func(o node.Output) { o.Replace(withOrigin("source.script.a", recs("k", "from-a", "a1", "a"))); o.MarkSynced() }
+		h.a.ops <- func(o node.Output) {
+			o.Replace(withOrigin("source.script.a", recs("k", "from-a", "a1", "a")))
+			o.MarkSynced()
+		}
 		h.b.ops <- func(o node.Output) { o.Replace(withOrigin("source.script.b", recs("k", "from-b"))); o.MarkSynced() }
 		synctest.Wait()
 		tests := []struct {

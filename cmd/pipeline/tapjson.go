@@ -14,11 +14,11 @@ import (
 // notice of events left out (dropped: the client fell behind; limited:
 // over --rate; sampled out is not reported, it is what --sample asks).
 type tapLine struct {
-	Time       time.Time       `json:"time"`
-	Node       string          `json:"node"`
-	Op         string          `json:"op"` // upsert, delete, or skipped
-	Key        string          `json:"key,omitempty"`
-	Value      json.RawMessage `json:"value,omitempty"`
+	Time  time.Time       `json:"time"`
+	Node  string          `json:"node"`
+	Op    string          `json:"op"` // upsert, delete, or skipped
+	Key   string          `json:"key,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
 	// CollectionGeneration is the node's collection generation after the
 	// delta (it rises per batch); the config generation is /reloads'.
 	CollectionGeneration uint64 `json:"collection_generation,omitempty"`
