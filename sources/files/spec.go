@@ -70,7 +70,8 @@ func Spec() node.Spec {
 // Source is a configured source "files".
 type Source struct {
 	address    string
-	patterns   []string // absolute glob patterns
+	patterns   []string  // absolute glob patterns
+	pathsRange hcl.Range // for validate --check-files
 	kind       string
 	apiVersion string
 	selector   labels.Selector
@@ -95,6 +96,7 @@ func (s *Source) Emits() node.DataType {
 func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	s := &Source{address: b.Address}
 	paths, rng, diags := pathsAttr.Get(b.Content)
+	s.pathsRange = rng
 	if len(paths) == 0 && !diags.HasErrors() {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No paths",
 			Detail: "paths needs at least one glob pattern, such as \"manifests/*.yaml\".", Subject: rng.Ptr()})
