@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pipeline/pipeline/engine"
 )
 
 // replaceConfig is a static source into a pinned hash map of max entries.
@@ -79,5 +81,36 @@ func TestPlanRecreate(t *testing.T) {
 	}
 	if log := r.stderr.String(); !strings.Contains(log, `"level":"WARN","msg":"pinned map replaced`) {
 		t.Errorf("run did not warn of the replaced map:\n%s", log)
+	}
+}
+
+// TestReloadWarnsOfReplacedMap: a hot reload that recreates a pinned map
+// (on_mismatch = "recreate") reports it as a warning in /reloads, since
+// programs holding the old map keep it; a reload that keeps the map has
+// no warning.
+func TestReloadWarnsOfReplacedMap(t *testing.T) {
+	if os.Geteuid() != 0 {
+		missingInCI(t, "a pinned map needs root (bpffs)")
+	}
+	bpfDir, err := os.MkdirTemp("/sys/fs/bpf", "reload-replace-")
+	if err != nil {
+		missingInCI(t, "no bpffs at /sys/fs/bpf: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bpfDir) })
+	pin, dir := filepath.Join(bpfDir, "allowed"), t.TempDir()
+	cfg := filepath.Join(dir, "p.hcl")
+	saveFile(t, cfg, replaceConfig(pin, 8, "recreate"))
+	w := runWatched(t, dir)
+
+	saveFile(t, cfg, replaceConfig(pin, 16, "recreate"))
+	rec := w.settle(t, 1)[0]
+	if rec.Result != engine.ReloadApplied || len(rec.Warnings) != 1 ||
+		!strings.HasPrefix(rec.Warnings[0], "sink.ebpf_map.allowed: pinned map replaced: it differed from the declaration (max_entries is 8, declared 16)") {
+		t.Fatalf("reload that recreated the map: %s, warnings %q", rec.Result, rec.Warnings)
+	}
+
+	saveFile(t, cfg, strings.Replace(replaceConfig(pin, 16, "recreate"), `"10.0.0.2" = 2`, `"10.0.0.2" = 3`, 1))
+	if rec := w.settle(t, 2)[0]; rec.Result != engine.ReloadApplied || len(rec.Warnings) != 0 {
+		t.Errorf("reload that kept the map: %s, warnings %q", rec.Result, rec.Warnings)
 	}
 }
