@@ -33,20 +33,27 @@ sink "ebpf_map" "allowed" {
 `, pin, max, mismatch)
 }
 
+// tempPin returns a pin path in a new directory of the bpffs, removed
+// after the test; without root or a bpffs the test skips (fails in CI).
+func tempPin(t *testing.T, prefix string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		missingInCI(t, "a pinned map needs root (bpffs)")
+	}
+	bpfDir, err := os.MkdirTemp("/sys/fs/bpf", prefix)
+	if err != nil {
+		missingInCI(t, "no bpffs at /sys/fs/bpf: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bpfDir) })
+	return filepath.Join(bpfDir, "allowed")
+}
+
 // TestPlanRecreate: with on_mismatch = "recreate", a pinned map that
 // differs from the declaration is one plan shows as "must be replaced",
 // exiting 2; with "error" plan fails as run would. Run replaces it and says
 // so at WARN. A clean exit removes the pin's lock file.
 func TestPlanRecreate(t *testing.T) {
-	if os.Geteuid() != 0 {
-		missingInCI(t, "a pinned map needs root (bpffs)")
-	}
-	bpfDir, err := os.MkdirTemp("/sys/fs/bpf", "plan-replace-")
-	if err != nil {
-		missingInCI(t, "no bpffs at /sys/fs/bpf: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(bpfDir) })
-	pin, dir := filepath.Join(bpfDir, "allowed"), t.TempDir()
+	pin, dir := tempPin(t, "plan-replace-"), t.TempDir()
 
 	r := launch(t, dir, replaceConfig(pin, 8, "error"))
 	waitReady(t, http.DefaultClient, "http://"+r.addr+"/readyz")
@@ -89,15 +96,7 @@ func TestPlanRecreate(t *testing.T) {
 // programs holding the old map keep it; a reload that keeps the map has
 // no warning.
 func TestReloadWarnsOfReplacedMap(t *testing.T) {
-	if os.Geteuid() != 0 {
-		missingInCI(t, "a pinned map needs root (bpffs)")
-	}
-	bpfDir, err := os.MkdirTemp("/sys/fs/bpf", "reload-replace-")
-	if err != nil {
-		missingInCI(t, "no bpffs at /sys/fs/bpf: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(bpfDir) })
-	pin, dir := filepath.Join(bpfDir, "allowed"), t.TempDir()
+	pin, dir := tempPin(t, "reload-replace-"), t.TempDir()
 	cfg := filepath.Join(dir, "p.hcl")
 	saveFile(t, cfg, replaceConfig(pin, 8, "recreate"))
 	w := runWatched(t, dir)

@@ -181,18 +181,17 @@ func perSecond(r float64) string {
 		return "-"
 	case r < 10:
 		return fmt.Sprintf("%.1f", r)
-	case r < 10_000:
-		return fmt.Sprintf("%.0f", r)
-	case r < 1e6:
-		return fmt.Sprintf("%.1fk", r/1e3)
 	}
-	return fmt.Sprintf("%.1fM", r/1e6)
+	return compact(r, 10_000)
 }
 
 // count prints a count in at most 6 characters: 812, 99999, 123.4k, 12.3M.
-func count(n float64) string {
+func count(n float64) string { return compact(n, 100_000) }
+
+// compact prints n whole below limit, else in thousands or millions.
+func compact(n, limit float64) string {
 	switch {
-	case n < 100_000:
+	case n < limit:
 		return fmt.Sprintf("%.0f", n)
 	case n < 1e6:
 		return fmt.Sprintf("%.1fk", n/1e3)

@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -68,33 +66,21 @@ func parseJSON(f file) []document {
 // parseYAML reads every YAML document; a document that is a sequence holds
 // one item per element.
 func parseYAML(f file) []document {
-	var out []document
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
-	for i := 0; ; i++ {
-		where := fmt.Sprintf("%s document %d", f.path, i)
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
+	return yamlDocs(f, func(where string, raw []byte) []document {
+		err := schema.CheckDataDepth(raw)
+		var js []byte
 		if err == nil {
-			var js []byte
-			if err = schema.CheckDataDepth(raw); err == nil {
-				js, err = yaml.YAMLToJSON(raw)
-			}
-			if err == nil {
-				var v any
-				if v, err = decodeData(js); err == nil {
-					out = append(out, items(where, v)...)
-					continue
-				}
-			}
+			js, err = yaml.YAMLToJSON(raw)
 		}
-		out = append(out, document{where: where, err: err, broken: true})
-		var syntax utilyaml.YAMLSyntaxError
-		if !errors.As(err, &syntax) {
-			return out
+		var v any
+		if err == nil {
+			v, err = decodeData(js)
 		}
-	}
+		if err != nil {
+			return []document{{where: where, err: err, broken: true}}
+		}
+		return items(where, v)
+	})
 }
 
 // parseJSONL reads one JSON value per line; blank lines are skipped.

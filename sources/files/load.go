@@ -195,7 +195,12 @@ func brokenDoc(docs []document) *document {
 // parseObjects splits a file of Kubernetes objects into documents. YAML
 // files may hold several documents; JSON is YAML. A List's items are
 // expanded.
-func parseObjects(f file) []document {
+func parseObjects(f file) []document { return yamlDocs(f, decode) }
+
+// yamlDocs splits a file into its YAML documents and appends what decode
+// makes of each. A syntax error is a broken document and reading goes on
+// with the next; any other error ends the file.
+func yamlDocs(f file, decode func(where string, raw []byte) []document) []document {
 	var out []document
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
 	for i := 0; ; i++ {
