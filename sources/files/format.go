@@ -249,7 +249,12 @@ func (c *collector) addItems(docs []document) {
 
 // itemKey evaluates the key expression with item in scope. Without a key
 // expression (format lines) the item is its own key.
-func (s *Source) itemKey(item cty.Value) (string, error) {
+func (s *Source) itemKey(item cty.Value) (key string, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a function's bug must not stop the source
+			key, err = "", fmt.Errorf("key: expression panicked: %v", p)
+		}
+	}()
 	k := item
 	if s.key != nil {
 		ctx := s.keyCtx.NewChild()

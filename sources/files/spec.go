@@ -155,6 +155,9 @@ func (s *Source) decodeFormat(c *schema.Content) hcl.Diagnostics {
 		return diags
 	}
 	s.keyCtx = c.Ctx
+	if s.keyCtx == nil {
+		s.keyCtx = &hcl.EvalContext{}
+	}
 	if s.format == formatKubernetes {
 		if keyAttr.Has(c) {
 			_, krng, _ := keyAttr.Get(c)
@@ -170,13 +173,13 @@ func (s *Source) decodeFormat(c *schema.Content) hcl.Diagnostics {
 	}{kindAttr, apiVersionAttr, kobject.SelectorAttr, kobject.IndexByAttr, kobject.IgnoreFieldsAttr} {
 		if a.Has(c) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: a.Name() + " needs format \"kubernetes\"",
-				Detail:  fmt.Sprintf("%s applies to Kubernetes objects; with format %q, select and key items with key (an item whose key is null is skipped).", a.Name(), s.format),
+				Detail:  fmt.Sprintf("%s applies to Kubernetes objects. With format %q, key each item with key, and select items with a transform \"filter\" or \"extract\" (where).", a.Name(), s.format),
 				Subject: c.Attrs[a.Name()].NameRange.Ptr()})
 		}
 	}
 	if bs := kobject.SelectorBlock.Get(c); len(bs) > 0 {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "selector needs format \"kubernetes\"",
-			Detail:  fmt.Sprintf("selector blocks apply to Kubernetes objects; with format %q, select and key items with key.", s.format),
+			Detail:  fmt.Sprintf("selector blocks apply to Kubernetes objects. With format %q, select items with a transform \"filter\" or \"extract\" (where).", s.format),
 			Subject: bs[0].Range.Ptr()})
 	}
 	var d hcl.Diagnostics
