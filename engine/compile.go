@@ -310,6 +310,9 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 	default:
 		n.Emits = n.Spec.Output
 	}
+	if e, ok := built.Impl().(node.Emitter); ok && n.Kind != node.KindSink {
+		n.Emits = e.Emits()
+	}
 	return diags
 }
 

@@ -42,6 +42,11 @@ type SinkEntry struct {
 	// through, from its source to the sink.
 	Origin *node.Origin
 	Path   []Stage
+	// Input is, for a fan-in (inputs = [...]), the input whose record the
+	// sink has (the one Origin and Path come through); OtherInputs are the
+	// other inputs that hold the key too, in the order of inputs.
+	Input       string   `json:",omitempty"`
+	OtherInputs []string `json:",omitempty"`
 }
 
 // Stage is a record as one node's output holds it.
@@ -92,8 +97,11 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 		r.mu.RUnlock()
 		if rec, ok := in.lookup(e.InputKey); ok {
 			e.Origin = rec.Origin
+			if f != nil {
+				e.Input, e.OtherInputs = fanInHolders(n, e.InputKey, e.Origin, outs)
+			}
 			if e.Origin != nil {
-				e.Path = r.stages(n, e.Origin, e.InputKey, outs)
+				e.Path = r.stages(n, e.Origin, e.InputKey, e.Input, outs)
 			}
 		}
 		if f != nil {
@@ -140,8 +148,8 @@ func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sink, key node.Key)
 // the origin's source, with what its output holds. Where a record passes
 // from objects to records (extract) its key changes from the object's to
 // the record's.
-func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key, outs map[*Node]*collection) []Stage {
-	path := pathFrom(sink, org.Source)
+func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key, via string, outs map[*Node]*collection) []Stage {
+	path := pathFrom(sink, org.Source, via)
 	out := make([]Stage, 0, len(path))
 	for _, n := range path {
 		k := key
@@ -176,15 +184,18 @@ func objectKey(o *node.Origin) node.Key {
 }
 
 // pathFrom returns the nodes from source src down to (not including)
-// sink, the first path found through the inputs in their order; nil when
-// src does not feed the sink.
-func pathFrom(sink *Node, src string) []*Node {
+// sink, the first path found through the inputs in their order, or through
+// the sink's input via when it is set; nil when src does not feed the sink.
+func pathFrom(sink *Node, src, via string) []*Node {
 	var walk func(n *Node) []*Node
 	walk = func(n *Node) []*Node {
 		if n.Address == src {
 			return []*Node{n}
 		}
 		for _, in := range n.Inputs {
+			if n == sink && via != "" && in.Address != via {
+				continue
+			}
 			if p := walk(in); p != nil {
 				return append(p, n)
 			}
@@ -196,6 +207,32 @@ func pathFrom(sink *Node, src string) []*Node {
 		return nil
 	}
 	return p[:len(p)-1]
+}
+
+// fanInHolders returns, for sink n with several inputs, the input whose
+// record carries org (the one the union passed on) and the other inputs
+// that hold key. Origins are shared by reference from the source on, so
+// the pointer names the input exactly; with a merge, or an input without
+// provenance, the first holder stands for it.
+func fanInHolders(n *Node, key node.Key, org *node.Origin, outs map[*Node]*collection) (input string, others []string) {
+	var holders []string
+	for _, in := range n.Inputs {
+		c := outs[in]
+		if c == nil {
+			continue
+		}
+		if rec, ok := c.lookup(key); ok {
+			if input == "" && org != nil && rec.Origin == org {
+				input = in.Address
+				continue
+			}
+			holders = append(holders, in.Address)
+		}
+	}
+	if input == "" && len(holders) > 0 {
+		input, holders = holders[0], holders[1:]
+	}
+	return input, holders
 }
 
 // gatesOf lists, for every node of g that feeds a sink, the attributes

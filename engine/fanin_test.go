@@ -411,3 +411,46 @@ sink "mem" "b" { input = transform.rec.next }
 		t.Errorf("source y decodes (-want +got):\n%s", d)
 	}
 }
+
+// TestFanInExplainInput: explain names the input of a fan-in whose record
+// the sink has, and the other inputs holding the key, and its path goes
+// through that input.
+func TestFanInExplainInput(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		h := startFanIn(t, `on_conflict = "last"`, sink)
+		withOrigin := func(src string, rs []node.Record) []node.Record {
+			for i := range rs {
+				rs[i].Origin = &node.Origin{Source: src}
+			}
+			return rs
+		}
+		h.a.ops <- func(o node.Output) {
+			o.Replace(withOrigin("source.script.a", recs("k", "from-a", "a1", "a")))
+			o.MarkSynced()
+		}
+		h.b.ops <- func(o node.Output) { o.Replace(withOrigin("source.script.b", recs("k", "from-b"))); o.MarkSynced() }
+		synctest.Wait()
+		tests := []struct {
+			key, input string
+			others     []string
+		}{
+			{key: "k", input: "source.script.b", others: []string{"source.script.a"}}, // on_conflict = "last"
+			{key: "a1", input: "source.script.a"},
+		}
+		for _, tt := range tests {
+			ex := h.rt.Explain(context.Background(), tt.key)
+			if len(ex.Entries) != 1 {
+				t.Fatalf("%s: entries %+v", tt.key, ex.Entries)
+			}
+			e := ex.Entries[0]
+			if e.Input != tt.input || !cmp.Equal(e.OtherInputs, tt.others) {
+				t.Errorf("%s: input %q, others %v; want %q, %v", tt.key, e.Input, e.OtherInputs, tt.input, tt.others)
+			}
+			if len(e.Path) != 1 || e.Path[0].Node != tt.input {
+				t.Errorf("%s: path %+v, want through %s", tt.key, e.Path, tt.input)
+			}
+		}
+	})
+}

@@ -36,14 +36,24 @@ type NodeState struct {
 	Pending []node.PendingDeletion `json:"pending,omitempty"`
 }
 
-// GraphState returns the running graph's state.
+// GraphState returns the running graph's state. A reload swaps the graph
+// and adds to its maps under r.mu: take what is needed under the lock, and
+// ask the collections and nodes without it.
 func (r *Runtime) GraphState() GraphState {
 	var out GraphState
-	for _, n := range r.g.Nodes {
+	r.mu.RLock()
+	nodes := r.g.Nodes
+	outs := make([]*collection, len(nodes))
+	sinks := make([]*sink, len(nodes))
+	for i, n := range nodes {
+		outs[i], sinks[i] = r.outs[n], r.sinks[n]
+	}
+	r.mu.RUnlock()
+	for i, n := range nodes {
 		ns := NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.parts}
-		if c, ok := r.outs[n]; ok {
+		if c := outs[i]; c != nil {
 			ns.Records, ns.Synced = c.len(), c.isSynced()
-		} else if s, ok := r.sinks[n]; ok {
+		} else if s := sinks[i]; s != nil {
 			ns.Synced = s.Started()
 		}
 		if p, ok := n.Impl().(node.PendingLister); ok {

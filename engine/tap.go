@@ -23,8 +23,11 @@ type TapEvent struct {
 	Delete bool
 	Key    node.Key
 	Value  cty.Value
-	// Generation is the collection generation after the batch (0 for sinks).
-	Generation uint64
+	// CollectionGeneration is the node's collection generation after the
+	// batch (0 for sinks): not the config generation.
+	CollectionGeneration uint64
+	// Origin is the upserted record's provenance (nil for sinks and deletes).
+	Origin *node.Origin
 }
 
 // tapHub hands the deltas of the node at one address to the taps attached
@@ -69,7 +72,7 @@ func (p *tapPort) deltas(ds []node.Delta, gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, d := range ds {
-		h.sendLocked(TapEvent{Time: now, Node: h.addr, Delete: d.Delete, Key: d.Key, Value: node.Unpack(d.Value), Generation: gen})
+		h.sendLocked(TapEvent{Time: now, Node: h.addr, Delete: d.Delete, Key: d.Key, Value: node.Unpack(d.Value), CollectionGeneration: gen, Origin: d.Origin})
 	}
 }
 

@@ -161,7 +161,7 @@ func (c *Cluster) CACertPEM() ([]byte, error) {
 	}
 	b, err := readConfigFile(c.CACertFile)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: ca_cert: %w", c.Name, err)
+		return nil, fmt.Errorf("cluster %q: ca_cert %s: %w", c.Name, c.CACertFile, err)
 	}
 	if !strings.Contains(string(b), "-----BEGIN") {
 		return nil, fmt.Errorf("cluster %q: ca_cert: the file %s holds no PEM block", c.Name, c.CACertFile)

@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/redact"
 )
@@ -39,6 +40,8 @@ type entryView struct {
 	RetryAt     *time.Time  `json:"retry_at,omitempty"`
 	Origin      *originView `json:"origin,omitempty"`
 	Path        []stageView `json:"path,omitempty"`
+	Input       string      `json:"input,omitempty"`        // fan-in: the input whose record the sink has
+	OtherInputs []string    `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
 	Conflict    string      `json:"conflict,omitempty"`
 	Detail      []string    `json:"detail,omitempty"`
 }
@@ -52,6 +55,11 @@ type originView struct {
 	Object          string `json:"object,omitempty"`
 	File            string `json:"file,omitempty"`
 	Line            int    `json:"line,omitempty"`
+}
+
+func viewOrigin(o *node.Origin, secrets *redact.Redactor) *originView {
+	return &originView{Source: o.Source, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
+		ResourceVersion: o.ResourceVersion, Object: secrets.String(o.Object), File: o.File, Line: o.Line}
 }
 
 type gateView struct {
@@ -96,13 +104,12 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 		ev := entryView{Sink: e.Sink, InputKey: secrets.String(e.InputKey), TargetKey: secrets.String(e.TargetKey),
 			Status: e.Status, Wanted: e.Wanted, Held: e.Held, Want: maskValue(e.Want, secrets), Have: maskValue(e.Have, secrets),
 			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
-			RetryAt: timePtr(e.RetryAt), Conflict: secrets.String(e.Conflict)}
+			RetryAt: timePtr(e.RetryAt), Input: e.Input, OtherInputs: e.OtherInputs, Conflict: secrets.String(e.Conflict)}
 		for _, l := range e.Detail {
 			ev.Detail = append(ev.Detail, secrets.String(l))
 		}
 		if o := e.Origin; o != nil {
-			ev.Origin = &originView{Source: o.Source, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
-				ResourceVersion: o.ResourceVersion, Object: secrets.String(o.Object), File: o.File, Line: o.Line}
+			ev.Origin = viewOrigin(o, secrets)
 		}
 		for _, st := range e.Path {
 			ev.Path = append(ev.Path, viewStage(st, secrets))

@@ -34,6 +34,10 @@ func reloadsHandler(rt *engine.Runtime, secrets *redact.Redactor) http.Handler {
 			for j, d := range rec.Diagnostics {
 				rec.Diagnostics[j] = secrets.String(d)
 			}
+			rec.Warnings = append([]string(nil), rec.Warnings...)
+			for j, w := range rec.Warnings {
+				rec.Warnings[j] = secrets.String(w)
+			}
 			body.Reloads = append(body.Reloads, rec)
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -97,6 +97,13 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 		if o := e.Origin; o != nil {
 			fmt.Fprintf(w, "  origin   %s\n", originText(o))
 		}
+		if e.Input != "" {
+			fmt.Fprintf(w, "  input    %s", e.Input)
+			if len(e.OtherInputs) > 0 {
+				fmt.Fprintf(w, "  (also held by %s)", strings.Join(e.OtherInputs, ", "))
+			}
+			fmt.Fprintln(w)
+		}
 		for _, st := range e.Path {
 			fmt.Fprintf(w, "  stage    %s  %s = %s", st.Node, st.Key, stageValue(st))
 			if st.PendingDelete != nil {

@@ -74,7 +74,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 
 // longFlags are accepted with a single dash too (`-json`, `-var x=1`, `-check`),
 // as Terraform users write them.
-var longFlags = []string{"json", "var", "check", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version", "against", "max-entries", "wait", "rate", "sample", "count", "interval", "run"}
+var longFlags = []string{"json", "var", "check", "check-files", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version", "against", "max-entries", "wait", "rate", "sample", "count", "interval", "run"}
 
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))

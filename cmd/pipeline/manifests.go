@@ -1,11 +1,17 @@
 package main
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline/pipeline/deploy/manifests"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 type manifestFlags struct {
@@ -30,6 +36,7 @@ func newManifestsCmd() *cobra.Command {
 				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
 				return exitError{1}
 			}
+			writeDiagsText(cmd.ErrOrStderr(), l.files, append(l.diags, kubeconfigWarnings(l.cfg)...)) // warnings only
 			f.opts.Leader = l.cfg.LeaderElection
 			f.opts.Privileged = f.privileged
 			out, err := manifests.Generate(f.opts, manifestInput(l))
@@ -49,6 +56,29 @@ func newManifestsCmd() *cobra.Command {
 	fl.StringVar(&f.opts.Seccomp, "seccomp", "", "seccomp profile: RuntimeDefault or Unconfined (default: Unconfined when a sink needs CAP_BPF, else RuntimeDefault)")
 	fl.BoolVar(&f.privileged, "privileged", false, "run the container privileged (not needed by any node type)")
 	return cmd
+}
+
+// kubeconfigWarnings warns of each cluster block that reads a kubeconfig
+// file: the pod gets only the configuration files (the ConfigMap at
+// /etc/pipeline) and its service account, so ~/.kube/config does not
+// exist there and the source would fail at start.
+func kubeconfigWarnings(cfg *schema.Config) hcl.Diagnostics {
+	names := slices.Sorted(maps.Keys(cfg.Clusters))
+	var diags hcl.Diagnostics
+	for _, name := range names {
+		c := cfg.Clusters[name]
+		if c.Kubeconfig == "" {
+			continue
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Kubeconfig not in the pod",
+			Detail: fmt.Sprintf("cluster %q reads the kubeconfig %s, which these manifests do not put in the pod: it gets only the "+
+				"configuration files (at /etc/pipeline) and its service account, bound to the RBAC printed here, so the sources "+
+				"using it would fail at start. For the cluster the pipeline runs in, set in_cluster = true, or leave out cluster: "+
+				"a source without one uses the pod's service account (and $KUBECONFIG or ~/.kube/config outside a pod). For "+
+				"another cluster, mount its kubeconfig or token from a Secret and point kubeconfig or token_file at the mount.", c.Name, c.Kubeconfig),
+			Subject: c.DeclRange.Ptr()})
+	}
+	return diags
 }
 
 // imageTag is the image tag matching this binary.

@@ -126,11 +126,16 @@ func printTap(ctx context.Context, w io.Writer, r io.Reader, f tapFlags) error {
 }
 
 // readableTap is one line of the readable form:
-// "15:04:05.000 sink.ebpf_map.allowed + 10.0.0.7/32 \"0100\"".
+// "15:04:05.000 sink.ebpf_map.allowed + 10.0.0.7/32 \"0100\"". A
+// transform's upsert names the source the record came from, which for a
+// fan-in says which input's data it is.
 func readableTap(l tapLine) string {
 	ts := l.Time.Local().Format("15:04:05.000")
 	switch l.Op {
 	case "upsert":
+		if o := l.Origin; o != nil && o.Source != "" && o.Source != l.Node {
+			return fmt.Sprintf("%s %s + %s %s  (from %s)", ts, l.Node, l.Key, l.Value, o.Source)
+		}
 		return fmt.Sprintf("%s %s + %s %s", ts, l.Node, l.Key, l.Value)
 	case "delete":
 		return fmt.Sprintf("%s %s - %s", ts, l.Node, l.Key)

@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
@@ -218,6 +219,31 @@ func TestTapLineMasksSecrets(t *testing.T) {
 	}
 	if r := readableTap(l); strings.Contains(r, "hunter22") || strings.Contains(r, "s3cret") {
 		t.Errorf("readable form leaks: %s", r)
+	}
+}
+
+// TestTapLineNamesGenerationAndOrigin: the per-node counter says it is the
+// collection generation (the config generation is /reloads'), and an
+// upsert names where its record came from: through a fan-in, which
+// input's data it is.
+func TestTapLineNamesGenerationAndOrigin(t *testing.T) {
+	ev := engine.TapEvent{Node: "transform.extract.zone_a", Key: "10.0.0.1", Value: cty.StringVal("db-1"), CollectionGeneration: 4,
+		Origin: &node.Origin{Source: "source.files.hosts", File: "data/hosts.csv", Line: 2}}
+	b, err := json.Marshal(newTapLine(ev, redact.New(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"time": "0001-01-01T00:00:00Z", "node": "transform.extract.zone_a", "op": "upsert", "key": "10.0.0.1", "value": "db-1",
+		"collection_generation": 4.0, "origin": map[string]any{"source": "source.files.hosts", "file": "data/hosts.csv", "line": 2.0}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("tap line (-want +got):\n%s", d)
+	}
+	if r := readableTap(newTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
+		t.Errorf("readable form %q does not name the source", r)
 	}
 }
 

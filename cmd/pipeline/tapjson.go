@@ -14,23 +14,31 @@ import (
 // notice of events left out (dropped: the client fell behind; limited:
 // over --rate; sampled out is not reported, it is what --sample asks).
 type tapLine struct {
-	Time       time.Time       `json:"time"`
-	Node       string          `json:"node"`
-	Op         string          `json:"op"` // upsert, delete, or skipped
-	Key        string          `json:"key,omitempty"`
-	Value      json.RawMessage `json:"value,omitempty"`
-	Generation uint64          `json:"generation,omitempty"`
-	Dropped    uint64          `json:"dropped,omitempty"`
-	Limited    uint64          `json:"limited,omitempty"`
+	Time  time.Time       `json:"time"`
+	Node  string          `json:"node"`
+	Op    string          `json:"op"` // upsert, delete, or skipped
+	Key   string          `json:"key,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+	// CollectionGeneration is the node's collection generation after the
+	// delta (it rises per batch); the config generation is /reloads'.
+	CollectionGeneration uint64 `json:"collection_generation,omitempty"`
+	// Origin is where an upserted record came from: its source (for a
+	// fan-in, which input's data it is) and file:line or object.
+	Origin  *originView `json:"origin,omitempty"`
+	Dropped uint64      `json:"dropped,omitempty"`
+	Limited uint64      `json:"limited,omitempty"`
 }
 
 // newTapLine renders ev with every secret masked: sensitive (marked)
 // values become redact.Mask, and strings holding a secret are masked.
 func newTapLine(ev engine.TapEvent, secrets *redact.Redactor) tapLine {
-	l := tapLine{Time: ev.Time.UTC(), Node: ev.Node, Op: "upsert", Key: secrets.String(ev.Key), Generation: ev.Generation}
+	l := tapLine{Time: ev.Time.UTC(), Node: ev.Node, Op: "upsert", Key: secrets.String(ev.Key), CollectionGeneration: ev.CollectionGeneration}
 	if ev.Delete {
 		l.Op = "delete"
 		return l
+	}
+	if o := ev.Origin; o != nil {
+		l.Origin = viewOrigin(o, secrets)
 	}
 	b, err := json.Marshal(plainValue(ev.Value, secrets))
 	if err != nil {

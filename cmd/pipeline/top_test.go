@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,7 +86,7 @@ func checkTopScreen(t *testing.T, s string) {
 		t.Errorf("%d in-place redraws for 3 frames:\n%q", n, s)
 	}
 	last := s[strings.LastIndex(s, "\x1b[H\x1b[2J"):]
-	for _, want := range []string{"NODE", "IN/s", "LATENCY", "source.files.pods", "transform.extract.ips", "sink.log.out", "\x1b[32mhealthy\x1b[0m", " ready "} {
+	for _, want := range []string{"NODE", "IN/s", "LAT", "source.files.pods", "transform.extract.ips", "sink.log.out", "\x1b[32mhealthy\x1b[0m", " ready "} {
 		if !strings.Contains(last, want) {
 			t.Errorf("last frame lacks %q:\n%s", want, last)
 		}
@@ -128,5 +129,35 @@ func TestTopPlainWhenNotATerminal(t *testing.T) {
 	if err := runTop(context.Background(), io.Discard, topFlags{against: "127.0.0.1:1", interval: time.Second, count: 1}); err == nil ||
 		!strings.Contains(err.Error(), "is `pipeline run` serving") {
 		t.Errorf("top against nothing: %v", err)
+	}
+}
+
+// TestTopFits80Columns: a frame with 30-character addresses and large
+// numbers fits an 80-column terminal.
+func TestTopFits80Columns(t *testing.T) {
+	rows := []topRow{
+		{node: "source.kubernetes.backend_pods", state: "degraded", records: 123456, in: 9999, out: 12345, queue: 4096,
+			resyncs: 12, restarts: 3, latency: -1},
+		{node: "transform.grace_period.drainxx", state: "healthy", records: 2_500_000, in: 0.5, out: 0.5, latency: -1},
+		{node: "sink.ebpf_map.allowed_networks", state: "pending", records: 99999, in: 812, out: 812, latency: 0.1234,
+			errs: 12.3, sink: true},
+	}
+	s := &topSample{at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s.ready.Ready = true
+	for _, colour := range []bool{false, true} {
+		var out bytes.Buffer
+		v := &topView{w: &out, colour: colour, against: "127.0.0.1:9464"}
+		if err := v.render(rows, s); err != nil {
+			t.Fatal(err)
+		}
+		plain := strings.NewReplacer("\x1b[H\x1b[2J", "", "\x1b[32m", "", "\x1b[33m", "", "\x1b[31m", "", "\x1b[0m", "").Replace(out.String())
+		for _, line := range strings.Split(plain, "\n") {
+			if n := utf8.RuneCountInString(line); n > 80 {
+				t.Errorf("colour %v: %d columns: %q", colour, n, line)
+			}
+		}
+		if !strings.Contains(plain, "123.5k") || !strings.Contains(plain, "12.3k") || !strings.Contains(plain, "123ms") {
+			t.Errorf("numbers not compact:\n%s", plain)
+		}
 	}
 }

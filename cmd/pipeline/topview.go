@@ -135,21 +135,22 @@ func (v *topView) render(rows []topRow, s *topSample) error {
 	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", v.against, ready, s.at.Format(time.TimeOnly))
 	// The table is laid out without colour, then the states are painted:
 	// tabwriter counts escape codes as width, which shifted every coloured
-	// row against the header. Padding 1 and short headings keep a row of a
-	// 30-character address within about 90 columns.
+	// row against the header. Padding 1, short headings (explained in the
+	// legend) and compact numbers keep a row of a 30-character address
+	// within 80 columns.
 	var t bytes.Buffer
 	tw := tabwriter.NewWriter(&t, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tRECS\tIN/s\tOUT/s\tQUEUE\tRESYNC\tRESTART\tLATENCY\tERR/s")
+	fmt.Fprintln(tw, "NODE\tSTATE\tRECS\tIN/s\tOUT/s\tQ\tRS\tRT\tLAT\tERR/s")
 	for _, r := range rows {
 		latency, errs := "-", "-"
 		if r.latency >= 0 {
-			latency = time.Duration(r.latency * float64(time.Second)).Round(time.Microsecond).String()
+			latency = shortDuration(r.latency)
 		}
 		if r.sink {
 			errs = perSecond(r.errs) // RECS of a sink: the entries its target holds
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\n", r.node, r.state, r.records,
-			perSecond(r.in), perSecond(r.out), r.queue, r.resyncs, r.restarts, latency, errs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.node, r.state, count(r.records),
+			perSecond(r.in), perSecond(r.out), count(r.queue), count(r.resyncs), count(r.restarts), latency, errs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -166,15 +167,49 @@ func (v *topView) render(rows []topRow, s *topSample) error {
 		}
 		b.WriteString(line)
 	}
+	b.WriteString("\nQ queue depth, RS overflow resyncs, RT restarts, LAT mean change latency\n")
 	if _, err := v.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
 	return nil
 }
 
+// perSecond prints a rate in 5 characters or so: 3.4, 812, 12.3k.
 func perSecond(r float64) string {
-	if r < 0 {
+	switch {
+	case r < 0:
 		return "-"
+	case r < 10:
+		return fmt.Sprintf("%.1f", r)
 	}
-	return fmt.Sprintf("%.1f", r)
+	return compact(r, 10_000)
+}
+
+// count prints a count in at most 6 characters: 812, 99999, 123.4k, 12.3M.
+func count(n float64) string { return compact(n, 100_000) }
+
+// compact prints n whole below limit, else in thousands or millions.
+func compact(n, limit float64) string {
+	switch {
+	case n < limit:
+		return fmt.Sprintf("%.0f", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1fk", n/1e3)
+	}
+	return fmt.Sprintf("%.1fM", n/1e6)
+}
+
+// shortDuration prints seconds with 3 significant digits: 512µs, 12.3ms, 1.23s.
+func shortDuration(sec float64) string {
+	switch {
+	case sec < 1e-3:
+		return fmt.Sprintf("%.0fµs", sec*1e6)
+	case sec < 0.01:
+		return fmt.Sprintf("%.2fms", sec*1e3)
+	case sec < 0.1:
+		return fmt.Sprintf("%.1fms", sec*1e3)
+	case sec < 1:
+		return fmt.Sprintf("%.0fms", sec*1e3)
+	}
+	return fmt.Sprintf("%.2fs", sec)
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func newValidateCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, withFiles bool
 	var vars []string
 	cmd := &cobra.Command{
 		Use:   "validate [-json] [-var name=value]... PATH...",
@@ -19,7 +19,10 @@ func newValidateCmd() *cobra.Command {
 		Long: "Parses, evaluates variables and compiles the graph without touching any cluster, map or server. " +
 			"Every problem is reported at once with file:line:col. Each PATH is validated as its own configuration: " +
 			"a file, or a directory whose *.hcl files merge into one (so `pipeline validate examples/*` checks " +
-			"every example separately). run and graph merge all their PATHs into one configuration.",
+			"every example separately). run and graph merge all their PATHs into one configuration.\n\n" +
+			"Files the configuration names are not read, so validate passes in CI where secrets are not mounted; " +
+			"--check-files reads them as a run would: each cluster's kubeconfig, ca_cert and token_file, " +
+			"and the files of every files source (a pattern must match, each file must parse).",
 		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files := map[string]*hcl.File{}
@@ -27,6 +30,10 @@ func newValidateCmd() *cobra.Command {
 			seen := map[string]bool{}
 			for _, path := range args {
 				l := load([]string{path}, vars)
+				if withFiles && l.cfg != nil && !l.diags.HasErrors() {
+					l.diags = append(l.diags, checkFiles(l.cfg, l.graph)...)
+					maskDiagnostics(l.diags, l.cfg)
+				}
 				maps.Copy(files, l.files)
 				// An option error (-var) has no position and would repeat per path.
 				l.diags = slices.DeleteFunc(l.diags, func(d *hcl.Diagnostic) bool {
@@ -55,6 +62,7 @@ func newValidateCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print diagnostics as JSON, in the format of terraform validate -json")
+	cmd.Flags().BoolVar(&withFiles, "check-files", false, "also read the files a run reads (cluster credentials, files sources' files) and report what is missing or broken")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a variable: -var name=value (repeatable); PIPELINE_VAR_name also works")
 	return cmd
 }

@@ -34,6 +34,11 @@ const (
 	SameAsInput DataType = "same as input"
 )
 
+// Emitter is implemented by a built source or transform whose
+// configuration decides what it emits (source "files": objects, or records
+// with a data format); it overrides Spec.Output.
+type Emitter interface{ Emits() DataType }
+
 // Spec declares one node type. It is the single source of truth for decoding,
 // validation, `pipeline schema` and the reference docs.
 type Spec struct {

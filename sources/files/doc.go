@@ -1,7 +1,9 @@
 // Package files implements source "files": Kubernetes objects read from
 // YAML (multi-document) and JSON manifest files matched by glob patterns,
-// re-read whenever the files change. It serves GitOps checkouts, objects
-// mounted from ConfigMaps, and running the examples without a cluster.
+// or, with format, plain data items (JSON, JSON Lines, YAML, CSV, text
+// lines) keyed by an expression, re-read whenever the files change. It
+// serves GitOps checkouts, objects mounted from ConfigMaps, allow-lists and
+// inventories kept in files, and running the examples without a cluster.
 //
 // The package owns finding, reading, parsing and watching the files.
 // Selector, index_by and ignore_fields semantics are those of source

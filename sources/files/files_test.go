@@ -89,6 +89,14 @@ func TestSpecDiagnostics(t *testing.T) {
 		{"paths = [\"a\"]\nindex_by = [\"{.a[}\"]", []string{"Invalid index_by path"}},
 		{"paths = [\"a\"]\nignore_fields = [\"{.a[*]}\"]", []string{"Invalid ignore_fields path"}},
 		{"paths = [\"a\"]\npoll_interval = \"-1s\"", []string{"Invalid duration"}},
+		// format and key
+		{"paths = [\"a\"]\nformat = \"csv\"\nkey = item.ip", nil},
+		{"paths = [\"a\"]\nformat = \"lines\"", nil},
+		{"paths = [\"a\"]\nformat = \"jsn\"", []string{"Invalid value for format"}},
+		{"paths = [\"a\"]\nformat = \"json\"", []string{"Missing key"}},
+		{"paths = [\"a\"]\nkey = item.id", []string{"key needs a data format"}},
+		{"paths = [\"a\"]\nformat = \"csv\"\nkey = item.ip\nselector = \"a=b\"\nkind = \"Pod\"", []string{"kind needs format \"kubernetes\"", "selector needs format \"kubernetes\""}},
+		{"paths = [\"a\"]\nformat = \"yaml\"\nkey = object.id", []string{"Invalid reference"}},
 	}
 	for _, tt := range tests {
 		_, diags := build(t, t.TempDir(), tt.body)

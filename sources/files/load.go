@@ -188,12 +188,22 @@ func watchDir(pattern string) string {
 	}
 }
 
-// document is one object found in a file, or why it is not one.
+// document is one object or item found in a file, or why it is not one.
 type document struct {
-	where  string // "path document N" (and "item M" inside a List)
-	obj    map[string]any
+	where  string         // "path document N" (and "item M" inside a List or an array)
+	line   int            // the line of a line-based format (jsonl, csv, lines); 0 otherwise
+	obj    map[string]any // format kubernetes
+	item   any            // the other formats
 	err    error
-	broken bool // err is a YAML or JSON syntax error: the file itself is bad
+	broken bool // err is a syntax error: the file itself is bad
+}
+
+// at is where the document is, for logs: "path:line" in line-based formats.
+func (d document) at() string {
+	if d.line > 0 {
+		return fmt.Sprintf("%s:%d", d.where, d.line)
+	}
+	return d.where
 }
 
 // brokenDoc returns the first document of docs that does not parse.
@@ -206,9 +216,15 @@ func brokenDoc(docs []document) *document {
 	return nil
 }
 
-// parse splits a file into documents. YAML files may hold several
-// documents; JSON is YAML. A List's items are expanded.
-func parse(f file) []document {
+// parseObjects splits a file of Kubernetes objects into documents. YAML
+// files may hold several documents; JSON is YAML. A List's items are
+// expanded.
+func parseObjects(f file) []document { return yamlDocs(f, decode) }
+
+// yamlDocs splits a file into its YAML documents and appends what decode
+// makes of each. A syntax error is a broken document and reading goes on
+// with the next; any other error ends the file.
+func yamlDocs(f file, decode func(where string, raw []byte) []document) []document {
 	var out []document
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
 	for i := 0; ; i++ {
@@ -246,7 +262,7 @@ func decode(where string, raw []byte) []document {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return []document{{where: where, err: fmt.Errorf("a document must be an object, not %T", v)}}
+		return []document{{where: where, err: fmt.Errorf("a document must be an object, not %s", typeName(v))}}
 	}
 	kind, _ := obj["kind"].(string)
 	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
@@ -255,7 +271,7 @@ func decode(where string, raw []byte) []document {
 			w := fmt.Sprintf("%s item %d", where, j)
 			m, ok := it.(map[string]any)
 			if !ok {
-				out = append(out, document{where: w, err: fmt.Errorf("a list item must be an object, not %T", it)})
+				out = append(out, document{where: w, err: fmt.Errorf("a list item must be an object, not %s", typeName(it))})
 				continue
 			}
 			out = append(out, document{where: w, obj: m, err: validate(m)})
@@ -263,6 +279,21 @@ func decode(where string, raw []byte) []document {
 		return out
 	}
 	return []document{{where: where, obj: obj, err: validate(obj)}}
+}
+
+// typeName names a decoded JSON value's type in the words of JSON.
+func typeName(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "a number"
 }
 
 func validate(obj map[string]any) error {
@@ -302,7 +333,7 @@ type skip struct {
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
 	c := s.newCollector()
 	for _, f := range files {
-		c.add(s.entries(parse(f)))
+		c.add(s.entries(s.parse(f)))
 	}
 	return c.done()
 }
@@ -322,6 +353,9 @@ type entry struct {
 
 // entries filters, prunes, keys and converts one file's documents.
 func (s *Source) entries(docs []document) []entry {
+	if s.format != formatKubernetes {
+		return s.itemEntries(docs)
+	}
 	var out []entry
 	for _, d := range docs {
 		if d.err != nil {

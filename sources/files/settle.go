@@ -53,9 +53,9 @@ func (r *run) settle(snap snapshot) settled {
 			out.col.add(prev.entries)
 			continue
 		}
-		docs := parse(f)
+		docs := r.src.parse(f)
 		if b := brokenDoc(docs); b != nil {
-			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.where, b.err)) {
+			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.at(), b.err)) {
 				out.col.add(r.src.entries(docs)) // never good: its documents are skipped, as bad ones
 			}
 			continue

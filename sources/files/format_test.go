@@ -1,0 +1,146 @@
+package files
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/kobject"
+)
+
+// An unknown format says which exist and which was meant.
+func TestFormatDiagnosticDetail(t *testing.T) {
+	_, diags := build(t, t.TempDir(), "paths = [\"a\"]\nformat = \"jsn\"")
+	if len(diags) != 1 || diags[0].Detail != `The argument "format" must be one of "kubernetes", "json", "jsonl", "yaml", "csv", "lines". Did you mean "json"?` {
+		t.Errorf("diagnostics %v", diags)
+	}
+}
+
+// Every format reads its items, keys them with the key expression, and
+// skips (and names) what is malformed while reading the rest.
+func TestFormats(t *testing.T) {
+	tests := []struct {
+		format, key, content string
+		want                 map[string]string // key -> the item as JSON
+		skips                []string          // reason@where
+	}{
+		{format: "json", key: "item.ip", content: `[{"ip":"10.0.0.1","n":1},{"ip":"10.0.0.2"},{"n":3},{"ip":"10.0.0.1"}]`,
+			want:  map[string]string{"10.0.0.1": `{"ip":"10.0.0.1","n":1}`, "10.0.0.2": `{"ip":"10.0.0.2"}`},
+			skips: []string{"bad_key@f item 2", "duplicate_key@f item 3"}},
+		{format: "json", key: "item.ip", content: `{"ip":"10.0.0.9"}`, want: map[string]string{"10.0.0.9": `{"ip":"10.0.0.9"}`}},
+		{format: "json", key: "item.ip", content: `[{"ip":`, skips: []string{"bad_document@f"}},
+		{format: "jsonl", key: "item.id", content: "{\"id\":7}\n\n{\"id\":\"x\",\"v\":true}\n{broken\n[1]\n",
+			want:  map[string]string{"7": `{"id":7}`, "x": `{"id":"x","v":true}`},
+			skips: []string{"bad_document@f:4", "bad_key@f:5"}},
+		{format: "yaml", key: "item.name", content: "- name: a\n  port: 80\n- name: b\n---\nname: c\n---\nname: [unclosed\n",
+			want:  map[string]string{"a": `{"name":"a","port":80}`, "b": `{"name":"b"}`, "c": `{"name":"c"}`},
+			skips: []string{"bad_document@f document 2"}},
+		{format: "csv", key: "item.ip", content: "ip,zone\n10.0.0.1,a\n10.0.0.2,b,extra\n\"10.0.0.3\",\"c, d\"\n",
+			want:  map[string]string{"10.0.0.1": `{"ip":"10.0.0.1","zone":"a"}`, "10.0.0.3": `{"ip":"10.0.0.3","zone":"c, d"}`},
+			skips: []string{"bad_document@f:3"}},
+		{format: "csv", key: "item.ip", content: "ip,ip\n1,2\n", skips: []string{"bad_document@f:1"}},
+		{format: "csv", key: "item.ip", content: "ip\n\"unclosed\n", skips: []string{"bad_document@f:2"}},
+		{format: "lines", content: "# allowed\n10.0.0.1\n  10.0.0.2 \r\n\n10.0.0.1\n",
+			want:  map[string]string{"10.0.0.1": `"10.0.0.1"`, "10.0.0.2": `"10.0.0.2"`},
+			skips: []string{"duplicate_key@f:5"}},
+		{format: "lines", key: "upper(item)", content: "a\nb\n", want: map[string]string{"A": `"a"`, "B": `"b"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format+" "+tt.content, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "f"), tt.content)
+			body := "paths = [\"f\"]\nformat = \"" + tt.format + "\"\n"
+			if tt.key != "" {
+				body += "key = " + tt.key + "\n"
+			}
+			s := mustBuild(t, dir, body)
+			if s.Emits() != node.Records {
+				t.Errorf("emits %s", s.Emits())
+			}
+			records, _, skips := s.records(s.read().files)
+			got := map[string]string{}
+			for _, r := range records {
+				got[r.Key] = jsonOf(t, r)
+				if r.Origin == nil || r.Origin.Source != "source.files.test" {
+					t.Errorf("%s: origin %+v", r.Key, r.Origin)
+				}
+			}
+			if len(tt.want) == 0 {
+				tt.want = map[string]string{}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("records (-want +got)\n%s", diff)
+			}
+			var gotSkips []string
+			for _, sk := range skips {
+				gotSkips = append(gotSkips, sk.reason+"@"+filepath.Base(sk.where))
+			}
+			if diff := cmp.Diff(tt.skips, gotSkips); diff != "" {
+				t.Errorf("skips (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func jsonOf(t *testing.T, r node.Record) string {
+	t.Helper()
+	b, err := ctyjson.Marshal(r.Value, r.Value.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A data file that stops parsing keeps its last good items, counted and
+// named in the node's health, and its line is logged; fixed, it is read
+// again.
+func TestFormatKeepsLastGood(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ips.jsonl")
+	write(t, path, "{\"ip\":\"10.0.0.1\"}\n{\"ip\":\"10.0.0.2\"}\n")
+	s := mustBuild(t, dir, "paths = [\"*.jsonl\"]\nformat = \"jsonl\"\nkey = item.ip\npoll_interval = \"0s\"")
+	reg := prometheus.NewRegistry()
+	env, health := nodetest.Env(t, reg)
+	m, err := kobject.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := nodetest.NewOutput()
+	r := &run{src: s, env: env, out: out, m: m}
+	if err := r.reload(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.1", "10.0.0.2"}
+	if diff := cmp.Diff(want, out.Keys()); diff != "" {
+		t.Fatalf("first read (-want +got)\n%s", diff)
+	}
+	write(t, path, "{\"ip\":\"10.0.0.1\"}\n{\"ip\":\n")
+	if err := r.reload(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, out.Keys()); diff != "" {
+		t.Errorf("a bad line lost the last good state (-want +got)\n%s", diff)
+	}
+	if health.State() != node.Degraded {
+		t.Errorf("health %s, want degraded", health.State())
+	}
+	if got := testutil.ToFloat64(m.Skipped.WithLabelValues(reasonKeptLastGood)); got != 1 {
+		t.Errorf("kept_last_good %v, want 1", got)
+	}
+	write(t, path, "{\"ip\":\"10.0.0.3\"}\n")
+	if err := r.reload(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"10.0.0.3"}, out.Keys()); diff != "" {
+		t.Errorf("fixed file (-want +got)\n%s", diff)
+	}
+	if health.State() != node.Healthy {
+		t.Errorf("health %s after the fix", health.State())
+	}
+}
