@@ -205,10 +205,7 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	if o.GetDeletionTimestamp() != nil {
 		return node.Entry{}, false
 	}
-	key := o.GetName()
-	if ns := o.GetNamespace(); ns != "" {
-		key = ns + "/" + key
-	}
+	key := keyOf(o.GetNamespace(), o.GetName())
 	if t.s.status {
 		data, ok := ownedStatus(o, t.s.manager)
 		if !ok {
