@@ -218,10 +218,16 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want) {
 		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
 	}
-	// Edited by hand (or written by another version): show what it holds.
+	// Edited by hand (or written by another version): show what it holds,
+	// without the fields the server stamps on every object.
 	live := o.DeepCopy().Object
-	unstructured.RemoveNestedField(live, "metadata", "managedFields")
+	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
+		unstructured.RemoveNestedField(live, "metadata", f)
+	}
 	unstructured.RemoveNestedField(live, "metadata", "annotations", appliedAnnotation)
+	if ann, _, _ := unstructured.NestedMap(live, "metadata", "annotations"); len(ann) == 0 {
+		unstructured.RemoveNestedField(live, "metadata", "annotations")
+	}
 	data, _ := json.Marshal(live)
 	return entryOf(key, data, false), true
 }
