@@ -163,8 +163,8 @@ func (s *Sink) Prepare(r node.Record) (node.Entry, error) {
 func (s *Sink) Encoder(node.Env) (node.Preparer, error) { return s, nil }
 
 // Actual implements node.Target: one LIST per namespace (one in all when
-// namespaces is unset) of the objects carrying the owner label, from the
-// API server's watch cache (resourceVersion 0). An object whose fields the
+// namespaces is unset) of the objects carrying the owner label, a
+// consistent read from the API server's watch cache. An object whose fields the
 // sink set still hold what it last applied shows that configuration;
 // one edited by hand shows what it holds now, so the loop writes it again.
 // Status targets list every object and show the status fields the sink's
@@ -180,7 +180,11 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	}
 	var out []node.Entry
 	for _, ns := range namespaces {
-		opts := metav1.ListOptions{ResourceVersion: "0"}
+		// A consistent LIST (no resourceVersion): never older than the
+		// sink's own last write, so a resync right after a write neither
+		// writes it again nor misses a delete. Kubernetes 1.31 and later
+		// serve it from the watch cache (consistent reads from cache).
+		opts := metav1.ListOptions{}
 		if !t.s.status {
 			opts.LabelSelector = t.s.label + "=" + t.s.value
 		}
