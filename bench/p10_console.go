@@ -5,13 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
-	"time"
-
-	"github.com/cilium/ebpf"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // consolePages is how many open web console pages P10 measures against none.
@@ -35,39 +29,17 @@ func consoleLatency(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-console-%d", os.Getpid()))
-	defer os.RemoveAll(dir)
-	pin := filepath.Join(dir, "latency")
-	p, err := e.startProc("pipeline-console", e.opts.Pipeline, "run", "--listen", addr, "--log-level", "warn",
-		e.flagship(pin, benchLabel, 4*e.opts.Pods+8*e.opts.Changes*e.opts.Runs, false))
+	rig, err := e.startLatencyRig(ctx, "pipeline-console", addr, 4*e.opts.Pods+8*e.opts.Changes*e.opts.Runs)
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop()
-	if _, err := waitFull(ctx, p, pin, e.opts.Pods, samples(e.opts.Pods, 8), 5*time.Minute); err != nil {
-		return nil, err
-	}
-	m, err := ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
-	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
-	if err != nil {
-		return nil, err
-	}
-	w, err := e.cs.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel, ResourceVersion: pods.ResourceVersion})
-	if err != nil {
-		return nil, err
-	}
-	seen := watchIPs(w)
-	defer w.Stop()
+	defer rig.close()
 
 	var none, open []float64
 	var frames int
 	for run := range e.opts.Runs {
 		// IPs 10.150+ are new to the map whatever P2 left in the pods.
-		viaMap, _, err := e.latencyRun(ctx, p, m, pods.Items, seen, 50+2*run)
+		viaMap, _, err := e.latencyRun(ctx, rig, 50+2*run)
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +47,7 @@ func consoleLatency(ctx context.Context, e *Env) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		withPages, _, err := e.latencyRun(ctx, p, m, pods.Items, seen, 51+2*run)
+		withPages, _, err := e.latencyRun(ctx, rig, 51+2*run)
 		frames += stop()
 		if err != nil {
 			return nil, err

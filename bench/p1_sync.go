@@ -28,11 +28,7 @@ func (e *Env) contenders(maxEntries int) []contender {
 	}
 	run := func(readme bool) func(pin, selector string) []string {
 		return func(pin, selector string) []string {
-			cfg := e.flagship(pin, selector, maxEntries, false)
-			if readme {
-				cfg = e.readmeFlagship(pin, selector, maxEntries)
-			}
-			return []string{"run", "--listen", "", "--log-level", "warn", cfg}
+			return []string{"run", "--listen", "", "--log-level", "warn", e.flagship(pin, selector, maxEntries, readme)}
 		}
 	}
 	return []contender{
@@ -44,14 +40,24 @@ func (e *Env) contenders(maxEntries int) []contender {
 	}
 }
 
-// flagship writes the flagship chain (kubernetes pods -> extract podIP ->
-// [debounce ->] ebpf_map hash u32) to a file and returns its path.
-func (e *Env) flagship(pin, selector string, maxEntries int, debounce bool) string {
-	input := "transform.extract.ips"
-	extra := ""
-	if debounce {
-		extra = "transform \"debounce\" \"batch\" {\n  input    = transform.extract.ips\n  interval = \"100ms\"\n}\n"
-		input = "transform.debounce.batch"
+// flagship writes the flagship chain to a file and returns its path: pods
+// -> extract podIP -> ebpf_map hash u32; as the README shows it when
+// readme is set, with each pod's name and namespace as the record's value,
+// a debounce and a 30s grace period before the map.
+func (e *Env) flagship(pin, selector string, maxEntries int, readme bool) string {
+	value, stages, input := "", "", "transform.extract.ips"
+	if readme {
+		value = "\n  value = { pod = object.metadata.name, namespace = object.metadata.namespace }"
+		stages = `transform "debounce" "batch" {
+  input    = transform.extract.ips
+  interval = "100ms"
+}
+transform "grace_period" "drain" {
+  input = transform.debounce.batch
+  delay = "30s"
+}
+`
+		input = "transform.grace_period.drain"
 	}
 	cfg := fmt.Sprintf(`cluster "bench" {
   kubeconfig = %q
@@ -65,7 +71,7 @@ source "kubernetes" "pods" {
 transform "extract" "ips" {
   input = source.kubernetes.pods
   where = try(object.status.podIP, "") != ""
-  key   = object.status.podIP
+  key   = object.status.podIP%s
 }
 %ssink "ebpf_map" "allowed" {
   input       = %s
@@ -79,56 +85,9 @@ transform "extract" "ips" {
     from = 1
   }
 }
-`, e.kubeconfig, e.ns, selector, extra, input, pin, maxEntries)
+`, e.kubeconfig, e.ns, selector, value, stages, input, pin, maxEntries)
 	e.configs++
 	path := filepath.Join(e.dir, fmt.Sprintf("flagship-%d.hcl", e.configs))
-	_ = os.WriteFile(path, []byte(cfg), 0o644)
-	return path
-}
-
-// readmeFlagship writes the flagship chain as the README shows it: each
-// pod's IP with its name and namespace as the record's value, debounced,
-// drained by a grace period, into the map.
-func (e *Env) readmeFlagship(pin, selector string, maxEntries int) string {
-	cfg := fmt.Sprintf(`cluster "bench" {
-  kubeconfig = %q
-}
-source "kubernetes" "pods" {
-  cluster   = cluster.bench
-  resource  = "pods"
-  namespace = %q
-  selector  = %q
-}
-transform "extract" "pod_ips" {
-  input = source.kubernetes.pods
-  where = try(object.status.podIP, "") != ""
-  key   = object.status.podIP
-  value = { pod = object.metadata.name, namespace = object.metadata.namespace }
-}
-transform "debounce" "batch" {
-  input    = transform.extract.pod_ips
-  interval = "100ms"
-}
-transform "grace_period" "drain" {
-  input = transform.debounce.batch
-  delay = "30s"
-}
-sink "ebpf_map" "allowed" {
-  input       = transform.grace_period.drain
-  pin         = %q
-  type        = "hash"
-  max_entries = %d
-  key {
-    type = "ipv4"
-  }
-  value {
-    type = "u32"
-    from = 1
-  }
-}
-`, e.kubeconfig, e.ns, selector, pin, maxEntries)
-	e.configs++
-	path := filepath.Join(e.dir, fmt.Sprintf("readme-flagship-%d.hcl", e.configs))
 	_ = os.WriteFile(path, []byte(cfg), 0o644)
 	return path
 }

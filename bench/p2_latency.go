@@ -30,39 +30,16 @@ func changeLatency(ctx context.Context, e *Env) ([]Row, error) {
 	if err := e.kube(ctx); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid()))
-	defer os.RemoveAll(dir)
-	pin := filepath.Join(dir, "latency")
-	_ = os.Remove(pin)
-	p, err := e.startProc("pipeline-latency", e.opts.Pipeline, "run", "--listen", "", "--log-level", "warn",
-		e.flagship(pin, benchLabel, 4*e.opts.Pods+4*e.opts.Changes, false))
+	rig, err := e.startLatencyRig(ctx, "pipeline-latency", "", 4*e.opts.Pods+4*e.opts.Changes)
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop()
-	if _, err := waitFull(ctx, p, pin, e.opts.Pods, samples(e.opts.Pods, 8), 5*time.Minute); err != nil {
-		return nil, err
-	}
-	m, err := ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
-	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
-	if err != nil {
-		return nil, err
-	}
-	w, err := e.cs.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel, ResourceVersion: pods.ResourceVersion})
-	if err != nil {
-		return nil, err
-	}
-	seen := watchIPs(w)
-	defer w.Stop()
+	defer rig.close()
 
 	var p50, p99, w50, w99 []float64
 	defer finePolling()()
 	for run := range e.opts.Runs {
-		viaMap, viaWatch, err := e.latencyRun(ctx, p, m, pods.Items, seen, run)
+		viaMap, viaWatch, err := e.latencyRun(ctx, rig, run)
 		if err != nil {
 			return nil, err
 		}
@@ -96,9 +73,64 @@ func overWatch(pipe, watch []float64) string {
 	return fmt.Sprintf("%+.2f ms over the watch: median of the runs' differences, per run %+.2f..%+.2f ms", r.Median, r.Min, r.Max)
 }
 
+// latencyRig is a pipeline running the flagship chain with its map full,
+// the pods it watches, and a raw watch of them recording when each podIP
+// first appears: what the change-latency rows measure.
+type latencyRig struct {
+	p     *proc
+	m     *ebpf.Map
+	pods  []corev1.Pod
+	seen  *sync.Map
+	close func()
+}
+
+// startLatencyRig starts the pipeline as name (with its admin endpoint on
+// listen, none when empty) and waits until its map holds every pod.
+func (e *Env) startLatencyRig(ctx context.Context, name, listen string, maxEntries int) (_ *latencyRig, err error) {
+	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%s-%d", name, os.Getpid()))
+	pin := filepath.Join(dir, "latency")
+	var undo []func()
+	r := &latencyRig{close: func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	undo = append(undo, func() { _ = os.RemoveAll(dir) })
+	if r.p, err = e.startProc(name, e.opts.Pipeline, "run", "--listen", listen, "--log-level", "warn",
+		e.flagship(pin, benchLabel, maxEntries, false)); err != nil {
+		return nil, err
+	}
+	undo = append(undo, r.p.stop)
+	if _, err := waitFull(ctx, r.p, pin, e.opts.Pods, samples(e.opts.Pods, 8), 5*time.Minute); err != nil {
+		return nil, err
+	}
+	if r.m, err = ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true}); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { r.m.Close() })
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
+	if err != nil {
+		return nil, err
+	}
+	r.pods = pods.Items
+	w, err := e.cs.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel, ResourceVersion: pods.ResourceVersion})
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, w.Stop)
+	r.seen = watchIPs(w)
+	return r, nil
+}
+
 // latencyRun makes opts.Changes changes one at a time, each giving a pod a
 // new IP, and returns each change's delay to the map and to the watch.
-func (e *Env) latencyRun(ctx context.Context, p *proc, m *ebpf.Map, pods []corev1.Pod, seen *sync.Map, run int) (viaMap, viaWatch []time.Duration, err error) {
+func (e *Env) latencyRun(ctx context.Context, rig *latencyRig, run int) (viaMap, viaWatch []time.Duration, err error) {
+	pods := rig.pods
 	for i := range e.opts.Changes {
 		pod := &pods[(run*e.opts.Changes+i)%len(pods)]
 		ip := [4]byte{10, byte(100 + run), byte(i >> 8), byte(i)}
@@ -110,7 +142,7 @@ func (e *Env) latencyRun(ctx context.Context, p *proc, m *ebpf.Map, pods []corev
 			return nil, nil, fmt.Errorf("update pod status: %w", err)
 		}
 		*pod = *got
-		dm, dw, err := waitChange(ctx, p, m, seen, ip, t0)
+		dm, dw, err := waitChange(ctx, rig.p, rig.m, rig.seen, ip, t0)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -4,19 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pipeline/pipeline/internal/backendtest"
 )
 
 // templateRender gives T1: the template sink's target rendering 10,000
@@ -59,12 +58,12 @@ func templateLive(ctx context.Context, e *Env) ([]Row, error) {
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create namespace: %w", err)
 	}
-	ip, err := hostAddr()
+	ip, err := backendtest.HostIPv4()
 	if err != nil {
 		return []Row{skipped(id, "EndpointSlice change live in HAProxy", "skipped: "+err.Error())}, nil
 	}
 	names := []string{"web-1", "web-2"}
-	ports, stopBackends, err := nameServers(ip, names)
+	ports, stopBackends, err := backendtest.Serve(ip, names...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func templateLive(ctx context.Context, e *Env) ([]Row, error) {
 	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("start haproxy: %w: %s", err, out)
 	}
-	defer stopPidFile(pid)
+	defer backendtest.StopPidFile(pid)
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if _, err := waitServed(ctx, p, client, listen, names[0], time.Now()); err != nil {
 		return nil, err
@@ -180,43 +179,6 @@ sink "template" "haproxy" {
 `)
 }
 
-// nameServers serves each name on its own port of ip.
-func nameServers(ip string, names []string) ([]int, func(), error) {
-	var ports []int
-	var srvs []*http.Server
-	stop := func() {
-		for _, s := range srvs {
-			_ = s.Close()
-		}
-	}
-	for _, name := range names {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			stop()
-			return nil, nil, err
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })}
-		srvs = append(srvs, s)
-		go func() { _ = s.Serve(l) }()
-	}
-	return ports, stop, nil
-}
-
-// hostAddr is an IPv4 address of this host outside loopback.
-func hostAddr() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("no IPv4 address outside loopback for the EndpointSlice")
-}
-
 // waitFile waits until path exists.
 func waitFile(ctx context.Context, p *proc, path string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
@@ -263,17 +225,5 @@ func waitServed(ctx context.Context, p *proc, c *http.Client, listen, want strin
 			return 0, err
 		}
 		time.Sleep(500 * time.Microsecond)
-	}
-}
-
-// stopPidFile stops the process named by a pid file (HAProxy's master).
-func stopPidFile(path string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && n > 0 {
-		_ = syscall.Kill(n, syscall.SIGTERM)
 	}
 }

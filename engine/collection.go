@@ -36,60 +36,33 @@ type collection struct {
 	tap    *tapPort // tap.go
 }
 
-// slot is one record of a collection: its value, or the value's packed
-// form when the producer handed that over (node.Packed: the value is then
-// built for each consumer that receives it), and its origin, all shared
-// by reference with the other stages.
+// slot is one record of a collection: its value (packed when the producer
+// handed it so: node.PackedVal) and its origin, both shared by reference
+// with the other stages.
 type slot struct {
 	v cty.Value
-	p node.Packed
 	o *node.Origin
 }
 
-func slotOf(v cty.Value, p node.Packed, o *node.Origin) slot {
-	if p != nil && v.Type() == cty.NilType {
-		return slot{p: p, o: o}
+// same reports whether a and b are equal values: two packed forms compare
+// as node.Packed.Same says, without building either value.
+func same(a, b cty.Value) bool {
+	if node.IsPacked(a) == node.IsPacked(b) {
+		return a.RawEquals(b)
 	}
-	return slot{v: v, o: o}
+	return node.Unpack(a).RawEquals(node.Unpack(b))
 }
 
-// value returns the slot's value, built from its packed form if needed.
-func (sl slot) value() cty.Value {
-	if sl.p != nil {
-		return sl.p.Value()
-	}
-	return sl.v
-}
-
-// same reports whether the slot holds v (packed as p when set): two
-// packed forms compare as node.Packed.Same says, without building either
-// value; anything else compares values.
-func (sl slot) same(v cty.Value, p node.Packed) bool {
-	if sl.p != nil && p != nil && v.Type() == cty.NilType {
-		return sl.p.Same(p)
-	}
-	return sl.value().RawEquals(node.Delta{Value: v, Packed: p}.Val())
-}
-
-// record returns the slot as the record at k, its value built.
-func (sl slot) record(k node.Key) node.Record {
-	return node.Record{Key: k, Value: sl.value(), Origin: sl.o}
-}
-
-// built builds the values of records and deltas handed over packed: what
+// unpack builds the values of records and deltas handed over packed: what
 // consumers receive. Callers run it outside the collection's lock, so
 // that building a large snapshot (a source's 10,000 records at its first
 // sync) never stalls the producer's Apply.
-func built(records []node.Record, deltas []node.Delta) {
+func unpack(records []node.Record, deltas []node.Delta) {
 	for i := range records {
-		if r := &records[i]; r.Packed != nil {
-			r.Value, r.Packed = r.Val(), nil
-		}
+		records[i].Value = node.Unpack(records[i].Value)
 	}
 	for i := range deltas {
-		if d := &deltas[i]; d.Packed != nil {
-			d.Value, d.Packed = d.Val(), nil
-		}
+		deltas[i].Value = node.Unpack(deltas[i].Value)
 	}
 }
 
@@ -126,14 +99,13 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 					d.Origin = old.o
 				}
 			}
-			if had && old.same(d.Value, d.Packed) {
-				if d.Origin != old.o {
-					old.o = d.Origin // newer provenance, same value: nothing to publish
-					c.state[d.Key] = old
+			if had && same(old.v, d.Value) {
+				if d.Origin != old.o { // newer provenance, same value: nothing to publish
+					c.state[d.Key] = slot{d.Value, d.Origin} // the older value is let go
 				}
 				continue
 			}
-			c.state[d.Key] = slotOf(d.Value, d.Packed, d.Origin)
+			c.state[d.Key] = slot{d.Value, d.Origin}
 		}
 		deltas[n] = d
 		n++
@@ -160,7 +132,7 @@ func (c *collection) Replace(records []node.Record) {
 		c.state = make(map[node.Key]slot, len(records))
 		deltas := make([]node.Delta, len(records))
 		for i, r := range records {
-			deltas[i] = node.Delta{Key: r.Key, Value: r.Value, Packed: r.Packed, Origin: r.Origin}
+			deltas[i] = node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin}
 		}
 		c.applyLocked(deltas)
 		return
@@ -177,8 +149,8 @@ func (c *collection) Replace(records []node.Record) {
 	deltas := make([]node.Delta, 0)
 	for _, r := range records {
 		want[r.Key] = struct{}{}
-		if old, ok := c.state[r.Key]; !ok || !old.same(r.Value, r.Packed) || (r.Origin != nil && r.Origin != old.o) {
-			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Packed: r.Packed, Origin: r.Origin, Time: now})
+		if old, ok := c.state[r.Key]; !ok || !same(old.v, r.Value) || (r.Origin != nil && r.Origin != old.o) {
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin, Time: now})
 		}
 	}
 	for k := range c.state {
@@ -216,7 +188,7 @@ func (c *collection) lookup(k node.Key) (node.Record, bool) {
 	if !ok {
 		return node.Record{Key: k}, false
 	}
-	return sl.record(k), true
+	return node.Record{Key: k, Value: node.Unpack(sl.v), Origin: sl.o}, true
 }
 
 func (c *collection) len() int {
@@ -230,15 +202,15 @@ func (c *collection) snapshot() ([]node.Record, bool, uint64) {
 	c.mu.Lock()
 	out, synced, gen := c.snapshotLocked(), c.synced, c.gen
 	c.mu.Unlock()
-	built(out, nil)
+	unpack(out, nil)
 	return out, synced, gen
 }
 
-// snapshotLocked copies the state; packed records stay packed (built).
+// snapshotLocked copies the state; packed values stay packed (unpack).
 func (c *collection) snapshotLocked() []node.Record {
 	out := make([]node.Record, 0, len(c.state))
 	for k, sl := range c.state {
-		out = append(out, node.Record{Key: k, Value: sl.v, Packed: sl.p, Origin: sl.o})
+		out = append(out, node.Record{Key: k, Value: sl.v, Origin: sl.o})
 	}
 	return out
 }
@@ -304,16 +276,14 @@ func (s *subscription) signal() {
 // Ready is signalled when an event may be available.
 func (s *subscription) Ready() <-chan struct{} { return s.ready }
 
-// poll returns the pending event without blocking; ok is false when there is none.
+// poll returns the pending event without blocking; ok is false when there
+// is none. Its values are built outside the lock (unpack).
 func (s *subscription) poll() (node.Event, bool) {
 	ev, ok := s.take()
-	if ok { // consumers receive values, never packed forms
-		built(ev.Snapshot, ev.Deltas)
-	}
+	unpack(ev.Snapshot, ev.Deltas)
 	return ev, ok
 }
 
-// take takes the pending event from the collection, values still packed.
 func (s *subscription) take() (node.Event, bool) {
 	c := s.c
 	c.mu.Lock()

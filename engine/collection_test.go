@@ -30,7 +30,7 @@ func (p testPacked) Same(o node.Packed) bool {
 // building values, and that consumers always receive built values.
 func TestCollectionKeepsPackedValues(t *testing.T) {
 	builds := 0
-	pk := func(s string) node.Packed { return testPacked{s, &builds} }
+	pk := func(s string) cty.Value { return node.PackedVal(testPacked{s, &builds}) }
 	val := func(s string) cty.Value { return testPacked{s, new(int)}.Value() }
 	c := newCollection(0, nil)
 	sub := c.subscribe(nil)
@@ -39,11 +39,11 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 		t.Fatalf("first event %+v, %v: want an empty reset", ev, err)
 	}
 
-	c.Replace([]node.Record{{Key: "a", Packed: pk("1")}, {Key: "b", Value: val("2")}})
+	c.Replace([]node.Record{{Key: "a", Value: pk("1")}, {Key: "b", Value: val("2")}})
 	if builds != 0 {
 		t.Fatalf("storing packed records built %d values", builds)
 	}
-	if sl := c.state["a"]; sl.p == nil || sl.v.Type() != cty.NilType {
+	if sl := c.state["a"]; !node.IsPacked(sl.v) {
 		t.Fatalf("slot a = %+v: want the packed form only", sl)
 	}
 	ev, err := sub.Next(ctx)
@@ -51,7 +51,7 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 		t.Fatalf("event %+v, %v: want two deltas", ev, err)
 	}
 	for _, d := range ev.Deltas {
-		if d.Packed != nil || d.Value.Type() == cty.NilType {
+		if node.IsPacked(d.Value) || d.Value.Type() == cty.NilType {
 			t.Fatalf("consumer received %+v: want a built value and no packed form", d)
 		}
 	}
@@ -62,23 +62,23 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 	// An equal packed value, and a built value equal to a packed one,
 	// change nothing; a different packed value does.
 	builds = 0
-	c.Apply([]node.Delta{{Key: "a", Packed: pk("1")}})
+	c.Apply([]node.Delta{{Key: "a", Value: pk("1")}})
 	if builds != 0 {
 		t.Fatalf("comparing two packed values built %d values", builds)
 	}
-	c.Apply([]node.Delta{{Key: "a", Value: val("1")}, {Key: "b", Packed: pk("2")}})
-	c.Apply([]node.Delta{{Key: "a", Packed: pk("3")}})
+	c.Apply([]node.Delta{{Key: "a", Value: val("1")}, {Key: "b", Value: pk("2")}})
+	c.Apply([]node.Delta{{Key: "a", Value: pk("3")}})
 	ev, err = sub.Next(ctx)
 	if err != nil || len(ev.Deltas) != 1 || ev.Deltas[0].Key != "a" || !ev.Deltas[0].Value.RawEquals(val("3")) {
 		t.Fatalf("event %+v, %v: want only a = 3", ev, err)
 	}
 
-	if r, ok := c.lookup("a"); !ok || !r.Value.RawEquals(val("3")) || r.Packed != nil {
+	if r, ok := c.lookup("a"); !ok || !r.Value.RawEquals(val("3")) || node.IsPacked(r.Value) {
 		t.Fatalf("lookup a = %+v, %v", r, ok)
 	}
 	snap, _, _ := c.snapshot()
 	for _, r := range snap {
-		if r.Packed != nil || r.Value.Type() == cty.NilType {
+		if node.IsPacked(r.Value) || r.Value.Type() == cty.NilType {
 			t.Fatalf("snapshot record %+v: want a built value", r)
 		}
 	}

@@ -69,7 +69,7 @@ func (p *tapPort) deltas(ds []node.Delta, gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, d := range ds {
-		h.sendLocked(TapEvent{Time: now, Node: h.addr, Delete: d.Delete, Key: d.Key, Value: d.Val(), Generation: gen})
+		h.sendLocked(TapEvent{Time: now, Node: h.addr, Delete: d.Delete, Key: d.Key, Value: node.Unpack(d.Value), Generation: gen})
 	}
 }
 

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +17,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pipeline/pipeline/internal/backendtest"
 )
 
 // haproxyStep runs examples/haproxy next to the flagship job: an Ingress
@@ -36,13 +36,13 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ip, err := demoHostIP()
+	ip, err := backendtest.HostIPv4()
 	if err != nil {
 		say("skipping the HAProxy step: %v", err)
 		return nil
 	}
 	names := []string{"web-1", "web-2"}
-	ports, stopBackends, err := demoBackends(ip, names)
+	ports, stopBackends, err := backendtest.Serve(ip, names...)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
 		return fmt.Errorf("start haproxy: %w: %s", err, out)
 	}
-	defer killPidFile(pid)
+	defer backendtest.StopPidFile(pid)
 	if err := expectServed(ctx, listen, "both pods serve", names...); err != nil {
 		return err
 	}
@@ -132,52 +132,4 @@ func expectServed(ctx context.Context, listen, what string, want ...string) erro
 		fmt.Printf("    $ curl -H 'Host: shop.example' http://%s/  (8 times) -> answered by %s\n", listen, strings.Join(got, ", "))
 	}
 	return err
-}
-
-// demoBackends serves each name on its own port of ip.
-func demoBackends(ip string, names []string) ([]int, func(), error) {
-	var ports []int
-	var srvs []*http.Server
-	stop := func() {
-		for _, s := range srvs {
-			_ = s.Close()
-		}
-	}
-	for _, name := range names {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			stop()
-			return nil, nil, err
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })}
-		srvs = append(srvs, s)
-		go func() { _ = s.Serve(l) }()
-	}
-	return ports, stop, nil
-}
-
-// demoHostIP is an IPv4 address of this host outside loopback.
-func demoHostIP() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("no IPv4 address outside loopback for the EndpointSlices")
-}
-
-func killPidFile(path string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && n > 0 {
-		_ = syscall.Kill(n, syscall.SIGTERM)
-	}
 }

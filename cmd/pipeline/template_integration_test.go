@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +24,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/pipeline/pipeline/internal/backendtest"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 )
 
@@ -138,17 +136,11 @@ func TestHAProxyFromKubernetes(t *testing.T) {
 // refuse loopback addresses.
 func hostIP(t testing.TB) string {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ip, err := backendtest.HostIPv4()
 	if err != nil {
-		t.Fatal(err)
+		missingInCI(t, "%v", err)
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String()
-		}
-	}
-	missingInCI(t, "no IPv4 address outside loopback for the EndpointSlices")
-	return ""
+	return ip
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -181,31 +173,20 @@ func startHAProxy(t testing.TB, haproxy, cfg, pid string) {
 	if err != nil {
 		t.Fatalf("start haproxy: %v\n%s", err, out)
 	}
-	t.Cleanup(func() {
-		b, err := os.ReadFile(pid)
-		if err != nil {
-			return
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil {
-			_ = syscall.Kill(n, syscall.SIGTERM)
-		}
-	})
+	t.Cleanup(func() { backendtest.StopPidFile(pid) })
 }
 
 // startBackends serves each name on its own port of ip.
 func startBackends(t testing.TB, ip string, names ...string) map[string]int {
 	t.Helper()
+	list, stop, err := backendtest.Serve(ip, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
 	ports := map[string]int{}
-	for _, name := range names {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[name] = l.Addr().(*net.TCPAddr).Port
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) })}
-		go srv.Serve(l)
-		t.Cleanup(func() { srv.Close() })
+	for i, name := range names {
+		ports[name] = list[i]
 	}
 	return ports
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -14,9 +15,6 @@ type Key = string
 type Record struct {
 	Key   Key
 	Value cty.Value
-	// Packed, when set, is the value's compact form and Value is left
-	// cty.NilVal (see Packed); consumers always receive Value.
-	Packed Packed
 	// Origin is where the record came from, shared by reference; nil
 	// keeps what the receiving collection knows (see Origin).
 	Origin *Origin
@@ -44,11 +42,8 @@ type Origin struct {
 
 // Delta is an upsert or a delete of one key.
 type Delta struct {
-	Key   Key
-	Value cty.Value // cty.NilVal for a delete
-	// Packed, when set, is an upsert's value in compact form and Value is
-	// left cty.NilVal (see Packed); consumers always receive Value.
-	Packed Packed
+	Key    Key
+	Value  cty.Value // cty.NilVal for a delete
 	Delete bool
 	// Time is when the change entered the pipeline at its source; it feeds
 	// the change-latency histogram. Transforms carry it forward.
@@ -57,13 +52,13 @@ type Delta struct {
 	Origin *Origin
 }
 
-// Packed is the compact form of a record value that a producer hands to
-// its output instead of the value (the kubernetes source does, for
-// projected objects: the read fields' values in a fixed order, without
-// the type and attribute maps a cty object carries at every level). The
-// output keeps the packed form at rest and builds the value only when a
-// consumer receives the record, so the many records a source holds cost
-// their fields, not their cty structure. A packed value is immutable.
+// Packed is the compact form of a record value that a producer may hand
+// to its output instead of the value, wrapped by PackedVal (the kubernetes
+// source does, for projected objects: the read fields' values in a fixed
+// order, without the type and attribute maps a cty object carries at every
+// level). The output keeps the packed form at rest and every consumer
+// receives the built value (Unpack), so the many records a source holds
+// cost their fields, not their cty structure. A packed value is immutable.
 type Packed interface {
 	// Value builds the cty value; every call returns an equal value.
 	Value() cty.Value
@@ -74,21 +69,26 @@ type Packed interface {
 	Same(o Packed) bool
 }
 
-// Val returns the record's value, built from its packed form if needed.
-func (r Record) Val() cty.Value {
-	if r.Packed != nil && r.Value.Type() == cty.NilType {
-		return r.Packed.Value()
-	}
-	return r.Value
-}
+// packedType is the cty capsule type of PackedVal: a record value stays a
+// cty.Value from source to sink, and only an output ever sees one packed.
+var packedType = cty.CapsuleWithOps("packed value", reflect.TypeFor[Packed](), &cty.CapsuleOps{
+	RawEquals: func(a, b any) bool { return (*a.(*Packed)).Same(*b.(*Packed)) },
+})
 
-// Val returns the delta's value, built from its packed form if needed
-// (cty.NilVal for a delete).
-func (d Delta) Val() cty.Value {
-	if d.Packed != nil && d.Value.Type() == cty.NilType {
-		return d.Packed.Value()
+// PackedVal returns a record value carrying p, for Record.Value or
+// Delta.Value. An output keeps it so and hands its consumers the built
+// value (Unpack).
+func PackedVal(p Packed) cty.Value { return cty.CapsuleVal(packedType, &p) }
+
+// IsPacked reports whether v carries a packed form (PackedVal).
+func IsPacked(v cty.Value) bool { return v.Type() == packedType }
+
+// Unpack returns v, built from its packed form if it carries one.
+func Unpack(v cty.Value) cty.Value {
+	if IsPacked(v) {
+		return (*v.EncapsulatedValue().(*Packed)).Value()
 	}
-	return d.Value
+	return v
 }
 
 // Upsert returns an upsert delta.

@@ -115,9 +115,9 @@ func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cac
 			return wi, err
 		},
 	}
-	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
-		KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: w.transform})
+		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
 	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: listWatchNoStream{lw}, ObjectType: &recordObject{},
 		ObjectDescription: w.res.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
 	return store, ctrl
@@ -158,10 +158,19 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 	}
 }
 
+// objectKey is the record informer's key function: a record object's id,
+// which it made once (record.go); anything else as client-go keys it.
+func objectKey(obj any) (string, error) {
+	if o, ok := obj.(*recordObject); ok {
+		return o.objID, nil
+	}
+	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+}
+
 // record turns a decoded (projected) object into what the cache keeps.
 func (w *watcher) record(u *unstructured.Unstructured) *recordObject {
 	w.src.pruner.Prune(u.Object)
-	return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape)
+	return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names)
 }
 
 // listWatchNoStream starts the informer with a LIST rather than a

@@ -121,11 +121,10 @@ type packed struct {
 // Value implements node.Packed.
 func (p *packed) Value() cty.Value { return p.sh.build(p.slots) }
 
-// Same implements node.Packed: two packed values of one shape are equal
-// when every slot is.
-func (p *packed) Same(o node.Packed) bool {
-	q, ok := o.(*packed)
-	if !ok || q.sh != p.sh || len(q.slots) != len(p.slots) {
+// Same reports whether q holds an equal value: two packed values of one
+// shape are equal when every slot is.
+func (p *packed) Same(q *packed) bool {
+	if q.sh != p.sh || len(q.slots) != len(p.slots) {
 		return false
 	}
 	if q == p {
@@ -142,5 +141,3 @@ func (p *packed) Same(o node.Packed) bool {
 	}
 	return true
 }
-
-var _ node.Packed = (*packed)(nil)

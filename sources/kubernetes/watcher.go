@@ -38,6 +38,7 @@ type watcher struct {
 	initial map[string]node.Record // records gathered until the initial sync
 	skipped map[string]string      // object id -> reason, so each is logged once
 	missing int                    // objects skipped for a missing index path
+	names   interner               // strings and types shared by record objects (record.go)
 }
 
 // item is an informer object as the handler sees it: an unstructured
@@ -45,16 +46,10 @@ type watcher struct {
 type item interface {
 	id() string                         // namespace/name, the informer's key
 	key(*kobject.Keyer) (string, error) // the record key; the error wraps kobject.ErrMissing
-	value() (cty.Value, error)          // the record value; a slim object yields it once
+	value() (cty.Value, error)          // the record value (maybe node.PackedVal); a slim object yields it once
 	sameAs(old any) bool                // equal to old apart from resourceVersion
 	release()                           // drops a value that will not be emitted
 	origin(src string) *node.Origin     // the record's provenance (origin.go)
-}
-
-// packer is an item that hands its record value over in packed form
-// (node.Packed): a record object's value, shared with the cache.
-type packer interface {
-	packed() node.Packed // nil when the value cannot be converted
 }
 
 type memItem struct{ u *unstructured.Unstructured }
@@ -157,16 +152,10 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			continue
 		}
 		var v cty.Value
-		var pk node.Packed
 		var err error
 		var org *node.Origin
 		if ch.Winner == self && it != nil {
-			if p, ok := it.(packer); ok {
-				pk = p.packed()
-			}
-			if pk == nil {
-				v, err = it.value()
-			}
+			v, err = it.value()
 			org = it.origin(w.src.address)
 		} else {
 			w.unskip(ch.Winner) // a duplicate that now provides the key
@@ -185,7 +174,7 @@ func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.
 			org = &c
 		}
 		d := node.Upsert(ch.Key, v, now)
-		d.Packed, d.Origin = pk, org
+		d.Origin = org
 		out = append(out, d)
 	}
 	return out
@@ -225,7 +214,7 @@ func (w *watcher) emit(deltas []node.Delta) {
 			if d.Delete {
 				delete(w.initial, d.Key)
 			} else {
-				w.initial[d.Key] = node.Record{Key: d.Key, Value: d.Value, Packed: d.Packed, Origin: d.Origin}
+				w.initial[d.Key] = node.Record{Key: d.Key, Value: d.Value, Origin: d.Origin}
 			}
 		}
 		if !w.src.opts.syncChanges {

@@ -109,7 +109,7 @@ func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Output
 	for _, r := range snapshot {
 		present[r.Key] = struct{}{}
 		t.pending.cancel(r.Key)
-		t.passed[r.Key] = passed{r.Val(), r.Origin}
+		t.passed[r.Key] = passed{r.Value, r.Origin}
 	}
 	records := make([]node.Record, 0, len(t.passed))
 	for k, p := range t.passed {

@@ -38,16 +38,13 @@ func (o *Output) apply(deltas []node.Delta) {
 	if len(deltas) == 0 {
 		return
 	}
-	for _, d := range deltas {
+	for i := range deltas { // as the engine's collections hand them on: values built
+		d := &deltas[i]
 		if d.Delete {
 			delete(o.state, d.Key)
 		} else {
-			o.state[d.Key] = d.Val()
-		}
-	}
-	for i := range deltas { // as the engine's collections hand them on: values built
-		if d := &deltas[i]; d.Packed != nil {
-			d.Value, d.Packed = d.Val(), nil
+			d.Value = node.Unpack(d.Value)
+			o.state[d.Key] = d.Value
 		}
 	}
 	o.batches = append(o.batches, deltas)
@@ -64,7 +61,7 @@ func (o *Output) Replace(records []node.Record) {
 	want := map[node.Key]cty.Value{}
 	var deltas []node.Delta
 	for _, r := range records {
-		v := r.Val()
+		v := node.Unpack(r.Value)
 		want[r.Key] = v
 		if old, ok := o.state[r.Key]; !ok || !old.RawEquals(v) {
 			deltas = append(deltas, node.Delta{Key: r.Key, Value: v})
