@@ -197,27 +197,6 @@ func policies(t *testing.T, owner string) []string {
 	return out
 }
 
-// writeErrors is the sink's failed writes, upserts and deletes.
-func writeErrors(r *running, sink string) float64 {
-	mfs, _ := r.reg.Gather()
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() != "pipeline_sink_writes_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["node"] == sink && labels["result"] == "error" {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
-}
-
 // policyPath is the path of the sink's NetworkPolicy in ns.
 func policyPath(ns string) string { return "/namespaces/" + ns + "/networkpolicies/default-deny" }
 
@@ -264,7 +243,7 @@ func TestKubeSinkServerFaults(t *testing.T) {
 		!strings.Contains(ex.Entries[0].LastError, "injected by the test") {
 		t.Errorf("explain %s while 429: %+v", c, ex.Entries)
 	}
-	if writeErrors(r, faultAddr) < 1 {
+	if ups, _ := r.writeResults(faultAddr, "error"); ups < 1 {
 		t.Error("pipeline_sink_writes_total{result=error} = 0 while writes fail")
 	}
 	p.inject(0, nil)
