@@ -42,8 +42,21 @@ type Target struct {
 	mu      sync.Mutex
 	results map[node.Key]result
 
+	// listed holds the entries the last Actual built, by key, with the
+	// object's resourceVersion: an object whose resourceVersion did not
+	// change since is the same object, and its entry is not built again
+	// (a resync over unchanged objects decodes no annotation). Only Actual
+	// uses it.
+	listed map[node.Key]listedEntry
+
 	rejected  prometheus.Counter
 	conflicts prometheus.Counter
+}
+
+type listedEntry struct {
+	resourceVersion string
+	entry           node.Entry
+	ok              bool
 }
 
 // result is the outcome of the last write of one object, for explain.
@@ -179,6 +192,7 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 		namespaces = []string{""}
 	}
 	var out []node.Entry
+	listed := make(map[node.Key]listedEntry, len(t.listed))
 	for _, ns := range namespaces {
 		// A consistent LIST (no resourceVersion): never older than the
 		// sink's own last write, so a resync right after a write neither
@@ -195,11 +209,20 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 			return nil, fmt.Errorf("list %s: %w", m.Resource.Resource, err)
 		}
 		for i := range list.Items {
-			if e, ok := t.actualEntry(&list.Items[i]); ok {
-				out = append(out, e)
+			o := &list.Items[i]
+			key, rv := keyOf(o.GetNamespace(), o.GetName()), o.GetResourceVersion()
+			l, seen := t.listed[key]
+			if !seen || l.resourceVersion != rv || rv == "" {
+				l.resourceVersion = rv
+				l.entry, l.ok = t.actualEntry(o)
+			}
+			listed[key] = l
+			if l.ok {
+				out = append(out, l.entry)
 			}
 		}
 	}
+	t.listed = listed
 	return out, nil
 }
 
