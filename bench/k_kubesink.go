@@ -20,8 +20,8 @@ import (
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// listsPerRun is how many LISTs K1c's figure is the mean of, as K1d's is
-// of 5 resyncs.
+// listsPerRun is how many LISTs K1c's figure is the mean of, and how many
+// periodic resyncs K1d's is.
 const listsPerRun = 5
 
 // kubeSinkApply measures K1: `pipeline run` applying n ConfigMaps (a
@@ -183,7 +183,7 @@ func (e *Env) resyncRun(ctx context.Context, cfg string) (startup, resync time.D
 	}
 	defer p.stop()
 	const node = `{node="sink.kubernetes.k1"}`
-	const resyncs = 5 // the resync is their mean: one alone swings with the machine's load
+	const resyncs = listsPerRun // the resync is their mean: one alone swings with the machine's load
 	// The reconciles seen at the first scrape that saw any: normally just
 	// the start-up one; the resync is what the next ones add.
 	var baseCount, baseSum float64
@@ -208,7 +208,7 @@ func (e *Env) resyncRun(ctx context.Context, cfg string) (startup, resync time.D
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return 0, 0, 0, fmt.Errorf("no two reconciles within 2 minutes")
+	return 0, 0, 0, fmt.Errorf("not %d reconciles within 2 minutes", resyncs+1)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
