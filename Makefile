@@ -78,8 +78,8 @@ FUZZ_TARGETS := \
 	./internal/fastexpr:FuzzSameAsHCL \
 	./internal/heldindex:FuzzIndex \
 	./sinks/audit:FuzzVerifyCatchesTampering \
-	./sources/kubernetes:FuzzProjector \
-	./sources/kubernetes:FuzzProtobufDecode \
+	./sources/kubernetes/wire:FuzzProjector \
+	./sources/kubernetes/wire:FuzzProtobufDecode \
 	./cmd/pipeline/lsp:FuzzHandlers
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

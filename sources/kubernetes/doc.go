@@ -5,7 +5,8 @@
 //
 // The package owns connecting (cluster blocks, connection validation in
 // phases), resource resolution through discovery, the informer lifecycle,
-// health and the source's metrics. Selector, index_by and ignore_fields
+// health and the source's metrics; its subpackage wire decodes the
+// response bodies. Selector, index_by and ignore_fields
 // semantics are shared with source "files" in internal/kobject; turning
 // objects into sink records (extract, filter) is the job of transforms.
 // See README.md for the configuration.

@@ -130,7 +130,7 @@ func TestCachedStore(t *testing.T) {
 	}
 	w := l.src.current
 	for _, obj := range w.store.List() {
-		if _, ok := obj.(*slimObject); !ok {
+		if o, ok := obj.(*object); !ok || o.more == nil || o.more.whole != nil {
 			t.Errorf("cache holds %T, want slim objects", obj)
 		}
 	}

@@ -5,6 +5,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
 
 // TestProtobufSameAsJSONOnServer lists and watches the same objects of a
@@ -70,7 +72,7 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 		{podsGVR, corev1.SchemeGroupVersion.WithKind("Pod")},
 		{corev1.SchemeGroupVersion.WithResource("configmaps"), corev1.SchemeGroupVersion.WithKind("ConfigMap")},
 	} {
-		pb := layoutFor(r.gvk)
+		pb := wire.LayoutFor(r.gvk)
 		if pb == nil {
 			t.Fatalf("%s: no protobuf layout", r.gvk)
 		}
@@ -103,7 +105,7 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 	p.Merge(projections[0])
 	p.Merge(projections[1])
 	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p}
-	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: layoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))}
+	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: wire.LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))}
 	l, err := js.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -164,4 +166,12 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 			t.Fatalf("event %d %s (-json +protobuf):\n%s", i, want[i].Type, d)
 		}
 	}
+}
+
+func paths(ps ...string) *node.Paths {
+	p := &node.Paths{}
+	for _, s := range ps {
+		p.Add(strings.Split(strings.TrimPrefix(s, "."), ".")...)
+	}
+	return p
 }

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -41,7 +40,7 @@ func TestPods(t *testing.T) {
 	// ignore_fields: the informer cache itself holds no managedFields and no
 	// last-applied annotation.
 	for _, obj := range l.src.current.store.List() {
-		u := obj.(*unstructured.Unstructured)
+		u := obj.(*object).more.whole
 		if u.GetManagedFields() != nil || u.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"] != "" {
 			t.Errorf("cached %s keeps ignored fields: %v %v", u.GetName(), u.GetManagedFields(), u.GetAnnotations())
 		}
@@ -258,7 +257,7 @@ func TestProjectedPods(t *testing.T) {
 	}
 	// The cache holds the emitted value itself, not a second copy.
 	for _, obj := range l.src.current.store.List() {
-		if _, ok := obj.(*recordObject); !ok {
+		if o, ok := obj.(*object); !ok || o.more != nil {
 			t.Errorf("cache holds %T, want the record object", obj)
 		}
 	}

@@ -49,23 +49,27 @@ func (sh *shape) number(reads *node.Paths, next int) int {
 	return next
 }
 
-// present marks the slot of a read object that holds its read fields in
-// the slots after it. A field read below can only hold an object when
-// the source found a map there; a field that holds something else (a
-// string where an object was expected) is converted whole, as it is.
-var present = cty.EmptyObjectVal
+// A slot holds nil (the field is absent), present (a read object, whose
+// read fields are in the slots after it), a string (the common leaf, kept
+// as the Go string: half the bytes of a cty.Value) or a cty.Value. A field
+// read below can only hold an object when the source found a map there; a
+// field that holds something else (a string where an object was expected)
+// is converted whole, as it is.
+type presence struct{}
+
+var present any = presence{}
 
 // pack converts the fields of obj that sh covers into a packed value.
 func (sh *shape) pack(obj map[string]any) (*packed, error) {
-	p := &packed{sh: sh, slots: make([]cty.Value, sh.slots)}
+	p := &packed{sh: sh, slots: make([]any, sh.slots)}
 	return p, sh.fill(obj, p.slots)
 }
 
-func (sh *shape) fill(obj map[string]any, slots []cty.Value) error {
+func (sh *shape) fill(obj map[string]any, slots []any) error {
 	for _, f := range sh.fields {
 		v, ok := obj[f.name]
 		if !ok {
-			continue // absent: the slot stays cty.NilVal
+			continue // absent: the slot stays nil
 		}
 		m, isMap := v.(map[string]any)
 		if ms, ok := v.(map[string]string); ok {
@@ -81,13 +85,16 @@ func (sh *shape) fill(obj map[string]any, slots []cty.Value) error {
 			}
 			continue
 		}
+		if _, ok := v.(string); ok {
+			slots[f.slot] = v // the decoder's own box
+			continue
+		}
 		cv, err := ctyconv.ToCty(v)
 		if err != nil {
 			return fmt.Errorf("convert object: %w", err)
 		}
 		if cv.Type().IsObjectType() && f.below != nil {
-			// ToCty makes objects of maps only, handled above; an object
-			// here could not be told from present.
+			// ToCty makes objects of maps only, handled above.
 			return fmt.Errorf("convert object: field %s is an object of type %T", f.name, v)
 		}
 		slots[f.slot] = cv
@@ -96,15 +103,16 @@ func (sh *shape) fill(obj map[string]any, slots []cty.Value) error {
 }
 
 // build makes the cty object of one level from the slots.
-func (sh *shape) build(slots []cty.Value) cty.Value {
+func (sh *shape) build(slots []any) cty.Value {
 	attrs := make(map[string]cty.Value, len(sh.fields))
 	for _, f := range sh.fields {
-		v := slots[f.slot]
-		switch {
-		case v.Type() == cty.NilType: // absent
-		case f.below != nil && v.Type().IsObjectType():
+		switch v := slots[f.slot].(type) {
+		case nil: // absent
+		case presence:
 			attrs[f.name] = f.below.build(slots)
-		default:
+		case string:
+			attrs[f.name] = cty.StringVal(v)
+		case cty.Value:
 			attrs[f.name] = v
 		}
 	}
@@ -115,7 +123,7 @@ func (sh *shape) build(slots []cty.Value) cty.Value {
 // fields' values in the slots of its source's shape (node.Packed).
 type packed struct {
 	sh    *shape
-	slots []cty.Value
+	slots []any
 }
 
 // Value implements node.Packed.
@@ -127,16 +135,17 @@ func (p *packed) Same(q *packed) bool {
 	if q.sh != p.sh || len(q.slots) != len(p.slots) {
 		return false
 	}
-	if q == p {
-		return true
-	}
 	for i, v := range p.slots {
-		w := q.slots[i]
-		if (v.Type() == cty.NilType) != (w.Type() == cty.NilType) {
-			return false
-		}
-		if v.Type() != cty.NilType && !v.RawEquals(w) {
-			return false
+		switch v := v.(type) {
+		case cty.Value:
+			w, ok := q.slots[i].(cty.Value)
+			if !ok || !v.RawEquals(w) {
+				return false
+			}
+		default: // nil, present, a string
+			if v != q.slots[i] {
+				return false
+			}
 		}
 	}
 	return true

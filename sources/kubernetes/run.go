@@ -84,6 +84,9 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
 		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
+	if len(s.keyer.Exprs()) == 0 {
+		w.index = kobject.NewIDIndex()
+	}
 	if s.opts.cached {
 		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -97,11 +96,15 @@ func TestTransform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, ok := out.(*unstructured.Unstructured)
-	if !ok || u.GetKind() != "Pod" || u.GetAPIVersion() != "v1" || u.GetLabels()["app"] != "web" || u.GetManagedFields() != nil {
-		t.Fatalf("transform = %#v", out)
+	o, ok := out.(*object)
+	if !ok || o.more == nil || o.more.whole == nil {
+		t.Fatalf("transform = %#v, want an object holding the whole object", out)
 	}
-	if again, _ := w.transform(u); again != u {
+	u := o.more.whole
+	if u.GetKind() != "Pod" || u.GetAPIVersion() != "v1" || u.GetLabels()["app"] != "web" || u.GetManagedFields() != nil {
+		t.Fatalf("transform = %#v", u)
+	}
+	if again, _ := w.transform(o); again != o {
 		t.Error("transform is not idempotent on transformed objects")
 	}
 	tomb := "not an object"
@@ -117,19 +120,19 @@ func TestTransformCachedRelist(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	w := &watcher{src: s, store: store, res: resolved{gvr: podsGVR, gvk: podGVK}}
 	first, _ := w.transform(newPod("a", "1", nil))
-	if first.(*slimObject).pending.Load() == nil {
+	if first.(*object).more.pending.Load() == nil {
 		t.Fatal("a new object carries no value")
 	}
-	first.(*slimObject).release()
+	first.(*object).release()
 	if err := store.Add(first); err != nil {
 		t.Fatal(err)
 	}
 	same, _ := w.transform(newPod("a", "1", nil))
-	if same.(*slimObject).pending.Load() != nil {
+	if same.(*object).more.pending.Load() != nil {
 		t.Error("an unchanged object carries a value")
 	}
 	changed, _ := w.transform(newPod("a", "2", nil))
-	if changed.(*slimObject).pending.Load() == nil {
+	if changed.(*object).more.pending.Load() == nil {
 		t.Error("a changed object carries no value")
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
+	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
 
 // The schema check: for a built-in resource the Go API types say which
@@ -129,7 +130,7 @@ func child(t reflect.Type, f string) (c reflect.Type, names []string, ok, anythi
 		return nil, nil, false, true
 	case t.Kind() == reflect.Map:
 		return t.Elem(), nil, true, false
-	case t.Kind() == reflect.Struct && hasJSONForm(t):
+	case t.Kind() == reflect.Struct && wire.HasJSONForm(t):
 		// Raw JSON holds anything; Time, Quantity and the like are scalars.
 		n := t.Name()
 		return nil, nil, false, n == "RawExtension" || n == "FieldsV1" || n == "JSON"

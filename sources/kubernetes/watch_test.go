@@ -262,9 +262,9 @@ func TestWatchCachedStore(t *testing.T) {
 	}
 	w := s.current
 	for _, obj := range w.store.List() {
-		slim, ok := obj.(*slimObject)
-		if !ok || slim.pending.Load() != nil {
-			t.Fatalf("cache holds %T (pending value kept: %v)", obj, ok && slim.pending.Load() != nil)
+		slim, ok := obj.(*object)
+		if !ok || slim.more == nil || slim.more.pending.Load() != nil {
+			t.Fatalf("cache holds %T (pending value kept: %v)", obj, ok && slim.more != nil && slim.more.pending.Load() != nil)
 		}
 	}
 	ctx := context.Background()

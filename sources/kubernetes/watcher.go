@@ -33,47 +33,21 @@ type watcher struct {
 	cache *objectCache // store = "cached" only
 
 	mu      sync.Mutex
-	index   *kobject.Index
+	index   index
 	synced  bool
 	initial map[string]node.Record // records gathered until the initial sync
 	skipped map[string]string      // object id -> reason, so each is logged once
 	missing int                    // objects skipped for a missing index path
-	names   interner               // strings and types shared by record objects (record.go)
+	names   interner               // strings and types shared by the cached objects (object.go)
 }
 
-// item is an informer object as the handler sees it: an unstructured
-// object (store = "memory") or a slim object (store = "cached").
-type item interface {
-	id() string                         // namespace/name, the informer's key
-	key(*kobject.Keyer) (string, error) // the record key; the error wraps kobject.ErrMissing
-	value() (cty.Value, error)          // the record value (maybe node.PackedVal); a slim object yields it once
-	sameAs(old any) bool                // equal to old apart from resourceVersion
-	release()                           // drops a value that will not be emitted
-	origin(src string) *node.Origin     // the record's provenance (origin.go)
-}
-
-type memItem struct{ u *unstructured.Unstructured }
-
-func (m memItem) id() string                           { return id(m.u.GetNamespace(), m.u.GetName()) }
-func (m memItem) key(k *kobject.Keyer) (string, error) { return k.Key(m.u.Object) }
-func (m memItem) value() (cty.Value, error)            { return kobject.Value(m.u.Object) }
-func (m memItem) release()                             {}
-
-func (m memItem) sameAs(old any) bool {
-	o, ok := old.(*unstructured.Unstructured)
-	return ok && kobject.SameContent(o.Object, m.u.Object)
-}
-
-func toItem(obj any) (item, bool) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return memItem{o}, true
-	case *slimObject:
-		return o, true
-	case *recordObject:
-		return o, true
-	}
-	return nil, false
+// index maps objects to record keys (kobject.Index, or kobject.IDIndex
+// when every key is namespace/name).
+type index interface {
+	Put(id, key string) []kobject.Change
+	Remove(id string) []kobject.Change
+	Winner(key string) (string, bool)
+	Len() int
 }
 
 // OnAdd implements cache.ResourceEventHandler.
@@ -108,14 +82,14 @@ func (w *watcher) OnDelete(obj any) {
 }
 
 func (w *watcher) upsert(obj, old any) {
-	it, ok := toItem(obj)
+	it, ok := obj.(*object)
 	if !ok {
 		w.log.Warn("unexpected object type from informer", "type", fmt.Sprintf("%T", obj))
 		return
 	}
 	defer it.release()
-	objID := it.id()
-	key, keyErr := it.key(w.src.keyer)
+	objID := it.objID
+	key, keyErr := it.key()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	defer func() { w.m.Objects.Set(float64(w.index.Len() + w.missing)) }()
@@ -143,7 +117,7 @@ func (w *watcher) upsert(obj, old any) {
 
 // deltas turns index changes into deltas. self and it are the object of
 // the event being handled (nil for a delete).
-func (w *watcher) deltas(changes []kobject.Change, self string, it item) []node.Delta {
+func (w *watcher) deltas(changes []kobject.Change, self string, it *object) []node.Delta {
 	now := time.Now()
 	var out []node.Delta
 	for _, ch := range changes {
@@ -196,7 +170,7 @@ func (w *watcher) valueOf(objID string) (cty.Value, error) {
 	if err != nil || !ok {
 		return cty.NilVal, fmt.Errorf("object %s not in the cache: %v", objID, err)
 	}
-	it, ok := toItem(obj)
+	it, ok := obj.(*object)
 	if !ok {
 		return cty.NilVal, fmt.Errorf("object %s has type %T", objID, obj)
 	}
@@ -283,16 +257,10 @@ func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstruc
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o.DeepCopy(), true, nil
-	case *recordObject:
+	if o, ok := obj.(*object); ok {
 		return o.unstructured(), true, nil
 	}
 	return nil, false, fmt.Errorf("lookup %q: unexpected %T in the cache", key, obj)
 }
 
-var (
-	_ cache.ResourceEventHandler = (*watcher)(nil)
-	_ item                       = memItem{}
-)
+var _ cache.ResourceEventHandler = (*watcher)(nil)

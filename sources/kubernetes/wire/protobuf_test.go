@@ -1,4 +1,4 @@
-package kubernetes
+package wire
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ func encodeBoth(t testing.TB, list runtime.Object, gvk kschema.GroupVersionKind)
 
 // decodeProtoList decodes a protobuf List response: its head (apiVersion,
 // kind, metadata) and each item projected on p.
-func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, []map[string]any, error) {
+func decodeProtoList(b []byte, l *Layout, p *node.Paths) (map[string]any, []map[string]any, error) {
 	var items []map[string]any
 	head := map[string]any{}
 	err := decodeProtoListStream(bytes.NewReader(b), l, p, head, func(obj map[string]any) error {
@@ -70,7 +70,7 @@ func decodeProtoList(b []byte, l *protoLayout, p *node.Paths) (map[string]any, [
 // decoder yields for every projection.
 func sameAsJSON(t *testing.T, gvk kschema.GroupVersionKind, list runtime.Object, projections []*node.Paths) {
 	t.Helper()
-	l := layoutFor(gvk)
+	l := LayoutFor(gvk)
 	if l == nil {
 		t.Fatalf("no protobuf layout for %s", gvk)
 	}
@@ -281,7 +281,7 @@ func TestProtobufSameAsJSONRandom(t *testing.T) {
 // an error or a list, never a panic.
 func TestProtobufMalformed(t *testing.T) {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	l := layoutFor(gvk)
+	l := LayoutFor(gvk)
 	list := &corev1.PodList{Items: make([]corev1.Pod, 2)}
 	filler(1).Fill(&list.Items[0])
 	filler(2).Fill(&list.Items[1])
@@ -303,7 +303,7 @@ func TestProtobufMalformed(t *testing.T) {
 // watch frame: every input is an error or a result, never a panic.
 func FuzzProtobufDecode(f *testing.F) {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	l := layoutFor(gvk)
+	l := LayoutFor(gvk)
 	list := &corev1.PodList{Items: make([]corev1.Pod, 2)}
 	filler(1).Fill(&list.Items[0])
 	filler(2).Fill(&list.Items[1])
@@ -313,12 +313,9 @@ func FuzzProtobufDecode(f *testing.F) {
 	p := paths(".status.podIP", ".metadata.labels", ".spec.containers", ".metadata.creationTimestamp")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, _ = decodeProtoList(b, l, p)
-		w := &streamWatch{pb: l, proj: p}
-		r := bufio.NewReader(bytes.NewReader(b))
-		var buf []byte
+		w := &protoDecoder{r: bufio.NewReader(bytes.NewReader(b)), pb: l, proj: p}
 		for {
-			var err error
-			if _, _, buf, err = w.nextProto(r, buf); err != nil {
+			if _, _, err := w.Event(); err != nil {
 				break
 			}
 		}
@@ -330,12 +327,12 @@ func TestLayoutFor(t *testing.T) {
 		corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithKind("Secret"),
 		appsv1.SchemeGroupVersion.WithKind("DaemonSet"), discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
 	} {
-		if layoutFor(gvk) == nil {
+		if LayoutFor(gvk) == nil {
 			t.Errorf("%s: no layout", gvk)
 		}
 	}
 	for _, gvk := range []kschema.GroupVersionKind{{Group: "example.com", Version: "v1", Kind: "Widget"}, {}} {
-		if layoutFor(gvk) != nil {
+		if LayoutFor(gvk) != nil {
 			t.Errorf("%s: layout for a kind without a Go type", gvk)
 		}
 	}
@@ -344,7 +341,7 @@ func TestLayoutFor(t *testing.T) {
 // TestProtobufPlansBounded: decoding under ever new projections (a
 // configuration reloaded again and again) keeps a bounded number of plans.
 func TestProtobufPlansBounded(t *testing.T) {
-	l := layoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))
+	l := LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))
 	pb, _ := encodeBoth(t, &corev1.PodList{Items: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}, corev1.SchemeGroupVersion.WithKind("PodList"))
 	for range 3 * maxPlans {
 		if _, _, err := decodeProtoList(pb, l, paths(".metadata.name", ".status.podIP")); err != nil {

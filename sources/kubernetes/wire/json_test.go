@@ -1,11 +1,14 @@
-package kubernetes
+package wire
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -112,4 +115,46 @@ func FuzzProjector(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeList decodes a list body through the decoder For picks, as the
+// source reads a list.
+func decodeList(raw []byte, proj *node.Paths) (*unstructured.UnstructuredList, error) {
+	r := bufio.NewReader(bytes.NewReader(raw))
+	list := &unstructured.UnstructuredList{}
+	head, err := For(r, nil, proj).List(func(obj map[string]any) error {
+		list.Items = append(list.Items, unstructured.Unstructured{Object: obj})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	list.Object = head
+	return list, nil
+}
+
+func TestDecodeList(t *testing.T) {
+	raw := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[
+		{"metadata":{"name":"a","namespace":"shop"},"spec":{"priority":7,"ratio":0.5}},
+		{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b"}}]}`
+	l, err := decodeList([]byte(raw), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.GetResourceVersion() != "42" || len(l.Items) != 2 {
+		t.Fatalf("list rv %q, %d items", l.GetResourceVersion(), len(l.Items))
+	}
+	a := l.Items[0]
+	if a.GetKind() != "Pod" || a.GetAPIVersion() != "v1" {
+		t.Errorf("item kind %q apiVersion %q, want them from the list", a.GetKind(), a.GetAPIVersion())
+	}
+	spec := a.Object["spec"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"priority": int64(7), "ratio": 0.5}, spec); diff != "" {
+		t.Errorf("numbers must decode as int64 and float64 (-want +got)\n%s", diff)
+	}
+	for _, bad := range []string{`{"items":[1]}`, `{"items":`} {
+		if _, err := decodeList([]byte(bad), nil); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package kubernetes
+package wire
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -94,7 +95,7 @@ type pbMessage struct {
 	err       error // why this type cannot be decoded from protobuf
 }
 
-// Layouts are built under pbMu (layoutFor) and only read once built.
+// Layouts are built under pbMu (LayoutFor) and only read once built.
 var (
 	pbMu    sync.Mutex
 	pbCache = map[reflect.Type]*pbMessage{}
@@ -114,7 +115,7 @@ func messageOf(t reflect.Type) *pbMessage {
 	}
 	m := &pbMessage{typ: t, unmarshal: reflect.PointerTo(t).Implements(protoUnmarshalType)}
 	pbCache[t] = m // before its fields, so that recursive types end
-	if hasJSONForm(t) {
+	if HasJSONForm(t) {
 		return m // decoded whole by its Unmarshal: no field layout needed
 	}
 	m.err = m.build()
@@ -210,7 +211,7 @@ func (f *pbField) setType(t reflect.Type) error {
 		return nil
 	}
 	f.typ = t
-	if hasJSONForm(t) {
+	if HasJSONForm(t) {
 		if t.Kind() != reflect.Struct {
 			return fmt.Errorf("%s has its own JSON form but is no message", t)
 		}
@@ -240,14 +241,14 @@ func (f *pbField) setType(t reflect.Type) error {
 	return nil
 }
 
-// hasJSONForm reports whether t encodes itself to JSON.
-func hasJSONForm(t reflect.Type) bool {
+// HasJSONForm reports whether t encodes itself to JSON.
+func HasJSONForm(t reflect.Type) bool {
 	return t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType)
 }
 
-// protoLayout is what a source needs to decode one resource from
+// Layout is what a source needs to decode one resource from
 // protobuf: the layout of its objects and of its list.
-type protoLayout struct {
+type Layout struct {
 	object    *pbMessage
 	listItems int // the list's field number of items
 	listMeta  int // the list's field number of metadata
@@ -255,10 +256,10 @@ type protoLayout struct {
 	status    *pbMessage // metav1.Status, the object of a watch ERROR event
 }
 
-// layoutFor returns the protobuf layout of a built-in kind, or nil when
+// LayoutFor returns the protobuf layout of a built-in kind, or nil when
 // the kind has no Go type here, or a type this decoder cannot read (the
 // source then uses JSON).
-func layoutFor(gvk kschema.GroupVersionKind) *protoLayout {
+func LayoutFor(gvk kschema.GroupVersionKind) *Layout {
 	if gvk.Kind == "" || !scheme.Scheme.Recognizes(gvk) {
 		return nil
 	}
@@ -273,7 +274,7 @@ func layoutFor(gvk kschema.GroupVersionKind) *protoLayout {
 	ot, lt := reflect.TypeOf(obj).Elem(), reflect.TypeOf(list).Elem()
 	pbMu.Lock()
 	defer pbMu.Unlock()
-	l := &protoLayout{object: messageOf(ot), status: messageOf(reflect.TypeFor[metav1.Status]())}
+	l := &Layout{object: messageOf(ot), status: messageOf(reflect.TypeFor[metav1.Status]())}
 	lm := messageOf(lt)
 	if !usable(l.object, map[*pbMessage]bool{}) || !usable(lm, map[*pbMessage]bool{}) {
 		return nil
@@ -391,36 +392,49 @@ func unknownEnvelope(b []byte) (apiVersion, kind string, raw []byte, err error) 
 	if len(b) < len(protoMagic) || string(b[:len(protoMagic)]) != string(protoMagic) {
 		return "", "", nil, fmt.Errorf("%w: no protobuf envelope", errProto)
 	}
-	w := wire{b: b[len(protoMagic):]}
+	err = bytesFields(b[len(protoMagic):], func(num int, v []byte) (err error) {
+		switch num {
+		case 1: // typeMeta
+			apiVersion, kind, err = typeMeta(v)
+		case 2:
+			raw = v
+		case 3: // contentEncoding
+			if len(v) > 0 {
+				err = fmt.Errorf("%w: content encoding %q", errProto, v)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return "", "", nil, err
+	}
+	return apiVersion, kind, raw, nil
+}
+
+// bytesFields calls f with the number and value of each length-delimited
+// field of message b, in order, and skips the other fields.
+func bytesFields(b []byte, f func(num int, v []byte) error) error {
+	w := wire{b: b}
 	for !w.done() {
 		num, wt, err := w.tag()
 		if err != nil {
-			return "", "", nil, err
+			return err
 		}
 		if wt != protowire.BytesType {
 			if err := w.skip(num, wt); err != nil {
-				return "", "", nil, err
+				return err
 			}
 			continue
 		}
 		v, err := w.bytes()
 		if err != nil {
-			return "", "", nil, err
+			return err
 		}
-		switch num {
-		case 1: // typeMeta
-			if apiVersion, kind, err = typeMeta(v); err != nil {
-				return "", "", nil, err
-			}
-		case 2:
-			raw = v
-		case 3: // contentEncoding
-			if len(v) > 0 {
-				return "", "", nil, fmt.Errorf("%w: content encoding %q", errProto, v)
-			}
+		if err := f(num, v); err != nil {
+			return err
 		}
 	}
-	return apiVersion, kind, raw, nil
+	return nil
 }
 
 // maxItem bounds one encoded object (etcd stores at most a few MiB); a
@@ -433,8 +447,8 @@ const maxItem = 64 << 20
 // transfer. It fills head with the list's own fields (apiVersion, kind,
 // metadata); apiVersion and kind are there before the first item (the
 // envelope's type comes first).
-func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
-	br := bufio.NewReaderSize(r, readBuffer)
+func decodeProtoListStream(r io.Reader, l *Layout, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
+	br := bufio.NewReaderSize(r, ReadBuffer)
 	magic, err := br.Peek(len(protoMagic))
 	if err != nil || !bytes.Equal(magic, protoMagic) {
 		return fmt.Errorf("%w: no protobuf envelope", errProto)
@@ -498,7 +512,7 @@ func decodeProtoListStream(r io.Reader, l *protoLayout, p *node.Paths, head map[
 
 // streamList reads a list message: its metadata into head, its items
 // projected on p.
-func (l *protoLayout) streamList(s *streamWire, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
+func (l *Layout) streamList(s *streamWire, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
 	var buf []byte
 	items := 0
 	for s.n > 0 {
@@ -542,30 +556,16 @@ func (l *protoLayout) streamList(s *streamWire, p *node.Paths, head map[string]a
 
 // typeMeta reads runtime.TypeMeta: apiVersion = 1, kind = 2.
 func typeMeta(b []byte) (apiVersion, kind string, err error) {
-	w := wire{b: b}
-	for !w.done() {
-		n, wt, err := w.tag()
-		if err != nil {
-			return "", "", err
-		}
-		if wt != protowire.BytesType {
-			if err := w.skip(n, wt); err != nil {
-				return "", "", err
-			}
-			continue
-		}
-		s, err := w.bytes()
-		if err != nil {
-			return "", "", err
-		}
-		switch n {
+	err = bytesFields(b, func(num int, v []byte) error {
+		switch num {
 		case 1:
-			apiVersion = string(s)
+			apiVersion = string(v)
 		case 2:
-			kind = string(s)
+			kind = string(v)
 		}
-	}
-	return apiVersion, kind, nil
+		return nil
+	})
+	return apiVersion, kind, err
 }
 
 // streamWire reads the wire format from a stream, n bytes at most: the
@@ -1178,4 +1178,31 @@ func projectMap(obj map[string]any, p *node.Paths) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// watchEvent reads a WatchEvent message: its type and its object's raw bytes.
+func watchEvent(b []byte) (watch.EventType, []byte, error) {
+	var typ watch.EventType
+	var raw []byte
+	err := bytesFields(b, func(num int, v []byte) error {
+		switch num {
+		case 1:
+			typ = watch.EventType(v)
+		case 2: // RawExtension: raw = 1
+			return bytesFields(v, func(n int, r []byte) error {
+				if n == 1 {
+					raw = r
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if typ == "" || raw == nil {
+		return "", nil, fmt.Errorf("%w: watch event without type or object", errProto)
+	}
+	return typ, raw, nil
 }

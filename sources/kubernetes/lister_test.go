@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,32 +12,6 @@ import (
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
-
-func TestDecodeList(t *testing.T) {
-	raw := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[
-		{"metadata":{"name":"a","namespace":"shop"},"spec":{"priority":7,"ratio":0.5}},
-		{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b"}}]}`
-	l, err := decodeList([]byte(raw), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.GetResourceVersion() != "42" || len(l.Items) != 2 {
-		t.Fatalf("list rv %q, %d items", l.GetResourceVersion(), len(l.Items))
-	}
-	a := l.Items[0]
-	if a.GetKind() != "Pod" || a.GetAPIVersion() != "v1" {
-		t.Errorf("item kind %q apiVersion %q, want them from the list", a.GetKind(), a.GetAPIVersion())
-	}
-	spec := a.Object["spec"].(map[string]any)
-	if diff := cmp.Diff(map[string]any{"priority": int64(7), "ratio": 0.5}, spec); diff != "" {
-		t.Errorf("numbers must decode as int64 and float64 (-want +got)\n%s", diff)
-	}
-	for _, bad := range []string{`{"items":[1]}`, `{"items":`} {
-		if _, err := decodeList([]byte(bad), nil); err == nil {
-			t.Errorf("%s: no error", bad)
-		}
-	}
-}
 
 func TestListerPath(t *testing.T) {
 	tests := []struct {

@@ -1,0 +1,223 @@
+package kubernetes
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/sources/kubernetes/wire"
+)
+
+// lister lists and watches one resource like the dynamic client, but
+// decodes each response in a single pass straight into unstructured
+// objects. client-go's dynamic client parses every watch event about four
+// times (framing, kind sniffing, the envelope, then the embedded object);
+// for an initial sync of 10,000 pods that decoding is most of the time.
+// Requests, parameters and errors are client-go's own.
+type lister struct {
+	rc  rest.Interface // a REST client built with dynamic.ConfigFor
+	gvr kschema.GroupVersionResource
+	ns  string
+	// proj is what the graph reads of each object (nil: everything); the
+	// rest is skipped on the wire and never allocated.
+	proj *node.Paths
+	// pb, for a built-in resource read through a projection, asks for
+	// protobuf (wire.Layout); responses in JSON are still decoded.
+	pb *wire.Layout
+	// record, when set, turns each listed or watched object into the
+	// object the cache keeps (newRecordInformer).
+	record func(*unstructured.Unstructured) *object
+}
+
+// acceptProtobuf asks for protobuf first when the resource has it.
+const acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
+
+func newRESTClient(c connection) (rest.Interface, error) {
+	cfg := dynamic.ConfigFor(c.cfg)
+	cfg.AcceptContentTypes = "application/json" // protobuf only where get asks for it
+	return rest.UnversionedRESTClientForConfigAndClient(cfg, c.hc)
+}
+
+func (l lister) path() []string {
+	p := []string{"api"}
+	if l.gvr.Group != "" {
+		p = []string{"apis", l.gvr.Group}
+	}
+	p = append(p, l.gvr.Version)
+	if l.ns != "" {
+		p = append(p, "namespaces", l.ns)
+	}
+	return append(p, l.gvr.Resource)
+}
+
+// List implements the dynamic client's List. The informer's first list
+// asks for resourceVersion "0" (any cached version, possibly a little
+// stale); asking for "" instead makes the initial state a consistent,
+// current snapshot (served from the watch cache by servers with
+// ConsistentListFromCache), so that what is marked synced includes every
+// write made before the source started. The reflector's pager asks for
+// pages of 500 along with "0", which the server ignores for "0" but honours
+// for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
+func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{}
+	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
+		list.Items = append(list.Items, *u)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	list.Object = head
+	return list, nil
+}
+
+// listRecords lists into cached objects, converting each item as it
+// arrives.
+func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
+	list := &recordList{}
+	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
+		list.Items = append(list.Items, l.record(u))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := unstructured.Unstructured{Object: head}
+	list.APIVersion, list.Kind = h.GetAPIVersion(), h.GetKind()
+	list.ResourceVersion, list.Continue = h.GetResourceVersion(), h.GetContinue()
+	list.RemainingItemCount = h.GetRemainingItemCount()
+	return list, nil
+}
+
+// list lists, handing each item to each as it is decoded (as it arrives,
+// for protobuf), and returns the list's own fields.
+func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*unstructured.Unstructured) error) (map[string]any, error) {
+	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
+		opts.ResourceVersion = "" // see List
+		opts.Limit = 0
+	}
+	body, err := l.get(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	r := bufio.NewReaderSize(body, wire.ReadBuffer)
+	return wire.For(r, l.pb, l.proj).List(func(obj map[string]any) error {
+		return each(&unstructured.Unstructured{Object: obj})
+	})
+}
+
+// get sends a list or watch request and returns the response body, which
+// may be JSON where protobuf was asked for (wire.For reads either).
+func (l lister) get(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
+	if l.pb != nil {
+		req.SetHeader("Accept", acceptProtobuf)
+	}
+	return req.Stream(ctx)
+}
+
+// Watch implements the dynamic client's Watch.
+func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	body, err := l.get(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record}
+	go w.run()
+	return w, nil
+}
+
+// streamWatch hands a watch stream's decoded events to the reflector.
+type streamWatch struct {
+	body io.ReadCloser
+	ch   chan watch.Event
+	done chan struct{}
+	once sync.Once
+	proj *node.Paths
+	pb   *wire.Layout // the resource's protobuf layout; the stream's first byte says which encoding came
+	// record, when set, turns each event's object into a cached object.
+	record func(*unstructured.Unstructured) *object
+}
+
+func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
+
+func (w *streamWatch) Stop() {
+	w.once.Do(func() {
+		close(w.done)
+		w.body.Close()
+	})
+}
+
+func (w *streamWatch) run() {
+	defer close(w.ch)
+	defer w.body.Close()
+	dec := wire.For(bufio.NewReaderSize(w.body, wire.ReadBuffer), w.pb, w.proj) // waits for the first byte
+	for {
+		typ, obj, err := dec.Event()
+		var ev watch.Event
+		switch {
+		case err == nil:
+			ev = event(typ, obj)
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.record != nil {
+				ev.Object = w.record(u)
+			}
+		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			utilnet.IsProbableEOF(err) || errors.Is(err, context.Canceled):
+			return
+		default:
+			ev = errorEvent(apierrors.NewInternalError(fmt.Errorf("decode watch event: %w", err)).Status())
+		}
+		select {
+		case w.ch <- ev:
+		case <-w.done:
+			return
+		}
+		if ev.Type == watch.Error && err != nil {
+			return
+		}
+	}
+}
+
+func (w *streamWatch) stopped() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// event builds a watch event; an ERROR event carries a metav1.Status, as
+// the reflector expects.
+func event(t watch.EventType, obj map[string]any) watch.Event {
+	if t != watch.Error {
+		return watch.Event{Type: t, Object: &unstructured.Unstructured{Object: obj}}
+	}
+	var st metav1.Status
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &st); err != nil {
+		st = apierrors.NewInternalError(fmt.Errorf("decode watch error: %w", err)).Status()
+	}
+	return errorEvent(st)
+}
+
+func errorEvent(st metav1.Status) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &st}
+}
+
+var _ watch.Interface = (*streamWatch)(nil)

@@ -1,0 +1,279 @@
+package kubernetes
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zclconf/go-cty/cty"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/internal/kobject"
+)
+
+// object is what the informer cache holds, one per Kubernetes object,
+// whatever the source keeps of it: its identity, in the record's origin
+// (handed out by reference, origin.go; informers reach it through
+// GetObjectMeta), its id namespace/name (one string, also its record key
+// when that is namespace/name, and the cache's key), its record key, and
+// its content:
+//   - with a projection, the record value in packed form (packed.go): the
+//     object is its own packed value, so the source's collection keeps
+//     the very object the cache holds, and the cty value is built only
+//     for the consumers that receive it;
+//   - otherwise with store = "memory", the whole object (more.whole);
+//   - with store = "cached", a digest of the content (to tell real changes
+//     from resourceVersion-only ones) and the value from the transform to
+//     the event handler, which emits it and drops it (more.pending).
+//
+// Strings many objects share (namespace, apiVersion and kind) are held
+// once (interner).
+type object struct {
+	kind  *metav1.TypeMeta // shared by the objects of one type (interner)
+	org   node.Origin      // Source, Namespace, Name, UID, ResourceVersion, Object (the record key)
+	objID string
+	err   error // the key's (wrapping kobject.ErrMissing) or the value's
+	packed
+	more *content // nil with a projection
+}
+
+// content is what an object without a projection keeps of its content.
+type content struct {
+	whole   *unstructured.Unstructured // store = "memory"
+	digest  [sha256.Size]byte          // store = "cached"
+	pending atomic.Pointer[cty.Value]  // store = "cached": the value until emitted
+}
+
+var errValueGone = errors.New("value already emitted")
+
+// newObject makes the identity and key of u's cached form (ignore_fields
+// already removed) for source src.
+func newObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, in *interner) *object {
+	o := &object{org: node.Origin{Source: src, Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
+	o.kind, o.org.Namespace = in.intern(u.GetAPIVersion(), u.GetKind(), u.GetNamespace())
+	o.objID = id(o.org.Namespace, o.org.Name)
+	if key, err := keyer.Key(u.Object); err != nil {
+		o.err = err
+	} else if key == o.objID {
+		o.org.Object = o.objID // one string for both
+	} else {
+		o.org.Object = key
+	}
+	return o
+}
+
+// newRecordObject makes the cached form of a projected object. The record
+// value holds only what the graph reads (sh): not the identity fields the
+// source decodes for itself (apiVersion, kind, name, namespace, uid,
+// resourceVersion) unless an expression reads them, so that a write
+// changing nothing the graph reads yields an equal value.
+func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, sh *shape, in *interner) *object {
+	o := newObject(u, src, keyer, in)
+	o.packed.sh, o.packed.slots = sh, make([]any, sh.slots)
+	if err := sh.fill(u.Object, o.slots); err != nil && o.err == nil {
+		o.err = err
+	}
+	return o
+}
+
+// newSlim makes the cached form of an object with store = "cached". The
+// value rides along only when it will be emitted: a relist delivers
+// unchanged objects (same resourceVersion) to no handler, so their value
+// would stay in the cache.
+func newSlim(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, in *interner, withValue bool) *object {
+	o := newObject(u, src, keyer, in)
+	o.more = &content{}
+	if withValue {
+		if v, err := kobject.Value(u.Object); err == nil {
+			o.more.pending.Store(&v)
+		}
+	}
+	if b, err := json.Marshal(kobject.WithoutResourceVersion(u.Object)); err == nil {
+		o.more.digest = sha256.Sum256(b)
+	}
+	return o
+}
+
+// GetObjectKind implements runtime.Object with a copy: the type is shared.
+func (o *object) GetObjectKind() schema.ObjectKind {
+	if o.kind == nil { // the informer's example object
+		return schema.EmptyObjectKind
+	}
+	k := *o.kind
+	return &k
+}
+
+// DeepCopyObject implements runtime.Object; a packed value is immutable
+// and shared.
+func (o *object) DeepCopyObject() runtime.Object {
+	c := *o
+	if o.more != nil {
+		c.more = &content{digest: o.more.digest}
+		if o.more.whole != nil {
+			c.more.whole = o.more.whole.DeepCopy()
+		}
+		c.more.pending.Store(o.more.pending.Load())
+	}
+	return &c
+}
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor (meta.Accessor): the
+// informer's keys and the reflector's resourceVersion come from it.
+func (o *object) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: o.org.Namespace, Name: o.org.Name, UID: types.UID(o.org.UID), ResourceVersion: o.org.ResourceVersion}
+}
+
+// key returns the record key; the error wraps kobject.ErrMissing.
+func (o *object) key() (string, error) {
+	if errors.Is(o.err, kobject.ErrMissing) {
+		return "", o.err
+	}
+	return o.org.Object, nil
+}
+
+// value returns the record value (packed with a projection); with store
+// = "cached" it yields it once.
+func (o *object) value() (cty.Value, error) {
+	switch {
+	case o.err != nil:
+		return cty.NilVal, o.err
+	case o.more == nil:
+		return node.PackedVal(o), nil
+	case o.more.whole != nil:
+		return kobject.Value(o.more.whole.Object)
+	}
+	if v := o.more.pending.Swap(nil); v != nil {
+		return *v, nil
+	}
+	return cty.NilVal, errValueGone
+}
+
+// release drops a value that will not be emitted (store = "cached").
+func (o *object) release() {
+	if o.more != nil {
+		o.more.pending.Store(nil)
+	}
+}
+
+// sameAs reports whether old has the same content apart from its
+// resourceVersion (a packed value leaves it out).
+func (o *object) sameAs(old any) bool {
+	p, ok := old.(*object)
+	switch {
+	case !ok || o.err != nil || p.err != nil || (o.more == nil) != (p.more == nil):
+		return false
+	case o.more == nil:
+		return o.packed.Same(&p.packed)
+	case o.more.whole != nil && p.more.whole != nil:
+		return kobject.SameContent(p.more.whole.Object, o.more.whole.Object)
+	}
+	return o.more.digest == p.more.digest && o.more.whole == nil && p.more.whole == nil
+}
+
+// Same implements node.Packed.
+func (o *object) Same(p node.Packed) bool {
+	q, ok := p.(*object)
+	return ok && o.packed.Same(&q.packed)
+}
+
+// unstructured returns a copy of the object as Lookup hands it out: the
+// whole object, or with a projection what the graph reads and the
+// identity.
+func (o *object) unstructured() *unstructured.Unstructured {
+	if o.more != nil && o.more.whole != nil {
+		return o.more.whole.DeepCopy()
+	}
+	var m map[string]any
+	if o.err == nil && o.more == nil {
+		m, _ = ctyconv.FromCty(o.Value()).(map[string]any)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	u := &unstructured.Unstructured{Object: m}
+	for _, f := range []struct {
+		v   string
+		set func(string)
+	}{{o.kind.APIVersion, u.SetAPIVersion}, {o.kind.Kind, u.SetKind}, {o.org.Namespace, u.SetNamespace}, {o.org.Name, u.SetName},
+		{o.org.UID, func(s string) { u.SetUID(types.UID(s)) }}, {o.org.ResourceVersion, u.SetResourceVersion}} {
+		if f.v != "" {
+			f.set(f.v)
+		}
+	}
+	return u
+}
+
+func id(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// recordList is a list of record objects, as the record informer's list
+// returns it (informer.go).
+type recordList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []*object // pointers: the cache keeps each item, not the array
+}
+
+// DeepCopyObject implements runtime.Object; values are immutable and shared.
+func (l *recordList) DeepCopyObject() runtime.Object {
+	c := &recordList{TypeMeta: l.TypeMeta, Items: make([]*object, len(l.Items))}
+	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	for i, it := range l.Items {
+		c.Items[i] = it.DeepCopyObject().(*object)
+	}
+	return c
+}
+
+var (
+	_ runtime.Object            = (*object)(nil)
+	_ metav1.ObjectMetaAccessor = (*object)(nil)
+	_ node.Packed               = (*object)(nil)
+	_ runtime.Object            = (*recordList)(nil)
+)
+
+// interner holds one copy of what the objects of a source share: their
+// type and namespace. It keeps at most maxInterned of each (a source
+// watching more namespaces keeps the others' copies per object).
+type interner struct {
+	mu    sync.Mutex
+	strs  map[string]string
+	kinds map[metav1.TypeMeta]*metav1.TypeMeta
+}
+
+const maxInterned = 4096
+
+func (in *interner) intern(apiVersion, kind, namespace string) (*metav1.TypeMeta, string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.strs == nil {
+		in.strs, in.kinds = map[string]string{}, map[metav1.TypeMeta]*metav1.TypeMeta{}
+	}
+	tm := metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+	k, ok := in.kinds[tm]
+	if !ok {
+		k = &tm
+		if len(in.kinds) < maxInterned {
+			in.kinds[tm] = k
+		}
+	}
+	ns, ok := in.strs[namespace]
+	if !ok {
+		ns = namespace
+		if len(in.strs) < maxInterned {
+			in.strs[ns] = ns
+		}
+	}
+	return k, ns
+}

@@ -1,0 +1,255 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// errSyntax reports malformed JSON found while projecting.
+var errSyntax = errors.New("malformed JSON")
+
+// projector decodes the projected paths of JSON objects and skips
+// everything else without allocating it. Kept subtrees are decoded like
+// the rest of client-go's unstructured objects (numbers become int64 or
+// float64).
+type projector struct{ data []byte }
+
+// members walks the object starting at i (after white space): for each
+// member it calls member with the key and the index of the value, which
+// must return the index after the value. It returns the index after the
+// object.
+func (d projector) members(i int, member func(key string, j int) (int, error)) (int, error) {
+	i = d.ws(i)
+	if i >= len(d.data) || d.data[i] != '{' {
+		return i, fmt.Errorf("%w: object expected at byte %d", errSyntax, i)
+	}
+	i = d.ws(i + 1)
+	if i < len(d.data) && d.data[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		key, j, err := d.str(d.ws(i))
+		if err != nil {
+			return j, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) || d.data[j] != ':' {
+			return j, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
+		}
+		if j, err = member(key, d.ws(j+1)); err != nil {
+			return j, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) {
+			return j, fmt.Errorf("%w: unexpected end", errSyntax)
+		}
+		switch d.data[j] {
+		case ',':
+			i = j + 1
+		case '}':
+			return j + 1, nil
+		default:
+			return j, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
+		}
+	}
+}
+
+// object decodes the object starting at i keeping only p's paths, and
+// returns it with the index after it.
+func (d projector) object(i int, p *node.Paths) (map[string]any, int, error) {
+	out := map[string]any{}
+	end, err := d.members(i, func(key string, j int) (int, error) {
+		sub, ok := p.Field(key)
+		if !ok {
+			return d.skip(j)
+		}
+		var v any
+		var err error
+		if !sub.Whole() && j < len(d.data) && d.data[j] == '{' {
+			v, j, err = d.object(j, sub)
+		} else {
+			v, j, err = d.value(j)
+		}
+		out[key] = v
+		return j, err
+	})
+	if err != nil {
+		return nil, end, err
+	}
+	return out, end, nil
+}
+
+// value decodes the whole value at i.
+func (d projector) value(i int) (any, int, error) {
+	if i < len(d.data) && d.data[i] == '"' { // the common leaf: a plain string
+		if end, plain := d.plainString(i); plain {
+			return string(d.data[i+1 : end]), end + 1, nil
+		}
+	}
+	end, err := d.skip(i)
+	if err != nil {
+		return nil, end, err
+	}
+	var v any
+	if err := utiljson.Unmarshal(d.data[i:end], &v); err != nil {
+		return nil, end, fmt.Errorf("decode value at byte %d: %w", i, err)
+	}
+	return v, end, nil
+}
+
+// str decodes the string at i.
+func (d projector) str(i int) (string, int, error) {
+	if i >= len(d.data) || d.data[i] != '"' {
+		return "", i, fmt.Errorf("%w: string expected at byte %d", errSyntax, i)
+	}
+	if end, plain := d.plainString(i); plain {
+		return string(d.data[i+1 : end]), end + 1, nil
+	}
+	v, end, err := d.value(i)
+	if err != nil {
+		return "", end, err
+	}
+	s, _ := v.(string)
+	return s, end, nil
+}
+
+// plainString returns the index of the closing quote of the string at i
+// and whether the string has no escapes.
+func (d projector) plainString(i int) (int, bool) {
+	for j := i + 1; j < len(d.data); j++ {
+		switch d.data[j] {
+		case '"':
+			return j, true
+		case '\\':
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// skip returns the index after the value at i.
+func (d projector) skip(i int) (int, error) {
+	data := d.data
+	if i >= len(data) {
+		return i, fmt.Errorf("%w: value expected at end", errSyntax)
+	}
+	switch data[i] {
+	case '"':
+		return d.skipString(i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, err := d.skipString(j)
+				if err != nil {
+					return end, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return len(data), fmt.Errorf("%w: unterminated value at byte %d", errSyntax, i)
+	}
+	j := i
+	for j < len(data) {
+		c := data[j]
+		if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r' {
+			break
+		}
+		j++
+	}
+	if j == i {
+		return j, fmt.Errorf("%w: value expected at byte %d", errSyntax, i)
+	}
+	return j, nil
+}
+
+func (d projector) skipString(i int) (int, error) {
+	data := d.data
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '"':
+			return j + 1, nil
+		case '\\':
+			j++
+		}
+	}
+	return len(data), fmt.Errorf("%w: unterminated string at byte %d", errSyntax, i)
+}
+
+func (d projector) ws(i int) int {
+	for i < len(d.data) {
+		switch d.data[i] {
+		case ' ', '\n', '\t', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// list decodes a List response keeping p's paths of each item: the list's
+// own fields (apiVersion, kind, metadata) whole, and each item projected.
+func (d projector) list(p *node.Paths) (head map[string]any, items []map[string]any, err error) {
+	head = map[string]any{}
+	_, err = d.members(0, func(key string, j int) (int, error) {
+		if key == "items" {
+			var err error
+			items, j, err = d.items(j, p)
+			return j, err
+		}
+		v, j, err := d.value(j)
+		head[key] = v
+		return j, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return head, items, nil
+}
+
+func (d projector) items(i int, p *node.Paths) ([]map[string]any, int, error) {
+	if i < len(d.data) && d.data[i] == 'n' { // "items": null
+		end, err := d.skip(i)
+		return nil, end, err
+	}
+	if i >= len(d.data) || d.data[i] != '[' {
+		return nil, i, fmt.Errorf("%w: items must be a list", errSyntax)
+	}
+	var out []map[string]any
+	i = d.ws(i + 1)
+	if i < len(d.data) && d.data[i] == ']' {
+		return out, i + 1, nil
+	}
+	for {
+		obj, j, err := d.object(i, p)
+		if err != nil {
+			return nil, j, err
+		}
+		out = append(out, obj)
+		j = d.ws(j)
+		if j >= len(d.data) {
+			return nil, j, fmt.Errorf("%w: unexpected end of items", errSyntax)
+		}
+		switch d.data[j] {
+		case ',':
+			i = j + 1
+		case ']':
+			return out, j + 1, nil
+		default:
+			return nil, j, fmt.Errorf("%w: ',' or ']' expected at byte %d", errSyntax, j)
+		}
+	}
+}
