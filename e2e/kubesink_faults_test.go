@@ -343,10 +343,13 @@ func TestKubeSinkServerAway(t *testing.T) {
 	}
 
 	p.setDown(false)
-	eventually(t, 60*time.Second, "ready with b and c", func() bool {
-		return r.rt.Readiness().Ready && sameList(policies(t, owner), sorted(b, c))
+	deleted := func() float64 { _, dels := r.writes(faultAddr); return dels - delsBefore }
+	eventually(t, 60*time.Second, "ready with b and c, a's policy deleted", func() bool {
+		return r.rt.Readiness().Ready && sameList(policies(t, owner), sorted(b, c)) && deleted() >= 1
 	})
-	if _, dels := r.writes(faultAddr); dels != delsBefore+1 {
-		t.Errorf("%v deletes after the server returned, want exactly 1 (a's policy)", dels-delsBefore)
+	fulls := reconciles(r, faultAddr)
+	eventually(t, 30*time.Second, "two more resyncs", func() bool { return reconciles(r, faultAddr) >= fulls+2 })
+	if n, got := deleted(), policies(t, owner); n != 1 || !sameList(got, sorted(b, c)) {
+		t.Errorf("after the server returned: %v deletes, want exactly 1 (a's policy); policies in %v, want %v", n, got, sorted(b, c))
 	}
 }
