@@ -76,7 +76,7 @@ vet:
 FUZZ_TARGETS := \
 	./cmd/pipeline:FuzzCompile \
 	./internal/fastexpr:FuzzSameAsHCL \
-	./internal/heldindex:FuzzIndex \
+	./engine/sinkloop/heldindex:FuzzIndex \
 	./sinks/audit:FuzzVerifyCatchesTampering \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
@@ -133,9 +133,11 @@ clean:
 	rm -rf bin .cache/demo
 	-[ ! -e /sys/fs/bpf/pipeline-demo ] || rm -rf /sys/fs/bpf/pipeline-demo
 
-## soak: the robustness test (cmd/pipeline TestRobustness: files rewritten,
-## pin deleted and replaced, pipeline killed -9, reloads) for DURATION, then
-## what it survived. SEED=N replays a schedule. Needs root (bpffs).
+## soak: the robustness tests (cmd/pipeline TestRobustness: files rewritten,
+## pin deleted and replaced, pipeline killed -9, reloads; TestRobustnessServers:
+## kube-apiserver stopped and started, nats-server killed -9, configuration
+## edited) for DURATION each, then what they survived. SEED=N replays a
+## schedule. Needs root (bpffs).
 DURATION ?= 10m
-soak:
-	PIPELINE_SOAK=$(DURATION) $(if $(SEED),PIPELINE_SEED=$(SEED)) $(GO) test ./cmd/pipeline -run '^TestRobustness$$' -count=1 -v -timeout 0
+soak: kube-assets nats-assets
+	PIPELINE_SOAK=$(DURATION) $(if $(SEED),PIPELINE_SEED=$(SEED)) $(GO) test -tags integration ./cmd/pipeline -run '^TestRobustness(Servers)?$$' -count=1 -v -timeout 0

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// ebpfReconcile gives the ebpf_map rows from engine's
+// ebpfReconcile gives the ebpf_map rows from engine/sinkloop's
 // BenchmarkFullReconcile: the sink loop's own full reconcile with the
 // ebpf_map target, 100,000 keys into an empty map (E2), and resyncs
 // after 1% drift: as every resync but the first after start-up meets it
@@ -21,7 +21,7 @@ func ebpfReconcile(ctx context.Context, e *Env) ([]Row, error) {
 	if e.opts.Smoke {
 		benchtime = "1x"
 	}
-	m, err := goBench(ctx, "./engine", "^BenchmarkFullReconcile$", benchtime, e.opts.Runs)
+	m, err := goBench(ctx, "./engine/sinkloop", "^BenchmarkFullReconcile$", benchtime, e.opts.Runs)
 	if err != nil {
 		return nil, err
 	}

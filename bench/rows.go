@@ -61,6 +61,7 @@ var scenarios = []scenario{
 	{"console-pages", consoleLatency},      // P10
 	{"kube-sink-apply", kubeSinkApply},     // K1
 	{"kube-sink-latency", kubeSinkLatency}, // K2
+	{"files-many", manyFiles},              // F1, F2
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A

@@ -152,57 +152,56 @@ func (d *decisions) detach(addr string) {
 	delete(d.recorders, addr)
 }
 
-// waitGates blocks the sink, before it writes, while any other sink's gate
-// is shut. It returns false when ctx ended first: the sink must not write then.
-// A gate never waits for a gate, so two closed audit trails cannot deadlock.
-func (s *sinkLoop) waitGates(ctx context.Context, writes int) bool {
-	d := s.dec
+// waitGates blocks sink addr, before it writes, while any other sink's
+// gate is shut. It returns false when ctx ended first: the sink must not
+// write then. A gate never waits for a gate, so two closed audit trails
+// cannot deadlock.
+func (d *decisions) waitGates(ctx context.Context, addr string, h *health, log *slog.Logger, writes int) bool {
 	if d == nil || writes == 0 {
 		return true
 	}
 	gates := d.gateSet()
-	if _, self := gates[s.n.Address]; self {
+	if _, self := gates[addr]; self {
 		return true
 	}
-	for addr, g := range gates {
+	for other, g := range gates {
 		if g.Held() == nil {
 			continue
 		}
-		s.h.set(false, node.Degraded, "holding writes until "+addr+" can record them")
-		s.log.Warn("holding writes until the audit trail records again", "err", addr+" cannot record changes")
+		h.set(false, node.Degraded, "holding writes until "+other+" can record them")
+		log.Warn("holding writes until the audit trail records again", "err", other+" cannot record changes")
 		if node.WaitGate(ctx, g) != nil {
 			return false
 		}
-		s.log.Info("writes released")
+		log.Info("writes released")
 	}
 	return true
 }
 
-// noteHealth turns a sink's move into or out of Degraded into a decision.
-func (s *sinkLoop) noteHealth() {
-	d := s.dec
+// noteHealth turns sink addr's move into or out of Degraded into a decision.
+func (d *decisions) noteHealth(addr string, h *health) {
 	if d == nil {
 		return
 	}
-	s.h.mu.Lock()
-	now, detail := s.h.eng, s.h.engMsg
-	s.h.mu.Unlock()
+	h.mu.Lock()
+	now, detail := h.eng, h.engMsg
+	h.mu.Unlock()
 	d.mu.Lock()
-	before, seen := d.states[s.n.Address]
-	d.states[s.n.Address] = now
+	before, seen := d.states[addr]
+	d.states[addr] = now
 	d.mu.Unlock()
 	switch {
 	case now == node.Degraded && before != node.Degraded:
-		d.Decide(node.Decision{Kind: node.DecisionSinkDegraded, Node: s.n.Address, Detail: detail})
+		d.Decide(node.Decision{Kind: node.DecisionSinkDegraded, Node: addr, Detail: detail})
 	case seen && before == node.Degraded && now == node.Healthy:
-		d.Decide(node.Decision{Kind: node.DecisionSinkRecovered, Node: s.n.Address})
+		d.Decide(node.Decision{Kind: node.DecisionSinkRecovered, Node: addr})
 	}
 }
 
-// noteDrift records that a full reconcile found count entries of the target
-// changed behind the engine's back and is writing them back.
-func (s *sinkLoop) noteDrift(count int) {
-	s.dec.Decide(node.Decision{Kind: node.DecisionDriftRepaired, Node: s.n.Address,
+// noteDrift records that a full reconcile of sink addr found count entries
+// of the target changed behind the engine's back and is writing them back.
+func (d *decisions) noteDrift(addr string, count int) {
+	d.Decide(node.Decision{Kind: node.DecisionDriftRepaired, Node: addr,
 		Detail: fmt.Sprintf("%d entries differed from what was written; repairing", count),
 		Attrs:  map[string]string{"count": strconv.Itoa(count)}})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/sinkloop"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -32,35 +33,15 @@ type Explanation struct {
 	Gates []Gate
 }
 
-// SinkEntry is one sink's view of a key.
+// SinkEntry is one sink's view of a key: its loop's (sinkloop.Entry),
+// with the record's provenance.
 type SinkEntry struct {
-	Sink      string
-	InputKey  node.Key // the key of the record the sink's input holds
-	TargetKey node.Key // the key in the target (10.0.0.7 -> 10.0.0.7/32)
-	Wanted    bool     // the input wants the entry
-	Held      bool     // the target holds it, as far as the loop knows
-	Want      cty.Value
-	Have      cty.Value
-	// Status is "applied", "pending" (a write is due), "failing" (with
-	// Attempts and LastError), "waiting for input sync" (a delete that
-	// may happen only once every input synced), "kept" (not wanted, but
-	// prune is off), "unknown: …" (the last full read of the target
-	// failed) or "sink not running".
-	Status      string
-	Attempts    int
-	LastError   string
-	LastErrorAt time.Time
-	RetryAt     time.Time
+	Sink string
+	sinkloop.Entry
 	// Origin is the record's provenance and Path the stages it went
 	// through, from its source to the sink.
 	Origin *node.Origin
 	Path   []Stage
-	// Conflict says why the inputs of a fan-in disagree on the key.
-	Conflict string
-	// Detail is what the target says of the key (node.Explainer): the
-	// lines of a rendered file the key produced, a Kubernetes object's
-	// last apply and owner.
-	Detail []string `json:",omitempty"`
 }
 
 // Stage is a record as one node's output holds it.
@@ -94,7 +75,7 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	r.mu.RLock()
 	g := r.g
 	nodes := g.Nodes
-	loops := make(map[*Node]*sinkLoop, len(r.sinks))
+	loops := make(map[*Node]*sink, len(r.sinks))
 	maps.Copy(loops, r.sinks)
 	outs := maps.Clone(r.outs)
 	r.mu.RUnlock()
@@ -137,21 +118,12 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 
 // sinkEntry asks sink n's loop about key; ok is false when it neither
 // holds nor wants it.
-func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sinkLoop, key node.Key) (SinkEntry, bool) {
-	e := SinkEntry{Sink: n.Address}
-	var found bool
-	done := make(chan struct{})
-	q := func() {
-		defer close(done)
-		found = s.describe(key, &e)
-	}
+func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sink, key node.Key) (SinkEntry, bool) {
 	ctx, cancel := context.WithTimeout(ctx, explainWait)
 	defer cancel()
-	select {
-	case s.ask <- q:
-		<-done
-		return e, found
-	case <-ctx.Done():
+	e, found, answered := s.Explain(ctx, key)
+	if answered {
+		return SinkEntry{Sink: n.Address, Entry: e}, found
 	}
 	// The loop is not running (its target failed to open) or is stuck in
 	// a write: the input still says whether it wants the key.
@@ -159,74 +131,9 @@ func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sinkLoop, key node.
 	in := r.inputOf(n)
 	r.mu.RUnlock()
 	if _, ok := in.lookup(key); ok {
-		e.InputKey, e.TargetKey, e.Wanted, e.Status = key, key, true, "sink not running"
-		return e, true
+		return SinkEntry{Sink: n.Address, Entry: sinkloop.Entry{InputKey: key, TargetKey: key, Wanted: true, Status: "sink not running"}}, true
 	}
-	return e, false
-}
-
-// describe fills e from the loop's state; it runs on the loop's goroutine.
-func (s *sinkLoop) describe(key node.Key, e *SinkEntry) bool {
-	tk, ok := s.targetOf(key)
-	ik := key
-	if !ok {
-		if s.keys.get(key) == nil {
-			return false
-		}
-		tk, ik = key, s.inputKeyOf(key)
-	}
-	ks := s.keys.get(tk)
-	if ks == nil {
-		return false
-	}
-	e.InputKey, e.TargetKey = ik, tk
-	e.Wanted, e.Held = ks.owners > 0, ks.applied
-	e.Conflict = s.sharedConflict(tk)
-	if e.Wanted {
-		e.Want = ks.want.Value
-	}
-	if e.Held {
-		e.Have = s.keys.heldOf(ks).Value
-	}
-	if f := ks.fail; f != nil {
-		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
-	}
-	switch {
-	case ks.attempts() > 0:
-		e.Status = "failing"
-	case e.Held && s.fullFailures > 0:
-		// What the loop last wrote may no longer be where readers look
-		// (a pin now names another map): it cannot say "applied".
-		e.Status = "unknown: the last read of the target failed"
-	case e.Wanted && e.Held && s.keys.held(ks).Same(ks.wanted()):
-		e.Status = "applied"
-	case e.Wanted:
-		e.Status = "pending"
-	case e.Held && !s.synced:
-		e.Status = "waiting for input sync"
-	case e.Held && !s.deletable(ks):
-		e.Status = "kept"
-	default:
-		e.Status = "pending"
-	}
-	if x, ok := s.target.(node.Explainer); ok {
-		e.Detail = x.Explain(tk)
-	}
-	return true
-}
-
-// inputKeyOf finds the input key that maps to target key tk (linear in
-// the keys whose target form differs; explain only).
-func (s *sinkLoop) inputKeyOf(tk node.Key) node.Key {
-	if ks := s.keys.get(tk); ks != nil && ks.self {
-		return tk
-	}
-	for k, t := range s.alias {
-		if t == tk {
-			return k
-		}
-	}
-	return tk
+	return SinkEntry{Sink: n.Address}, false
 }
 
 // stages is the record's journey to sink n: every node on the path from

@@ -84,7 +84,7 @@ func conflictRuleDiags(n *Node, content *schema.Content, fanIn bool) hcl.Diagnos
 	if !fanIn {
 		for _, a := range []string{node.OnConflictAttr.Name(), node.MergeAttr.Name()} {
 			if a == node.OnConflictAttr.Name() && n.Kind == node.KindSink {
-				continue // it decides between input keys a target maps to one key (sink_collide.go)
+				continue // it decides between input keys a target maps to one key (engine/sinkloop/collide.go)
 			}
 			if attr, ok := content.Attrs[a]; ok {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Conflict rule without fan-in",

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -267,11 +268,17 @@ func valueText(v cty.Value) string {
 	if err != nil {
 		return v.GoString()
 	}
-	b, err := ctyjson.Marshal(v, v.Type())
+	var b bytes.Buffer
+	b.Write(ty)
+	b.WriteByte('=')
+	if appendJSON(&b, v, v.Type()) == nil {
+		return b.String()
+	}
+	js, err := ctyjson.Marshal(v, v.Type())
 	if err != nil {
 		return v.GoString()
 	}
-	return string(ty) + "=" + string(b)
+	return string(ty) + "=" + string(js)
 }
 
 // exprText is an expression's tokens without comments and line layout,

@@ -44,7 +44,7 @@ func (r *Runtime) GraphState() GraphState {
 		if c, ok := r.outs[n]; ok {
 			ns.Records, ns.Synced = c.len(), c.isSynced()
 		} else if s, ok := r.sinks[n]; ok {
-			ns.Synced = s.started.Load()
+			ns.Synced = s.Started()
 		}
 		if p, ok := n.Impl().(node.PendingLister); ok {
 			ns.Pending = p.Pending()

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pipeline/pipeline/engine/node"
 )
 
 // Leadership gates the writes of every sink of a runtime when several
@@ -72,8 +70,8 @@ func (l *Leadership) notifyLocked() {
 	l.changed = make(chan struct{})
 }
 
-// leading returns the current term and whether this instance may write now.
-func (l *Leadership) leading() (uint64, bool) {
+// Term returns the current term and whether this instance may write now.
+func (l *Leadership) Term() (uint64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.term, time.Now().Before(l.until)
@@ -88,7 +86,7 @@ func (l *Leadership) Changed() <-chan struct{} {
 
 // Leading reports whether this instance may write now.
 func (l *Leadership) Leading() bool {
-	_, ok := l.leading()
+	_, ok := l.Term()
 	return ok
 }
 
@@ -115,66 +113,4 @@ func (l *Leadership) Collectors() []prometheus.Collector {
 			return 0
 		})
 	return []prometheus.Collector{leading, l.terms}
-}
-
-// leaderGate is a sink loop's view of the Leadership; the zero value (no
-// leader election) always writes.
-type leaderGate struct {
-	l    *Leadership
-	term uint64 // the term the sink last reconciled in
-}
-
-// changed wakes the sink loop when leading starts or stops; never without
-// leader election.
-func (g *leaderGate) changed() <-chan struct{} {
-	if g.l == nil {
-		return nil
-	}
-	return g.l.Changed()
-}
-
-// standbyNow reports, without touching the loop's state (any goroutine),
-// whether leader election is on and this instance does not lead.
-func (s *sinkLoop) standbyNow() bool {
-	if s == nil || s.gate.l == nil {
-		return false
-	}
-	_, ok := s.gate.l.leading()
-	return !ok
-}
-
-// standby reports whether the sink must not write now because this
-// instance does not lead. A follower keeps its desired state from the input
-// but drops its pending work and retries: when it starts leading it reads
-// the target afresh (the previous leader wrote it) in one full reconcile.
-func (s *sinkLoop) standby() bool {
-	if s.gate.l == nil {
-		return false
-	}
-	term, ok := s.gate.l.leading()
-	if !ok {
-		s.gate.term = 0
-		s.needFull, s.walked = false, false
-		for _, ref := range s.dirty {
-			if ks := s.keys.at(ref); ks != nil && ks.dirty {
-				ks.dirty = false
-				s.forget(ks)
-			}
-		}
-		s.dirty = s.dirty[:0]
-		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
-			s.retries.remove(ks)
-			ks.fail = nil
-			s.forget(ks)
-		}
-		s.h.set(false, node.Healthy, "standby: another instance leads; writes wait for the lease")
-		return true
-	}
-	if term != s.gate.term {
-		s.gate.term = term
-		s.needFull, s.walked = true, false
-		s.fullRetry = time.Time{}
-		s.log.Info("leading: reconciling the target", "generation", term)
-	}
-	return false
 }

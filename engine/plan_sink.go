@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
+	"github.com/pipeline/pipeline/engine/sinkloop"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -33,7 +34,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 	}
 	desired := make(map[node.Key]node.Entry, len(input))
 	origins := make(map[node.Key][]node.Key, len(input))
-	var shared map[node.Key][]owned // target keys two input keys map to
+	var shared map[node.Key][]sinkloop.Owned // target keys two input keys map to
 	for _, rec := range input {
 		e, err := target.Prepare(rec)
 		if err != nil {
@@ -44,18 +45,18 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 			desired[e.Key] = e
 		} else {
 			if shared == nil {
-				shared = map[node.Key][]owned{}
+				shared = map[node.Key][]sinkloop.Owned{}
 			}
 			if len(shared[e.Key]) == 0 {
-				shared[e.Key] = []owned{{origins[e.Key][0], keep(&first)}}
+				shared[e.Key] = []sinkloop.Owned{{In: origins[e.Key][0], Entry: first}}
 			}
-			shared[e.Key] = append(shared[e.Key], owned{rec.Key, keep(&e)})
+			shared[e.Key] = append(shared[e.Key], sinkloop.Owned{In: rec.Key, Entry: e})
 		}
 		origins[e.Key] = append(origins[e.Key], rec.Key)
 	}
-	for tk, os := range shared { // the sink loop's decision (pickOwner)
-		i, why := pickOwner(n.OnConflict, os)
-		desired[tk] = node.Entry{Key: tk, Value: os[i].e.Value, Data: os[i].e.Data}
+	for tk, os := range shared { // the sink loop's decision
+		i, why := sinkloop.PickOwner(n.OnConflict, os)
+		desired[tk] = os[i].Entry
 		if why != "" {
 			sp.Conflicts = append(sp.Conflicts, SkippedRecord{Key: tk, Err: why})
 		}

@@ -307,7 +307,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	}
 	r.stopFanIns(retired, kept(st.unions)) // once their consumers stopped
 	r.mu.Lock()
-	var cleanups []*sinkLoop
+	var cleanups []*sink
 	for _, o := range retired {
 		if a, _ := d.Action(o.Address); a == Removed {
 			if o.Kind == node.KindSink && o.OnRemove == node.OnRemoveClean {
@@ -341,7 +341,7 @@ func (r *Runtime) removeLocked(n *Node) {
 // clean deletes, for a removed sink with on_remove = "clean", the entries
 // it owns: everything its target holds when it prunes, else what it wrote.
 // A follower of leader election cleans nothing: the leader decides.
-func (r *Runtime) clean(ctx context.Context, s *sinkLoop) {
+func (r *Runtime) clean(ctx context.Context, s *sink) {
 	log := r.logger(s.n)
 	if l := r.opts.Leader; l != nil && !l.Leading() {
 		log.Info("removed sink not cleaned: not the leader")
@@ -368,7 +368,7 @@ func (r *Runtime) clean(ctx context.Context, s *sinkLoop) {
 	}
 	var dels []node.Entry
 	for _, e := range entries {
-		if ks := s.keys.get(e.Key); s.n.Prune || (ks != nil && ks.written) {
+		if s.n.Prune || s.Wrote(e.Key) {
 			dels = append(dels, e)
 		}
 	}
@@ -413,15 +413,6 @@ func (r *Runtime) env(n *Node) node.Env {
 	}
 	env.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, reg)
 	return env
-}
-
-// open returns the target a reload opened for this loop, once, or opens one.
-func (s *sinkLoop) open(ctx context.Context, env node.Env) (node.Target, error) {
-	if t := s.opened; t != nil {
-		s.opened = nil
-		return t, nil
-	}
-	return s.openTarget(ctx, env)
 }
 
 // forget deletes the engine's series of a removed node.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/sinkloop"
 )
 
 // RunOptions configure a Runtime.
@@ -39,7 +40,7 @@ type Runtime struct {
 	outs    map[*Node]*collection
 	healths map[*Node]*health
 	stats   map[*Node]*nodeStats
-	sinks   map[*Node]*sinkLoop
+	sinks   map[*Node]*sink
 	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
 	tasks   map[*Node]*task
 	srcCtx  context.Context    // parent of the sources' contexts, set by Run
@@ -65,7 +66,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		opts.DrainTimeout = 5 * time.Second
 	}
 	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
-		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sinkLoop{}, tasks: map[*Node]*task{}, dec: newDecisions(g, opts.Logger)}
+		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sink{}, tasks: map[*Node]*task{}, dec: newDecisions(g, opts.Logger)}
 	r.reload.init(opts.Metrics)
 	for _, n := range g.Nodes {
 		if n.Kind != node.KindSink {
@@ -100,19 +101,11 @@ func (r *Runtime) addLocked(n *Node) {
 		}
 		return
 	}
-	r.sinks[n] = &sinkLoop{n: n, in: r.inputOf(n), h: r.healths[n],
-		log: r.logger(n), met: r.sinkMetrics(n), gate: leaderGate{l: r.opts.Leader}, dec: r.dec, ask: make(chan func()), tap: r.tapPortLocked(n)}
+	r.sinks[n] = r.newSinkLocked(n)
 }
 
 func (r *Runtime) logger(n *Node) *slog.Logger {
 	return r.opts.Logger.With("node", n.Address)
-}
-
-func (r *Runtime) sinkMetrics(n *Node) sinkMetrics {
-	if r.opts.Metrics == nil {
-		return newSinkMetrics(NewMetrics(discardRegisterer{}, ""), n.Address)
-	}
-	return newSinkMetrics(r.opts.Metrics, n.Address)
 }
 
 // Run runs every node until ctx ends. A failing node is restarted with
@@ -236,7 +229,7 @@ func (r *Runtime) quiet() bool {
 		}
 	}
 	for _, s := range r.sinks {
-		if !s.idle.Load() && s.started.Load() {
+		if !s.Idle() && s.Started() {
 			return false
 		}
 	}
@@ -262,7 +255,7 @@ func (r *Runtime) supervise(ctx context.Context, n *Node) {
 		if time.Since(started) > time.Minute {
 			attempt = 0
 		}
-		wait := backoff(attempt)
+		wait := sinkloop.Backoff(attempt)
 		attempt++
 		h.mu.Lock()
 		h.restarts++
@@ -307,7 +300,7 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 		defer in.unsubscribe(sub)
 		return n.Transform.Run(ctx, env, sub, out)
 	case n.Sink != nil:
-		return sl.run(ctx, env, stats)
+		return sl.run(ctx, env, r.dec)
 	}
 	return fmt.Errorf("%s: not built", n.Address)
 }
@@ -326,7 +319,7 @@ func (r *Runtime) Readiness() Readiness {
 		if c, ok := r.outs[n]; ok {
 			synced = c.isSynced()
 		} else if s, ok := r.sinks[n]; ok {
-			synced = s.started.Load() // the target holds the synced input
+			synced = s.Started() // the target holds the synced input
 		}
 		st := r.healths[n].status(n.Address, synced)
 		if n.Kind != node.KindSink && synced && st.State == node.Pending.String() && st.Detail == "" {
@@ -341,7 +334,7 @@ func (r *Runtime) Readiness() Readiness {
 			// Ready once the target holds the synced input: a probe or an
 			// agent waiting for /readyz must not find a half-written target.
 			// A standby (not leading) writes nothing and is ready to take over.
-			st.Ready = st.State == node.Healthy.String() && (synced || r.sinks[n].standbyNow())
+			st.Ready = st.State == node.Healthy.String() && (synced || (r.sinks[n] != nil && r.sinks[n].Standby()))
 		default:
 			st.Ready = st.State != node.Down.String()
 		}

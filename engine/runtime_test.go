@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/engine/sinkloop"
 )
 
 const chain = `
@@ -95,7 +96,7 @@ func TestModel(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(seed), 7))
 				sink := nodetest.NewMemSink()
-				sink.Encoded = seed%2 == 1 // half the seeds compare bytes (node.ActualScanner, node.DataWriter)
+				sink.Encoded = seed%2 == 1 // half the seeds compare bytes (node.Chunked)
 				for i := range 5 {         // foreign and stale entries
 					sink.Set(fmt.Sprintf("k%d", rng.IntN(40)), str(fmt.Sprint("stale", i)))
 				}
@@ -275,7 +276,7 @@ func TestFailedKeyNoLongerWantedForgotten(t *testing.T) {
 }
 
 // TestFailedEntriesRetried runs on a plain target and on one that takes
-// Data alone (node.DataWriter), whose creations the loop records as held
+// Data alone (node.Chunked), whose creations the loop records as held
 // before the write and takes back when it fails.
 func TestFailedEntriesRetried(t *testing.T) {
 	for _, encoded := range []bool{false, true} {
@@ -524,7 +525,7 @@ func TestFullReconcileInChunks(t *testing.T) {
 	for _, encoded := range []bool{false, true} {
 		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				n := 2*fullChunk + fullChunk/2
+				n := 2*sinkloop.FullChunk + sinkloop.FullChunk/2
 				sink := nodetest.NewMemSink()
 				sink.Encoded = encoded
 				var failing atomic.Bool
@@ -547,15 +548,15 @@ func TestFullReconcileInChunks(t *testing.T) {
 						sink.Set(k, str("v"))
 					}
 				}
-				for i := range fullChunk + 3 {
+				for i := range sinkloop.FullChunk + 3 {
 					sink.Set(fmt.Sprint("foreign", i), str("x"))
 				}
 				h := start(t, true, 0, sink)
 				h.send(func(o node.Output) { o.Replace(recs); o.MarkSynced() })
 				synctest.Wait()
 				up, del, _ := sink.Counts()
-				if up != missing+wrong-1 || del != fullChunk+3 { // k3 (missing) fails
-					t.Fatalf("wrote %d and deleted %d, want %d and %d", up, del, missing+wrong-1, fullChunk+3)
+				if up != missing+wrong-1 || del != sinkloop.FullChunk+3 { // k3 (missing) fails
+					t.Fatalf("wrote %d and deleted %d, want %d and %d", up, del, missing+wrong-1, sinkloop.FullChunk+3)
 				}
 				failing.Store(false)
 				time.Sleep(time.Second)

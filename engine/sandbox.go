@@ -180,7 +180,7 @@ func (sb *Sandbox) atRest() bool {
 		}
 	}
 	for _, s := range sb.rt.sinks {
-		if !s.idle.Load() {
+		if !s.Idle() {
 			return false
 		}
 	}
@@ -219,14 +219,6 @@ func (sb *Sandbox) Sinks() []string {
 func (s *subscription) Poll() (node.Event, bool) { return s.poll() }
 
 var _ node.Poller = (*subscription)(nil)
-
-// openTarget opens the sink's target: its own, or a config test's.
-func (s *sinkLoop) openTarget(ctx context.Context, env node.Env) (node.Target, error) {
-	if s.memOpen != nil {
-		return s.memOpen(ctx, env)
-	}
-	return s.n.Sink.Open(ctx, env, node.ModeRun)
-}
 
 // SinkContent is the document a sink that renders one (node.Renderer)
 // would write for what its target holds; ok is false for other sinks.

@@ -51,7 +51,7 @@ func testTapShowsAppliedDeltas(t *testing.T, encoded bool) {
 		o.MarkSynced()
 	}
 	loop := h.rt.sinks[h.rt.g.Node("sink.mem.m")]
-	waitFor(t, func() bool { _, ok := sink.State()["k1"]; return !ok && len(sink.State()) == 6 && loop.idle.Load() })
+	waitFor(t, func() bool { _, ok := sink.State()["k1"]; return !ok && len(sink.State()) == 6 && loop.Idle() })
 
 	replayed := map[node.Key]cty.Value{}
 	var ups, dels int

@@ -24,6 +24,13 @@ const MaxOperators = 1000
 // the file() function).
 const MaxConfigBytes = 16 << 20
 
+// MaxConfigTokens is how many tokens one configuration file may hold. The
+// parser and the compiler each cost a few hundred bytes per token (a list
+// of 500,000 numbers allocated 1.9 GB on its way to a graph), so a longer
+// file is refused after one lexing pass. A static source of 100,000
+// records is about 600,000 tokens.
+const MaxConfigTokens = 1_000_000
+
 // CheckNesting scans src with the HCL lexer, which does not recurse, and
 // returns an error diagnostic at the first token that nests deeper than
 // MaxNesting. ParseSource and Load call it; fmt and -var values call it
@@ -105,6 +112,13 @@ func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
 					"Flatten the expression, for example with locals.", limit),
 				Subject: &rng}}
 		}
+	}
+	// Last, so that a long chain or deep nesting gets its own diagnostic.
+	if len(tokens) > MaxConfigTokens {
+		rng := tokens[MaxConfigTokens].Range
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
+			Detail:  fmt.Sprintf("%s holds %d tokens (names, literals, operators); a configuration file may hold at most %d. Split it, or move data into files read by a source (source \"files\").", filename, len(tokens), MaxConfigTokens),
+			Subject: &rng}}
 	}
 	return nil
 }

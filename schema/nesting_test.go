@@ -26,6 +26,9 @@ func TestCheckNesting(t *testing.T) {
 		{"brackets in a string", "locals {\n  x = \"" + strings.Repeat("(", deep) + "\"\n}", "", 0},
 		{"brackets in a comment", "# " + strings.Repeat("[", deep) + "\nlocals {}\n", "", 0},
 		{"long list", "locals {\n  x = [" + strings.Repeat("1+1,\n", deep) + "]\n}", "", 0},
+		// 1,000,000 tokens: 6 before the list elements and commas, 4 after (EOF is one)
+		{"tokens at the limit", "locals {\n  x = [" + strings.Repeat("1,", (MaxConfigTokens-10)/2) + "]\n}", "", 0},
+		{"too many tokens", "locals {\n  x = [" + strings.Repeat("1,", 500_000) + "]\n}", "Configuration file too long", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,10 +5,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -45,12 +48,14 @@ const (
 	grammarAllocBound = 2 << 30
 )
 
-func checkBounded(t *testing.T, src string, reg *node.Registry) {
+// checkBounded parses and compiles src within the bounds and returns the
+// diagnostics.
+func checkBounded(t *testing.T, src string, reg *node.Registry) hcl.Diagnostics {
 	t.Helper()
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(allocs)
 	before := allocs[0].Value.Uint64()
-	done := make(chan struct{}, 1)
+	done := make(chan hcl.Diagnostics, 1)
 	go func() {
 		l := schema.NewLoader()
 		cfg, diags := l.ParseSource(filepath.Join("testdata", "valid", "grammar.hcl"), []byte(src), schema.Options{Environ: []string{}})
@@ -59,10 +64,11 @@ func checkBounded(t *testing.T, src string, reg *node.Registry) {
 			diags = append(diags, d...)
 		}
 		writeDiagsText(io.Discard, l.Files(), diags)
-		done <- struct{}{}
+		done <- diags
 	}()
+	var diags hcl.Diagnostics
 	select {
-	case <-done:
+	case diags = <-done:
 	case <-time.After(grammarTimeBound):
 		t.Fatalf("parse and compile took more than %s on:\n%.2000s", grammarTimeBound, src)
 	}
@@ -70,6 +76,7 @@ func checkBounded(t *testing.T, src string, reg *node.Registry) {
 	if a := allocs[0].Value.Uint64() - before; a > grammarAllocBound {
 		t.Fatalf("parse and compile allocated %d MiB (bound %d MiB) on:\n%.2000s", a>>20, grammarAllocBound>>20, src)
 	}
+	return diags
 }
 
 // generateConfig writes a configuration: a static source and one to four
@@ -209,13 +216,50 @@ func (g *gen) mutate() (string, bool) {
 		fns := []string{`tonumber("1e9999999")`, `jsondecode("1e9999999")`, `jsondecode("` + strings.Repeat("[", n) + strings.Repeat("]", n) + `")`,
 			`tonumber("` + strings.Repeat("9", n) + `")`, "1/0", "-1/0", `format("%` + fmt.Sprint(n) + `d", 1)`}
 		return fns[g.rng.IntN(len(fns))], true
-	case 5: // nested template directives (255 of them, under the
-		// limit, took over 20 s on a loaded machine: left to look at)
-		n = []int{3, 257, 100_000}[g.rng.IntN(3)]
+	case 5: // nested template directives, under the nesting limit and over it
+		n = []int{3, 250, 255, 257, 100_000}[g.rng.IntN(5)]
 		return "<<EOT\n" + strings.Repeat("%{if true}", n) + "x" + strings.Repeat("%{endif}", n) + "\nEOT\n", true
-	case 6: // many elements; a list of 500,000 in a static source's
-		// records still takes over 20 s to compile (left to fix)
-		return "[" + strings.Repeat("1,", min(n, 20_000)) + "]", true
+	case 6: // many elements
+		return "[" + strings.Repeat("1,", n) + "]", true
 	}
 	return "", false
+}
+
+// TestGrammarShapes runs the shapes FuzzGrammar found slow through the same
+// bounds on every go test: a records list of 500,000 numbers (refused
+// after one lexing pass: too many tokens), one of 100,000 (compiled in
+// linear time: the fingerprint wrote each number through big.Float's
+// shortest-decimal search, 13 s of CPU for 500,000), and template
+// directives nested 250 deep (accepted) and 255 deep (over the nesting
+// limit with the blocks around them).
+func TestGrammarShapes(t *testing.T) {
+	// Give the heap back: a child process the later tests start (fork and
+	// exec) counts this process's resident pages in its peak RSS.
+	t.Cleanup(debug.FreeOSMemory)
+	reg := registry()
+	static := func(records string) string {
+		return "source \"static\" \"s\" {\n  records = " + records + "\n}\nsink \"log\" \"l\" {\n  input = source.static.s\n}\n"
+	}
+	ifs := func(n int) string {
+		return "{ a = <<EOT\n" + strings.Repeat("%{if true}", n) + "x" + strings.Repeat("%{endif}", n) + "\nEOT\n }"
+	}
+	for _, tt := range []struct {
+		name, src, summary string // summary of the first error, "" for none
+	}{
+		{"500,000 numbers", static("{ a = [" + strings.Repeat("1,", 500_000) + "] }"), "Configuration file too long"},
+		{"100,000 numbers", static("{ a = [" + strings.Repeat("1,", 100_000) + "] }"), ""},
+		{"250 nested if", static(ifs(250)), ""},
+		{"255 nested if", static(ifs(255)), "Configuration nested too deeply"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			diags := checkBounded(t, tt.src, reg)
+			got := ""
+			if diags.HasErrors() {
+				got = diags.Errs()[0].(*hcl.Diagnostic).Summary
+			}
+			if got != tt.summary {
+				t.Errorf("first error %q, want %q (%v)", got, tt.summary, diags)
+			}
+		})
+	}
 }

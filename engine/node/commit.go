@@ -2,12 +2,12 @@ package node
 
 import "context"
 
-// Committer is implemented by a target that writes its entries as one
-// whole, such as a file rendered from every record: its Update and Delete
-// only record the entries, and the sink loop calls Commit at the end of
-// every round of writes (after the round's Update and Delete calls) and of
-// every full reconcile, so that the target writes the whole once per
-// round. Commit runs on the sink loop's goroutine and may block on I/O
+// Committer is implemented by a target that acts once per round: one
+// that writes its entries as one whole, such as a file rendered from
+// every record (its Update and Delete only record the entries), or one
+// that shows how many entries it holds (a BPF map's fill level). The sink
+// loop calls Commit at the end of every round of writes (after the
+// round's Update and Delete calls) and of every full reconcile. Commit runs on the sink loop's goroutine and may block on I/O
 // bounded by ctx; the target reports its own failures (Env.Health, its
 // metrics) and schedules its own retries. It returns what it wrote as a
 // whole, if anything, as entries `pipeline tap` shows (a file's path with
@@ -26,6 +26,10 @@ type Round struct {
 	// syncs and every resync): the target compares what it would write
 	// with what the world holds, and repairs a difference.
 	Full bool
+	// Held is how many entries the target holds after the round, as far
+	// as the loop knows (a BPF map cannot count its entries without
+	// reading them all).
+	Held int
 }
 
 // Renderer is implemented by a Sink whose target is one document rendered

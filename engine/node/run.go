@@ -160,47 +160,26 @@ func (e Entry) Same(o Entry) bool {
 	return false
 }
 
-// ActualScanner is implemented by a target that can show its entries a
-// chunk at a time, so that a full read costs nothing for an entry the
-// engine already knows: ScanActual calls known with each chunk's encoded
-// bytes (the entries' Data) before it builds anything (not even the
-// canonical key); for each entry known does not recognise (one the engine
-// does not hold, or holds with other bytes), the target builds the entry
-// and passes it to add. A nil known recognises nothing. An
-// ActualScanner's Data identifies its key (two keys never share Data),
-// as a BPF map's key bytes followed by its value bytes do; entries of one
-// length are found fastest. The engine prefers it to Actual for full
-// reconciles; Actual stays for plan and explain.
-type ActualScanner interface {
-	ScanActual(ctx context.Context, known Known, add func(Entry)) error
-}
-
-// Known recognises the entries of one chunk of a full read: data holds
-// len(known) entries' Data laid end to end, width bytes each, valid only
-// during the call, and Known sets known[i] when the engine holds the i-th
-// entry with exactly those bytes (and counts it as seen by this read). A
-// chunk holds entries of one width; a target whose entries differ in
-// length calls Known once per width.
-type Known func(data []byte, width int, known []bool)
-
-// DataWriter is implemented by a target whose writes need nothing of an
-// entry but its Data, as an ActualScanner's (whose Data identifies the
-// key): the sink loop hands it a round's upserts as their Data laid end
-// to end, which is how a BPF map's batch calls take them, instead of a
-// slice of entries (for an IPv4 key and a u32 value, 8 bytes per entry
-// to gather and read where an entry takes 88).
-type DataWriter interface {
-	// UpdateData is Update of the len(errs) entries whose Data lie end
-	// to end in data, width bytes each: it sets errs[i] when the i-th
-	// fails and leaves the others nil.
+// Chunked is implemented by a target of fixed-width entries whose Data
+// identifies the key (two keys never share Data), as a BPF map's key bytes
+// followed by its value bytes do. The loop reads and writes such a target
+// in chunks of Data laid end to end instead of entries: for an IPv4 key
+// and a u32 value, 8 bytes per entry to gather and compare where an Entry
+// takes 88. Its Update, Delete and Actual stay for everything else
+// (incremental rounds, deletes, plan and explain).
+type Chunked interface {
+	// ScanActual is a full read that builds nothing for an entry the loop
+	// holds already: it calls known with each chunk's Data (len(known)
+	// entries, width bytes each, valid only during the call; one width
+	// per call) before it builds anything, and known sets known[i] when
+	// the loop holds the i-th entry with exactly those bytes. For each
+	// entry not known, the target builds the entry and passes it to add.
+	// A nil known recognises nothing.
+	ScanActual(ctx context.Context, known func(data []byte, width int, known []bool), add func(Entry)) error
+	// UpdateData is Update of the len(errs) entries whose Data lie end to
+	// end in data, width bytes each: it sets errs[i] when the i-th fails
+	// and leaves the others nil.
 	UpdateData(ctx context.Context, data []byte, width int, errs []error)
-}
-
-// HeldCounter is implemented by a target that shows how many entries it
-// holds (a BPF map's fill level): after every write round and full read
-// the engine tells it how many entries it knows the target holds.
-type HeldCounter interface {
-	Held(n int)
 }
 
 // Readier is implemented by a target whose Open returns before it can

@@ -164,4 +164,16 @@ func (l ledger) entries() []node.Entry {
 	return out
 }
 
+// ledgerDigest returns the digest text of an entry entries made (what the
+// engine hands back to delete a key read back from the trail), and false
+// for an entry of a record. A record's value cannot pass for one: it would
+// be a string equal to the digest of its own JSON.
+func ledgerDigest(e node.Entry) (string, bool) {
+	if len(e.Data) != sha256.Size || e.Value.IsMarked() || !e.Value.IsKnown() || e.Value.IsNull() || e.Value.Type() != cty.String {
+		return "", false
+	}
+	d := digestText([sha256.Size]byte(e.Data))
+	return d, e.Value.AsString() == d
+}
+
 func digestText(sum [sha256.Size]byte) string { return "sha256:" + hex.EncodeToString(sum[:]) }

@@ -2,6 +2,9 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -70,4 +73,40 @@ func keyNum(k string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestDeleteAfterRestart: the delete of a key read back from the trail (the
+// restarted process's first reconcile) carries the digest the trail holds
+// for it, with include_values on and off, never the digest text as if it
+// were the value (a replay of the trail read that line as garbage).
+func TestDeleteAfterRestart(t *testing.T) {
+	for _, extra := range []string{"", "include_values = false"} {
+		t.Run(extra, func(t *testing.T) {
+			dir := t.TempDir()
+			tg, _, _ := open(t, build(t, dir, extra))
+			tg.Update(context.Background(), []node.Entry{prep(t, tg, 1)})
+			if err := tg.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tg, _, _ = open(t, build(t, dir, extra))
+			actual, err := tg.Actual(context.Background())
+			if err != nil || len(actual) != 1 {
+				t.Fatalf("Actual: %v, %v", actual, err)
+			}
+			tg.Delete(context.Background(), actual)
+			if err := tg.Close(); err != nil {
+				t.Fatal(err)
+			}
+			lines := readLines(t, filepath.Join(dir, "trail.jsonl"))
+			up, del := lines[1], lines[len(lines)-1]
+			want := up["digest"]
+			if want == nil {
+				b, _ := json.Marshal(up["value"])
+				want = digestText(sha256.Sum256(b))
+			}
+			if del["op"] != "delete" || del["digest"] != want || del["value"] != nil {
+				t.Errorf("delete line %v, want the digest %v of the upsert %v", del, want, up)
+			}
+		})
+	}
 }

@@ -372,6 +372,12 @@ func (t *target) entryLine(op string, e node.Entry) (l line, sum [sha256.Size]by
 	if e.Value == cty.NilVal {
 		return l, sum
 	}
+	if d, ok := ledgerDigest(e); ok {
+		// A delete of a key read back from the trail: its value is not
+		// known, only the digest the trail holds for it.
+		l.digest = d
+		return l, sum
+	}
 	src, v, sum := t.render(e.Value)
 	l.source = src
 	if m, ok := t.redact("source", l.source).(map[string]any); ok {

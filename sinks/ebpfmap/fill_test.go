@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/pipeline/pipeline/engine/node"
 )
 
 // TestFillWords checks the word-wise fill against plain copies for every
@@ -14,18 +12,18 @@ func TestFillWords(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, ks := range []int{4, 8} {
 		for _, vs := range []int{4, 8} {
-			chunk := make([]node.Entry, 1+r.IntN(50))
-			var wantK, wantV []byte
-			for i := range chunk {
+			n := 1 + r.IntN(50)
+			var data, wantK, wantV []byte
+			for range n {
 				d := make([]byte, ks+vs)
 				for j := range d {
 					d[j] = byte(r.Uint32())
 				}
-				chunk[i].Data = d
+				data = append(data, d...)
 				wantK, wantV = append(wantK, d[:ks]...), append(wantV, d[ks:]...)
 			}
-			kb, vb := make([]byte, ks*len(chunk)+8), make([]byte, vs*len(chunk)+8)
-			if !fillWords(chunk, kb, vb, ks, vs) {
+			kb, vb := make([]byte, ks*n+8), make([]byte, vs*n+8)
+			if !fillWords(data, kb, vb, ks, vs) {
 				t.Fatalf("key %d, value %d bytes: refused", ks, vs)
 			}
 			if !bytes.Equal(kb[:len(wantK)], wantK) || !bytes.Equal(vb[:len(wantV)], wantV) {

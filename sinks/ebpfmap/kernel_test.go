@@ -80,8 +80,9 @@ func TestPerCPU(t *testing.T) {
 	}
 }
 
-// knownEach is a node.Known that asks f about one entry at a time.
-func knownEach(f func(data []byte) bool) node.Known {
+// knownEach is a ScanActual known func that asks f about one entry at a
+// time.
+func knownEach(f func(data []byte) bool) func(data []byte, width int, known []bool) {
 	return func(data []byte, width int, known []bool) {
 		for i := range known {
 			known[i] = f(data[i*width : (i+1)*width])
@@ -108,7 +109,7 @@ func checkActual(t *testing.T, tg *Target, key string, value cty.Value) {
 
 // checkScan checks ScanActual against Actual: knowing nothing, it hands
 // over the entries Actual reads; knowing each by its bytes, none. Each
-// entry's Data identifies its key, as node.ActualScanner requires.
+// entry's Data identifies its key, as node.Chunked requires.
 func checkScan(t *testing.T, tg *Target) {
 	t.Helper()
 	actual, err := tg.Actual(context.Background())

@@ -25,8 +25,7 @@ import (
 // map nobody can find. A pin is a file of its own on the bpffs, so while
 // the pin is the file the last check passed on (same device and inode),
 // it names the same map: one stat(2) instead of opening the pinned map and
-// asking both maps for their IDs, which took 0.25-0.7 ms of every full
-// read here.
+// asking both maps for their IDs at every full read (docs/data-path.md §5).
 
 // lockDir is where pin locks live: /run/pipeline for root, else a
 // directory under the temporary directory.

@@ -34,7 +34,7 @@ const maxCachedValues = 4096
 // values) to known, when set, in one call, and builds the entries known
 // does not recognise. An entry whose CPUs disagree is never known: it
 // differs from any prepared one, so it is rewritten.
-func (r *reader) scan(n int, keys, vals []byte, known node.Known, add func(node.Entry)) {
+func (r *reader) scan(n int, keys, vals []byte, known func(data []byte, width int, known []bool), add func(node.Entry)) {
 	t := r.t
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	fvs := vs * t.ncpu

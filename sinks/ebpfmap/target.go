@@ -231,10 +231,10 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	return out, nil
 }
 
-// ScanActual implements node.ActualScanner: a full read that builds no
-// entry for a key the engine holds with the same bytes (known); Actual is
-// the read that knows none.
-func (t *Target) ScanActual(ctx context.Context, known node.Known, add func(node.Entry)) error {
+// ScanActual implements node.Chunked: a full read that builds no entry
+// for a key the engine holds with the same bytes (known); Actual is the
+// read that knows none.
+func (t *Target) ScanActual(ctx context.Context, known func(data []byte, width int, known []bool), add func(node.Entry)) error {
 	if t.m == nil {
 		return nil
 	}
@@ -250,12 +250,13 @@ func (t *Target) ScanActual(ctx context.Context, known node.Known, add func(node
 	return nil
 }
 
-// Held implements node.HeldCounter: the engine's count of the entries the
-// map holds, after each write round (a hash map cannot be counted without
-// reading it whole). The next full read sizes its result by it.
-func (t *Target) Held(n int) {
-	t.setCount(n)
-	t.lastCount = n
+// Commit implements node.Committer: it takes the engine's count of the
+// entries the map holds after each round (a hash map cannot be counted
+// without reading it whole). The next full read sizes its result by it.
+func (t *Target) Commit(_ context.Context, r node.Round) []node.Entry {
+	t.setCount(r.Held)
+	t.lastCount = r.Held
+	return nil
 }
 
 func (t *Target) setCount(n int) {
@@ -361,7 +362,7 @@ func (t *Target) Close() error {
 
 // Interface guards.
 var (
-	_ node.Sink        = (*Sink)(nil)
-	_ node.Target      = (*Target)(nil)
-	_ node.HeldCounter = (*Target)(nil)
+	_ node.Sink      = (*Sink)(nil)
+	_ node.Target    = (*Target)(nil)
+	_ node.Committer = (*Target)(nil)
 )

@@ -13,7 +13,7 @@ import (
 )
 
 // TestUpdateData writes prepared entries by their Data alone
-// (node.DataWriter) into maps of each shape the fill handles (word-sized
+// (node.Chunked) into maps of each shape the fill handles (word-sized
 // key and value, other sizes, per-CPU, array), with and without batch
 // calls, and checks that the map then holds exactly what Update of the
 // same entries writes; Data of another width, a full map and a map open

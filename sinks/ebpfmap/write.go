@@ -17,31 +17,62 @@ import (
 // written, in batches where the map supports them. A per-CPU map gets the
 // value on every CPU.
 func (t *Target) Update(ctx context.Context, batch []node.Entry) {
-	t.write(ctx, batch, false)
+	t.writeEntries(ctx, batch, false)
 }
 
 // Delete implements node.Target. Deleting a missing key succeeds. In an
 // array map, where every index exists, a delete writes a zero value.
 func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
-	t.write(ctx, batch, true)
+	t.writeEntries(ctx, batch, true)
 }
 
-// UpdateData implements node.DataWriter: Update of the len(errs) entries
+// UpdateData implements node.Chunked: Update of the len(errs) entries
 // whose Data (key bytes, then the value) lie end to end in data, width
-// bytes each, as the sink loop hands over a full reconcile's writes. The
-// chunks go from data to the batch calls' buffers with one copy each,
-// and no entry is looked at.
+// bytes each, as the sink loop hands over a full reconcile's writes.
 func (t *Target) UpdateData(ctx context.Context, data []byte, width int, errs []error) {
+	if width != t.width() || len(data) < len(errs)*width {
+		err := fmt.Errorf("entries of %d bytes were not prepared by this target", width)
+		for i := range errs {
+			errs[i] = err
+		}
+		return
+	}
+	t.writeData(ctx, data, false, errs)
+}
+
+// writeEntries lays the Data of the entries this target prepared end to
+// end and writes them (writeData); an entry it did not prepare fails alone.
+func (t *Target) writeEntries(ctx context.Context, batch []node.Entry, del bool) {
+	data, at := make([]byte, 0, len(batch)*t.width()), make([]int, 0, len(batch))
+	for i := range batch {
+		if !t.prepared(batch[i]) {
+			batch[i].Err = fmt.Errorf("entry %s was not prepared by this target", batch[i].Key)
+			continue
+		}
+		data, at = append(data, batch[i].Data...), append(at, i)
+	}
+	errs := make([]error, len(at))
+	t.writeData(ctx, data, del, errs)
+	for j, i := range at {
+		batch[i].Err = errs[j]
+	}
+}
+
+// width is the length of an entry's Data: the key's bytes, then the value's.
+func (t *Target) width() int { return int(t.s.spec.KeySize) + int(t.s.spec.ValueSize) }
+
+func (t *Target) notWritable() error {
+	return fmt.Errorf("%s: map %s is not open for writing (plan mode)", t.s.address, t.s.pin)
+}
+
+// writeData writes (or deletes) the len(errs) entries whose Data lie end
+// to end in data, a batch of batchSize at a time through the target's
+// buffers, and sets errs[i] when the i-th fails.
+func (t *Target) writeData(ctx context.Context, data []byte, del bool, errs []error) {
 	clear(errs)
-	n := len(errs)
-	var refuse error
-	switch {
-	case t.m == nil || t.plan:
+	refuse := t.lost
+	if t.m == nil || t.plan {
 		refuse = t.notWritable()
-	case t.lost != nil:
-		refuse = t.lost
-	case width != int(t.s.spec.KeySize)+int(t.s.spec.ValueSize) || len(data) < n*width:
-		refuse = fmt.Errorf("entries of %d bytes were not prepared by this target", width)
 	}
 	if refuse != nil {
 		for i := range errs {
@@ -49,7 +80,7 @@ func (t *Target) UpdateData(ctx context.Context, data []byte, width int, errs []
 		}
 		return
 	}
-	full := false
+	n, w, full := len(errs), t.width(), false
 	sl := t.buffers()
 	for start := 0; start < n; start += batchSize {
 		if err := ctx.Err(); err != nil {
@@ -59,63 +90,11 @@ func (t *Target) UpdateData(ctx context.Context, data []byte, width int, errs []
 			return
 		}
 		end := min(start+batchSize, n)
-		t.fillData(data[start*width:end*width], end-start, sl)
-		t.send(end-start, false, sl, func(i int, err error) {
+		t.fill(data[start*w:end*w], end-start, del, sl)
+		t.send(end-start, del, sl, func(i int, err error) {
 			errs[start+i] = err
 			full = full || isFull(err)
 		})
-	}
-	t.afterWrite(full)
-}
-
-func (t *Target) notWritable() error {
-	return fmt.Errorf("%s: map %s is not open for writing (plan mode)", t.s.address, t.s.pin)
-}
-
-func (t *Target) write(ctx context.Context, batch []node.Entry, del bool) {
-	if t.m == nil || t.plan || t.lost != nil {
-		err := t.lost
-		if err == nil {
-			err = t.notWritable()
-		}
-		for i := range batch {
-			batch[i].Err = err
-		}
-		return
-	}
-	full := false
-	sl := t.buffers()
-	for start := 0; start < len(batch); start += batchSize {
-		if err := ctx.Err(); err != nil {
-			for i := start; i < len(batch); i++ {
-				batch[i].Err = err
-			}
-			return
-		}
-		chunk := batch[start:min(start+batchSize, len(batch))]
-		unprepared := 0
-		for i := range chunk {
-			if !t.prepared(chunk[i]) {
-				chunk[i].Err = fmt.Errorf("entry %s was not prepared by this target", chunk[i].Key)
-				unprepared++
-			}
-		}
-		if unprepared == 0 {
-			t.fill(chunk, del, sl)
-			t.send(len(chunk), del, sl, func(i int, err error) { chunk[i].Err = err })
-		} else { // write the others
-			some, at := make([]node.Entry, 0, len(chunk)-unprepared), make([]int, 0, len(chunk)-unprepared)
-			for i := range chunk {
-				if t.prepared(chunk[i]) {
-					some, at = append(some, chunk[i]), append(at, i)
-				}
-			}
-			t.fill(some, del, sl)
-			t.send(len(some), del, sl, func(j int, err error) { chunk[at[j]].Err = err })
-		}
-		for i := range chunk {
-			full = full || isFull(chunk[i].Err)
-		}
 	}
 	t.afterWrite(full)
 }
@@ -145,19 +124,22 @@ func (t *Target) entryErr(err error) error {
 	return fmt.Errorf("map %s: %w", t.s.pin, explain(err))
 }
 
-// fill copies the chunk's keys, and its values (every CPU's copy; zeros
-// for an array delete), into the slabs.
-func (t *Target) fill(chunk []node.Entry, del bool, sl *slabs) {
+// fill copies the keys of the n entries whose Data lie end to end in
+// data, and their values (every CPU's copy; zeros for an array delete),
+// into the slabs.
+func (t *Target) fill(data []byte, n int, del bool, sl *slabs) {
 	ks, vs := sl.ks, sl.vs
-	if !del && t.ncpu == 1 && fillWords(chunk, sl.kb, sl.vb, ks, vs) {
+	w := ks + vs
+	if !del && t.ncpu == 1 && fillWords(data[:n*w], sl.kb, sl.vb, ks, vs) {
 		return
 	}
-	for i, e := range chunk {
-		copy(sl.kb[i*ks:], e.Data[:ks])
+	for i := range n {
+		d := data[i*w : (i+1)*w]
+		copy(sl.kb[i*ks:], d[:ks])
 		if del && !t.isArr {
 			continue
 		}
-		v := e.Data[ks:]
+		v := d[ks:]
 		if del {
 			v = t.zero
 		}
@@ -167,25 +149,13 @@ func (t *Target) fill(chunk []node.Entry, del bool, sl *slabs) {
 	}
 }
 
-// fillData is fill for n entries whose Data lie end to end in data.
-func (t *Target) fillData(data []byte, n int, sl *slabs) {
-	ks, vs := sl.ks, sl.vs
-	w := ks + vs
-	if t.ncpu == 1 && fillWordsData(data[:n*w], sl.kb, sl.vb, ks, vs) {
-		return
-	}
-	for i := range n {
-		d := data[i*w : (i+1)*w]
-		copy(sl.kb[i*ks:], d[:ks])
-		for c := range t.ncpu {
-			copy(sl.vb[(i*t.ncpu+c)*vs:], d[ks:])
-		}
-	}
-}
-
-// fillWordsData is fillWords for Data laid end to end in data.
-func fillWordsData(data, kb, vb []byte, ks, vs int) bool {
-	if !wordSized(ks, vs) {
+// fillWords is fill for keys and values of 4 or 8 bytes on a map that is
+// not per-CPU (an IPv4 or LPM key, a u32 or u64 value: most maps): word
+// loads and stores instead of two memmove calls per entry, so that the
+// loads of successive entries' bytes, each a likely cache miss after the
+// kernel's last batch, overlap. It reports false for other shapes.
+func fillWords(data, kb, vb []byte, ks, vs int) bool {
+	if (ks != 4 && ks != 8) || (vs != 4 && vs != 8) {
 		return false
 	}
 	w := ks + vs
@@ -196,26 +166,6 @@ func fillWordsData(data, kb, vb []byte, ks, vs int) bool {
 	}
 	return true
 }
-
-// fillWords is fill for keys and values of 4 or 8 bytes on a map that is
-// not per-CPU (an IPv4 or LPM key, a u32 or u64 value: most maps): word
-// loads and stores instead of two memmove calls per entry, so that the
-// loads of successive entries' bytes, each a likely cache miss after the
-// kernel's last batch, overlap. It reports false for other shapes.
-func fillWords(chunk []node.Entry, kb, vb []byte, ks, vs int) bool {
-	if !wordSized(ks, vs) {
-		return false
-	}
-	kb, vb = kb[:ks*len(chunk)], vb[:vs*len(chunk)]
-	for i, e := range chunk {
-		splitWords(kb, vb, e.Data[:ks+vs:ks+vs], i, ks, vs)
-	}
-	return true
-}
-
-// wordSized reports whether keys and values of these sizes are words
-// (fillWords).
-func wordSized(ks, vs int) bool { return (ks == 4 || ks == 8) && (vs == 4 || vs == 8) }
 
 // splitWords puts the i-th entry's Data d (key, then value; each 4 or 8
 // bytes) into the key and value slabs, one word each.
@@ -339,6 +289,6 @@ func (t *Target) newSlabs(n int) *slabs {
 
 // Interface guards.
 var (
-	_ node.Target     = (*Target)(nil)
-	_ node.DataWriter = (*Target)(nil)
+	_ node.Target  = (*Target)(nil)
+	_ node.Chunked = (*Target)(nil)
 )

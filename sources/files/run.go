@@ -26,7 +26,7 @@ type run struct {
 	fw     *fsnotify.Watcher // nil in tests that feed events directly
 	hash   [32]byte
 	loaded bool
-	good   map[string]file // the last content of each file that parsed
+	good   map[string]goodFile // the last content of each file that parsed, with its entries
 }
 
 // Run implements node.Source. It reads the files, publishes their objects

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 )
@@ -23,30 +24,45 @@ type settled struct {
 	empty []string
 }
 
-// settle combines a snapshot with the last good content of each file.
+// goodFile is the last content of a file that parsed, and its entries.
+type goodFile struct {
+	file
+	entries []entry
+}
+
+// settle combines a snapshot with the last good content of each file. A
+// file whose bytes did not change keeps its entries: only changed files
+// are parsed and converted again.
 func (r *run) settle(snap snapshot) settled {
 	out := settled{col: r.src.newCollector()}
-	good := map[string]file{}
+	good := map[string]goodFile{}
 	keep := func(path, why string) bool {
 		prev, ok := r.good[path]
 		if !ok {
 			return false
 		}
 		good[path] = prev
-		out.col.add(parse(prev))
+		out.col.add(prev.entries)
 		out.problems = append(out.problems, why+"; keeping its last good content")
 		return true
 	}
 	for _, f := range snap.files {
+		if prev, ok := r.good[f.path]; ok && bytes.Equal(prev.data, f.data) {
+			prev.pattern = f.pattern
+			good[f.path] = prev
+			out.col.add(prev.entries)
+			continue
+		}
 		docs := parse(f)
 		if b := brokenDoc(docs); b != nil {
 			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.where, b.err)) {
-				out.col.add(docs) // never good: its documents are skipped, as bad ones
+				out.col.add(r.src.entries(docs)) // never good: its documents are skipped, as bad ones
 			}
 			continue
 		}
-		good[f.path] = f
-		out.col.add(docs)
+		g := goodFile{file: f, entries: r.src.entries(docs)}
+		good[f.path] = g
+		out.col.add(g.entries)
 	}
 	for _, e := range snap.readErr {
 		if !keep(e.path, fmt.Sprintf("cannot read %v", e.err)) {
@@ -77,7 +93,7 @@ func (r *run) settle(snap snapshot) settled {
 	return out
 }
 
-func sortedPaths(m map[string]file) []string {
+func sortedPaths(m map[string]goodFile) []string {
 	out := make([]string, 0, len(m))
 	for p := range m {
 		out = append(out, p)

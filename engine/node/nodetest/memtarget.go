@@ -20,7 +20,7 @@ type MemSink struct {
 	deletes int
 	reads   int
 	unknown int // entries ScanActual handed over: known did not recognise them
-	held    int // what the engine last said the target holds (node.HeldCounter)
+	held    int // what the engine last said the target holds (node.Round.Held)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
 	// Reject, when set, makes Prepare refuse a record.
@@ -36,8 +36,8 @@ type MemSink struct {
 	// is up does before it has written anything.
 	HealthyOnOpen bool
 	// Encoded makes the target encode its entries (Data), show them
-	// through node.ActualScanner and take writes of Data alone
-	// (node.DataWriter), as a BPF map does.
+	// through node.Chunked and take writes of Data alone
+	// (node.Chunked), as a BPF map does.
 	Encoded bool
 	// prepared finds an Encoded target's entries by their Data, for
 	// UpdateData; it keeps every entry ever prepared (a test's few).
@@ -48,16 +48,17 @@ type MemSink struct {
 func NewMemSink() *MemSink { return &MemSink{state: map[node.Key]cty.Value{}} }
 
 var (
-	_ node.Sink        = (*MemSink)(nil)
-	_ node.Target      = (*memTarget)(nil)
-	_ node.HeldCounter = (*memTarget)(nil)
+	_ node.Sink      = (*MemSink)(nil)
+	_ node.Target    = (*memTarget)(nil)
+	_ node.Committer = (*memTarget)(nil)
 )
 
-// Held implements node.HeldCounter.
-func (t *memTarget) Held(n int) {
+// Commit implements node.Committer: it keeps the round's Held count.
+func (t *memTarget) Commit(_ context.Context, r node.Round) []node.Entry {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
-	t.m.held = n
+	t.m.held = r.Held
+	return nil
 }
 
 // HeldCount returns what the engine last reported the target holds.
@@ -132,7 +133,7 @@ func (m *MemSink) ResetCounts() {
 
 // Unknown returns the number of entries an Encoded target's full reads
 // handed over because the engine did not recognise their bytes
-// (node.ActualScanner): entries it holds with the same bytes cost it
+// (node.Chunked): entries it holds with the same bytes cost it
 // nothing.
 func (m *MemSink) Unknown() int {
 	m.mu.Lock()
@@ -197,12 +198,9 @@ func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 // scanTarget is an Encoded MemSink's target.
 type scanTarget struct{ memTarget }
 
-var (
-	_ node.ActualScanner = (*scanTarget)(nil)
-	_ node.DataWriter    = (*scanTarget)(nil)
-)
+var _ node.Chunked = (*scanTarget)(nil)
 
-// UpdateData implements node.DataWriter: Update of the entries Prepare
+// UpdateData implements node.Chunked: Update of the entries Prepare
 // made with these Data.
 func (t *scanTarget) UpdateData(ctx context.Context, data []byte, width int, errs []error) {
 	batch := make([]node.Entry, 0, len(errs))
@@ -224,9 +222,9 @@ func (t *scanTarget) UpdateData(ctx context.Context, data []byte, width int, err
 	}
 }
 
-// ScanActual implements node.ActualScanner over Actual's entries, one
-// entry per chunk.
-func (t *scanTarget) ScanActual(ctx context.Context, known node.Known, add func(node.Entry)) error {
+// ScanActual implements node.Chunked over Actual's entries, one entry per
+// chunk.
+func (t *scanTarget) ScanActual(ctx context.Context, known func(data []byte, width int, known []bool), add func(node.Entry)) error {
 	es, err := t.Actual(ctx)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"context"
@@ -44,7 +44,7 @@ const (
 )
 
 // applyBatch applies one incremental batch and logs it.
-func (s *sinkLoop) applyBatch(ctx context.Context, b *batch) {
+func (s *state) applyBatch(ctx context.Context, b *batch) {
 	start := time.Now()
 	w := s.apply(ctx, b) // before time.Since: arguments are evaluated in order
 	logApplied(s.log, roundBatch, time.Since(start), w, true)
@@ -53,6 +53,6 @@ func (s *sinkLoop) applyBatch(ctx context.Context, b *batch) {
 // logFull logs a full reconcile that started at start. One that writes
 // nothing is logged once the input is synced (a restart over an equal
 // target says so), not before (the input is still arriving).
-func (s *sinkLoop) logFull(start time.Time, w written) {
+func (s *state) logFull(start time.Time, w written) {
 	logApplied(s.log, roundFull, time.Since(start), w, !s.synced)
 }

@@ -1,15 +1,13 @@
-package engine
+package sinkloop
 
 import (
 	"bytes"
 	"slices"
 	"time"
-
-	"github.com/pipeline/pipeline/engine/node"
 )
 
-// What the loop believes the target holds lives in each key's state (its held entry,
-// applied). For a target read through node.ActualScanner the loop also
+// What the loop believes the target holds lives in each key's state (its
+// held entry and hold). For a target read in chunks (node.Chunked) the loop also
 // keeps heldIdx, the held entries by their bytes, so that a full read
 // finds an entry it holds with one probe (a mark in the index) instead of
 // a lookup by key and three pointer chases. Every held key is either in
@@ -24,31 +22,35 @@ import (
 // next read, if the target returns them in the same order, matches them
 // in order. docs/data-path.md §5 gives the measurements.
 
-// holdEntry records that the target holds e at ks's key; wanted says e
-// is ks.want. An entry read from the target with the bytes of ks.want
-// counts as it, so that the state keeps no copy of it.
-func (s *sinkLoop) holdEntry(ks *keyState, e keptEntry, wanted bool) {
-	wanted = wanted || (ks.owners > 0 && e.Data != nil && bytes.Equal(e.Data, ks.want.Data))
-	if ks.indexed && bytes.Equal(s.keys.heldOf(ks).Data, e.Data) {
-		s.keys.setHeld(ks, e, wanted) // the same bytes: the index entry stands, mark and all
+// holdEntry records that the target holds e at ks's key: ks.want, which
+// the loop wrote (ev onWrite), or what a full read found (onRead). An
+// entry read from the target with the bytes of ks.want counts as it, so
+// that the state keeps no copy of it.
+func (s *state) holdEntry(ks *keyState, e keptEntry, ev event) {
+	wanted := ev == onWrite || (ks.owners > 0 && e.Data != nil && bytes.Equal(e.Data, ks.want.Data))
+	if (ks.indexed() && bytes.Equal(s.keys.heldOf(ks).Data, e.Data)) || (ks.held() && !ks.indexed()) {
+		// The same bytes, whose index entry stands, mark and all; or
+		// unindexed already (and listed in pending, when there is an index).
+		s.keys.setHeld(ks, e, wanted)
+		ks.step(ev)
 		return
 	}
-	if ks.applied && !ks.indexed {
-		s.keys.setHeld(ks, e, wanted) // unindexed already (and listed in pending, when there is an index)
-		return
+	if ks.written() {
+		ev = onWrite // a read of other bytes at a key this run wrote: still its
 	}
 	s.dropEntry(ks)
 	s.keys.setHeld(ks, e, wanted)
-	s.holdNew(ks, e.Data)
+	s.holdNew(ks, e.Data, ev)
 }
 
 // holdNew counts ks's key, which held nothing, as held with bytes data
-// (its held entry recorded already): in heldIdx, or listed in pending.
-func (s *sinkLoop) holdNew(ks *keyState, data []byte) {
+// (its held entry recorded already) after ev: in heldIdx, or listed in
+// pending.
+func (s *state) holdNew(ks *keyState, data []byte, ev event) {
 	s.held++
-	ks.applied = true
+	ks.step(ev)
 	if s.heldIdx != nil && !s.deferIndex && data != nil && s.heldIdx.Put(data, ks.ref) {
-		ks.indexed = true
+		ks.step(onIndex)
 		return
 	}
 	s.unindexed++
@@ -61,26 +63,26 @@ func (s *sinkLoop) holdNew(ks *keyState, data []byte) {
 }
 
 // dropEntry records that the target no longer holds ks's key.
-func (s *sinkLoop) dropEntry(ks *keyState) {
-	if !ks.applied {
+func (s *state) dropEntry(ks *keyState) {
+	if !ks.held() {
 		return
 	}
 	s.held--
-	if ks.indexed {
+	if ks.indexed() {
 		s.heldIdx.Delete(s.keys.heldOf(ks).Data)
 	} else {
 		s.unindexed-- // its pending reference is dropped when next looked at
 	}
 	s.keys.clearHeld(ks)
-	ks.applied, ks.indexed = false, false
+	ks.step(onDrop)
 }
 
 // unindexedAt returns the state pending reference ref names if it is
 // still held and not indexed, else nil (the key was dropped since, or its
 // slot went to another key: pending may list a slot twice).
-func (s *sinkLoop) unindexedAt(ref uint32) *keyState {
+func (s *state) unindexedAt(ref uint32) *keyState {
 	ks := s.keys.at(ref)
-	if ks == nil || !ks.applied || ks.indexed {
+	if ks == nil || !ks.held() || ks.indexed() {
 		return nil
 	}
 	return ks
@@ -94,7 +96,7 @@ const pendingSlack = 1024
 // compactPending drops the references of keys no longer unindexed, and
 // duplicates: a loop that holds and drops unindexable keys for long
 // without a full read keeps pending at most twice their number.
-func (s *sinkLoop) compactPending() {
+func (s *state) compactPending() {
 	s.pending = slices.DeleteFunc(s.pending, func(ref uint32) bool { return s.unindexedAt(ref) == nil })
 	slices.Sort(s.pending)
 	s.pending = slices.Compact(s.pending)
@@ -104,7 +106,7 @@ func (s *sinkLoop) compactPending() {
 // the keys it cannot take, and settles the index after a full read
 // (heldindex.Index.Settle), so that the next read, if the target returns
 // its entries in the same order, finds them in order.
-func (s *sinkLoop) reindex() {
+func (s *state) reindex() {
 	if len(s.pending) > 0 {
 		s.indexPending()
 	}
@@ -116,7 +118,7 @@ func (s *sinkLoop) reindex() {
 
 // indexPending puts the pending keys in heldIdx in one batch; pending
 // keeps the keys it cannot take.
-func (s *sinkLoop) indexPending() {
+func (s *state) indexPending() {
 	data, refs := make([][]byte, 0, len(s.pending)), make([]uint32, 0, len(s.pending))
 	var keep []uint32
 	for _, ref := range s.pending {
@@ -126,7 +128,7 @@ func (s *sinkLoop) indexPending() {
 		case s.keys.heldOf(ks).Data == nil:
 			keep = append(keep, ref)
 		default:
-			ks.indexed = true // taken: a slot listed twice is taken once
+			ks.step(onIndex) // taken: a slot listed twice is taken once
 			data, refs = append(data, s.keys.heldOf(ks).Data), append(refs, ref)
 		}
 	}
@@ -136,7 +138,7 @@ func (s *sinkLoop) indexPending() {
 		if ok[i] {
 			s.unindexed--
 		} else {
-			s.keys.at(ref).indexed = false
+			s.keys.at(ref).step(onUnindex)
 			keep = append(keep, ref)
 		}
 	}
@@ -147,7 +149,7 @@ func (s *sinkLoop) indexPending() {
 // the read did not see, and returns how many: the indexed keys it did
 // not mark, found in the index's slot order without touching the others'
 // states, and the unindexed keys it did not see.
-func (s *sinkLoop) dropUnseen(gen uint32) int {
+func (s *state) dropUnseen(gen uint32) int {
 	n := 0
 	lose := func(ks *keyState) {
 		n++
@@ -159,14 +161,14 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 	}
 	if s.heldIdx == nil {
 		for ks := range s.keys.states {
-			if ks.applied && ks.seen != gen {
+			if ks.held() && ks.seen != gen {
 				lose(ks)
 			}
 		}
 		return n
 	}
 	for _, ref := range s.heldIdx.AppendUnmarked(nil, gen) {
-		if ks := s.keys.at(ref); ks != nil && ks.indexed {
+		if ks := s.keys.at(ref); ks != nil && ks.indexed() {
 			lose(ks)
 		}
 	}
@@ -180,12 +182,6 @@ func (s *sinkLoop) dropUnseen(gen uint32) int {
 	return n
 }
 
-// reportHeld tells a target that counts its entries how many it holds.
-func (s *sinkLoop) reportHeld() {
-	if s.stats != nil {
-		s.stats.records.Set(float64(s.held))
-	}
-	if c, ok := s.target.(node.HeldCounter); ok {
-		c.Held(s.held)
-	}
-}
+// reportHeld tells the engine how many entries the target holds (the
+// target itself learns it from node.Round).
+func (s *state) reportHeld() { s.cfg.Held(s.held) }

@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"bytes"
@@ -23,20 +23,15 @@ type keyState struct {
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
 	owners int32
 	// seen is the number of the last full read that saw the key, for a
-	// key held but not indexed (sinkLoop.heldIdx keeps the others' marks:
-	// sink_held.go).
-	seen    uint32
-	ref     uint32 // the slot's number in its keyStore (keyStore.at)
-	live    bool   // the slot holds a key (keyStore)
-	indexed bool   // the held entry's Data is in sinkLoop.heldIdx
-	self    bool   // the input key equal to this target key is an owner
-	applied bool   // the target holds an entry at the key, as far as the loop knows
-	written bool   // this run wrote it (prune = false deletes only these)
-	// wroteBefore is written before holdAhead set it, for undoAhead.
-	wroteBefore bool
-	dirty       bool // listed in sinkLoop.dirty, waiting to be looked at
+	// key held but not indexed (state.heldIdx keeps the others' marks:
+	// held.go).
+	seen  uint32
+	ref   uint32 // the slot's number in its keyStore (keyStore.at)
+	hold  hold   // what the target holds at the key (step changes it)
+	self  bool   // the input key equal to this target key is an owner
+	dirty bool   // listed in state.dirty, waiting to be looked at
 	// ownHeld, when not 0, says where in keyStore.own the entry the
-	// target holds (while applied) is kept, plus one; otherwise it is want.
+	// target holds (while held) is kept, plus one; otherwise it is want.
 	ownHeld uint32
 	// changed is when the oldest change not yet applied entered the
 	// pipeline (stamp), for the change-latency histogram; 0 when unknown.
@@ -45,6 +40,56 @@ type keyState struct {
 	// the (many) keys whose writes succeed.
 	fail *keyFailure
 }
+
+// hold is a key's lifecycle with its target, as far as the loop knows:
+// whether the target holds an entry at the key, whether this run wrote
+// that entry (prune = false deletes only those) or found it in a read,
+// and whether the entry's bytes are in the held index (held.go). It
+// changes only by step, through the steps table.
+type hold uint8
+
+const (
+	free           hold = iota // the slot holds no key (keyStore)
+	absent                     // the target holds nothing at the key
+	readHeld                   // it holds an entry a read found, not written by this run
+	writtenHeld                // it holds the entry this run wrote
+	readIndexed                // readHeld, with the entry's bytes in the held index
+	writtenIndexed             // writtenHeld, with the entry's bytes in the held index
+)
+
+// event is what happens to a key's hold.
+type event uint8
+
+const (
+	onRead    event = iota // a full read found an entry at the key
+	onWrite                // the loop wrote the key's entry
+	onDrop                 // the entry is gone: deleted, or a full read did not find it
+	onIndex                // the entry's bytes went into the held index
+	onUnindex              // the index could not take them
+)
+
+// steps is each hold's next one by event (onRead, onWrite, onDrop,
+// onIndex, onUnindex).
+var steps = [...][5]hold{
+	free:           {free, free, free, free, free},
+	absent:         {readHeld, writtenHeld, absent, absent, absent},
+	readHeld:       {readHeld, writtenHeld, absent, readIndexed, readHeld},
+	writtenHeld:    {writtenHeld, writtenHeld, absent, writtenIndexed, writtenHeld},
+	readIndexed:    {readIndexed, writtenIndexed, absent, readIndexed, readHeld},
+	writtenIndexed: {writtenIndexed, writtenIndexed, absent, writtenIndexed, writtenHeld},
+}
+
+// step moves ks's hold on by ev.
+func (ks *keyState) step(ev event) { ks.hold = steps[ks.hold][ev] }
+
+// held reports whether the target holds an entry at the key.
+func (ks *keyState) held() bool { return ks.hold >= readHeld }
+
+// indexed reports whether the held entry's bytes are in the held index.
+func (ks *keyState) indexed() bool { return ks.hold >= readIndexed }
+
+// written reports whether the target holds the entry this run wrote.
+func (ks *keyState) written() bool { return ks.hold == writtenHeld || ks.hold == writtenIndexed }
 
 // keptEntry is what a key state keeps of an entry: its value and bytes,
 // not its key (the state's) nor its error (a write's outcome, recorded in
@@ -113,7 +158,7 @@ func (ks *keyState) waiting() bool { return ks.fail != nil && ks.fail.heapIdx >=
 
 // idle reports whether the state holds nothing worth keeping.
 func (ks *keyState) idle() bool {
-	return ks.owners == 0 && !ks.applied && !ks.dirty && ks.fail == nil
+	return ks.owners == 0 && !ks.held() && !ks.dirty && ks.fail == nil
 }
 
 // keyStore holds a sink loop's key states in fixed-size slabs, found by
@@ -162,7 +207,7 @@ func (st *keyStore) add(k node.Key) *keyState {
 		ks.ref = uint32((len(st.slabs)-1)*keySlab + st.used)
 		st.used++
 	}
-	*ks = keyState{key: k, live: true, ref: ks.ref}
+	*ks = keyState{key: k, hold: absent, ref: ks.ref}
 	st.index[k] = ks
 	return ks
 }
@@ -177,10 +222,10 @@ func (st *keyStore) at(ref uint32) *keyState {
 }
 
 // heldOf is the entry the target holds at ks's key, as far as the loop
-// knows (zero unless ks.applied).
+// knows (zero unless ks.held()).
 func (st *keyStore) heldOf(ks *keyState) keptEntry {
 	switch {
-	case !ks.applied:
+	case !ks.held():
 		return keptEntry{}
 	case ks.ownHeld != 0:
 		return st.own[ks.ownHeld-1]
@@ -196,7 +241,7 @@ func (st *keyStore) held(ks *keyState) node.Entry {
 }
 
 // setHeld records e as the entry held at ks's key: as want (no copy) when
-// wanted says e is ks.want, else in own. ks.applied is the caller's.
+// wanted says e is ks.want, else in own. ks.hold is the caller's.
 func (st *keyStore) setHeld(ks *keyState, e keptEntry, wanted bool) {
 	if wanted {
 		st.clearHeld(ks)
@@ -217,7 +262,7 @@ func (st *keyStore) setHeld(ks *keyState, e keptEntry, wanted bool) {
 // keepHeld copies the entry held at ks's key into own if it is ks.want,
 // which is about to change.
 func (st *keyStore) keepHeld(ks *keyState) {
-	if ks.applied && ks.ownHeld == 0 {
+	if ks.held() && ks.ownHeld == 0 {
 		st.setHeld(ks, ks.want, false)
 	}
 }
@@ -257,7 +302,7 @@ func (st *keyStore) states(yield func(*keyState) bool) {
 	for i := 0; i < len(st.slabs); i++ {
 		slab := st.slabs[i]
 		for j := range slab {
-			if slab[j].live && !yield(&slab[j]) {
+			if slab[j].hold != free && !yield(&slab[j]) {
 				return
 			}
 		}

@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"fmt"
@@ -12,21 +12,21 @@ import (
 // (an ebpf_map's ipv4_prefix key holds 10.0.0.0/8 for both "10.0.0.0/8"
 // and "10.1.2.3/8"). The entry the target key gets is then decided by the
 // sink's on_conflict rule, over the input keys in sorted order, by one
-// function (pickOwner) that plan and run share: "first" takes the
+// function (PickOwner) that plan and run share: "first" takes the
 // smallest input key's entry, "last" the largest's, and "error" the
 // smallest's while reporting a conflict when their entries differ.
 
-// owned is one input key's prepared entry at a shared target key.
-type owned struct {
-	in node.Key
-	e  keptEntry
+// Owned is one input key's prepared entry at a shared target key.
+type Owned struct {
+	In    node.Key
+	Entry node.Entry
 }
 
-// pickOwner returns the index in os (sorted here by input key) of the
+// PickOwner returns the index in os (sorted here by input key) of the
 // entry the target key gets, and why the key is in conflict ("" when it is
-// not).
-func pickOwner(rule string, os []owned) (int, string) {
-	sort.Slice(os, func(i, j int) bool { return os[i].in < os[j].in })
+// not). Plan and the loop both decide with it.
+func PickOwner(rule string, os []Owned) (int, string) {
+	sort.Slice(os, func(i, j int) bool { return os[i].In < os[j].In })
 	if len(os) < 2 {
 		return 0, ""
 	}
@@ -38,15 +38,15 @@ func pickOwner(rule string, os []owned) (int, string) {
 	}
 	var differ []string
 	for _, o := range os[1:] {
-		if !o.e.same(os[0].e) {
-			differ = append(differ, fmt.Sprintf("%q", o.in))
+		if !o.Entry.Same(os[0].Entry) {
+			differ = append(differ, fmt.Sprintf("%q", o.In))
 		}
 	}
 	if len(differ) == 0 {
 		return 0, ""
 	}
 	return 0, fmt.Sprintf("input keys %s map to the same target key as %q with a different value; the key keeps %q's (on_conflict = \"error\"; set \"first\" or \"last\" to choose)",
-		strings.Join(differ, ", "), os[0].in, os[0].in)
+		strings.Join(differ, ", "), os[0].In, os[0].In)
 }
 
 // sharers tracks the target keys that an input key other than the target
@@ -61,7 +61,7 @@ type sharers struct {
 // if any, is the target key itself, holding ks.want) and sets ks.want to
 // the decided entry. It reports false when ks is not shared, so the
 // caller sets ks.want itself.
-func (s *sinkLoop) share(ks *keyState, in node.Key, e keptEntry) bool {
+func (s *state) share(ks *keyState, in node.Key, e keptEntry) bool {
 	m := s.shared.by[ks.key]
 	if m == nil {
 		if in == ks.key {
@@ -83,7 +83,7 @@ func (s *sinkLoop) share(ks *keyState, in node.Key, e keptEntry) bool {
 
 // unshare drops input key in from ks's owners; it reports false when ks
 // is not shared.
-func (s *sinkLoop) unshare(ks *keyState, in node.Key) bool {
+func (s *state) unshare(ks *keyState, in node.Key) bool {
 	m := s.shared.by[ks.key]
 	if m == nil {
 		return false
@@ -101,13 +101,13 @@ func (s *sinkLoop) unshare(ks *keyState, in node.Key) bool {
 	return true
 }
 
-func (s *sinkLoop) decideShared(ks *keyState, m map[node.Key]keptEntry) {
-	os := make([]owned, 0, len(m))
+func (s *state) decideShared(ks *keyState, m map[node.Key]keptEntry) {
+	os := make([]Owned, 0, len(m))
 	for in, e := range m {
-		os = append(os, owned{in, e})
+		os = append(os, Owned{in, node.Entry{Key: ks.key, Value: e.Value, Data: e.Data}})
 	}
-	i, why := pickOwner(s.n.OnConflict, os)
-	ks.want = os[i].e
+	i, why := PickOwner(s.cfg.OnConflict, os)
+	ks.want = keep(&os[i].Entry)
 	if why == "" {
 		s.settleShared(ks.key)
 		return
@@ -118,11 +118,11 @@ func (s *sinkLoop) decideShared(ks *keyState, m map[node.Key]keptEntry) {
 	s.shared.clashes[ks.key] = why
 }
 
-func (s *sinkLoop) settleShared(tk node.Key) {
+func (s *state) settleShared(tk node.Key) {
 	if s.shared.clashes != nil {
 		delete(s.shared.clashes, tk)
 	}
 }
 
 // sharedConflict returns why target key tk is in conflict, if it is.
-func (s *sinkLoop) sharedConflict(tk node.Key) string { return s.shared.clashes[tk] }
+func (s *state) sharedConflict(tk node.Key) string { return s.shared.clashes[tk] }

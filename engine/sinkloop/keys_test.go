@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"fmt"
@@ -134,5 +134,34 @@ func TestStamp(t *testing.T) {
 	}
 	if d := since(stamp(old)); d < time.Since(old)-time.Second || d > time.Since(old)+time.Second {
 		t.Fatalf("since a time before the origin: %v, want about %v", d, time.Since(old))
+	}
+}
+
+// TestSteps checks the hold table against what each event means: a read
+// keeps what the loop knew of a held key, a write makes it the loop's, a
+// drop forgets it, and the index changes only whether its bytes are indexed.
+func TestSteps(t *testing.T) {
+	type facts struct{ held, written, indexed bool }
+	of := func(h hold) facts {
+		ks := keyState{hold: h}
+		return facts{ks.held(), ks.written(), ks.indexed()}
+	}
+	for h := absent; h <= writtenIndexed; h++ {
+		was := of(h)
+		want := map[event]facts{
+			onRead:    {true, was.written, was.indexed},
+			onWrite:   {true, true, was.indexed},
+			onDrop:    {},
+			onIndex:   {was.held, was.written, was.held},
+			onUnindex: {was.held, was.written, false},
+		}
+		for ev, w := range want {
+			if got := of(steps[h][ev]); got != w {
+				t.Errorf("hold %d, event %d: %+v, want %+v", h, ev, got, w)
+			}
+		}
+		if steps[free][onRead] != free || steps[h][onDrop] != absent {
+			t.Errorf("hold %d: a free slot must stay free, a drop must leave absent", h)
+		}
 	}
 }

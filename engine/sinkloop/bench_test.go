@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
-	"github.com/pipeline/pipeline/internal/heldindex"
+	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
 )
 
@@ -37,7 +37,7 @@ type reconcileBench struct {
 	recs   []node.Record
 	keys   [][4]byte
 	vals   []uint32
-	loop   *sinkLoop
+	loop   *state
 	target node.Target
 	m      *ebpf.Map // the same map, for the floors
 }
@@ -94,16 +94,7 @@ func (rb *reconcileBench) clear() {
 // start-up once the input synced: the loop's next step is its first full
 // reconcile.
 func (rb *reconcileBench) start() {
-	n := &Node{Address: "sink.ebpf_map.bench", Kind: node.KindSink}
-	n.Prune = true
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &sinkLoop{n: n, h: &health{since: time.Now()}, log: log,
-		met: newSinkMetrics(NewMetrics(discardRegisterer{}, ""), n.Address)}
-	s.target, s.keys, s.alias = rb.target, newKeyStore(), map[node.Key]node.Key{}
-	s.dw, _ = rb.target.(node.DataWriter)
-	if _, ok := rb.target.(node.ActualScanner); ok {
-		s.heldIdx = heldindex.New()
-	}
+	s := New(Config{Address: "sink.ebpf_map.bench", Prune: true}).newState(rb.target)
 	for _, r := range rb.recs {
 		s.put(r, time.Time{})
 	}
@@ -298,9 +289,10 @@ func BenchmarkFullReconcile(b *testing.B) {
 	b.ReportMetric(ratio(drift1, driftFloor), "drift/floor")
 }
 
-// discardData is a node.DataWriter that writes nothing: with it a sink
-// loop's full pass costs only the loop's own work.
-type discardData struct{}
+// discardData is a node.Chunked that reads as its target does and
+// writes nothing: with it a sink loop's full pass costs only the loop's
+// own work.
+type discardData struct{ node.Chunked }
 
 func (discardData) UpdateData(_ context.Context, _ []byte, _ int, errs []error) { clear(errs) }
 
@@ -348,14 +340,13 @@ func BenchmarkFullPass(b *testing.B) {
 	rb.clear()
 	rb.start()
 	s := rb.loop
-	s.dw = discardData{}
+	s.chunked = discardData{rb.target.(node.Chunked)}
 	runtime.GC()
 	buf := make([]uint64, 8<<20)
 	var passes []time.Duration
 	for b.Loop() {
 		for ks := range s.keys.states {
 			s.dropEntry(ks)
-			ks.written = false
 		}
 		s.pending, s.walked = s.pending[:0], false
 		s.heldIdx = heldindex.New()

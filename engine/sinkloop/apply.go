@@ -1,4 +1,4 @@
-package engine
+package sinkloop
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // batch is one round's writes: the entries to upsert and delete and,
 // index for index, the states of their keys, so recording each outcome
-// needs no lookup. For a target that takes Data alone (node.DataWriter)
+// needs no lookup. For a target written in chunks (node.Chunked)
 // the upserts whose Data have the batch's width go instead into data,
 // end to end, with their states in dataStates; dataAhead says which of
 // those were recorded as held when they were decided (holdAhead).
@@ -27,7 +27,7 @@ type batch struct {
 	// time it is emptied) if a tap watches the sink: then no creation is
 	// recorded ahead, so that the tap sees each write. A tap that starts
 	// while a batch is being decided misses that batch's creations (at
-	// most fullChunk), as one that starts just after them would.
+	// most FullChunk), as one that starts just after them would.
 	tapping bool
 }
 
@@ -50,9 +50,9 @@ func (b *batch) reset() {
 
 // upsert adds the upsert of ks's wanted entry to b; create says the
 // target does not hold the key.
-func (s *sinkLoop) upsert(ks *keyState, b *batch, create bool) {
+func (s *state) upsert(ks *keyState, b *batch, create bool) {
 	d := ks.want.Data
-	if s.dw == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
+	if s.chunked == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
 		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
 		return
 	}
@@ -83,45 +83,21 @@ func appendData(buf, d []byte, n int) []byte {
 // state a second time, once the target's calls have pushed it out of the
 // caches (docs/data-path.md §5). apply takes the record back for an entry
 // whose write fails (undoAhead).
-func (s *sinkLoop) holdAhead(ks *keyState, b *batch) bool {
+func (s *state) holdAhead(ks *keyState, b *batch) bool {
 	if !b.quietFor(ks) {
 		return false
 	}
-	ks.wroteBefore = ks.written
-	s.holdEntry(ks, ks.want, true)
-	ks.written = true
+	s.holdNew(ks, ks.want.Data, onWrite) // it holds nothing: no held entry to drop or keep
 	return true
 }
 
-// createAhead is decide, upsert and holdAhead in one for the commonest
-// key of a full pass at start-up: wanted, holding nothing, with nothing
-// to clear, no change time, no tap watching and Data of the batch's
-// width. Its Data joins b and the key is recorded as held. It reports
-// false, and does nothing, for any other key. It is the general path in
-// one call per key, for the start-up's 100,000 creations
-// (docs/data-path.md §5, BenchmarkFullPass).
-func (s *sinkLoop) createAhead(ks *keyState, b *batch) bool {
-	d := ks.want.Data
-	if ks.owners <= 0 || ks.applied || !b.quietFor(ks) || s.dw == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
-		return false
-	}
-	b.width = len(d)
-	b.data, b.dataStates, b.dataAhead = appendData(b.data, d, cap(b.dataStates)), append(b.dataStates, ks), append(b.dataAhead, true)
-	ks.wroteBefore, ks.written = ks.written, true
-	s.holdNew(ks, d)
-	return true
-}
-
-// undoAhead takes back holdAhead's record of ks: the target does not
-// hold the entry after all.
-func (s *sinkLoop) undoAhead(ks *keyState) {
-	s.dropEntry(ks)
-	ks.written = ks.wroteBefore
-}
+// undoAhead takes back holdAhead's record of ks, which held nothing
+// before: the target does not hold the entry after all.
+func (s *state) undoAhead(ks *keyState) { s.dropEntry(ks) }
 
 // undoAllAhead takes back every record holdAhead made for b, whose
 // writes were not made or have no outcome (the loop is stopping).
-func (s *sinkLoop) undoAllAhead(b *batch) {
+func (s *state) undoAllAhead(b *batch) {
 	for i, ahead := range b.dataAhead {
 		if ahead {
 			s.undoAhead(b.dataStates[i])
@@ -131,15 +107,15 @@ func (s *sinkLoop) undoAllAhead(b *batch) {
 
 // apply writes b, records the outcome per entry, schedules retries for
 // failures and returns what it wrote.
-func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
+func (s *state) apply(ctx context.Context, b *batch) written {
 	var w written
-	if !s.waitGates(ctx, b.len()) {
+	if !s.cfg.Gates(ctx, b.len()) {
 		s.undoAllAhead(b)
 		return w // stopped while waiting for a closed audit trail
 	}
 	if n := len(b.dataStates); n > 0 {
 		b.errs = slices.Grow(b.errs[:0], n)[:n]
-		s.dw.UpdateData(ctx, b.data, b.width, b.errs)
+		s.chunked.UpdateData(ctx, b.data, b.width, b.errs)
 		if ctx.Err() != nil {
 			s.undoAllAhead(b)
 			return w // stopping: the entries not written are no failures to retry or log
@@ -167,16 +143,16 @@ func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 			w.count(s.outcome(b.upStates[i], &b.ups[i], false), false)
 		}
 	}
-	s.met.writeOK.Add(float64(w.ups))
-	s.met.writeErr.Add(float64(w.failed)) // w has counted upserts only so far
+	s.met.WriteOK.Add(float64(w.ups))
+	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far
 	if len(b.dels) > 0 {
 		s.target.Delete(ctx, b.dels)
 		failed := w.failed
 		for i := range b.dels {
 			w.count(s.outcome(b.delStates[i], &b.dels[i], true), true)
 		}
-		s.met.delOK.Add(float64(w.dels))
-		s.met.delErr.Add(float64(w.failed - failed))
+		s.met.DelOK.Add(float64(w.dels))
+		s.met.DelErr.Add(float64(w.failed - failed))
 	}
 	s.updateHealth()
 	s.reportHeld()
@@ -187,7 +163,7 @@ func (s *sinkLoop) apply(ctx context.Context, b *batch) written {
 // state on success, its error, attempt count and next retry on failure.
 // It reports whether the write succeeded; apply counts the outcomes in
 // the metrics, once per batch.
-func (s *sinkLoop) outcome(ks *keyState, e *node.Entry, del bool) bool {
+func (s *state) outcome(ks *keyState, e *node.Entry, del bool) bool {
 	op := "update"
 	if del {
 		op = "delete"
@@ -199,48 +175,46 @@ func (s *sinkLoop) outcome(ks *keyState, e *node.Entry, del bool) bool {
 		}
 		f := ks.fail
 		f.lastErr, f.lastErrAt = e.Err.Error(), now
-		f.retryAt = now.Add(backoff(f.attempts))
+		f.retryAt = now.Add(Backoff(f.attempts))
 		f.attempts++
 		s.retries.schedule(ks)
 		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", f.attempts)
 		return false
 	}
-	if s.tap.active() {
-		s.tap.applied(*e, del)
+	if s.cfg.Tapping() {
+		s.cfg.Tapped(*e, del)
 	}
 	if del {
 		s.dropEntry(ks)
-		ks.written = false
 	} else {
-		s.holdEntry(ks, keep(e), true) // e is ks.want: no event came in since decide
-		ks.written = true
+		s.holdEntry(ks, keep(e), onWrite) // e is ks.want: no event came in since decide
 	}
 	s.retries.remove(ks)
 	ks.fail = nil
 	if ks.changed != 0 {
-		s.met.latency.Observe(since(ks.changed).Seconds())
+		s.met.Latency.Observe(since(ks.changed).Seconds())
 		ks.changed = 0
 	}
 	s.forget(ks)
 	return true
 }
 
-func (s *sinkLoop) updateHealth() {
+func (s *state) updateHealth() {
 	failing := s.retries.Len()
 	switch {
 	case failing > 0:
 		ks := s.retries.next()
-		s.h.set(false, node.Degraded, fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
+		s.cfg.Health(node.Degraded, fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
 			failing, ks.key, ks.fail.attempts, ks.fail.lastErrAt.UTC().Format(time.RFC3339), ks.fail.lastErr))
 	case !s.synced:
-		s.h.set(false, node.Pending, "waiting for input to sync")
+		s.cfg.Health(node.Pending, "waiting for input to sync")
 	default:
-		s.h.set(false, node.Healthy, "")
+		s.cfg.Health(node.Healthy, "")
 	}
-	s.noteHealth()
+	s.cfg.Settled()
 }
 
-func (s *sinkLoop) armRetry(t *time.Timer) {
+func (s *state) armRetry(t *time.Timer) {
 	var next time.Time
 	if s.needFull {
 		next = s.fullRetry
@@ -255,12 +229,13 @@ func (s *sinkLoop) armRetry(t *time.Timer) {
 }
 
 // dueRetries lists every key whose retry is due for the next pass.
-func (s *sinkLoop) dueRetries() {
+func (s *state) dueRetries() {
 	s.retries.due(time.Now(), func(ks *keyState) { s.touch(ks, time.Time{}) })
 }
 
-// backoff is exponential from 100ms to 30s.
-func backoff(attempt int) time.Duration {
+// Backoff is exponential from 100ms to 30s: the wait before the next
+// attempt of a failed write, full read or node run.
+func Backoff(attempt int) time.Duration {
 	d := 100 * time.Millisecond
 	for i := 0; i < attempt && d < 30*time.Second; i++ {
 		d *= 2

@@ -18,6 +18,6 @@
 // All entries of one index have the same length, set by the first entry
 // put into an empty index; Put refuses bytes of another length, and the
 // caller keeps such entries elsewhere. An Index is not safe for concurrent
-// use. It is not a general map: the engine's keyStore holds the per-key
+// use. It is not a general map: the sink loop's keyStore holds the per-key
 // state, and the index only finds it by reference.
 package heldindex

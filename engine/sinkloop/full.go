@@ -1,0 +1,175 @@
+package sinkloop
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/pipeline/pipeline/engine/node"
+)
+
+// FullChunk is the most entries a full reconcile hands its target at once.
+const FullChunk = 4096
+
+func (s *state) full(ctx context.Context) {
+	start := time.Now()
+	// The keys the pass holds are indexed in one batch afterwards
+	// (held.go).
+	s.deferIndex = true
+	defer func() { s.deferIndex = false }()
+	if err := s.readActual(ctx); err != nil {
+		s.cfg.Health(node.Degraded, "read target: "+err.Error())
+		s.cfg.Settled()
+		s.log.Warn("full reconcile failed", "err", err)
+		s.fullRetry = time.Now().Add(Backoff(s.fullFailures))
+		s.fullFailures++
+		return
+	}
+	s.fullFailures, s.fullRetry = 0, time.Time{}
+	if s.heldIdx != nil {
+		// The keys not held yet are about to be, and listed for the index:
+		// make room for them at once (100,000 at start-up).
+		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
+	}
+	w := s.fullPass(ctx, s.resync)
+	s.commit(ctx, true)
+	s.dirty = s.dirty[:0]
+	s.needFull, s.resync = false, false
+	s.fulls++
+	if s.synced && ctx.Err() == nil && !s.started.Swap(true) {
+		s.cfg.Started()
+	}
+	s.met.Reconcile.Observe(time.Since(start).Seconds())
+	s.logFull(start, w)
+}
+
+// fullPass decides, after a full read, every key that may need work and
+// writes what they need: every key, in memory order, unless the loop has
+// walked them all since anything that concerns them all changed
+// (walked); then only the dirty keys (the read listed those it found
+// changed or gone). The periodic resync (retryWaiting) also retries
+// the keys waiting for a retry; other passes leave them to their retry
+// times. A full reconcile after 1% drift of 100,000 keys so
+// decides 2,000 keys, not 100,000. The pass writes as it goes, FullChunk
+// entries at a time: 100,000 keys never gather in one slice, and each
+// entry is written while its state is still in the caches.
+func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {
+	p := passState{b: s.fullBatch(), retryWaiting: retryWaiting}
+	if s.walked && retryWaiting {
+		for _, ks := range slices.Clone([]*keyState(s.retries)) {
+			s.touch(ks, time.Time{})
+		}
+	}
+	if s.walked {
+		s.takeDirty(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
+	} else {
+		for ks := range s.keys.states {
+			s.passVisit(ctx, ks, &p)
+		}
+		s.walked = !p.stopped
+	}
+	p.w.plus(s.apply(ctx, &p.b))
+	return p.w
+}
+
+// passState is a full pass's batch, what it wrote so far, whether it
+// stopped and whether it retries the keys waiting for a retry.
+type passState struct {
+	b            batch
+	w            written
+	stopped      bool
+	retryWaiting bool
+}
+
+// passVisit decides ks in a full pass, writing the batch when it is full.
+func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
+	if p.stopped {
+		return // write nothing more
+	}
+	if ks.dirty {
+		ks.dirty = false // only then: a pass that writes no state dirties no cache line
+	}
+	if !p.retryWaiting && ks.waiting() {
+		return // its retry looks at its latest state
+	}
+	s.decide(ks, &p.b)
+	if p.b.len() >= FullChunk {
+		p.w.plus(s.apply(ctx, &p.b))
+		p.b.reset()
+		p.b.tapping = s.cfg.Tapping()
+		p.stopped = ctx.Err() != nil
+	}
+}
+
+// fullBatch is an empty batch with room for a full pass's chunk: its
+// Data, for a target that takes Data alone, else its entries.
+func (s *state) fullBatch() batch {
+	n := min(s.keys.len(), FullChunk)
+	if s.chunked != nil {
+		return batch{dataStates: make([]*keyState, 0, n), dataAhead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	}
+	return batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n), tapping: s.cfg.Tapping()}
+}
+
+// readActual replaces what the loop believes the target holds with what
+// Actual reads, counting the differences as drift after the first read.
+// An append-only target keeps what the loop emitted.
+func (s *state) readActual(ctx context.Context) error {
+	if s.appendOnly {
+		return nil
+	}
+	if s.fullGen++; s.fullGen == 0 {
+		s.fullGen = 1 // a new index entry's mark is 0: no read is numbered 0
+	}
+	gen := s.fullGen
+	drift := 0
+	hold := func(e node.Entry) {
+		ks := s.stateOf(e.Key)
+		if ks.seen == gen || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
+			return // a target listing a key twice: keep the first
+		}
+		changed := !ks.held() || !s.keys.held(ks).Same(e)
+		if changed && ks.held() {
+			drift++
+		}
+		s.holdEntry(ks, keep(&e), onRead)
+		ks.seen = gen
+		if changed && s.walked {
+			s.touch(ks, time.Time{}) // for fullPass
+		}
+		if ks.indexed() { // held already with these bytes
+			s.heldIdx.Mark(e.Data, gen)
+		}
+	}
+	var err error
+	if sc := s.chunked; sc != nil {
+		s.reindex()
+		// An entry held with the same bytes is only marked as seen in
+		// this read, in the index: on 100,000 keys, one probe of one
+		// cache line instead of a map lookup and three pointer chases.
+		err = sc.ScanActual(ctx, func(data []byte, width int, known []bool) { s.heldIdx.MarkMany(data, width, gen, known) }, hold)
+		s.settle = true
+	} else {
+		var entries []node.Entry
+		entries, err = s.target.Actual(ctx)
+		for _, e := range entries {
+			hold(e)
+		}
+	}
+	if errors.Is(err, node.ErrNoActualState) {
+		s.appendOnly, s.walked = true, false // every key may be deleted now
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	drift += s.dropUnseen(gen)
+	s.reportHeld()
+	if drift > 0 && s.fulls > 0 {
+		s.met.Drift.Add(float64(drift))
+		s.cfg.Drift(drift)
+		s.log.Info("drift found in target", "entries", drift)
+	}
+	return nil
+}

@@ -1,0 +1,506 @@
+package sinkloop
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/reconcile"
+	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
+)
+
+// Loop is the reconcile loop of one sink: it keeps the desired state from
+// its input, batches what arrives together, retries failed entries with
+// per-key backoff, runs full reconciles (read, diff, apply) at start, when
+// the input syncs and every Resync, and never deletes before the input is
+// synced. A Loop outlives its runs: each Run starts from a fresh state.
+type Loop struct {
+	cfg  Config
+	log  *slog.Logger
+	met  Metrics
+	ask  chan func(*state) // a read of the running state, on its goroutine (Explain)
+	idle atomic.Bool
+	// started is set once a full reconcile after the input synced has
+	// finished: shutdown drains started sinks only, so a signal during
+	// start-up does not wait for the whole first write.
+	started atomic.Bool
+	last    *state // the state of the current or last run
+}
+
+// Config is what a Loop needs from the engine. Every func may be nil.
+type Config struct {
+	Address    string // the sink's address, in logs and errors
+	Prune      bool   // delete the keys the input does not want, not only those this run wrote
+	OnConflict string // node.ConflictFirst, ConflictLast or ConflictError
+	// Resync is the period of the full reconcile; 0: none after the first.
+	Resync  time.Duration
+	Log     *slog.Logger
+	Metrics Metrics
+	// Leader gates the writes under leader election; nil: always write.
+	Leader Leader
+	// Health records the loop's view of the sink's health, and Settled is
+	// called when a round may have moved it into or out of Degraded.
+	Health  func(st node.State, detail string)
+	Settled func()
+	// Gates blocks before a round of writes while an audit trail cannot
+	// record them; false: ctx ended first and the round writes nothing.
+	Gates func(ctx context.Context, writes int) bool
+	// Drift is told how many entries a full read found changed behind the
+	// loop's back.
+	Drift func(count int)
+	// Tapping reports whether a tap watches the sink; Tapped tells it of
+	// one write.
+	Tapping func() bool
+	Tapped  func(e node.Entry, del bool)
+	// Started is called once, at the end of the first full reconcile over
+	// a synced input.
+	Started func()
+	// Held is told how many entries the target holds after every round.
+	Held func(n int)
+}
+
+// Leader is leader election as a loop sees it (engine.Leadership).
+type Leader interface {
+	// Term returns the current term and whether this instance may write.
+	Term() (uint64, bool)
+	// Changed is closed at the next start or stop of leading.
+	Changed() <-chan struct{}
+}
+
+// Metrics are the series a loop updates (engine/metrics.go names them).
+type Metrics struct {
+	WriteOK, WriteErr, DelOK, DelErr prometheus.Counter
+	Reconcile, Latency               prometheus.Observer
+	Skipped, Drift                   prometheus.Counter
+}
+
+// New returns a loop that runs with cfg.
+func New(cfg Config) *Loop {
+	if cfg.Health == nil {
+		cfg.Health = func(node.State, string) {}
+	}
+	if cfg.Settled == nil {
+		cfg.Settled = func() {}
+	}
+	if cfg.Gates == nil {
+		cfg.Gates = func(context.Context, int) bool { return true }
+	}
+	if cfg.Drift == nil {
+		cfg.Drift = func(int) {}
+	}
+	if cfg.Tapping == nil {
+		cfg.Tapping = func() bool { return false }
+	}
+	if cfg.Started == nil {
+		cfg.Started = func() {}
+	}
+	if cfg.Held == nil {
+		cfg.Held = func(int) {}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics.WriteOK == nil { // a test's loop: series nobody reads
+		c, o := prometheus.NewCounter(prometheus.CounterOpts{Name: "unread"}), prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unread"})
+		cfg.Metrics = Metrics{c, c, c, c, o, o, c, c}
+	}
+	return &Loop{cfg: cfg, log: cfg.Log, met: cfg.Metrics, ask: make(chan func(*state))}
+}
+
+// Idle reports whether the loop has nothing to write (any goroutine).
+func (l *Loop) Idle() bool { return l.idle.Load() }
+
+// Started reports whether a full reconcile over the synced input has
+// finished: the target holds what the input said (any goroutine).
+func (l *Loop) Started() bool { return l.started.Load() }
+
+// Standby reports, without touching the loop's state (any goroutine),
+// whether leader election is on and this instance does not lead.
+func (l *Loop) Standby() bool {
+	if l == nil || l.cfg.Leader == nil {
+		return false
+	}
+	_, ok := l.cfg.Leader.Term()
+	return !ok
+}
+
+// Wrote reports whether the last run wrote key (on_remove = "clean"
+// deletes what a sink without prune wrote). Call it once Run returned.
+func (l *Loop) Wrote(key node.Key) bool {
+	if l.last == nil {
+		return false
+	}
+	ks := l.last.keys.get(key)
+	return ks != nil && ks.written()
+}
+
+// state is one run of a Loop: everything it knows of the input, the
+// target and its keys, built fresh by Run.
+type state struct {
+	*Loop
+	target node.Target
+	// chunked is target, when it is read and written in chunks of Data.
+	chunked node.Chunked
+
+	// keys holds the state of every target key the loop wants, holds or
+	// still works on (keyState); alias maps an input key to its target
+	// key where the two differ (an input key absent here maps to itself).
+	keys keyStore
+	held int // keys the target holds as far as the loop knows
+	// heldIdx finds a held key by its bytes for a target read through
+	// node.Chunked (nil for others); unindexed counts the held keys
+	// it does not hold, and pending lists them (held.go).
+	heldIdx    *heldindex.Index
+	unindexed  int
+	pending    []uint32
+	deferIndex bool
+	settle     bool // a full read marked the index: Settle it when idle
+	alias      map[node.Key]node.Key
+	shared     sharers // target keys several input keys map to (collide.go)
+	// dirty lists the keys to look at in the next pass by their slots in
+	// keys (keyState.ref): a slot found no longer dirty is skipped, even
+	// if another key took it since (that key is listed under its own).
+	dirty   []uint32
+	spare   []uint32
+	retries retryHeap
+	fullGen uint32
+
+	// fullRetry holds back the next full reconcile after fullFailures
+	// failed reads of the target.
+	fullRetry    time.Time
+	fullFailures int
+
+	synced     bool
+	appendOnly bool
+	needFull   bool
+	// resync says the next full reconcile is the periodic one, which
+	// also retries the keys waiting for a retry. The others (at start,
+	// when the input syncs) leave those to their retry times, so that
+	// how often a failing key is written depends on the clock alone, not
+	// on whether the input's sync arrived with its snapshot or after it.
+	resync bool
+	fulls  int
+	// walked says that the last full pass looked at every key and that
+	// nothing since can have made a key need work without listing it in
+	// dirty or in the retry heap (a key's writes leave it settled or
+	// waiting for a retry; what changes whether every key may be
+	// deleted, the input's sync, an append-only target and leadership,
+	// clears it). The next full pass then looks only at the keys its
+	// read found changed, the dirty ones and those waiting for a retry
+	// (fullPass).
+	walked bool
+	term   uint64 // the leader's term the loop last reconciled in
+}
+
+// newState is the state a run of l over target starts from.
+func (l *Loop) newState(target node.Target) *state {
+	s := &state{Loop: l, target: target, keys: newKeyStore(), alias: map[node.Key]node.Key{}, needFull: true}
+	if s.chunked, _ = target.(node.Chunked); s.chunked != nil {
+		s.heldIdx = heldindex.New()
+	}
+	return s
+}
+
+// disown forgets every input key (a Reset follows): each key wanted so
+// far is looked at again, and deleted if the new state does not want it.
+func (s *state) disown() {
+	for ks := range s.keys.states {
+		if ks.owners > 0 {
+			s.keys.keepHeld(ks)
+			ks.owners, ks.self, ks.want = 0, false, keptEntry{}
+			s.touch(ks, time.Time{})
+		}
+	}
+	clear(s.alias)
+	s.shared = sharers{}
+}
+
+// Run reconciles target with what in says until ctx ends. The caller
+// opens the target before and closes it after.
+func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) error {
+	s := l.newState(target)
+	l.last = s
+	s.cfg.Health(node.Pending, "waiting for input to sync")
+	var tick <-chan time.Time
+	if s.cfg.Resync > 0 {
+		t := time.NewTicker(s.cfg.Resync)
+		defer t.Stop()
+		tick = t.C
+	}
+	var leader <-chan struct{}
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		if ctx.Err() != nil {
+			// Stopped: select may have picked another ready case; a write
+			// whose outcome apply dropped must not be repeated.
+			return nil
+		}
+		for {
+			ev, ok := in.Poll()
+			if !ok {
+				break
+			}
+			s.handle(ev)
+		}
+		if s.standby() {
+			// Another instance leads: keep the desired state, write nothing.
+		} else if s.needFull && !time.Now().Before(s.fullRetry) {
+			s.full(ctx)
+		} else if !s.needFull && len(s.dirty) > 0 {
+			s.incremental(ctx)
+		}
+		if (len(s.pending) > 0 || s.settle) && len(s.dirty) == 0 && !s.needFull {
+			// Nothing to write: index what the last full pass wrote, and
+			// lay the index out in the order of its read, now, not in the
+			// next full read (held.go).
+			s.reindex()
+		}
+		s.armRetry(retry)
+		if s.cfg.Leader != nil {
+			leader = s.cfg.Leader.Changed()
+		}
+		s.idle.Store(len(s.dirty) == 0 && !s.needFull)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-in.Ready():
+		case <-leader:
+		case <-tick:
+			s.needFull, s.resync = true, true
+		case <-retry.C:
+			s.dueRetries()
+		case q := <-s.ask:
+			q(s)
+		}
+		s.idle.Store(false)
+	}
+}
+
+func (s *state) handle(ev node.Event) {
+	if ev.Reset {
+		s.disown()
+		for _, r := range ev.Snapshot {
+			s.put(r, time.Time{})
+		}
+	}
+	for _, d := range ev.Deltas {
+		if d.Delete {
+			s.del(d.Key, d.Time)
+		} else {
+			s.put(node.Record{Key: d.Key, Value: d.Value}, d.Time)
+		}
+	}
+	if ev.Synced && !s.synced {
+		s.synced = true
+		s.needFull, s.walked = true, false // every key may be deleted now
+	}
+}
+
+// stateOf returns the state of target key tk, creating it.
+func (s *state) stateOf(tk node.Key) *keyState {
+	if ks := s.keys.get(tk); ks != nil {
+		return ks
+	}
+	return s.keys.add(tk)
+}
+
+// targetOf returns the target key input key k maps to.
+func (s *state) targetOf(k node.Key) (node.Key, bool) {
+	if tk, ok := s.alias[k]; ok {
+		return tk, true
+	}
+	if ks := s.keys.get(k); ks != nil && ks.self {
+		return k, true
+	}
+	return "", false
+}
+
+func (s *state) put(r node.Record, t time.Time) {
+	e, err := s.target.Prepare(r)
+	if err != nil {
+		s.met.Skipped.Inc()
+		s.log.Warn("record skipped: cannot encode", "key", r.Key, "err", err)
+		s.del(r.Key, t) // an older, valid version must not linger
+		return
+	}
+	old, had := s.targetOf(r.Key)
+	if had && old == e.Key {
+		ks := s.keys.get(e.Key)
+		s.keys.keepHeld(ks)
+		if !s.share(ks, r.Key, keep(&e)) {
+			ks.want = keep(&e)
+		}
+		s.touch(ks, t)
+		return
+	}
+	if had {
+		s.release(r.Key, old, t)
+	}
+	ks := s.stateOf(e.Key)
+	s.keys.keepHeld(ks)
+	if !s.share(ks, r.Key, keep(&e)) {
+		ks.want = keep(&e)
+	}
+	ks.owners++
+	if e.Key == r.Key {
+		ks.self = true
+	} else {
+		s.alias[r.Key] = e.Key
+	}
+	s.touch(ks, t)
+}
+
+func (s *state) del(k node.Key, t time.Time) {
+	if tk, ok := s.targetOf(k); ok {
+		s.release(k, tk, t)
+	}
+}
+
+// release drops input key k's claim on target key tk.
+func (s *state) release(k, tk node.Key, t time.Time) {
+	ks := s.keys.get(tk)
+	if k == tk {
+		ks.self = false
+	} else {
+		delete(s.alias, k)
+	}
+	s.keys.keepHeld(ks)
+	s.unshare(ks, k)
+	if ks.owners--; ks.owners <= 0 {
+		s.keys.keepHeld(ks)
+		ks.owners, ks.want = 0, keptEntry{}
+	}
+	s.touch(ks, t)
+}
+
+// touch lists ks for the next pass, keeping the time of its oldest change.
+func (s *state) touch(ks *keyState, t time.Time) {
+	if !ks.dirty {
+		ks.dirty = true
+		s.dirty = append(s.dirty, ks.ref)
+	}
+	if c := stamp(t); c != 0 && (ks.changed == 0 || c < ks.changed) {
+		ks.changed = c
+	}
+}
+
+// forget drops the state of a key that holds nothing worth keeping.
+func (s *state) forget(ks *keyState) {
+	if ks.idle() {
+		s.keys.remove(ks)
+	}
+}
+
+// deletable reports whether a key the input no longer wants may be
+// deleted now: never before the input synced, and with prune = false
+// only when this run wrote it.
+func (s *state) deletable(ks *keyState) bool {
+	return s.synced && (s.cfg.Prune || s.appendOnly || ks.written())
+}
+
+func (s *state) incremental(ctx context.Context) {
+	b := batch{tapping: s.cfg.Tapping()}
+	s.takeDirty(func(ks *keyState) {
+		if !ks.waiting() { // else its retry looks at its latest state
+			s.decide(ks, &b)
+		}
+	})
+	s.applyBatch(ctx, &b)
+	s.commit(ctx, false)
+}
+
+// commit ends a round for a target that writes its entries as a whole
+// (node.Committer).
+func (s *state) commit(ctx context.Context, full bool) {
+	if c, ok := s.target.(node.Committer); ok && ctx.Err() == nil {
+		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.held}) {
+			if s.cfg.Tapping() {
+				s.cfg.Tapped(e, false)
+			}
+		}
+	}
+}
+
+// takeDirty empties the dirty list and visits each key on it that is
+// still listed (not dropped, nor looked at by a full pass since),
+// clearing its flag first.
+func (s *state) takeDirty(visit func(*keyState)) {
+	dirty := s.dirty
+	s.dirty, s.spare = s.spare[:0], nil
+	for _, ref := range dirty {
+		if ks := s.keys.at(ref); ks != nil && ks.dirty {
+			ks.dirty = false
+			visit(ks)
+		}
+	}
+	s.spare = dirty[:0]
+}
+
+// decide adds what key ks needs (reconcile.Decide) to b; a key that
+// needs nothing forgets its change time and its write failure and, when
+// it holds nothing worth keeping, its state.
+func (s *state) decide(ks *keyState, b *batch) {
+	wanted, held := ks.owners > 0, ks.held()
+	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (ks.ownHeld == 0 || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
+	case reconcile.Create, reconcile.Update:
+		s.upsert(ks, b, a == reconcile.Create)
+	case reconcile.Delete:
+		b.dels, b.delStates = append(b.dels, s.keys.held(ks)), append(b.delStates, ks)
+	default:
+		// Nothing to do: a failure of an earlier write is moot too. A
+		// settled key's state is only read (a full pass over 100,000 of
+		// them writes none back to memory).
+		if ks.fail != nil {
+			s.retries.remove(ks)
+			ks.fail = nil
+		}
+		if ks.changed != 0 {
+			ks.changed = 0
+		}
+		if wanted && ks.ownHeld != 0 {
+			s.keys.clearHeld(ks) // it holds what it wants (a restart's read): no copy of its own
+		}
+		s.forget(ks)
+	}
+}
+
+// standby reports whether the sink must not write now because this
+// instance does not lead. A follower keeps its desired state from the input
+// but drops its pending work and retries: when it starts leading it reads
+// the target afresh (the previous leader wrote it) in one full reconcile.
+func (s *state) standby() bool {
+	if s.cfg.Leader == nil {
+		return false
+	}
+	term, ok := s.cfg.Leader.Term()
+	if !ok {
+		s.term = 0
+		s.needFull, s.walked = false, false
+		for _, ref := range s.dirty {
+			if ks := s.keys.at(ref); ks != nil && ks.dirty {
+				ks.dirty = false
+				s.forget(ks)
+			}
+		}
+		s.dirty = s.dirty[:0]
+		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
+			s.retries.remove(ks)
+			ks.fail = nil
+			s.forget(ks)
+		}
+		s.cfg.Health(node.Healthy, "standby: another instance leads; writes wait for the lease")
+		return true
+	}
+	if term != s.term {
+		s.term = term
+		s.needFull, s.walked = true, false
+		s.fullRetry = time.Time{}
+		s.log.Info("leading: reconciling the target", "generation", term)
+	}
+	return false
+}
