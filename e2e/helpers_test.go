@@ -109,7 +109,10 @@ func (r *running) waitReady(t *testing.T) {
 }
 
 // writes returns the sink's ok writes: upserts and deletes.
-func (r *running) writes(sink string) (ups, dels float64) {
+func (r *running) writes(sink string) (ups, dels float64) { return r.writeResults(sink, "ok") }
+
+// writeResults returns the sink's writes with result ("ok", "error").
+func (r *running) writeResults(sink, result string) (ups, dels float64) {
 	g := prometheus.Gatherers{r.reg}
 	mfs, _ := g.Gather()
 	for _, mf := range mfs {
@@ -121,7 +124,7 @@ func (r *running) writes(sink string) (ups, dels float64) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["node"] != sink || labels["result"] != "ok" {
+			if labels["node"] != sink || labels["result"] != result {
 				continue
 			}
 			if labels["op"] == "upsert" {

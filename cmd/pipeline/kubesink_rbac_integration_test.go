@@ -5,12 +5,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -127,4 +130,72 @@ func TestKubeSinkPlan(t *testing.T) {
 	if err != nil || len(pols.Items) != 0 {
 		t.Errorf("plan wrote %d NetworkPolicies (%v)", len(pols.Items), err)
 	}
+	t.Run("json", func(t *testing.T) { testKubeSinkPlanJSON(t, admin, kubeconfig) })
+}
+
+// kubeSinkPlanConfig writes NetworkPolicies from static records: a is
+// new, b differs from the object that exists, c is invalid (the server's
+// dry run refuses it), and the existing d is wanted by no record.
+const kubeSinkPlanConfig = `
+cluster "k" {
+  kubeconfig = %q
+}
+source "static" "policies" {
+  records = {
+    a = { tier = "web", types = ["Ingress"] }
+    b = { tier = "db", types = ["Ingress"] }
+    c = { tier = "web", types = ["Sideways"] }
+  }
+}
+sink "kubernetes" "netpol" {
+  input      = source.static.policies
+  cluster    = cluster.k
+  namespaces = [%q]
+  object = {
+    apiVersion = "networking.k8s.io/v1"
+    kind       = "NetworkPolicy"
+    metadata   = { name = record.key, namespace = %q }
+    spec       = { podSelector = { matchLabels = { tier = record.value.tier } }, policyTypes = record.value.types }
+  }
+}
+`
+
+// testKubeSinkPlanJSON pins the kubernetes sink's part of plan --json
+// (testdata/plan_kubernetes_json.golden): each change's action, key,
+// before and after, the server's field-level detail and dry_run_error.
+func testKubeSinkPlanJSON(t *testing.T, admin kubernetes.Interface, kubeconfig string) {
+	ns := kubeapitest.NewNamespace(t, admin)
+	for _, name := range []string{"b", "d"} {
+		pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels: map[string]string{"pipeline.io/owner": "pipeline.netpol"}},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
+		if _, err := admin.NetworkingV1().NetworkPolicies(ns).Create(context.Background(), pol, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(kubeSinkPlanConfig, kubeconfig, ns, ns)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"plan", "--json", dir}, &out, &errb); code != 2 {
+		t.Fatalf("plan exit %d, want 2: %s%s", code, out.String(), errb.String())
+	}
+	var doc struct {
+		FormatVersion string            `json:"format_version"`
+		Sinks         []json.RawMessage `json:"sinks"`
+		Summary       json.RawMessage   `json:"summary"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("plan --json: %v\n%s", err, out.String())
+	}
+	got, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The namespace differs from run to run; what the server stamps on
+	// the objects (uid, resourceVersion, times) is not shown.
+	norm := strings.ReplaceAll(string(got), ns, "NS")
+	checkGolden(t, "testdata/plan_kubernetes_json.golden", []byte(norm+"\n"))
 }

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"log/slog"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +219,104 @@ func TestEventsAboutOwnPod(t *testing.T) {
 	want := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "pipeline", Name: "pl-0", UID: "u-1"}
 	if d := cmp.Diff(want, evs[0].InvolvedObject); d != "" || evs[0].Reason != "TrailOpened" {
 		t.Errorf("Event %s about (-want +got):\n%s", evs[0].Reason, d)
+	}
+}
+
+// TestEventReasonForEveryDecision: every decision kind engine/node
+// declares can become an Event with a reason of its own, so a new kind
+// cannot be left out of the events block.
+func TestEventReasonForEveryDecision(t *testing.T) {
+	kinds := decisionKinds(t, "../../engine/node")
+	if len(kinds) < 10 {
+		t.Fatalf("found %d decision kinds in engine/node, want at least 10: %v", len(kinds), kinds)
+	}
+	reasons := map[string]string{}
+	for _, k := range kinds {
+		r, ok := eventReasons[k]
+		if !ok {
+			t.Errorf("decision kind %q has no Event reason", k)
+			continue
+		}
+		if prev, dup := reasons[r.reason]; dup {
+			t.Errorf("decision kinds %q and %q share the Event reason %s", prev, k, r.reason)
+		}
+		reasons[r.reason] = k
+	}
+}
+
+// decisionKinds lists the values of the DecisionKind constants declared in
+// the Go files of dir.
+func decisionKinds(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "DecisionKind" {
+					continue
+				}
+				for _, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						s, _ := strconv.Unquote(lit.Value)
+						out = append(out, s)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestEventsOfSinkDecisions: what a kubernetes sink applied and deleted and
+// what a template sink rendered become Events with their own reasons.
+func TestEventsOfSinkDecisions(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	s := build(t, t.TempDir(), "events {\n  namespace = \"pipeline\"\n  ops = [\"object_applied\", \"object_deleted\", \"file_rendered\"]\n}")
+	cs := fake.NewClientset()
+	s.Clientset = cs
+	tg, _, _ := open(t, s)
+	for _, d := range []node.Decision{
+		{Kind: node.DecisionObjectApplied, Node: "sink.kubernetes.netpol", Detail: "applied NetworkPolicy shop/default-deny",
+			Attrs: map[string]string{"key": "shop/default-deny", "resource_version": "41"}},
+		{Kind: node.DecisionObjectDeleted, Node: "sink.kubernetes.netpol", Detail: "deleted NetworkPolicy old/default-deny",
+			Attrs: map[string]string{"key": "old/default-deny", "resource_version": "42"}},
+		{Kind: node.DecisionFileRendered, Node: "sink.template.haproxy", Detail: "rendered /etc/haproxy/haproxy.cfg"},
+		{Kind: node.DecisionSinkRecovered, Node: "sink.kubernetes.netpol"}, // not selected
+	} {
+		if err := tg.RecordDecision(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := waitEvents(t, cs, 3)
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range evs {
+		got[e.Reason] = e.Type + " " + e.Message
+	}
+	want := map[string]string{
+		"ObjectApplied": "Normal node sink.kubernetes.netpol: object_applied: applied NetworkPolicy shop/default-deny",
+		"ObjectDeleted": "Normal node sink.kubernetes.netpol: object_deleted: deleted NetworkPolicy old/default-deny",
+		"FileRendered":  "Normal node sink.template.haproxy: file_rendered: rendered /etc/haproxy/haproxy.cfg",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Events (-want +got):\n%s", d)
 	}
 }

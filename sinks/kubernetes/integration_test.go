@@ -108,6 +108,10 @@ func TestDriftAndDown(t *testing.T) {
 			t.Fatal(e.Err)
 		}
 	}
+	// A read before the edit: the next one must not reuse its entry of a.
+	if _, err := tg.Actual(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	dyn := dynamic.NewForConfigOrDie(srv.RESTConfig())
 	cms := dyn.Resource(kschema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
 	o, err := cms.Get(context.Background(), "a", metav1.GetOptions{})

@@ -23,6 +23,8 @@ type objectExpr struct {
 	gvk            kschema.GroupVersionKind
 	namespace      string // "" when absent or computed per record
 	namespaceRange hcl.Range
+	// clusterScoped: metadata is a constructor that sets no namespace.
+	clusterScoped bool
 }
 
 // checkObject checks what can be checked before any record exists: the
@@ -78,8 +80,46 @@ func checkObject(expr hcl.Expression, ctx *hcl.EvalContext) (objectExpr, hcl.Dia
 		if v, d := ns.Value(ctx); !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
 			o.namespace, o.namespaceRange = v.AsString(), ns.Range()
 		}
+	} else {
+		o.clusterScoped = true
 	}
 	return o, diags
+}
+
+// checkOwnerNamespace checks owner_reference against the object where both
+// namespaces are known before any record exists (constants in object
+// constructors): an owner in a namespace must be in the object's own. The
+// same rule is checked per record when the sink builds an object.
+func checkOwnerNamespace(owner hcl.Expression, o objectExpr, ctx *hcl.EvalContext) hcl.Diagnostics {
+	cons, ok := owner.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return nil
+	}
+	md, ok := consItems(cons, ctx)["metadata"].(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return nil
+	}
+	nsExpr, ok := consItems(md, ctx)["namespace"]
+	if !ok {
+		return nil
+	}
+	v, d := nsExpr.Value(ctx)
+	if d.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String || v.AsString() == "" {
+		return nil // computed per record: checked then
+	}
+	ns := v.AsString()
+	var detail string
+	switch {
+	case o.clusterScoped:
+		detail = fmt.Sprintf("The owner is in namespace %q and the object sets no namespace: a cluster-scoped object can only be owned by a cluster-scoped object.", ns)
+	case o.namespace != "" && o.namespace != ns:
+		detail = fmt.Sprintf("The owner is in namespace %q and the object in %q: an owner must be in its object's namespace (or cluster-scoped).", ns, o.namespace)
+	default:
+		return nil
+	}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Owner in another namespace",
+		Detail:  detail + " The API server's garbage collector treats such an owner as missing and deletes the object. Write the object in the owner's namespace, or drop owner_reference.",
+		Subject: nsExpr.Range().Ptr()}}
 }
 
 // consItems maps an object constructor's constant keys to their values.
@@ -156,7 +196,7 @@ func (s *Sink) build(r node.Record) (built, error) {
 		}
 		labels[s.label] = s.value
 		if s.ownerRef != nil {
-			ref, err := s.ownerReference(ctx)
+			ref, err := s.ownerReference(ctx, ns, name)
 			if err != nil {
 				return built{}, err
 			}
@@ -168,15 +208,14 @@ func (s *Sink) build(r node.Record) (built, error) {
 	if err != nil {
 		return built{}, fmt.Errorf("encode object: %w", err)
 	}
-	key := name
-	if ns != "" {
-		key = ns + "/" + name
-	}
-	return built{key: key, obj: obj, data: data, sensitive: sensitive}, nil
+	return built{key: keyOf(ns, name), obj: obj, data: data, sensitive: sensitive}, nil
 }
 
-// ownerReference evaluates owner_reference into an ownerReferences entry.
-func (s *Sink) ownerReference(ctx *hcl.EvalContext) (map[string]any, error) {
+// ownerReference evaluates owner_reference into an ownerReferences entry
+// of the object ns/name (ns "" when cluster-scoped). An owner in a
+// namespace must be in ns: the API server's garbage collector deletes an
+// object whose owner is elsewhere.
+func (s *Sink) ownerReference(ctx *hcl.EvalContext, ns, name string) (map[string]any, error) {
 	v, diags := s.ownerRef.Value(ctx)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("owner_reference: %s", diags.Error())
@@ -192,7 +231,23 @@ func (s *Sink) ownerReference(ctx *hcl.EvalContext) (map[string]any, error) {
 			return nil, fmt.Errorf("owner_reference has no %s (it needs apiVersion, kind, metadata.name and metadata.uid)", f)
 		}
 	}
+	if ons, _ := md["namespace"].(string); ons != "" && ons != ns {
+		where := "is cluster-scoped"
+		if ns != "" {
+			where = fmt.Sprintf("is in namespace %q", ns)
+		}
+		return nil, fmt.Errorf("%s %s %s: its owner_reference %s %s is in namespace %q; an owner must be in its object's namespace or cluster-scoped (the garbage collector would delete the object)",
+			s.obj.gvk.Kind, keyOf(ns, name), where, ref["kind"], ref["name"], ons)
+	}
 	return ref, nil
+}
+
+// keyOf is the key of the object ns/name: name alone when cluster-scoped.
+func keyOf(ns, name string) node.Key {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
 }
 
 // dropNulls removes null object attributes: a null in an applied

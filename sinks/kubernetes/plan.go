@@ -63,6 +63,11 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 		sub = []string{"status"}
 	}
 	after, err := c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
+	if err != nil && !force && apierrors.IsConflict(err) && t.handEdited(ctx, m, ns, name, err) {
+		// As apply does: fields changed by an update are restored.
+		force = true
+		after, err = c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
+	}
 	if err != nil {
 		return nil, t.classifyQuiet(err)
 	}

@@ -28,7 +28,7 @@ var (
 	valueAttr = schema.String("owner_value").Default("", `"pipeline.NAME"`).
 			Doc("Value of owner_label: names the pipeline and the sink. Two pipelines writing the same kind in the same namespaces need different values.").Example(`"shop-pipeline.netpol"`)
 	ownerRefAttr = schema.Expr("owner_reference", "record").
-			Doc("An object whose ownerReference each written object carries (controller = true), so the API server's garbage collector deletes the object with its owner: an expression over the record giving an object with `apiVersion`, `kind`, `metadata.name` and `metadata.uid`, usually `record.value` of a kubernetes source. The owner must be in the object's namespace (or cluster-scoped).").
+			Doc("An object whose ownerReference each written object carries (controller = true), so the API server's garbage collector deletes the object with its owner: an expression over the record giving an object with `apiVersion`, `kind`, `metadata.name` and `metadata.uid`, usually `record.value` of a kubernetes source. The owner must be in the object's namespace (or cluster-scoped): checked at validate when both namespaces are constants, else per record, where an object with an owner elsewhere fails with an error naming it.").
 			Example("record.value")
 	namespacesAttr = schema.StringList("namespaces").
 			Doc("Namespaces the sink may write in: objects elsewhere fail, Actual lists only these, and `pipeline manifests` grants Roles in them. Absent: every namespace (a ClusterRole).").Example(`["shop"]`)
@@ -93,6 +93,9 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	if ownerRefAttr.Has(b.Content) {
 		s.ownerRef, _, d = ownerRefAttr.Get(b.Content)
 		add(d)
+		if s.ownerRef != nil && !d.HasErrors() {
+			add(checkOwnerNamespace(s.ownerRef, s.obj, b.Content.Ctx))
+		}
 	}
 	s.manager, _, d = managerAttr.Get(b.Content)
 	add(d)

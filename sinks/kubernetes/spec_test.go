@@ -194,3 +194,70 @@ object     = { apiVersion = "example.com/v1", kind = "Run", metadata = { name = 
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 }
+
+// TestOwnerNamespace: an owner in another namespace than its object (or a
+// namespaced owner of a cluster-scoped object) is a diagnostic at the
+// owner's namespace when both are constants, and an error naming the
+// object when a record decides.
+func TestOwnerNamespace(t *testing.T) {
+	const owner = "\nowner_reference = { apiVersion = \"example.com/v1\", kind = \"Run\", metadata = { name = \"r1\", uid = \"u-1\", namespace = \"ci\" } }\n"
+	tests := []struct {
+		name, object, want string
+	}{
+		{"same namespace", `{ apiVersion = "v1", kind = "ConfigMap", metadata = { name = "x", namespace = "ci" } }`, ""},
+		{"other namespace", `{ apiVersion = "v1", kind = "ConfigMap", metadata = { name = "x", namespace = "shop" } }`,
+			`:3,117-121: Owner in another namespace; The owner is in namespace "ci" and the object in "shop"`},
+		{"cluster-scoped", `{ apiVersion = "v1", kind = "Namespace", metadata = { name = "x" } }`,
+			`:3,117-121: Owner in another namespace; The owner is in namespace "ci" and the object sets no namespace`},
+		{"computed", `{ apiVersion = "v1", kind = "ConfigMap", metadata = { name = "x", namespace = record.key } }`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := nodetest.Build(t, Spec(), "object = "+tt.object+owner, nil)
+			got := ""
+			if diags.HasErrors() {
+				got = diags.Error()
+			}
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("diagnostics %q, want one containing %q", got, tt.want)
+			}
+		})
+	}
+
+	// Known per record only: the object's error names it.
+	s, d := build(t, `
+object          = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "cfg", namespace = record.key } }
+owner_reference = record.value
+`)
+	if d != nil {
+		t.Fatal(d)
+	}
+	run := func(ns string) cty.Value {
+		md := map[string]cty.Value{"name": cty.StringVal("r1"), "uid": cty.StringVal("u-1")}
+		if ns != "" {
+			md["namespace"] = cty.StringVal(ns)
+		}
+		return cty.ObjectVal(map[string]cty.Value{"apiVersion": cty.StringVal("example.com/v1"), "kind": cty.StringVal("Run"), "metadata": cty.ObjectVal(md)})
+	}
+	for _, c := range []struct{ key, ownerNS, want string }{
+		{"ci", "ci", ""},
+		{"ci", "", ""}, // a cluster-scoped owner
+		{"shop", "ci", `ConfigMap shop/cfg is in namespace "shop": its owner_reference Run r1 is in namespace "ci"`},
+	} {
+		_, err := s.Prepare(node.Record{Key: c.key, Value: run(c.ownerNS)})
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("object in %s, owner in %q: error %v, want %q", c.key, c.ownerNS, err, c.want)
+		}
+	}
+	s, d = build(t, `
+object          = { apiVersion = "v1", kind = "Namespace", metadata = { name = record.key } }
+owner_reference = record.value
+`)
+	if d != nil {
+		t.Fatal(d)
+	}
+	_, err := s.Prepare(node.Record{Key: "team-a", Value: run("ci")})
+	if want := `Namespace team-a is cluster-scoped: its owner_reference Run r1 is in namespace "ci"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("cluster-scoped object, namespaced owner: error %v, want %q", err, want)
+	}
+}

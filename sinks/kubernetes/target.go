@@ -42,8 +42,21 @@ type Target struct {
 	mu      sync.Mutex
 	results map[node.Key]result
 
+	// listed holds the entries the last Actual built, by key, with the
+	// object's resourceVersion: an object whose resourceVersion did not
+	// change since is the same object, and its entry is not built again
+	// (a resync over unchanged objects decodes no annotation). Only Actual
+	// uses it.
+	listed map[node.Key]listedEntry
+
 	rejected  prometheus.Counter
 	conflicts prometheus.Counter
+}
+
+type listedEntry struct {
+	resourceVersion string
+	entry           node.Entry
+	ok              bool
 }
 
 // result is the outcome of the last write of one object, for explain.
@@ -163,8 +176,8 @@ func (s *Sink) Prepare(r node.Record) (node.Entry, error) {
 func (s *Sink) Encoder(node.Env) (node.Preparer, error) { return s, nil }
 
 // Actual implements node.Target: one LIST per namespace (one in all when
-// namespaces is unset) of the objects carrying the owner label, from the
-// API server's watch cache (resourceVersion 0). An object whose fields the
+// namespaces is unset) of the objects carrying the owner label, a
+// consistent read from the API server's watch cache. An object whose fields the
 // sink set still hold what it last applied shows that configuration;
 // one edited by hand shows what it holds now, so the loop writes it again.
 // Status targets list every object and show the status fields the sink's
@@ -179,8 +192,13 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 		namespaces = []string{""}
 	}
 	var out []node.Entry
+	listed := make(map[node.Key]listedEntry, len(t.listed))
 	for _, ns := range namespaces {
-		opts := metav1.ListOptions{ResourceVersion: "0"}
+		// A consistent LIST (no resourceVersion): never older than the
+		// sink's own last write, so a resync right after a write neither
+		// writes it again nor misses a delete. Kubernetes 1.31 and later
+		// serve it from the watch cache (consistent reads from cache).
+		opts := metav1.ListOptions{}
 		if !t.s.status {
 			opts.LabelSelector = t.s.label + "=" + t.s.value
 		}
@@ -191,11 +209,20 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 			return nil, fmt.Errorf("list %s: %w", m.Resource.Resource, err)
 		}
 		for i := range list.Items {
-			if e, ok := t.actualEntry(&list.Items[i]); ok {
-				out = append(out, e)
+			o := &list.Items[i]
+			key, rv := keyOf(o.GetNamespace(), o.GetName()), o.GetResourceVersion()
+			l, seen := t.listed[key]
+			if !seen || l.resourceVersion != rv || rv == "" {
+				l.resourceVersion = rv
+				l.entry, l.ok = t.actualEntry(o)
+			}
+			listed[key] = l
+			if l.ok {
+				out = append(out, l.entry)
 			}
 		}
 	}
+	t.listed = listed
 	return out, nil
 }
 
@@ -205,10 +232,7 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	if o.GetDeletionTimestamp() != nil {
 		return node.Entry{}, false
 	}
-	key := o.GetName()
-	if ns := o.GetNamespace(); ns != "" {
-		key = ns + "/" + key
-	}
+	key := keyOf(o.GetNamespace(), o.GetName())
 	if t.s.status {
 		data, ok := ownedStatus(o, t.s.manager)
 		if !ok {
@@ -221,10 +245,16 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want) {
 		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
 	}
-	// Edited by hand (or written by another version): show what it holds.
+	// Edited by hand (or written by another version): show what it holds,
+	// without the fields the server stamps on every object.
 	live := o.DeepCopy().Object
-	unstructured.RemoveNestedField(live, "metadata", "managedFields")
+	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
+		unstructured.RemoveNestedField(live, "metadata", f)
+	}
 	unstructured.RemoveNestedField(live, "metadata", "annotations", appliedAnnotation)
+	if ann, _, _ := unstructured.NestedMap(live, "metadata", "annotations"); len(ann) == 0 {
+		unstructured.RemoveNestedField(live, "metadata", "annotations")
+	}
 	data, _ := json.Marshal(live)
 	return entryOf(key, data, false), true
 }
