@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math/big"
 	"sort"
 	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/schema"
 )
 
 // errSlowPath sends a value appendJSON does not handle to cty's encoder.
@@ -102,20 +103,12 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 	return nil
 }
 
-// appendNumber writes a number as big.Float.Text('f', -1) does. For an
-// integer of magnitude up to 2^53 held with at least 53 bits, the shortest
-// decimal that reads back as it is the integer itself.
+// appendNumber writes a number as big.Float.Text('f', -1) does
+// (schema.NumberText).
 func appendNumber(b *bytes.Buffer, v cty.Value) error {
 	if v.RawEquals(cty.PositiveInfinity) || v.RawEquals(cty.NegativeInfinity) {
 		return errSlowPath // cty's error
 	}
-	f := v.AsBigFloat()
-	if f.IsInt() && f.Prec() >= 53 {
-		if i, acc := f.Int64(); acc == big.Exact && i >= -1<<53 && i <= 1<<53 && (i != 0 || !f.Signbit()) {
-			b.WriteString(strconv.FormatInt(i, 10))
-			return nil
-		}
-	}
-	b.WriteString(f.Text('f', -1))
+	b.WriteString(schema.NumberText(v.AsBigFloat()))
 	return nil
 }

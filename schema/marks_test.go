@@ -198,3 +198,17 @@ func TestAttrMarks(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+func TestNumberTextSameAsBigFloat(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-1", "42", "1e15", "9007199254740992", "-9007199254740992",
+		"9007199254740993", "1e300", "0.5", "-2.75", "123456789.125", "1e-7"} {
+		v, err := cty.ParseNumberVal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := v.AsBigFloat()
+		if got, want := NumberText(f), f.Text('f', -1); got != want {
+			t.Errorf("NumberText(%s) = %q, want %q", s, got, want)
+		}
+	}
+}
