@@ -15,11 +15,16 @@ import (
 // comments) into the same tokens the lexer would, feeding the same
 // nestCounter. On anything else (heredocs, ~ strip markers, $${ and %%{
 // escapes, carriage returns, non-ASCII outside strings and comments,
-// unterminated strings or comments) or on any limit reached it says
-// false, and checkNesting lexes the file to find the exact token.
+// unterminated strings or comments) or on any limit reached, MaxConfigTokens
+// included, it says false, and checkNesting lexes the file to find the
+// exact token.
 func quickNestingOK(src []byte, limit int) bool {
 	n := newNestCounter(limit)
-	return quickScan(src, func(t hclsyntax.TokenType, text []byte) bool { return n.add(t, text) == nestOK })
+	tokens := 0
+	return quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
+		tokens++
+		return tokens <= MaxConfigTokens && n.add(t, text) == nestOK
+	})
 }
 
 // quickScan hands emit the tokens of src as hclsyntax.LexConfig makes them
