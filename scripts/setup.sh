@@ -2,7 +2,7 @@
 # Prepares this machine for `make test` (and `make demo`): the commands the
 # tests call (ip, ping, dot, diff; podman and runc for the image test; haproxy
 # for the template sink, chromium for the web console, nvim for the language
-# server), a bpffs at /sys/fs/bpf, and the Go
+# server, node for the VS Code extension's script), a bpffs at /sys/fs/bpf, and the Go
 # modules. As root it installs what is missing with apt-get and mounts the
 # bpffs; otherwise it says what it cannot set up and how to do it. It is a
 # no-op, apart from a few lines, on a machine that has everything.
@@ -22,9 +22,9 @@ problems=0
 
 # command -> Debian package that provides it
 declare -A pkg_of=([ip]=iproute2 [ping]=iputils-ping [dot]=graphviz [diff]=diffutils [podman]=podman [runc]=runc
-  [haproxy]=haproxy [chromium]=chromium [nvim]=neovim [curl]=curl)
+  [haproxy]=haproxy [chromium]=chromium [nvim]=neovim [curl]=curl [node]=nodejs)
 missing=()
-for cmd in ip ping dot diff podman runc haproxy chromium nvim curl; do
+for cmd in ip ping dot diff podman runc haproxy chromium nvim curl node; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_of[$cmd]}")
 done
 

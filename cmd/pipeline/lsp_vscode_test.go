@@ -80,7 +80,7 @@ func TestVSCodeExtension(t *testing.T) {
 
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: extension.js not run")
+		missingInCI(t, "node is not installed (apt-get install nodejs): extension.js not run")
 	}
 	// Stand-ins for the modules VS Code provides: the setting as the user
 	// left it (its default), and a client that prints how it would start
