@@ -131,8 +131,8 @@ func readRegular(path string) ([]byte, error) {
 }
 
 // readSized reads f, whose size was size at its Stat, into a buffer of
-// that size: the content is kept (the last good content of each file), and
-// io.ReadAll's 512-byte start made 100,000 files of 80 bytes hold 60 MB.
+// that size: the content is kept (the last good content of each file),
+// and io.ReadAll's growing buffer would keep unused capacity per file.
 // A file that grew since the Stat is read on, up to maxFileSize+1 bytes.
 func readSized(f *os.File, size int64) ([]byte, error) {
 	data := make([]byte, size)
