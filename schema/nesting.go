@@ -36,49 +36,77 @@ const MaxConfigTokens = 1_000_000
 // MaxNesting. ParseSource and Load call it; fmt and -var values call it
 // before their own parse.
 func CheckNesting(src []byte, filename string) hcl.Diagnostics {
-	return checkNesting(src, filename, MaxNesting)
+	return checkNesting(src, filename, MaxNesting, lexPrefix)
 }
 
-func checkNesting(src []byte, filename string, limit int) hcl.Diagnostics {
+// checkNesting is CheckNesting with the nesting limit and the first
+// prefix the lexer reads given.
+func checkNesting(src []byte, filename string, limit, prefix int) hcl.Diagnostics {
 	if len(src) > MaxConfigBytes {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too large",
 			Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, len(src), MaxConfigBytes),
 			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}
 	}
-	if quickNestingOK(src, limit) {
+	ok, lexed := quickNesting(src, limit)
+	if ok {
 		return nil // the common case, without the lexer's tokens (see quicknest.go)
 	}
+	// The lexer keeps every token, about 100 bytes each, so a long file is
+	// lexed in growing prefixes: a limit is found in the first prefix that
+	// holds it, and a file within the limits costs at most two lexings.
+	for size := min(len(lexed), prefix); ; size = min(2*size, len(lexed)) {
+		if diags, done := checkTokens(lexed[:size], size == len(lexed), filename, limit); done {
+			return diags
+		}
+	}
+}
+
+// lexPrefix is the first prefix of a file checkNesting lexes.
+const lexPrefix = 1 << 20
+
+// prefixMargin is how far before the end of a prefix a token must end to
+// be lexed as in the whole file: the lexer looks ahead a few bytes (a
+// number's exponent, a heredoc's marker line), and the last token may be
+// cut.
+const prefixMargin = 256
+
+// checkTokens lexes src, the start of a file or all of it (whole), and
+// returns the diagnostic for the first token over a limit; done is false
+// when src is a prefix without such a token.
+func checkTokens(src []byte, whole bool, filename string, limit int) (diags hcl.Diagnostics, done bool) {
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // lexing errors are the parser's to report
 	n := newNestCounter(limit)
-	for _, tok := range tokens {
+	for i, tok := range tokens {
+		if !whole && tok.Range.End.Byte > len(src)-prefixMargin {
+			return nil, false
+		}
+		if i == MaxConfigTokens {
+			rng := tok.Range
+			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
+				Detail:  fmt.Sprintf("%s holds more than %d tokens (names, literals, operators), the most a configuration file may hold. Split it, or move data into files read by a source (source \"files\").", filename, MaxConfigTokens),
+				Subject: &rng}}, true
+		}
 		switch n.add(tok.Type, tok.Bytes) {
 		case nestOK:
 			continue
 		case nestNumber:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
-				Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}
+				Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}, true
 		case nestOperators:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expression too long",
 				Detail:  fmt.Sprintf("More than %d operators are chained in one expression here. Split it, for example with locals.", MaxOperators),
-				Subject: &rng}}
+				Subject: &rng}}, true
 		case nestDeep:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration nested too deeply",
 				Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations, template directives and unary operators nest more than %d levels deep here. "+
 					"Flatten the expression, for example with locals.", limit),
-				Subject: &rng}}
+				Subject: &rng}}, true
 		}
 	}
-	// Last, so that a long chain or deep nesting gets its own diagnostic.
-	if len(tokens) > MaxConfigTokens {
-		rng := tokens[MaxConfigTokens].Range
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
-			Detail:  fmt.Sprintf("%s holds %d tokens (names, literals, operators); a configuration file may hold at most %d. Split it, or move data into files read by a source (source \"files\").", filename, len(tokens), MaxConfigTokens),
-			Subject: &rng}}
-	}
-	return nil
+	return nil, whole
 }
 
 // nestResult is what one more token does to a nestCounter.

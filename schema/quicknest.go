@@ -7,31 +7,40 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// quickNestingOK reports whether src is certainly within the limits of
+// quickNesting reports whether src is certainly within the limits of
 // checkNesting, without the HCL lexer: the lexer keeps a token of about
 // 100 bytes per word of the file, which made this check cost as much as
 // the parse it protects. It scans the plain subset of HCL most files are
 // written in (ASCII code, quoted strings with ${} and %{} templates,
 // comments) into the same tokens the lexer would, feeding the same
-// nestCounter. On anything else (heredocs, ~ strip markers, $${ and %%{
-// escapes, carriage returns, non-ASCII outside strings and comments,
-// unterminated strings or comments) or on any limit reached, MaxConfigTokens
-// included, it says false, and checkNesting lexes the file to find the
-// exact token.
-func quickNestingOK(src []byte, limit int) bool {
+// nestCounter. When it is not certain, lexed is how much of src the lexer
+// must read to find the exact token: up to the end of the token that went
+// over a limit (MaxConfigTokens included), so that a file nested 500,000
+// deep is not lexed whole; all of src on anything outside the subset
+// (heredocs, ~ strip markers, $${ and %%{ escapes, carriage returns,
+// non-ASCII outside strings and comments, unterminated strings or
+// comments).
+func quickNesting(src []byte, limit int) (ok bool, lexed []byte) {
 	n := newNestCounter(limit)
 	tokens := 0
-	return quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
+	ok, stop := quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
 		tokens++
 		return tokens <= MaxConfigTokens && n.add(t, text) == nestOK
 	})
+	switch {
+	case ok:
+		return true, nil
+	case stop >= 0:
+		return false, src[:stop]
+	}
+	return false, src
 }
 
 // quickScan hands emit the tokens of src as hclsyntax.LexConfig makes them
 // (but for the split of quoted literals and the final TokenEOF), and
-// returns true; false when src is not in the subset it knows or emit
-// returned false.
-func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) bool {
+// returns true. It returns false and stop -1 when src is not in the subset
+// it knows, false and the end of the token when emit refused it.
+func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) (ok bool, stop int) {
 	braces := 0
 	var retBraces []int // the brace level that ends each open ${ or %{
 	var inString []bool // the modes the lexer would return to: true a quoted string, false a template sequence
@@ -42,33 +51,33 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) b
 			case c == '"':
 				inString = inString[:len(inString)-1]
 				if !emit(hclsyntax.TokenCQuote, src[i:i+1]) {
-					return false
+					return false, i + 1
 				}
 				i++
 			case (c == '$' || c == '%') && i+1 < len(src) && src[i+1] == '{':
 				if i+2 < len(src) && src[i+2] == '~' {
-					return false
+					return false, -1
 				}
 				t := hclsyntax.TokenTemplateInterp
 				if c == '%' {
 					t = hclsyntax.TokenTemplateControl
 				}
 				if !emit(t, src[i:i+2]) {
-					return false
+					return false, i + 2
 				}
 				braces++
 				retBraces = append(retBraces, braces)
 				inString = append(inString, false)
 				i += 2
 			case (c == '$' || c == '%') && i+1 < len(src) && src[i+1] == c:
-				return false // an escape ($${, %%{): the lexer's patterns decide
+				return false, -1 // an escape ($${, %%{): the lexer's patterns decide
 			default:
 				end, ok := quotedLiteral(src, i)
 				if !ok {
-					return false
+					return false, -1
 				}
 				if !emit(hclsyntax.TokenQuotedLit, src[i:end]) {
-					return false
+					return false, end
 				}
 				i = end
 			}
@@ -98,13 +107,13 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) b
 				i = len(src)
 			}
 			if bytes.IndexByte(src[start:i], '\r') >= 0 {
-				return false
+				return false, -1
 			}
 			t = hclsyntax.TokenComment
 		case c == '/' && i+1 < len(src) && src[i+1] == '*':
 			j := bytes.Index(src[i+2:], []byte("*/"))
 			if j < 0 {
-				return false
+				return false, -1
 			}
 			t, i = hclsyntax.TokenComment, i+2+j+2
 		case c == '"':
@@ -119,7 +128,7 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) b
 				t = hclsyntax.TokenTemplateSeqEnd
 				retBraces = retBraces[:len(retBraces)-1]
 				if len(inString) == 0 || inString[len(inString)-1] {
-					return false // not the lexer's state: leave it to the lexer
+					return false, -1 // not the lexer's state: leave it to the lexer
 				}
 				inString = inString[:len(inString)-1]
 			}
@@ -127,7 +136,7 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) b
 		case c == '.' && i+2 < len(src) && src[i+1] == '.' && src[i+2] == '.':
 			t, i = hclsyntax.TokenEllipsis, i+3
 		case c == '<' && i+1 < len(src) && src[i+1] == '<':
-			return false // a heredoc, perhaps
+			return false, -1 // a heredoc, perhaps
 		default:
 			if i+1 < len(src) {
 				if t2, ok := twoCharTokens[[2]byte{c, src[i+1]}]; ok {
@@ -136,15 +145,15 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) b
 				}
 			}
 			if !selfTokens[c] {
-				return false
+				return false, -1
 			}
 			t, i = hclsyntax.TokenType(c), i+1
 		}
 		if !emit(t, src[start:i]) {
-			return false
+			return false, i
 		}
 	}
-	return len(inString) == 0
+	return len(inString) == 0, -1
 }
 
 // quotedLiteral returns the end of the literal text of a quoted string

@@ -14,7 +14,7 @@ import (
 // lines, quoted literals left out (the lexer may split them); ok is false
 // when quickScan leaves src to the lexer.
 func quickTokens(src []byte) (toks []string, ok bool) {
-	ok = quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
+	ok, _ = quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
 		if t != hclsyntax.TokenQuotedLit {
 			toks = append(toks, t.GoString()+" "+string(text))
 		}
@@ -52,7 +52,7 @@ func sameAsLexer(t *testing.T, name string, src []byte) bool {
 		}
 		t.Fatalf("%s: %d tokens, the lexer makes %d", name, len(got), len(want))
 	}
-	if quickNestingOK(src, MaxNesting) {
+	if ok, _ := quickNesting(src, MaxNesting); ok {
 		tokens, _ := hclsyntax.LexConfig(src, "x.hcl", hcl.InitialPos)
 		n := newNestCounter(MaxNesting)
 		for _, tok := range tokens {
@@ -130,6 +130,22 @@ var quickSeeds = []string{
 	"x = local.a[*][*][*]",
 }
 
+// TestPrefixLexSameAsWhole: lexed in prefixes, a file gets the error a
+// count over all of its tokens gives, also where the quick scan leaves it
+// to the lexer (a heredoc first) and the error lies beyond a prefix.
+func TestPrefixLexSameAsWhole(t *testing.T) {
+	here := "x = <<EOT\nhi ${a}\nEOT\n"
+	for _, src := range append(quickSeeds,
+		here+"y = "+strings.Repeat("[", 300),
+		here+"y = "+strings.Repeat("(1 + ", 1100),
+		here+"y = 1\nz = 1e99999999\n",
+		here+"y = <<-EOT\n  ${"+strings.Repeat("{a=", 260)+"\n  EOT\n",
+		here+"y = [\n"+strings.Repeat("  1,\n", 500)+"]\n",
+	) {
+		prefixSameAsWhole(t, []byte(src))
+	}
+}
+
 // FuzzQuickNesting: whatever the input, the quick scan either leaves it to
 // the lexer or makes the lexer's tokens, and never passes what the
 // lexer's tokens refuse.
@@ -139,5 +155,31 @@ func FuzzQuickNesting(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		sameAsLexer(t, "input", src)
+		prefixSameAsWhole(t, src)
 	})
+}
+
+// prefixSameAsWhole fails t when checkNesting, lexing src in prefixes of
+// 1, 16 and 300 bytes, finds another first error than a count over all
+// of the lexer's tokens.
+func prefixSameAsWhole(t *testing.T, src []byte) {
+	t.Helper()
+	tokens, _ := hclsyntax.LexConfig(src, "x.hcl", hcl.InitialPos)
+	n := newNestCounter(MaxNesting)
+	want := ""
+	for i, tok := range tokens {
+		if i == MaxConfigTokens || n.add(tok.Type, tok.Bytes) != nestOK {
+			want = tok.Range.String()
+			break
+		}
+	}
+	for _, prefix := range []int{1, 16, 300} {
+		got := ""
+		if diags := checkNesting(src, "x.hcl", MaxNesting, prefix); diags.HasErrors() && diags[0].Summary != "Configuration file too large" {
+			got = diags[0].Subject.String()
+		}
+		if got != want {
+			t.Fatalf("lexed in prefixes of %d bytes, the first error is at %q; lexed whole, at %q", prefix, got, want)
+		}
+	}
 }

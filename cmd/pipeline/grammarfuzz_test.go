@@ -229,9 +229,11 @@ func (g *gen) mutate() (string, bool) {
 // bounds on every go test: a records list of 500,000 numbers (refused
 // after one lexing pass: too many tokens), one of 100,000 (compiled in
 // linear time: the fingerprint wrote each number through big.Float's
-// shortest-decimal search, 13 s of CPU for 500,000), and template
-// directives nested 250 deep (accepted) and 255 deep (over the nesting
-// limit with the blocks around them).
+// shortest-decimal search, 13 s of CPU for 500,000), template directives
+// nested 250 deep (accepted) and 255 deep (over the nesting limit with the
+// blocks around them), and for expressions nested 500,000 deep (refused at
+// level 257 after lexing 4 KB; lexing all 8 MB allocated 2.2 GB), also
+// behind a heredoc, which the quick scan leaves to the lexer.
 func TestGrammarShapes(t *testing.T) {
 	// Give the heap back: a child process the later tests start (fork and
 	// exec) counts this process's resident pages in its peak RSS.
@@ -250,6 +252,8 @@ func TestGrammarShapes(t *testing.T) {
 		{"100,000 numbers", static("{ a = [" + strings.Repeat("1,", 100_000) + "] }"), ""},
 		{"250 nested if", static(ifs(250)), ""},
 		{"255 nested if", static(ifs(255)), "Configuration nested too deeply"},
+		{"a heredoc, then 16 MB of [", "locals {\n  h = <<EOT\nx\nEOT\n}\n" + static(strings.Repeat("[", schema.MaxConfigBytes-200)), "Configuration nested too deeply"},
+		{"500,000 nested for", static("{ " + strings.Repeat("[for x in [1] : ", 500_000) + "1" + strings.Repeat("]", 500_000) + " = 1 }"), "Configuration nested too deeply"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			diags := checkBounded(t, tt.src, reg)
