@@ -108,10 +108,7 @@ func (l *Loader) Files() map[string]*hcl.File { return l.parser.Files() }
 
 // ParseSource parses one in-memory file (used by tests and the fuzzer).
 func (l *Loader) ParseSource(name string, src []byte, opts Options) (*Config, hcl.Diagnostics) {
-	if diags := CheckNesting(src, name); diags.HasErrors() {
-		return nil, diags
-	}
-	f, diags := l.parser.ParseHCL(src, name)
+	f, diags := l.parse(src, name)
 	if f == nil || diags.HasErrors() {
 		return nil, diags
 	}
@@ -175,10 +172,20 @@ func (l *Loader) parseFile(name string, overlay map[string][]byte) (*hcl.File, h
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration file", Detail: err.Error(),
 			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}}}
 	}
-	if diags := CheckNesting(src, name); diags.HasErrors() {
-		return nil, diags
+	return l.parse(src, name)
+}
+
+// parse parses src with ParseConfig and keeps the file, as the parser's
+// ParseHCL would: a name parsed before is not parsed again.
+func (l *Loader) parse(src []byte, name string) (*hcl.File, hcl.Diagnostics) {
+	if f := l.parser.Files()[name]; f != nil {
+		return f, nil
 	}
-	return l.parser.ParseHCL(src, name)
+	f, diags := ParseConfig(src, name)
+	if f != nil {
+		l.parser.AddFile(name, f)
+	}
+	return f, diags
 }
 
 // readHCLFile reads a regular file of at most MaxConfigBytes (one byte

@@ -36,27 +36,29 @@ const MaxConfigTokens = 1_000_000
 // MaxNesting. ParseSource and Load call it; fmt and -var values call it
 // before their own parse.
 func CheckNesting(src []byte, filename string) hcl.Diagnostics {
-	return checkNesting(src, filename, MaxNesting, lexPrefix)
+	diags, _ := checkNesting(src, filename, MaxNesting, lexPrefix)
+	return diags
 }
 
 // checkNesting is CheckNesting with the nesting limit and the first
-// prefix the lexer reads given.
-func checkNesting(src []byte, filename string, limit, prefix int) hcl.Diagnostics {
+// prefix the lexer reads given. It also returns where src may be parsed in
+// pieces, when the quick scan knows (see quickNesting).
+func checkNesting(src []byte, filename string, limit, prefix int) (hcl.Diagnostics, []int) {
 	if len(src) > MaxConfigBytes {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too large",
 			Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, len(src), MaxConfigBytes),
-			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}
+			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}, nil
 	}
-	ok, lexed := quickNesting(src, limit)
+	ok, lexed, cuts := quickNesting(src, limit)
 	if ok {
-		return nil // the common case, without the lexer's tokens (see quicknest.go)
+		return nil, cuts // the common case, without the lexer's tokens (see quicknest.go)
 	}
 	// The lexer keeps every token, about 100 bytes each, so a long file is
 	// lexed in growing prefixes: a limit is found in the first prefix that
 	// holds it, and a file within the limits costs at most two lexings.
 	for size := min(len(lexed), prefix); ; size = min(2*size, len(lexed)) {
 		if diags, done := checkTokens(lexed[:size], size == len(lexed), filename, limit); done {
-			return diags
+			return diags, nil
 		}
 	}
 }

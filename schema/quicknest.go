@@ -20,27 +20,44 @@ import (
 // (heredocs, ~ strip markers, $${ and %%{ escapes, carriage returns,
 // non-ASCII outside strings and comments, unterminated strings or
 // comments).
-func quickNesting(src []byte, limit int) (ok bool, lexed []byte) {
+//
+// When ok, cuts are where src may be parsed in pieces (parseInPieces):
+// the offsets just after a newline outside every bracket, string and
+// template that follows a top-level item.
+func quickNesting(src []byte, limit int) (ok bool, lexed []byte, cuts []int) {
 	n := newNestCounter(limit)
 	tokens := 0
-	ok, stop := quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
+	item := false // a top-level item started since the last cut
+	ok, stop := quickScan(src, func(t hclsyntax.TokenType, start, end int) bool {
 		tokens++
-		return tokens <= MaxConfigTokens && n.add(t, text) == nestOK
+		if tokens > MaxConfigTokens || n.add(t, src[start:end]) != nestOK {
+			return false
+		}
+		if n.depth == 0 {
+			switch {
+			case t == hclsyntax.TokenIdent:
+				item = true
+			case (t == hclsyntax.TokenNewline || t == hclsyntax.TokenComment && src[end-1] == '\n') && item:
+				cuts = append(cuts, end)
+				item = false
+			}
+		}
+		return true
 	})
 	switch {
 	case ok:
-		return true, nil
+		return true, nil, cuts
 	case stop >= 0:
-		return false, src[:stop]
+		return false, src[:stop], nil
 	}
-	return false, src
+	return false, src, nil
 }
 
 // quickScan hands emit the tokens of src as hclsyntax.LexConfig makes them
 // (but for the split of quoted literals and the final TokenEOF), and
 // returns true. It returns false and stop -1 when src is not in the subset
 // it knows, false and the end of the token when emit refused it.
-func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) (ok bool, stop int) {
+func quickScan(src []byte, emit func(t hclsyntax.TokenType, start, end int) bool) (ok bool, stop int) {
 	braces := 0
 	var retBraces []int // the brace level that ends each open ${ or %{
 	var inString []bool // the modes the lexer would return to: true a quoted string, false a template sequence
@@ -50,7 +67,7 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) (
 			switch {
 			case c == '"':
 				inString = inString[:len(inString)-1]
-				if !emit(hclsyntax.TokenCQuote, src[i:i+1]) {
+				if !emit(hclsyntax.TokenCQuote, i, i+1) {
 					return false, i + 1
 				}
 				i++
@@ -62,7 +79,7 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) (
 				if c == '%' {
 					t = hclsyntax.TokenTemplateControl
 				}
-				if !emit(t, src[i:i+2]) {
+				if !emit(t, i, i+2) {
 					return false, i + 2
 				}
 				braces++
@@ -76,7 +93,7 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) (
 				if !ok {
 					return false, -1
 				}
-				if !emit(hclsyntax.TokenQuotedLit, src[i:end]) {
+				if !emit(hclsyntax.TokenQuotedLit, i, end) {
 					return false, end
 				}
 				i = end
@@ -149,7 +166,7 @@ func quickScan(src []byte, emit func(t hclsyntax.TokenType, text []byte) bool) (
 			}
 			t, i = hclsyntax.TokenType(c), i+1
 		}
-		if !emit(t, src[start:i]) {
+		if !emit(t, start, i) {
 			return false, i
 		}
 	}

@@ -14,9 +14,9 @@ import (
 // lines, quoted literals left out (the lexer may split them); ok is false
 // when quickScan leaves src to the lexer.
 func quickTokens(src []byte) (toks []string, ok bool) {
-	ok, _ = quickScan(src, func(t hclsyntax.TokenType, text []byte) bool {
+	ok, _ = quickScan(src, func(t hclsyntax.TokenType, start, end int) bool {
 		if t != hclsyntax.TokenQuotedLit {
-			toks = append(toks, t.GoString()+" "+string(text))
+			toks = append(toks, t.GoString()+" "+string(src[start:end]))
 		}
 		return true
 	})
@@ -52,7 +52,7 @@ func sameAsLexer(t *testing.T, name string, src []byte) bool {
 		}
 		t.Fatalf("%s: %d tokens, the lexer makes %d", name, len(got), len(want))
 	}
-	if ok, _ := quickNesting(src, MaxNesting); ok {
+	if ok, _, _ := quickNesting(src, MaxNesting); ok {
 		tokens, _ := hclsyntax.LexConfig(src, "x.hcl", hcl.InitialPos)
 		n := newNestCounter(MaxNesting)
 		for _, tok := range tokens {
@@ -175,7 +175,7 @@ func prefixSameAsWhole(t *testing.T, src []byte) {
 	}
 	for _, prefix := range []int{1, 16, 300} {
 		got := ""
-		if diags := checkNesting(src, "x.hcl", MaxNesting, prefix); diags.HasErrors() && diags[0].Summary != "Configuration file too large" {
+		if diags, _ := checkNesting(src, "x.hcl", MaxNesting, prefix); diags.HasErrors() && diags[0].Summary != "Configuration file too large" {
 			got = diags[0].Subject.String()
 		}
 		if got != want {
