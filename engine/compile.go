@@ -25,7 +25,8 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	undecoded := map[*Node]bool{} // the body did not decode cleanly
 	inputs := map[*Node][]hcl.Traversal{}
 	var all []*Node
-	unknown := map[string]bool{} // addresses of blocks of an unknown type
+	unknown := map[string]bool{}     // addresses of blocks of an unknown type
+	bodies := map[string]*typeBody{} // by KIND.TYPE
 	for _, b := range cfg.Nodes {
 		spec, ok := reg.Lookup(b.Kind, b.Type)
 		if !ok {
@@ -34,10 +35,19 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			continue
 		}
 		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
-		content, d := schema.Decode(b.Body, spec.FullBody(), cfg.Ctx, b.DeclRange)
+		full := bodies[string(b.Kind)+"."+b.Type]
+		if full == nil {
+			full = &typeBody{Block: spec.FullBody()}
+			full.sensitive = full.HasSensitive()
+			bodies[string(b.Kind)+"."+b.Type] = full
+		}
+		content, d := schema.Decode(b.Body, full.Block, cfg.Ctx, b.DeclRange)
 		diags = append(diags, d...)
-		// Views mask sensitive attributes' values (tokens) like sensitive variables.
-		cfg.Sensitive = append(cfg.Sensitive, spec.FullBody().SensitiveValues(content)...)
+		// Views mask sensitive attributes' values (tokens) like sensitive
+		// variables. Without either, no value is sensitive.
+		if full.sensitive || cfg.MayHoldSensitive() {
+			cfg.Sensitive = append(cfg.Sensitive, full.SensitiveValues(content)...)
+		}
 		contents[n], undecoded[n] = content, d.HasErrors()
 		if b.Kind != node.KindSource {
 			trs, d := readInputs(n, content)
@@ -100,6 +110,13 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	}
 	g.contents = contents // fingerprinted when a run or a diff needs it
 	return g, schema.DropDerived(diags)
+}
+
+// typeBody is a node type's full body (node.Spec.FullBody), built once per
+// compile, and whether it declares a Sensitive attribute.
+type typeBody struct {
+	schema.Block
+	sensitive bool
 }
 
 // MinResync is the shortest periodic full reconcile: a shorter one only

@@ -61,7 +61,16 @@ type Config struct {
 	Sensitive []string
 
 	budget *budget // what Ctx's functions have built; see Seal
+	// unmarked is set when no variable or local value holds a sensitive
+	// value (see MayHoldSensitive).
+	unmarked bool
 }
+
+// MayHoldSensitive reports whether a variable or local value may hold a
+// sensitive value. When none does, an attribute's value is sensitive only
+// when the attribute is declared Sensitive, so Block.SensitiveValues need
+// not search the others.
+func (c *Config) MayHoldSensitive() bool { return !c.unmarked }
 
 // Seal ends the load's evaluation budget: the configuration is compiled,
 // and what its functions build from now on (per record, for as long as
@@ -322,6 +331,7 @@ func (l *Loader) build(files []*hcl.File, dir string, opts Options) (*Config, hc
 	cfg.budget = bud
 	cfg.Ctx.Variables["var"] = vars
 	diags = append(diags, evalLocals(cfg.Ctx, bud, localAttrs)...)
+	cfg.unmarked = !vars.ContainsMarked() && !cfg.Ctx.Variables["local"].ContainsMarked()
 	for _, blk := range clusterBlocks {
 		c, d := decodeCluster(blk, cfg.Ctx, dir)
 		diags = append(diags, d...)

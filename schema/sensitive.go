@@ -43,6 +43,22 @@ func (b Block) SensitiveValues(c *Content) []string {
 	return out
 }
 
+// HasSensitive reports whether b declares a Sensitive attribute, nested
+// blocks included.
+func (b Block) HasSensitive() bool {
+	for _, a := range b.Attrs {
+		if a.Info().Sensitive {
+			return true
+		}
+	}
+	for _, bt := range b.Blocks {
+		if bt.Body.HasSensitive() {
+			return true
+		}
+	}
+	return false
+}
+
 // readsMarked reports whether expr may read a marked value from ctx: a
 // value it refers to holds a mark, or one cannot be read on its own (an
 // index computed at run time), which counts as marked. Marks only spread
