@@ -17,13 +17,12 @@ const pieceBytes = 1 << 10
 // ParseConfig refuses src as CheckNesting does, and otherwise parses it:
 // the same file, body and diagnostics as hclsyntax.ParseConfig.
 //
-// The HCL lexer keeps every token of the file in one slice, about 100
-// bytes per token, which it grows by doubling while the parser needs
-// only the tokens of the item it is on: on a file of 1,000 blocks the
-// slice's growing was a sixth of validate's time and half its
-// allocations, and on 100,000 blocks it held gigabytes. So a file the
-// quick nesting scan knows is parsed in pieces of whole top-level items
-// (parseInPieces), each lexed on its own at its own position.
+// The HCL lexer keeps every token of a file (about 100 bytes each) in one
+// slice, grown as it goes, while the parser needs only the tokens of the
+// item it is on. So a file the quick nesting scan knows is parsed in
+// pieces of whole top-level items (parseInPieces), each lexed on its own
+// at its own position: the slices stay small, and the pieces are parsed
+// on every processor at once (docs/performance.md).
 func ParseConfig(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	diags, cuts := checkNesting(src, filename, MaxNesting, lexPrefix)
 	if diags.HasErrors() {
