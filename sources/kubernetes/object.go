@@ -126,9 +126,29 @@ func (o *object) DeepCopyObject() runtime.Object {
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor (meta.Accessor): the
-// informer's keys and the reflector's resourceVersion come from it.
+// informer's keys and the reflector's resourceVersion come from it, and
+// the mark of the bookmark ending a watch-list's initial events.
 func (o *object) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: o.org.Namespace, Name: o.org.Name, UID: types.UID(o.org.UID), ResourceVersion: o.org.ResourceVersion}
+	m := &metav1.ObjectMeta{Namespace: o.org.Namespace, Name: o.org.Name, UID: types.UID(o.org.UID), ResourceVersion: o.org.ResourceVersion}
+	if o.kind == &initialEventsEnd {
+		m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return m
+}
+
+// initialEventsEnd is the kind of a bookmark object annotated
+// k8s.io/initial-events-end: the mark is where no cached object's kind
+// can be, so that no object carries a field for it.
+var initialEventsEnd metav1.TypeMeta
+
+// bookmark makes the object of a watch's BOOKMARK event: its
+// resourceVersion, and whether it ends a watch-list's initial events.
+func bookmark(u *unstructured.Unstructured) *object {
+	o := &object{org: node.Origin{ResourceVersion: u.GetResourceVersion()}}
+	if u.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+		o.kind = &initialEventsEnd
+	}
+	return o
 }
 
 // key returns the record key; the error wraps kobject.ErrMissing.
