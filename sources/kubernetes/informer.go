@@ -295,7 +295,7 @@ func (w *watcher) transform(obj any) (any, error) {
 		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names), nil
 	}
 	o := newObject(u, w.src.address, w.src.keyer, &w.names)
-	o.more = &content{whole: u}
+	o.content().whole = u
 	return o, nil
 }
 
