@@ -256,7 +256,9 @@ func (s *Server) StartAPIServer(ctx context.Context) error {
 		return err
 	}
 	s.api = cmd
-	if err := s.waitReady(ctx, 90*time.Second); err != nil {
+	// A restart over a large etcd (100,000 pods) on a loaded machine
+	// takes minutes before the watch caches are filled.
+	if err := s.waitReady(ctx, 5*time.Minute); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, filepath.Join(s.dir, "kube-apiserver.log"))
 	}
 	return nil

@@ -59,9 +59,9 @@ func newClients(c connection) (clients, error) {
 // whole objects through our lister (lister.go) given a REST client, else
 // through the dynamic client (fakes in unit tests), or metadata with
 // metadata_only. Label and field selectors (and name) are applied by the
-// server. The initial state comes as a watch-list stream, or with
-// initial_sync = "list" as one LIST (resourceVersion "", see
-// lister.List); see initialSync.
+// server. The initial state comes as one LIST (resourceVersion "", see
+// lister.List), or with initial_sync = "watch_list" as a watch-list
+// stream; see initialSync.
 func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 	gvr, ns := w.res.gvr, w.res.namespace
 	if w.src.opts.metadataOnly {
@@ -209,7 +209,10 @@ func (w *watcher) record(u *unstructured.Unstructured) *object {
 }
 
 // initialSync chooses how the reflector reads the initial state of a
-// list and watch of our lister. By default it is a watch-list: one watch
+// list and watch of our lister: one LIST (initial_sync = "list", the
+// default and the faster where measured: the server encodes one response
+// instead of an event per object; see docs/performance.md), or a
+// watch-list (initial_sync = "watch_list"): one watch
 // with sendInitialEvents=true and resourceVersionMatch=NotOlderThan,
 // whose events the server streams from its watch cache, ending with a
 // bookmark annotated k8s.io/initial-events-end (object.go keeps that
@@ -217,11 +220,10 @@ func (w *watcher) record(u *unstructured.Unstructured) *object {
 // informer's with it, as after a LIST, then goes on watching on the same
 // stream. A server that refuses the parameters (the WatchList feature
 // off, an aggregated API that rejects them) fails the watch, and the
-// reflector lists instead. With initial_sync = "list" the informer starts
-// with one LIST. client-go's WatchListClient feature gate
+// reflector lists instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
 func (w *watcher) initialSync(lw *cache.ListWatch) cache.ListerWatcher {
-	if w.src.opts.listOnly {
+	if !w.src.opts.watchList {
 		return listWatchNoStream{lw}
 	}
 	return lw
@@ -230,7 +232,7 @@ func (w *watcher) initialSync(lw *cache.ListWatch) cache.ListerWatcher {
 // initialSyncOf is initialSync for client-go's own clients, which say
 // themselves whether they can stream (fakes cannot).
 func (w *watcher) initialSyncOf(lw *cache.ListWatch, client any) cache.ListerWatcher {
-	if w.src.opts.listOnly {
+	if !w.src.opts.watchList {
 		return listWatchNoStream{lw}
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, client)

@@ -22,6 +22,8 @@ import (
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 )
 
+const watchList = "initial_sync = \"watch_list\"\n"
+
 // initialCalls returns how many LISTs and watch-list streams the running
 // source asked for.
 func (l *live) initialCalls() (lists, streams int32) {
@@ -97,11 +99,11 @@ func TestInitialSyncMethods(t *testing.T) {
 		metadata bool
 		stream   bool
 	}{
-		{name: "watch_list, projected", proj: podIP, stream: true},
-		{name: "watch_list, whole objects", stream: true},
-		{name: "watch_list, metadata_only", extra: "metadata_only = true\n", metadata: true, stream: true},
+		{name: "watch_list, projected", extra: watchList, proj: podIP, stream: true},
+		{name: "watch_list, whole objects", extra: watchList, stream: true},
+		{name: "watch_list, metadata_only", extra: watchList + "metadata_only = true\n", metadata: true, stream: true},
 		{name: "list, projected", extra: "initial_sync = \"list\"\n", proj: podIP},
-		{name: "list, whole objects", extra: "initial_sync = \"list\"\n"},
+		{name: "default (list), whole objects"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := startProjected(t, fmt.Sprintf("resource = \"pods\"\nnamespace = %q\nselector = \"app=wl\"\n%s", k.ns, tt.extra), tt.proj)
@@ -169,7 +171,7 @@ func TestInitialSyncEventsDuringStream(t *testing.T) {
 					k.relabel(t, ns, "p3", map[string]string{"app": "other"})
 				})
 			}
-			l := startOn(t, clusterBlock(t), fmt.Sprintf("resource = \"pods\"\nnamespace = %q\nselector = \"app=wl\"\n", ns), tt.proj, hook)
+			l := startOn(t, clusterBlock(t), fmt.Sprintf("resource = \"pods\"\nnamespace = %q\nselector = \"app=wl\"\n%s", ns, watchList), tt.proj, hook)
 			defer l.stop()
 			l.synced(t)
 			<-changed
@@ -228,7 +230,7 @@ func TestInitialSyncFallback(t *testing.T) {
 		proj *node.Paths
 	}{{"projected", paths(".status.podIP")}, {"whole objects", nil}} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := startOn(t, clusterBlockOf(t, old), fmt.Sprintf("resource = \"pods\"\nnamespace = %q\nselector = \"app=wl\"\n", ns), tt.proj, nil)
+			l := startOn(t, clusterBlockOf(t, old), fmt.Sprintf("resource = \"pods\"\nnamespace = %q\nselector = \"app=wl\"\n%s", ns, watchList), tt.proj, nil)
 			defer l.stop()
 			l.synced(t)
 			if diff := cmp.Diff(wantIPs(ns, n), podIPs(l.out.State())); diff != "" {

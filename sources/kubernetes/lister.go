@@ -139,10 +139,15 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record, hook: l.hook}
+	w := &streamWatch{body: body, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record, hook: l.hook}
 	go w.run()
 	return w, nil
 }
+
+// watchBuffer is how many decoded events a watch holds for the reflector:
+// a watch-list's initial events come in a burst, and the decoder runs
+// ahead instead of waiting for the reflector at every event.
+const watchBuffer = 128
 
 // streamWatch hands a watch stream's decoded events to the reflector.
 type streamWatch struct {

@@ -56,7 +56,7 @@ type options struct {
 	cached          bool
 	cacheTTL        time.Duration
 	syncChanges     bool
-	listOnly        bool // initial_sync = "list": no watch-list stream
+	watchList       bool // initial_sync = "watch_list"
 	disconnectAfter time.Duration
 	healthCheck     time.Duration
 }
@@ -212,7 +212,7 @@ func (d *decoder) options() options {
 		d.errorf(rng, "Invalid cache_ttl", "cache_ttl must be positive.")
 	}
 	initial, _ := str(d, initialSyncAttr)
-	o.listOnly = initial == "list"
+	o.watchList = initial == "watch_list"
 	o.syncChanges, _, diags = syncChangesAttr.Get(d.c)
 	d.add(diags)
 	o.disconnectAfter, rng, diags = disconnectAfterAttr.Get(d.c)
