@@ -72,7 +72,7 @@ func TestAuditFailClosedHoldsSinks(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	eventually(t, "the log sink to report it holds its writes", func() bool {
-		return strings.Contains(get(t, client, "http://"+addr+"/readyz"), "holding writes until sink.audit.trail")
+		return strings.Contains(get(t, client, "http://"+addr+"/readyz"), "writes wait until sink.audit.trail")
 	})
 	if n := fileSize(filepath.Join(dir, "out.log")); n != 0 {
 		t.Fatalf("the log sink wrote %d bytes while the audit trail was failing", n)
