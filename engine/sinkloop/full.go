@@ -102,14 +102,15 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	}
 }
 
-// fullBatch is an empty batch with room for a full pass's chunk: its
-// Data, for a target that takes Data alone, else its entries.
+// fullBatch is an empty batch with room for a full pass's chunk of
+// upserts.
 func (s *state) fullBatch() batch {
 	n := min(s.keys.len(), FullChunk)
-	if s.chunked != nil {
-		return batch{dataStates: make([]*keyState, 0, n), dataAhead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	b := batch{ups: writes{states: make([]*keyState, 0, n)}, ahead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	if s.chunked == nil {
+		b.ups.entries = make([]node.Entry, 0, n)
 	}
-	return batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n), tapping: s.cfg.Tapping()}
+	return b
 }
 
 // readActual replaces what the loop believes the target holds with what

@@ -450,7 +450,7 @@ func (s *state) decide(ks *keyState, b *batch) {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
-		b.dels, b.delStates = append(b.dels, s.keys.held(ks)), append(b.delStates, ks)
+		s.deleteEntry(ks, b)
 	default:
 		// Nothing to do: a failure of an earlier write is moot too. A
 		// settled key's state is only read (a full pass over 100,000 of

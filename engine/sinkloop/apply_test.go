@@ -1,0 +1,41 @@
+package sinkloop
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAddData: a chunk takes the width of its first entry; a delete's
+// longer Data is cut to it and a shorter one cuts the chunk (a delete
+// reads only the key its Data start with); an upsert of another width
+// and empty Data are refused.
+func TestAddData(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		del   bool
+		add   []string
+		want  string
+		width int
+		ok    []bool
+	}{
+		{"upserts", false, []string{"ab", "cd", "efg", ""}, "abcd", 2, []bool{true, true, false, false}},
+		{"longer delete", true, []string{"ab", "cde"}, "abcd", 2, []bool{true, true}},
+		{"shorter delete", true, []string{"abc", "def", "gh"}, "abdegh", 2, []bool{true, true, true}},
+		{"empty delete", true, []string{"ab", ""}, "ab", 2, []bool{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w writes
+			var ok []bool
+			for _, d := range tc.add {
+				ok = append(ok, w.addData(&keyState{}, []byte(d), tc.del))
+			}
+			if d := cmp.Diff(tc.ok, ok); d != "" {
+				t.Errorf("taken (-want +got):\n%s", d)
+			}
+			if string(w.data) != tc.want || w.width != tc.width || len(w.states)*w.width != len(w.data) {
+				t.Errorf("chunk %q of width %d with %d states; want %q of width %d", w.data, w.width, len(w.states), tc.want, tc.width)
+			}
+		})
+	}
+}
