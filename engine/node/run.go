@@ -185,6 +185,10 @@ type Chunked interface {
 	// its Data starts with, so the loop may cut longer Data (an entry read
 	// back whole) to width.
 	DeleteData(ctx context.Context, data []byte, width int, errs []error)
+	// ValueOf returns the Value (as Prepare and Actual give it, without a
+	// sensitive mark) of the entry with Data d: the loop keeps an entry's
+	// bytes and not its value, and shows it through ValueOf.
+	ValueOf(d []byte) cty.Value
 }
 
 // Readier is implemented by a target whose Open returns before it can

@@ -89,7 +89,7 @@ func (w *writes) addData(ks *keyState, d []byte, del bool) bool {
 // target does not hold the key.
 func (s *state) upsert(ks *keyState, b *batch, create bool) {
 	if s.chunked == nil {
-		b.ups.entries, b.ups.states = append(b.ups.entries, ks.wanted()), append(b.ups.states, ks)
+		b.ups.entries, b.ups.states = append(b.ups.entries, ks.want.entry(ks.key)), append(b.ups.states, ks)
 	} else if !b.ups.addData(ks, ks.want.Data, false) {
 		s.refuse(ks, false, b.ups.width)
 		return
@@ -100,7 +100,7 @@ func (s *state) upsert(ks *keyState, b *batch, create bool) {
 // deleteEntry adds the delete of the entry held at ks's key to b.
 func (s *state) deleteEntry(ks *keyState, b *batch) {
 	if s.chunked == nil {
-		b.dels.entries, b.dels.states = append(b.dels.entries, s.keys.held(ks)), append(b.dels.states, ks)
+		b.dels.entries, b.dels.states = append(b.dels.entries, s.keys.heldOf(ks).entry(ks.key)), append(b.dels.states, ks)
 	} else if !b.dels.addData(ks, s.keys.heldOf(ks).Data, true) {
 		s.refuse(ks, true, b.dels.width)
 	}
@@ -109,12 +109,11 @@ func (s *state) deleteEntry(ks *keyState, b *batch) {
 // refuse records a failed write of an entry at ks's key whose Data does
 // not fit a target written in chunks of width bytes.
 func (s *state) refuse(ks *keyState, del bool, width int) {
-	e := ks.wanted()
+	d := ks.want.Data
 	if del {
-		e = s.keys.held(ks)
+		d = s.keys.heldOf(ks).Data
 	}
-	e.Err = fmt.Errorf("entry of %d bytes in a chunk of %d-byte entries", len(e.Data), width)
-	if s.outcome(ks, &e, del); del {
+	if s.outcome(ks, fmt.Errorf("entry of %d bytes in a chunk of %d-byte entries", len(d), width), del); del {
 		s.met.DelErr.Inc()
 	} else {
 		s.met.WriteErr.Inc()
@@ -204,18 +203,14 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 			}
 			s.dropEntry(ks) // it held nothing before
 		}
-		e := ks.wanted()
-		e.Err = err
-		w.count(s.outcome(ks, &e, false), false)
+		w.count(s.outcome(ks, err, false), false)
 	}
 	s.met.WriteOK.Add(float64(w.ups))
 	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far
 	s.write(ctx, &b.dels, true)
 	failed := w.failed
 	for i, ks := range b.dels.states {
-		e := s.keys.held(ks)
-		e.Err = b.dels.errs[i]
-		w.count(s.outcome(ks, &e, true), true)
+		w.count(s.outcome(ks, b.dels.errs[i], true), true)
 	}
 	s.met.DelOK.Add(float64(w.dels))
 	s.met.DelErr.Add(float64(w.failed - failed))
@@ -224,35 +219,35 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	return w
 }
 
-// outcome records the result of writing e at ks's key: the key's new
-// state on success, its error, attempt count and next retry on failure.
-// It reports whether the write succeeded; apply counts the outcomes in
-// the metrics, once per batch.
-func (s *state) outcome(ks *keyState, e *node.Entry, del bool) bool {
-	op := "update"
+// outcome records the result of writing ks's wanted entry (del: of
+// deleting its held one), err: the key's new state on success, its error,
+// attempt count and next retry on failure. It reports whether the write
+// succeeded; apply counts the outcomes in the metrics, once per batch.
+func (s *state) outcome(ks *keyState, err error, del bool) bool {
+	op, e := "update", ks.want
 	if del {
-		op = "delete"
+		op, e = "delete", s.keys.heldOf(ks)
 	}
-	if e.Err != nil {
+	if err != nil {
 		now := time.Now()
 		if ks.fail == nil {
 			ks.fail = &keyFailure{heapIdx: -1}
 		}
 		f := ks.fail
-		f.lastErr, f.lastErrAt = e.Err.Error(), now
+		f.lastErr, f.lastErrAt = err.Error(), now
 		f.retryAt = now.Add(Backoff(f.attempts))
 		f.attempts++
 		s.retries.schedule(ks)
-		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", f.attempts)
+		s.log.Warn("write failed; will retry", "op", op, "key", ks.key, "err", err, "attempt", f.attempts)
 		return false
 	}
 	if s.cfg.Tapping() {
-		s.cfg.Tapped(*e, del)
+		s.cfg.Tapped(s.shown(ks.key, e), del)
 	}
 	if del {
 		s.dropEntry(ks)
 	} else {
-		s.holdEntry(ks, keep(e), onWrite) // e is ks.want: no event came in since decide
+		s.holdEntry(ks, e, onWrite) // no event came in since decide
 	}
 	s.retries.remove(ks)
 	ks.fail = nil

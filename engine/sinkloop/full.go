@@ -125,17 +125,19 @@ func (s *state) readActual(ctx context.Context) error {
 	}
 	gen := s.fullGen
 	drift := 0
+	var seen slots
 	hold := func(e node.Entry) {
 		ks := s.stateOf(e.Key)
-		if ks.seen == gen || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
+		if seen.has(ks.ref) || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
 			return // a target listing a key twice: keep the first
 		}
-		changed := !ks.held() || !s.keys.held(ks).Same(e)
+		k := s.keep(&e)
+		changed := !ks.held() || !s.keys.heldOf(ks).same(k)
 		if changed && ks.held() {
 			drift++
 		}
-		s.holdEntry(ks, keep(&e), onRead)
-		ks.seen = gen
+		s.holdEntry(ks, k, onRead)
+		seen.add(ks.ref)
 		if changed && s.walked {
 			s.touch(ks, time.Time{}) // for fullPass
 		}
@@ -165,7 +167,7 @@ func (s *state) readActual(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	drift += s.dropUnseen(gen)
+	drift += s.dropUnseen(gen, seen)
 	s.reportHeld()
 	if drift > 0 && s.fulls > 0 {
 		s.met.Drift.Add(float64(drift))

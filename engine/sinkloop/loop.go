@@ -328,12 +328,13 @@ func (s *state) put(r node.Record, t time.Time) {
 		s.del(r.Key, t) // an older, valid version must not linger
 		return
 	}
+	k := s.keep(&e)
 	old, had := s.targetOf(r.Key)
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
 		s.keys.keepHeld(ks)
-		if !s.share(ks, r.Key, keep(&e)) {
-			ks.want = keep(&e)
+		if !s.share(ks, r.Key, k) {
+			ks.want = k
 		}
 		s.touch(ks, t)
 		return
@@ -343,8 +344,8 @@ func (s *state) put(r node.Record, t time.Time) {
 	}
 	ks := s.stateOf(e.Key)
 	s.keys.keepHeld(ks)
-	if !s.share(ks, r.Key, keep(&e)) {
-		ks.want = keep(&e)
+	if !s.share(ks, r.Key, k) {
+		ks.want = k
 	}
 	ks.owners++
 	if e.Key == r.Key {

@@ -62,6 +62,11 @@ func TestUpdateData(t *testing.T) {
 					t.Fatalf("UpdateData and Update wrote different maps (-Update +UpdateData):\n%s", d)
 				}
 				checkScan(t, byData) // and a full read knows them by their Data
+				for _, e := range es {
+					if v := byData.ValueOf(e.Data); !v.RawEquals(e.Value) {
+						t.Fatalf("ValueOf(%x) = %#v, Prepare gave %#v", e.Data, v, e.Value)
+					}
+				}
 				byData.UpdateData(context.Background(), data[:width*2+2], width+1, errs[:2])
 				if errs[0] == nil || errs[1] == nil || !strings.Contains(errs[0].Error(), "not prepared by this target") {
 					t.Fatalf("Data of another width: %v", errs[:2])

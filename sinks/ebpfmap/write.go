@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/cilium/ebpf"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -52,6 +53,19 @@ func (t *Target) DeleteData(ctx context.Context, data []byte, width int, errs []
 		return
 	}
 	t.writeData(ctx, data, width, true, errs)
+}
+
+// ValueOf implements node.Chunked: the shown value of the entry with
+// Data d (a per-CPU value whose CPUs disagree: every copy).
+func (t *Target) ValueOf(d []byte) cty.Value {
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
+	if len(d) < ks+vs {
+		return hexValue(d)
+	}
+	if v := d[ks:]; len(v) > vs {
+		return everyCopy(v, vs)
+	}
+	return t.shownValue(d[ks:])
 }
 
 // writeEntries lays the Data of the entries this target prepared end to

@@ -219,6 +219,14 @@ func (t *scanTarget) DeleteData(ctx context.Context, data []byte, width int, err
 	}
 }
 
+// ValueOf implements node.Chunked: the Value of the entry prepared or
+// read with Data d.
+func (t *scanTarget) ValueOf(d []byte) cty.Value {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	return t.m.prepared[string(d)].Value
+}
+
 // byData returns the entries with the len(errs) Data in data, and the
 // index of each in errs; it fails those it never made.
 func (t *scanTarget) byData(data []byte, width int, errs []error) ([]node.Entry, []int) {
