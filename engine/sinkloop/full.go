@@ -41,7 +41,10 @@ func (s *state) full(ctx context.Context) {
 		s.cfg.Started()
 	}
 	s.met.Reconcile.Observe(time.Since(start).Seconds())
-	s.logFull(start, w)
+	// One that writes nothing is logged once the input is synced (a
+	// restart over an equal target says so), not before (the input is
+	// still arriving).
+	logRound(s.log, "full reconcile", start, w, !s.synced)
 }
 
 // fullPass decides, after a full read, every key that may need work and

@@ -411,7 +411,8 @@ func (s *state) incremental(ctx context.Context) {
 			s.decide(ks, &b)
 		}
 	})
-	s.applyBatch(ctx, &b)
+	start := time.Now()
+	logRound(s.log, "batch applied", start, s.apply(ctx, &b), true)
 	s.commit(ctx, false)
 }
 
