@@ -121,7 +121,7 @@ func TestDecisionsReachRecorders(t *testing.T) {
 
 // TestGateHoldsOtherSinks: while the gate is shut, sink.mem.m writes nothing
 // and says why; the gate's own sink goes on; opening it releases the writes.
-func TestGateHoldsOtherSinks(t *testing.T) {
+func TestGateMakesOtherSinksWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := gate{&recorder{MemSink: nodetest.NewMemSink(), shut: make(chan struct{})}}
 		m := nodetest.NewMemSink()
