@@ -119,7 +119,7 @@ func TestDecisionsReachRecorders(t *testing.T) {
 	})
 }
 
-// TestGateHoldsOtherSinks: while the gate is shut, sink.mem.m writes nothing
+// TestGateMakesOtherSinksWait: while the gate is shut, sink.mem.m writes nothing
 // and says why; the gate's own sink goes on; opening it releases the writes.
 func TestGateMakesOtherSinksWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
