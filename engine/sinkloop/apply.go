@@ -37,34 +37,52 @@ type writes struct {
 	errs    []error
 }
 
-// quietFor reports whether writing ks's entry in b needs nothing
-// recorded but that the target holds it: no failure to clear, no change
-// time to observe, no tap to tell (holdAhead).
-func (b *batch) quietFor(ks *keyState) bool { return ks.fail == nil && ks.changed == 0 && !b.tapping }
-
 func (b *batch) len() int { return len(b.ups.states) + len(b.dels.states) }
 
 // reset empties b, keeping its arrays.
 func (b *batch) reset() {
-	b.ups.reset()
-	b.dels.reset()
+	for _, w := range []*writes{&b.ups, &b.dels} {
+		clear(w.states)
+		clear(w.entries)
+		clear(w.errs)
+		w.states, w.entries, w.data, w.width, w.errs = w.states[:0], w.entries[:0], w.data[:0], 0, w.errs[:0]
+	}
 	b.ahead = b.ahead[:0]
 }
 
-func (w *writes) reset() {
-	clear(w.states)
-	clear(w.entries)
-	clear(w.errs)
-	w.states, w.entries, w.data, w.width, w.errs = w.states[:0], w.entries[:0], w.data[:0], 0, w.errs[:0]
+// upsert adds the upsert of ks's wanted entry to b; create says the
+// target does not hold the key.
+func (s *state) upsert(ks *keyState, b *batch, create bool) {
+	if s.add(&b.ups, ks, ks.want, false) {
+		b.ahead = append(b.ahead, create && s.holdAhead(ks, b))
+	}
 }
 
-// addData appends the write of an entry with Data d at ks's key to a
-// chunk. A delete reads only an entry's key, which its Data start with
-// (node.Chunked), so a delete's Data longer than the chunk's width (an
-// entry read back whole, a per-CPU value whose CPUs disagree) is cut to
-// it, and a shorter one cuts the chunk. It reports false for Data that
-// cannot join the chunk.
-func (w *writes) addData(ks *keyState, d []byte, del bool) bool {
+// add appends the write of k at ks's key (del: its delete) to w: as an
+// entry, or as Data for a target written in chunks. Data that cannot join
+// w's chunk fails at once; add then reports false.
+func (s *state) add(w *writes, ks *keyState, k keptEntry, del bool) bool {
+	if s.chunked == nil {
+		w.entries = append(w.entries, k.entry(ks.key))
+	} else if !w.addData(k.Data, del) {
+		failed := s.met.WriteErr
+		if del {
+			failed = s.met.DelErr
+		}
+		failed.Inc()
+		s.outcome(ks, fmt.Errorf("entry of %d bytes in a chunk of %d-byte entries", len(k.Data), w.width), del)
+		return false
+	}
+	w.states = append(w.states, ks)
+	return true
+}
+
+// addData appends d to w's chunk. A delete reads only an entry's key,
+// which its Data start with (node.Chunked), so a delete's Data longer
+// than the chunk's width (an entry read back whole, a per-CPU value whose
+// CPUs disagree) is cut to it, and a shorter one cuts the chunk. It
+// reports false for Data that cannot join the chunk.
+func (w *writes) addData(d []byte, del bool) bool {
 	switch {
 	case len(d) == 0:
 		return false
@@ -81,43 +99,7 @@ func (w *writes) addData(ks *keyState, d []byte, del bool) bool {
 		return false
 	}
 	w.data = appendData(w.data, d, cap(w.states))
-	w.states = append(w.states, ks)
 	return true
-}
-
-// upsert adds the upsert of ks's wanted entry to b; create says the
-// target does not hold the key.
-func (s *state) upsert(ks *keyState, b *batch, create bool) {
-	if s.chunked == nil {
-		b.ups.entries, b.ups.states = append(b.ups.entries, ks.want.entry(ks.key)), append(b.ups.states, ks)
-	} else if !b.ups.addData(ks, ks.want.Data, false) {
-		s.refuse(ks, false, b.ups.width)
-		return
-	}
-	b.ahead = append(b.ahead, create && s.holdAhead(ks, b))
-}
-
-// deleteEntry adds the delete of the entry held at ks's key to b.
-func (s *state) deleteEntry(ks *keyState, b *batch) {
-	if s.chunked == nil {
-		b.dels.entries, b.dels.states = append(b.dels.entries, s.keys.heldOf(ks).entry(ks.key)), append(b.dels.states, ks)
-	} else if !b.dels.addData(ks, s.keys.heldOf(ks).Data, true) {
-		s.refuse(ks, true, b.dels.width)
-	}
-}
-
-// refuse records a failed write of an entry at ks's key whose Data does
-// not fit a target written in chunks of width bytes.
-func (s *state) refuse(ks *keyState, del bool, width int) {
-	d := ks.want.Data
-	if del {
-		d = s.keys.heldOf(ks).Data
-	}
-	if s.outcome(ks, fmt.Errorf("entry of %d bytes in a chunk of %d-byte entries", len(d), width), del); del {
-		s.met.DelErr.Inc()
-	} else {
-		s.met.WriteErr.Inc()
-	}
 }
 
 // appendData appends d to buf, which, when first appended to, gets room
@@ -143,7 +125,7 @@ func appendData(buf, d []byte, n int) []byte {
 // caches (docs/data-path.md §5). apply takes the record back for an entry
 // whose write fails.
 func (s *state) holdAhead(ks *keyState, b *batch) bool {
-	if !b.quietFor(ks) {
+	if ks.fail != nil || ks.changed != 0 || b.tapping {
 		return false
 	}
 	s.holdNew(ks, ks.want.Data, onWrite) // it holds nothing: no held entry to drop or keep

@@ -32,7 +32,12 @@ func TestAddData(t *testing.T) {
 			var w writes
 			var ok []bool
 			for _, d := range tc.add {
-				ok = append(ok, w.addData(&keyState{}, []byte(d), tc.del))
+				if w.addData([]byte(d), tc.del) {
+					w.states = append(w.states, &keyState{})
+					ok = append(ok, true)
+				} else {
+					ok = append(ok, false)
+				}
 			}
 			if d := cmp.Diff(tc.ok, ok); d != "" {
 				t.Errorf("taken (-want +got):\n%s", d)

@@ -452,7 +452,7 @@ func (s *state) decide(ks *keyState, b *batch) {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
-		s.deleteEntry(ks, b)
+		s.add(&b.dels, ks, s.keys.heldOf(ks), true)
 	default:
 		// Nothing to do: a failure of an earlier write is moot too. A
 		// settled key's state is only read (a full pass over 100,000 of
