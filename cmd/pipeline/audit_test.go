@@ -62,10 +62,10 @@ func blockedDir(t *testing.T) (dir, blocker string) {
 var ignoreHTTP = []goleak.Option{goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")}
 
-// TestAuditFailClosedHoldsSinks: while the trail cannot be written, the
-// log sink holds its writes (and says so in /readyz); once the trail opens,
+// TestAuditFailClosedMakesSinksWait: while the trail cannot be written, the
+// log sink waits with its writes (and says so in /readyz); once the trail opens,
 // both catch up and the trail verifies.
-func TestAuditFailClosedHoldsSinks(t *testing.T) {
+func TestAuditFailClosedMakesSinksWait(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreHTTP...)
 	dir, blocker := blockedDir(t)
 	addr, stop := startRun(t, dir, strings.Replace(staticToAuditAndLog, "%s", "closed", 1))
