@@ -90,7 +90,8 @@ func TestFormats(t *testing.T) {
 
 func jsonOf(t *testing.T, r node.Record) string {
 	t.Helper()
-	b, err := ctyjson.Marshal(r.Value, r.Value.Type())
+	v := node.Unpack(r.Value)
+	b, err := ctyjson.Marshal(v, v.Type())
 	if err != nil {
 		t.Fatal(err)
 	}
