@@ -127,7 +127,7 @@ func writeAbsent(w io.Writer, v explainView) {
 		for _, st := range v.Seen {
 			fmt.Fprintf(w, "  %s = %s\n", st.Node, stageValue(st))
 		}
-		fmt.Fprintln(w, "and stops after the last of these.")
+		fmt.Fprintf(w, "No stage after %s holds it: a setting below drops it there, or gives it another key.\n", v.Seen[len(v.Seen)-1].Node)
 	}
 	if len(v.Gates) > 0 {
 		fmt.Fprintln(w, "What decides which records reach the sinks:")
