@@ -84,6 +84,39 @@ end)
 finish(ok and vim.NIL or tostring(err))
 `
 
+// nvimAndPipeline returns the paths of Neovim and of the pipeline test
+// binary (installed by TestMain). Neovim missing skips, or fails in CI.
+func nvimAndPipeline(t *testing.T) (nvim, bin string) {
+	t.Helper()
+	nvim, err := exec.LookPath("nvim")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nvim is missing: scripts/setup.sh installs neovim")
+		}
+		t.Skip("nvim is not installed (apt-get install neovim)")
+	}
+	if bin, err = exec.LookPath("pipeline"); err != nil {
+		t.Fatal(err)
+	}
+	return nvim, bin
+}
+
+// runNvim runs a Lua script in a headless Neovim whose home and state are
+// in tmp, and returns what it printed.
+func runNvim(t *testing.T, nvim, tmp, script string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", "luafile "+script)
+	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp, "XDG_CACHE_HOME="+tmp)
+	cmd.Dir = tmp
+	logs, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, logs)
+	}
+	return logs
+}
+
 // lineOf is the 0-based line holding sub.
 func lineOf(t *testing.T, text, sub string) int {
 	t.Helper()
@@ -100,17 +133,7 @@ func lineOf(t *testing.T, text, sub string) int {
 // a sink "ebpf_map" block, and completes object.metadata. in the extract
 // that reads the kubernetes source (the Pod's fields, less ignore_fields).
 func TestLSPNeovim(t *testing.T) {
-	nvim, err := exec.LookPath("nvim")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nvim is missing: scripts/setup.sh installs neovim")
-		}
-		t.Skip("nvim is not installed (apt-get install neovim)")
-	}
-	bin, err := exec.LookPath("pipeline") // the test binary, installed by TestMain
-	if err != nil {
-		t.Fatal(err)
-	}
+	nvim, bin := nvimAndPipeline(t)
 	dir := copyExample(t, "flagship")
 	main := filepath.Join(dir, "main.hcl")
 	src := readString(t, main)
@@ -122,15 +145,7 @@ func TestLSPNeovim(t *testing.T) {
 	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", "luafile "+script)
-	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp, "XDG_CACHE_HOME="+tmp)
-	cmd.Dir = tmp
-	logs, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("nvim: %v\n%s", err, logs)
-	}
+	logs := runNvim(t, nvim, tmp, script)
 	var res struct {
 		Err        any    `json:"err"`
 		Hover      string `json:"hover"`
@@ -221,17 +236,7 @@ vim.cmd("qa!")
 // extract reading the CSV files source of examples/files-formats: the
 // columns of the file on disk.
 func TestLSPNeovimFilesFields(t *testing.T) {
-	nvim, err := exec.LookPath("nvim")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nvim is missing: scripts/setup.sh installs neovim")
-		}
-		t.Skip("nvim is not installed (apt-get install neovim)")
-	}
-	bin, err := exec.LookPath("pipeline") // the test binary, installed by TestMain
-	if err != nil {
-		t.Fatal(err)
-	}
+	nvim, bin := nvimAndPipeline(t)
 	main := filepath.Join(copyExample(t, "files-formats"), "main.hcl")
 	tmp := t.TempDir()
 	out, script := filepath.Join(tmp, "result.json"), filepath.Join(tmp, "test.lua")
@@ -239,14 +244,7 @@ func TestLSPNeovimFilesFields(t *testing.T) {
 	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", "luafile "+script)
-	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp, "XDG_CACHE_HOME="+tmp)
-	cmd.Dir = tmp
-	if logs, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nvim: %v\n%s", err, logs)
-	}
+	runNvim(t, nvim, tmp, script)
 	var res struct {
 		Err    any      `json:"err"`
 		Labels []string `json:"labels"`

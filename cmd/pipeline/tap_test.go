@@ -22,9 +22,10 @@ import (
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
-const filesToLog = `
+// podIPs reads pods from the YAML files in %[1]s and keys them by IP.
+const podIPs = `
 source "files" "pods" {
-  paths         = ["%s/*.yaml"]
+  paths         = ["%[1]s/*.yaml"]
   allow_empty   = true
   poll_interval = "200ms"
 }
@@ -33,9 +34,13 @@ transform "extract" "ips" {
   key   = object.status.podIP
   value = { pod = object.metadata.name }
 }
+`
+
+// filesToLog writes podIPs to a log sink at %[2]s.
+const filesToLog = podIPs + `
 sink "log" "out" {
   input  = transform.extract.ips
-  path   = "%s"
+  path   = "%[2]s"
   format = "json"
 }
 `
@@ -161,17 +166,7 @@ func TestTapShowsExactlyWhatTheSinkApplied(t *testing.T) {
 // flagshipFanIn is the flagship chain (files -> extract -> debounce ->
 // grace_period) and a list of networks read from a file, both into one
 // log sink.
-const flagshipFanIn = `
-source "files" "pods" {
-  paths         = ["%[1]s/*.yaml"]
-  allow_empty   = true
-  poll_interval = "200ms"
-}
-transform "extract" "ips" {
-  input = source.files.pods
-  key   = object.status.podIP
-  value = { pod = object.metadata.name }
-}
+const flagshipFanIn = podIPs + `
 transform "debounce" "calm" {
   input    = transform.extract.ips
   interval = "10ms"
