@@ -191,6 +191,13 @@ func (c *collection) lookup(k node.Key) (node.Record, bool) {
 	return node.Record{Key: k, Value: node.Unpack(sl.v), Origin: sl.o}, true
 }
 
+// originOf returns the origin of the record at k, or nil.
+func (c *collection) originOf(k node.Key) *node.Origin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state[k].o
+}
+
 func (c *collection) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
