@@ -247,6 +247,9 @@ type subscription struct {
 	ready      chan struct{}
 	stats      *nodeStats
 	busy       bool // an event was taken and the consumer has not asked again (sandbox.go)
+	// packed hands values on as their producer emitted them, without
+	// building a packed one: the consumer is a node.ValuePasser.
+	packed bool
 }
 
 var _ node.Input = (*subscription)(nil)
@@ -280,7 +283,9 @@ func (s *subscription) Ready() <-chan struct{} { return s.ready }
 // is none. Its values are built outside the lock (unpack).
 func (s *subscription) poll() (node.Event, bool) {
 	ev, ok := s.take()
-	unpack(ev.Snapshot, ev.Deltas)
+	if !s.packed {
+		unpack(ev.Snapshot, ev.Deltas)
+	}
 	return ev, ok
 }
 

@@ -158,4 +158,11 @@ func (r *runner) flush() {
 	r.out.Apply(batch)
 }
 
-var _ node.Transform = (*Transform)(nil)
+// PassesValues implements node.ValuePasser: debounce holds deltas back
+// and never reads their values, so packed values pass through packed.
+func (t *Transform) PassesValues() {}
+
+var (
+	_ node.Transform   = (*Transform)(nil)
+	_ node.ValuePasser = (*Transform)(nil)
+)

@@ -121,7 +121,12 @@ func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Output
 	out.Replace(records)
 }
 
+// PassesValues implements node.ValuePasser: grace_period compares values
+// only with RawEquals, so packed values pass through packed.
+func (t *Transform) PassesValues() {}
+
 var (
-	_ node.Transform  = (*Transform)(nil)
-	_ node.PendingDue = (*Transform)(nil)
+	_ node.Transform   = (*Transform)(nil)
+	_ node.PendingDue  = (*Transform)(nil)
+	_ node.ValuePasser = (*Transform)(nil)
 )
