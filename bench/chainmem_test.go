@@ -9,15 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
-	"github.com/pipeline/pipeline/schema"
-	"github.com/pipeline/pipeline/transforms/debounce"
-	"github.com/pipeline/pipeline/transforms/extract"
-	"github.com/pipeline/pipeline/transforms/graceperiod"
 )
 
 // The README's flagship chain after its source, and the same source
@@ -80,20 +74,8 @@ func liveHeap() uint64 {
 func heldBytes(b *testing.B, graph string, pods int) float64 {
 	f := &churnFeed{ops: make(chan func(node.Output), 1)}
 	sink := &countSink{}
-	reg := node.NewRegistry(extract.Spec(), debounce.Spec(), graceperiod.Spec(),
-		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects,
-			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return f, nil }},
-		node.Spec{Kind: node.KindSink, Type: "count", Summary: "bench",
-			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return sink, nil }})
-	cfg, diags := schema.NewLoader().ParseSource("mem.hcl", []byte(graph), schema.Options{Environ: []string{}})
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	g, diags := engine.Compile(cfg, reg)
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	rt, err := engine.NewRuntime(g, engine.RunOptions{Metrics: engine.NewMetrics(prometheus.NewRegistry(), "bench")})
+	rt, err := feedRuntime(f, graph, node.Spec{Kind: node.KindSink, Type: "count", Summary: "bench",
+		NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return sink, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
 	"github.com/pipeline/pipeline/transforms/debounce"
 	"github.com/pipeline/pipeline/transforms/extract"
+	"github.com/pipeline/pipeline/transforms/graceperiod"
 )
 
 // churnResult is what a churn child prints.
@@ -253,10 +254,16 @@ func liveHeapMB() float64 {
 }
 
 func churnRuntime(f *churnFeed, pin string, maxEntries int) (*engine.Runtime, error) {
-	reg := node.NewRegistry(extract.Spec(), debounce.Spec(), ebpfmap.Spec(),
-		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects,
-			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return f, nil }})
-	cfg, diags := schema.NewLoader().ParseSource("churn.hcl", fmt.Appendf(nil, churnGraph, pin, maxEntries), schema.Options{Environ: []string{}})
+	return feedRuntime(f, fmt.Sprintf(churnGraph, pin, maxEntries), ebpfmap.Spec())
+}
+
+// feedRuntime compiles graph, whose source "feed" is f, with the flagship
+// chain's transforms and the sinks given, into a runtime that logs nothing.
+func feedRuntime(f *churnFeed, graph string, sinks ...node.Spec) (*engine.Runtime, error) {
+	reg := node.NewRegistry(append([]node.Spec{extract.Spec(), debounce.Spec(), graceperiod.Spec(),
+		{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects,
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return f, nil }}}, sinks...)...)
+	cfg, diags := schema.NewLoader().ParseSource("bench.hcl", []byte(graph), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		return nil, diags
 	}

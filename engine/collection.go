@@ -73,7 +73,7 @@ func newCollection(limit int, stats *nodeStats) *collection {
 	return &collection{state: map[node.Key]slot{}, limit: limit, stats: stats}
 }
 
-var _ node.Output = (*collection)(nil)
+var _ node.Holder = (*collection)(nil)
 
 // Apply implements node.Output. No-op deltas (deleting a missing key,
 // upserting an equal value) are dropped so downstream sees only changes.
@@ -189,6 +189,21 @@ func (c *collection) lookup(k node.Key) (node.Record, bool) {
 		return node.Record{Key: k}, false
 	}
 	return node.Record{Key: k, Value: node.Unpack(sl.v), Origin: sl.o}, true
+}
+
+// Held implements node.Holder: the record at k as published.
+func (c *collection) Held(k node.Key) (node.Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl, ok := c.state[k]
+	return node.Record{Key: k, Value: sl.v, Origin: sl.o}, ok
+}
+
+// HeldRecords implements node.Holder.
+func (c *collection) HeldRecords() []node.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snapshotLocked()
 }
 
 func (c *collection) len() int {
