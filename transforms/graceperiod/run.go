@@ -67,8 +67,10 @@ func (t *Transform) handle(env node.Env, ev node.Event, out node.Holder) {
 		t.reset(env.Now(), ev.Snapshot, out)
 	}
 	var ups []node.Delta
-	var last map[node.Key]int // key -> its last upsert in ups, once a key comes twice
-	passed := func(k node.Key) (cty.Value, bool) { // k as passed so far: this event's upserts, then the output
+	// last finds a key's last upsert in ups, once the event has two deltas;
+	// passed is a key as passed so far: by this event, else the output.
+	var last map[node.Key]int
+	passed := func(k node.Key) (cty.Value, bool) {
 		if i, ok := last[k]; ok {
 			return ups[i].Value, true
 		}
