@@ -80,11 +80,17 @@ type running struct {
 
 func start(t *testing.T, src string) *running {
 	t.Helper()
+	return startWith(t, src, registry())
+}
+
+// startWith runs src with the node types of reg.
+func startWith(t *testing.T, src string, reg *node.Registry) *running {
+	t.Helper()
 	cfg, diags := schema.NewLoader().ParseSource(t.TempDir()+"/e2e.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, diags := engine.Compile(cfg, registry())
+	g, diags := engine.Compile(cfg, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

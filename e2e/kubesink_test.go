@@ -19,12 +19,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	clientset "k8s.io/client-go/kubernetes"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
-	"github.com/pipeline/pipeline/schema"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
 	kubesink "github.com/pipeline/pipeline/sinks/kubernetes"
 	"github.com/pipeline/pipeline/sources/kubernetes"
@@ -38,28 +35,7 @@ var netpolGVR = kschema.GroupVersionResource{Group: "networking.k8s.io", Version
 // startKubeSink runs src with the kubernetes sink in the registry.
 func startKubeSink(t *testing.T, src string) *running {
 	t.Helper()
-	cfg, diags := schema.NewLoader().ParseSource(t.TempDir()+"/e2e.hcl", []byte(src), schema.Options{Environ: []string{}})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	reg := node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), graceperiod.Spec(), kubesink.Spec(), auditsink.Spec())
-	g, diags := engine.Compile(cfg, reg)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	r := &running{reg: prometheus.NewRegistry()}
-	r.met = engine.NewMetrics(r.reg, "e2e")
-	rt, err := engine.NewRuntime(g, engine.RunOptions{Metrics: r.met})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.rt = rt
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = rt.Run(ctx); close(done) }()
-	r.stop = func() { cancel(); <-done }
-	t.Cleanup(r.stop)
-	return r
+	return startWith(t, src, node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), graceperiod.Spec(), kubesink.Spec(), auditsink.Spec()))
 }
 
 func clients(t *testing.T) (clientset.Interface, dynamic.Interface) {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 	"github.com/pipeline/pipeline/sinks/log"
@@ -51,7 +51,7 @@ sink "log" "out" {
 type watched struct {
 	addr   string
 	client *http.Client
-	stderr syncBuffer
+	stderr nodetest.LogBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -277,7 +277,7 @@ func TestReloadSignalDuringReload(t *testing.T) {
 	if l.diags.HasErrors() {
 		t.Fatal(l.diags.Error())
 	}
-	var logs syncBuffer
+	var logs nodetest.LogBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	rt, err := engine.NewRuntime(l.graph, engine.RunOptions{Logger: logger, Metrics: engine.NewMetrics(prometheus.NewRegistry(), "test")})
 	must(t, err)
@@ -323,24 +323,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestReloadMasksNewSecrets: a secret that only the reloaded configuration

@@ -1,14 +1,12 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +59,7 @@ func TestTrailFilesMustBeRegular(t *testing.T) {
 				make(t, path)
 				s := build(t, dir, "")
 				env, _ := nodetest.Env(t, prometheus.NewRegistry())
-				var logs lockedBuffer
+				var logs nodetest.LogBuffer
 				env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 				err := within(t, "open", func() error {
 					tg, err := s.Open(context.Background(), env, node.ModeRun)
@@ -109,21 +107,4 @@ func TestVerifyBoundsLines(t *testing.T) {
 	if _, _, err := readLastLine(path); err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("last line: %v", err)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -48,8 +48,8 @@ type dataLine struct {
 	Digest string          `json:"digest"`
 }
 
-// maxLedgerLine bounds a line the ledger reads; the key of a longer one
-// (a value of over 1 MiB) is written again at the next start.
+// maxLedgerLine bounds a line the ledger reads; the key of a longer line
+// is written again at the next start.
 const maxLedgerLine = 1 << 20
 
 // readLedger replays the data lines of node addr in the trail at path.

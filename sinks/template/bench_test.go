@@ -19,8 +19,9 @@ import (
 // benchBackends is the size of the T1 row's configuration.
 const benchBackends = 10000
 
-const benchTmpl = `template = <<-EOT
-global
+// benchHead is the HAProxy configuration before the servers, the same
+// for the sink's template and the floor's.
+const benchHead = `global
   maxconn 100000
 defaults
   mode http
@@ -32,25 +33,15 @@ frontend fe
   default_backend be
 backend be
   balance roundrobin
-%{ for r in records ~}
+`
+
+const benchTmpl = "template = <<-EOT\n" + benchHead + `%{ for r in records ~}
   server ${r.key} ${r.value.ip}:${r.value.port} check
 %{ endfor ~}
 EOT
 `
 
-const floorTmpl = `global
-  maxconn 100000
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 5s
-  timeout server 5s
-frontend fe
-  bind 127.0.0.1:8080
-  default_backend be
-backend be
-  balance roundrobin
-{{range .}}  server {{.Name}} {{.IP}}:{{.Port}} check
+const floorTmpl = benchHead + `{{range .}}  server {{.Name}} {{.IP}}:{{.Port}} check
 {{end}}`
 
 type backend struct {

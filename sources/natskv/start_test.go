@@ -1,36 +1,16 @@
 package natskv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/natstest"
 )
-
-// lockedBuffer is a log destination safe for the source's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestStartLogsNoWarning starts the source on a running server and a
 // bucket with values: it syncs from its first watch and warns of nothing.
@@ -45,7 +25,7 @@ func TestStartLogsNoWarning(t *testing.T) {
 	}
 	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("url = [%q]\nbucket = \"pods\"\nkey_prefix = \"v1.\"", srv.URL()), nil).Source.(*Source)
 	env, _ := nodetest.Env(t, nil)
-	var logs lockedBuffer
+	var logs nodetest.LogBuffer
 	env.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	out := nodetest.NewOutput()
 	ctx, cancel := context.WithCancel(context.Background())
