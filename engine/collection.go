@@ -180,15 +180,13 @@ func (c *collection) isSynced() bool {
 	return c.synced
 }
 
-// lookup returns one record of the state.
+// lookup returns one record of the state, its value built.
 func (c *collection) lookup(k node.Key) (node.Record, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sl, ok := c.state[k]
-	if !ok {
-		return node.Record{Key: k}, false
+	r, ok := c.Held(k)
+	if ok {
+		r.Value = node.Unpack(r.Value)
 	}
-	return node.Record{Key: k, Value: node.Unpack(sl.v), Origin: sl.o}, true
+	return r, ok
 }
 
 // Held implements node.Holder: the record at k as published.
