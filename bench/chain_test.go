@@ -7,17 +7,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/ctyconv"
-	"github.com/pipeline/pipeline/schema"
-	"github.com/pipeline/pipeline/transforms/debounce"
-	"github.com/pipeline/pipeline/transforms/extract"
-	"github.com/pipeline/pipeline/transforms/graceperiod"
 )
 
 const graph = `
@@ -61,20 +55,8 @@ func BenchmarkChain(b *testing.B) {
 	f := &churnFeed{ops: make(chan func(node.Output), 64)}
 	sink := nodetest.NewMemSink()
 	sink.AppendOnly = true
-	reg := node.NewRegistry(extract.Spec(), debounce.Spec(), graceperiod.Spec(),
-		node.Spec{Kind: node.KindSource, Type: "feed", Summary: "bench", Output: node.Objects,
-			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return f, nil }},
-		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "bench",
-			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return sink, nil }})
-	cfg, diags := schema.NewLoader().ParseSource("bench.hcl", []byte(graph), schema.Options{Environ: []string{}})
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	g, diags := engine.Compile(cfg, reg)
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	rt, err := engine.NewRuntime(g, engine.RunOptions{Metrics: engine.NewMetrics(prometheus.NewRegistry(), "bench")})
+	rt, err := feedRuntime(f, graph, node.Spec{Kind: node.KindSink, Type: "mem", Summary: "bench",
+		NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return sink, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,9 @@
 // kube-apiserver into a pinned BPF map by a raw LIST + BatchUpdate (the
 // floor), by a hand-written client-go controller and by `pipeline run`
 // (P1), the resident memory those pods add to the controller and to the
-// README's flagship chain (P4), the latency of one change
+// README's flagship chain (P4), the same initial sync at 100,000 pods by
+// the floor and by the pipeline's LIST and watch-list with the API
+// server's memory rise during each (P11), the latency of one change
 // against a raw watch (P2), sustained churn through extract -> debounce ->
 // ebpf_map in process (P3), validate of 1,000 blocks (P8), a hub and 50
 // agents over NATS, each agent its own process and pinned map (P9), and the

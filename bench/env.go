@@ -27,8 +27,9 @@ type Env struct {
 	cs         kubernetes.Interface
 	kubeconfig string
 	ns         string
-	configs    int // config files written
-	profiles   int // profile pairs written (-profile)
+	configs    int  // config files written
+	profiles   int  // profile pairs written (-profile)
+	bigSeeded  bool // the pods of P11 are created (p11_big_sync.go)
 }
 
 // namespace and label of the pods the scenarios watch.

@@ -45,6 +45,12 @@ func (e *Env) contenders(maxEntries int) []contender {
 // readme is set, with each pod's name and namespace as the record's value,
 // a debounce and a 30s grace period before the map.
 func (e *Env) flagship(pin, selector string, maxEntries int, readme bool) string {
+	return e.flagshipIn(e.ns, "", pin, selector, maxEntries, readme)
+}
+
+// flagshipIn is flagship on the pods of namespace ns, with more lines in
+// the source's body.
+func (e *Env) flagshipIn(ns, sourceExtra, pin, selector string, maxEntries int, readme bool) string {
 	value, stages, input := "", "", "transform.extract.ips"
 	if readme {
 		value = "\n  value = { pod = object.metadata.name, namespace = object.metadata.namespace }"
@@ -66,7 +72,7 @@ source "kubernetes" "pods" {
   cluster   = cluster.bench
   resource  = "pods"
   namespace = %q
-  selector  = %q
+  selector  = %q%s
 }
 transform "extract" "ips" {
   input = source.kubernetes.pods
@@ -85,7 +91,7 @@ transform "extract" "ips" {
     from = 1
   }
 }
-`, e.kubeconfig, e.ns, selector, value, stages, input, pin, maxEntries)
+`, e.kubeconfig, ns, selector, sourceExtra, value, stages, input, pin, maxEntries)
 	e.configs++
 	path := filepath.Join(e.dir, fmt.Sprintf("flagship-%d.hcl", e.configs))
 	_ = os.WriteFile(path, []byte(cfg), 0o644)

@@ -16,6 +16,7 @@ import (
 type Options struct {
 	Runs          int           `json:"runs"`           // runs per scenario; the table shows their median, min and max
 	Pods          int           `json:"pods"`           // matching pods for P1 and P4
+	BigPods       int           `json:"big_pods"`       // pods of P11, in a namespace of their own
 	Changes       int           `json:"changes"`        // changes per P2 run
 	ChurnRate     int           `json:"churn_rate"`     // offered updates/s in P3
 	ChurnDuration time.Duration `json:"churn_duration"` // length of one P3 run
@@ -46,6 +47,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"start-up", startUp},         // P0
 	{"initial-sync", initialSync}, // P1a..P1d and P4
+	{"initial-sync-big", bigSync}, // P11
 	{"change-latency", changeLatency},
 	{"churn", churn},
 	{"reload", reload},

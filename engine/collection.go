@@ -73,7 +73,7 @@ func newCollection(limit int, stats *nodeStats) *collection {
 	return &collection{state: map[node.Key]slot{}, limit: limit, stats: stats}
 }
 
-var _ node.Output = (*collection)(nil)
+var _ node.Holder = (*collection)(nil)
 
 // Apply implements node.Output. No-op deltas (deleting a missing key,
 // upserting an equal value) are dropped so downstream sees only changes.
@@ -180,15 +180,35 @@ func (c *collection) isSynced() bool {
 	return c.synced
 }
 
-// lookup returns one record of the state.
+// lookup returns one record of the state, its value built.
 func (c *collection) lookup(k node.Key) (node.Record, bool) {
+	r, ok := c.Held(k)
+	if ok {
+		r.Value = node.Unpack(r.Value)
+	}
+	return r, ok
+}
+
+// Held implements node.Holder: the record at k as published.
+func (c *collection) Held(k node.Key) (node.Record, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl, ok := c.state[k]
-	if !ok {
-		return node.Record{Key: k}, false
-	}
-	return node.Record{Key: k, Value: node.Unpack(sl.v), Origin: sl.o}, true
+	return node.Record{Key: k, Value: sl.v, Origin: sl.o}, ok
+}
+
+// HeldRecords implements node.Holder.
+func (c *collection) HeldRecords() []node.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snapshotLocked()
+}
+
+// originOf returns the origin of the record at k, or nil.
+func (c *collection) originOf(k node.Key) *node.Origin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state[k].o
 }
 
 func (c *collection) len() int {
@@ -247,6 +267,9 @@ type subscription struct {
 	ready      chan struct{}
 	stats      *nodeStats
 	busy       bool // an event was taken and the consumer has not asked again (sandbox.go)
+	// packed hands values on as their producer emitted them, without
+	// building a packed one: the consumer is a node.ValuePasser.
+	packed bool
 }
 
 var _ node.Input = (*subscription)(nil)
@@ -280,7 +303,9 @@ func (s *subscription) Ready() <-chan struct{} { return s.ready }
 // is none. Its values are built outside the lock (unpack).
 func (s *subscription) poll() (node.Event, bool) {
 	ev, ok := s.take()
-	unpack(ev.Snapshot, ev.Deltas)
+	if !s.packed {
+		unpack(ev.Snapshot, ev.Deltas)
+	}
 	return ev, ok
 }
 

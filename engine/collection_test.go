@@ -83,3 +83,27 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 		}
 	}
 }
+
+// A subscription of a node.ValuePasser hands values on as the producer
+// emitted them, packed or not, in resets and deltas alike.
+func TestPasserReceivesPackedValues(t *testing.T) {
+	builds := 0
+	pk := func(s string) cty.Value { return node.PackedVal(testPacked{s, &builds}) }
+	c := newCollection(0, nil)
+	c.Replace([]node.Record{{Key: "a", Value: pk("1")}})
+	sub := c.subscribe(nil)
+	sub.packed = true
+	ctx := context.Background()
+	ev, err := sub.Next(ctx)
+	if err != nil || !ev.Reset || len(ev.Snapshot) != 1 || !node.IsPacked(ev.Snapshot[0].Value) {
+		t.Fatalf("first event %+v, %v: want a reset holding a packed a", ev, err)
+	}
+	c.Apply([]node.Delta{{Key: "b", Value: pk("2")}})
+	ev, err = sub.Next(ctx)
+	if err != nil || len(ev.Deltas) != 1 || !node.IsPacked(ev.Deltas[0].Value) {
+		t.Fatalf("event %+v, %v: want a packed b", ev, err)
+	}
+	if builds != 0 {
+		t.Fatalf("handing packed values to a passer built %d values", builds)
+	}
+}

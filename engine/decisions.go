@@ -165,11 +165,11 @@ func (d *decisions) waitGates(ctx context.Context, addr string, h *health, log *
 		return true
 	}
 	for other, g := range gates {
-		if g.Held() == nil {
+		if g.Wait() == nil {
 			continue
 		}
-		h.set(false, node.Degraded, "holding writes until "+other+" can record them")
-		log.Warn("holding writes until the audit trail records again", "err", other+" cannot record changes")
+		h.set(false, node.Degraded, "writes wait until "+other+" can record them")
+		log.Warn("writes wait until the audit trail records again", "err", other+" cannot record changes")
 		if node.WaitGate(ctx, g) != nil {
 			return false
 		}

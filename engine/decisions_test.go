@@ -63,7 +63,7 @@ func (t recordingTarget) RecordDecision(d node.Decision) error {
 // gate is a recorder that is also a node.Gate.
 type gate struct{ *recorder }
 
-func (g gate) Held() <-chan struct{} {
+func (g gate) Wait() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.shut
@@ -119,9 +119,9 @@ func TestDecisionsReachRecorders(t *testing.T) {
 	})
 }
 
-// TestGateHoldsOtherSinks: while the gate is shut, sink.mem.m writes nothing
+// TestGateMakesOtherSinksWait: while the gate is shut, sink.mem.m writes nothing
 // and says why; the gate's own sink goes on; opening it releases the writes.
-func TestGateHoldsOtherSinks(t *testing.T) {
+func TestGateMakesOtherSinksWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := gate{&recorder{MemSink: nodetest.NewMemSink(), shut: make(chan struct{})}}
 		m := nodetest.NewMemSink()
@@ -137,8 +137,8 @@ func TestGateHoldsOtherSinks(t *testing.T) {
 				detail = n.Detail
 			}
 		}
-		if !strings.Contains(detail, "holding writes until sink.mem.audit") {
-			t.Errorf("sink.mem.m detail %q does not say it is held", detail)
+		if !strings.Contains(detail, "writes wait until sink.mem.audit") {
+			t.Errorf("sink.mem.m detail %q does not say its writes wait", detail)
 		}
 		g.open()
 		synctest.Wait()
@@ -148,9 +148,9 @@ func TestGateHoldsOtherSinks(t *testing.T) {
 	})
 }
 
-// TestShutdownWhileHeldWritesNothing: a sink held by a shut gate when the
+// TestShutdownWhileGatedWritesNothing: a sink waiting on a shut gate when the
 // runtime stops gives up its writes instead of making them unaudited.
-func TestShutdownWhileHeldWritesNothing(t *testing.T) {
+func TestShutdownWhileGatedWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := gate{&recorder{MemSink: nodetest.NewMemSink(), shut: make(chan struct{})}}
 		m := nodetest.NewMemSink()
@@ -159,7 +159,7 @@ func TestShutdownWhileHeldWritesNothing(t *testing.T) {
 		synctest.Wait()
 		h.shutdown()
 		if updates, _, _ := m.Counts(); updates != 0 {
-			t.Fatalf("the held sink wrote %d entries at shutdown", updates)
+			t.Fatalf("the waiting sink wrote %d entries at shutdown", updates)
 		}
 	})
 }

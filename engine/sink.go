@@ -41,7 +41,7 @@ func (r *Runtime) newSinkLocked(n *Node) *sink {
 		},
 		Drift:   func(count int) { dec.noteDrift(n.Address, count) },
 		Tapping: s.tap.active,
-		Tapped:  s.tap.applied,
+		Tapped:  s.tapped, // tap.go
 		Started: func() {
 			if s.mem != nil {
 				s.mem.sinkStarted()

@@ -26,7 +26,10 @@ type TapEvent struct {
 	// CollectionGeneration is the node's collection generation after the
 	// batch (0 for sinks): not the config generation.
 	CollectionGeneration uint64
-	// Origin is the upserted record's provenance (nil for sinks and deletes).
+	// Origin is the upserted record's provenance (nil for deletes). For a
+	// sink it is the origin of the input record the key holds when the
+	// entry is applied, so a fan-in sink's line says which input's data
+	// it is; nil when the input no longer holds the key by then.
 	Origin *node.Origin
 }
 
@@ -76,12 +79,22 @@ func (p *tapPort) deltas(ds []node.Delta, gen uint64) {
 	}
 }
 
+// tapped publishes one entry the sink's target applied, with the origin
+// of the input record behind an upsert.
+func (s *sink) tapped(e node.Entry, del bool) {
+	var o *node.Origin
+	if !del {
+		o = s.in.originOf(e.Key)
+	}
+	s.tap.applied(e, del, o)
+}
+
 // applied publishes one entry a sink's target applied.
-func (p *tapPort) applied(e node.Entry, del bool) {
+func (p *tapPort) applied(e node.Entry, del bool, origin *node.Origin) {
 	h := p.hub
 	ev := TapEvent{Time: h.clock(), Node: h.addr, Delete: del, Key: e.Key}
 	if !del {
-		ev.Value = e.Value
+		ev.Value, ev.Origin = e.Value, origin
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -13,11 +13,14 @@ import (
 // whole new state), and the synced marker rides on every event after
 // MarkSynced, as it does on the engine's subscriptions. It is a stand-in for
 // the engine's collections, enough to chain transforms in tests and
-// benchmarks. A full channel blocks the producer (back-pressure).
+// benchmarks. Like them, it builds packed values (node.PackedVal) for a
+// consumer that is not a node.ValuePasser. A full channel blocks the
+// producer (back-pressure).
 type pipe struct {
 	ch     chan node.Event
 	done   <-chan struct{} // unblocks a producer once the chain stops
 	synced bool            // producer side only
+	packed bool            // hand values on packed (set before the consumer runs)
 }
 
 func newPipe(done <-chan struct{}) *pipe { return &pipe{ch: make(chan node.Event, 64), done: done} }
@@ -45,6 +48,14 @@ func (p *pipe) MarkSynced() {
 func (p *pipe) Next(ctx context.Context) (node.Event, error) {
 	select {
 	case ev := <-p.ch:
+		if !p.packed {
+			for i := range ev.Snapshot {
+				ev.Snapshot[i].Value = node.Unpack(ev.Snapshot[i].Value)
+			}
+			for i := range ev.Deltas {
+				ev.Deltas[i].Value = node.Unpack(ev.Deltas[i].Value)
+			}
+		}
 		return ev, nil
 	case <-ctx.Done():
 		return node.Event{}, ctx.Err()
@@ -79,6 +90,7 @@ func chain(tb testing.TB, out node.Output, stages ...stage) *pipe {
 			o = next
 		}
 		env, _ := nodetest.Env(tb, nil)
+		_, in.packed = tr.(node.ValuePasser)
 		go func(in *pipe) { done <- tr.Run(ctx, env, in, o) }(in)
 		in = next
 		upstream = &node.Upstream{Address: "transform." + s.spec.Type + ".test", Type: node.Records}

@@ -62,17 +62,17 @@ func blockedDir(t *testing.T) (dir, blocker string) {
 var ignoreHTTP = []goleak.Option{goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")}
 
-// TestAuditFailClosedHoldsSinks: while the trail cannot be written, the
-// log sink holds its writes (and says so in /readyz); once the trail opens,
+// TestAuditFailClosedMakesSinksWait: while the trail cannot be written, the
+// log sink waits with its writes (and says so in /readyz); once the trail opens,
 // both catch up and the trail verifies.
-func TestAuditFailClosedHoldsSinks(t *testing.T) {
+func TestAuditFailClosedMakesSinksWait(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreHTTP...)
 	dir, blocker := blockedDir(t)
 	addr, stop := startRun(t, dir, strings.Replace(staticToAuditAndLog, "%s", "closed", 1))
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	eventually(t, "the log sink to report it holds its writes", func() bool {
-		return strings.Contains(get(t, client, "http://"+addr+"/readyz"), "holding writes until sink.audit.trail")
+		return strings.Contains(get(t, client, "http://"+addr+"/readyz"), "writes wait until sink.audit.trail")
 	})
 	if n := fileSize(filepath.Join(dir, "out.log")); n != 0 {
 		t.Fatalf("the log sink wrote %d bytes while the audit trail was failing", n)

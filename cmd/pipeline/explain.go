@@ -17,7 +17,7 @@ func newExplainCmd() *cobra.Command {
 	var against string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "explain [--against http://ADDR] [--json] KEY",
+		Use:   "explain [--against ADDR] [--json] KEY",
 		Short: "Ask a running instance why KEY is, or is not, in its sinks",
 		Long: "explain asks a running `pipeline run` (its read-only admin endpoint, --listen) about KEY: the sink\n" +
 			"entries that hold it with their status (applied, pending, failing with the last error, waiting for\n" +
@@ -48,23 +48,19 @@ func newExplainCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&against, "against", "http://127.0.0.1:9464", "admin endpoint of the running instance (its --listen address)")
+	cmd.Flags().StringVar(&against, "against", "127.0.0.1:9464", "admin address of the running pipeline (its --listen), or a URL")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd
 }
 
 // fetchExplain asks the admin endpoint at base about key.
 func fetchExplain(ctx context.Context, base, key string) ([]byte, error) {
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	u, err := url.Parse(base)
+	target, err := adminURL(base, "/explain", url.Values{"key": {key}})
 	if err != nil {
-		return nil, fmt.Errorf("explain: --against %q: %w", base, err)
+		return nil, fmt.Errorf("explain: %w", err)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/explain"
-	u.RawQuery = url.Values{"key": {key}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	u, _ := url.Parse(target) // adminURL made it
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, fmt.Errorf("explain: %w", err)
 	}
@@ -131,7 +127,7 @@ func writeAbsent(w io.Writer, v explainView) {
 		for _, st := range v.Seen {
 			fmt.Fprintf(w, "  %s = %s\n", st.Node, stageValue(st))
 		}
-		fmt.Fprintln(w, "and stops after the last of these.")
+		fmt.Fprintf(w, "No stage after %s holds it: a setting below drops it there, or gives it another key.\n", v.Seen[len(v.Seen)-1].Node)
 	}
 	if len(v.Gates) > 0 {
 		fmt.Fprintln(w, "What decides which records reach the sinks:")

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const explainConfig = `
@@ -73,5 +75,24 @@ func TestExplainCommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /explain: %s, want 405", resp.Status)
+	}
+}
+
+// TestExplainAbsentNamesTheLastStage: for a key no sink holds, explain
+// says which stage holds it last, so the reader knows where it stops.
+func TestExplainAbsentNamesTheLastStage(t *testing.T) {
+	var b strings.Builder
+	writeAbsent(&b, explainView{Key: "10.0.0.2", Absent: true,
+		Seen:  []stageView{{Node: "source.files.hosts", Key: "10.0.0.2", Present: true, Value: map[string]any{"zone": "b"}}},
+		Gates: []gateView{{Node: "transform.extract.zone_a", Attr: "where", Pos: "main.hcl:22:11", Text: `record.value.zone == "a"`}}})
+	want := `10.0.0.2 is in no sink.
+It is held by:
+  source.files.hosts = {"zone":"b"}
+No stage after source.files.hosts holds it: a setting below drops it there, or gives it another key.
+What decides which records reach the sinks:
+  transform.extract.zone_a  where = record.value.zone == "a"  (main.hcl:22:11)
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("explain of an absent key (-want +got):\n%s", diff)
 	}
 }

@@ -244,3 +244,47 @@ func TestLSPCompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestLSPCompletionFilesFields completes the fields of a files source's
+// data, read from the files themselves: CSV columns after record.value.
+// in the extract reading it and after item. in its own key, and the
+// fields of the Pods its selector keeps after object. for format
+// "kubernetes". A line is typed before its anchor, or in its place.
+func TestLSPCompletionFilesFields(t *testing.T) {
+	c := startLSP(t)
+	for _, tc := range []struct {
+		example, anchor, line string
+		replace               bool
+		want                  []string
+	}{
+		{"files-formats", "  key   = record.key", "  where = record.value.", false, []string{"ip", "name", "zone"}},
+		{"files-formats", "  key    = item.ip", "  key    = item.", true, []string{"ip", "name", "zone"}},
+		{"files-allowlist", "  key   = object.status.podIP", "  where = object.", false, []string{"apiVersion", "kind", "metadata", "status"}},
+		{"files-allowlist", "  key   = object.status.podIP", "  where = object.status.", false, []string{"phase", "podIP", "podIPs"}},
+	} {
+		t.Run(tc.example+" "+tc.line, func(t *testing.T) {
+			main := filepath.Join(copyExample(t, tc.example), "main.hcl")
+			src := readString(t, main)
+			c.open(main, src) // the check builds the nodes that read the files
+			c.waitDiags(main, func([]protocol.Diagnostic) bool { return true })
+			i := strings.Index(src, tc.anchor)
+			if i < 0 {
+				t.Fatalf("%q not in %s", tc.anchor, main)
+			}
+			text := src[:i] + tc.line + "\n" + src[i:]
+			if tc.replace {
+				text = src[:i] + tc.line + src[i+len(tc.anchor):]
+			}
+			c.change(main, text)
+			got := labels(c.complete(main, posOf(t, text, tc.line+"\n", len(tc.line))))
+			if len(got) != len(tc.want) {
+				t.Errorf("offered %v, want %v", got, tc.want)
+			}
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("%q missing from %v", w, got)
+				}
+			}
+		})
+	}
+}

@@ -84,6 +84,39 @@ end)
 finish(ok and vim.NIL or tostring(err))
 `
 
+// nvimAndPipeline returns the paths of Neovim and of the pipeline test
+// binary (installed by TestMain). Neovim missing skips, or fails in CI.
+func nvimAndPipeline(t *testing.T) (nvim, bin string) {
+	t.Helper()
+	nvim, err := exec.LookPath("nvim")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nvim is missing: scripts/setup.sh installs neovim")
+		}
+		t.Skip("nvim is not installed (apt-get install neovim)")
+	}
+	if bin, err = exec.LookPath("pipeline"); err != nil {
+		t.Fatal(err)
+	}
+	return nvim, bin
+}
+
+// runNvim runs a Lua script in a headless Neovim whose home and state are
+// in tmp, and returns what it printed.
+func runNvim(t *testing.T, nvim, tmp, script string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", "luafile "+script)
+	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp, "XDG_CACHE_HOME="+tmp)
+	cmd.Dir = tmp
+	logs, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, logs)
+	}
+	return logs
+}
+
 // lineOf is the 0-based line holding sub.
 func lineOf(t *testing.T, text, sub string) int {
 	t.Helper()
@@ -100,17 +133,7 @@ func lineOf(t *testing.T, text, sub string) int {
 // a sink "ebpf_map" block, and completes object.metadata. in the extract
 // that reads the kubernetes source (the Pod's fields, less ignore_fields).
 func TestLSPNeovim(t *testing.T) {
-	nvim, err := exec.LookPath("nvim")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nvim is missing: scripts/setup.sh installs neovim")
-		}
-		t.Skip("nvim is not installed (apt-get install neovim)")
-	}
-	bin, err := exec.LookPath("pipeline") // the test binary, installed by TestMain
-	if err != nil {
-		t.Fatal(err)
-	}
+	nvim, bin := nvimAndPipeline(t)
 	dir := copyExample(t, "flagship")
 	main := filepath.Join(dir, "main.hcl")
 	src := readString(t, main)
@@ -122,15 +145,7 @@ func TestLSPNeovim(t *testing.T) {
 	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", "luafile "+script)
-	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp, "XDG_CACHE_HOME="+tmp)
-	cmd.Dir = tmp
-	logs, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("nvim: %v\n%s", err, logs)
-	}
+	logs := runNvim(t, nvim, tmp, script)
 	var res struct {
 		Err        any    `json:"err"`
 		Hover      string `json:"hover"`
@@ -182,5 +197,67 @@ func TestLSPNeovim(t *testing.T) {
 	// which the source's ignore_fields removes.
 	if !slices.Contains(res.Fields, "name") || !slices.Contains(res.Fields, "labels") || slices.Contains(res.Fields, "managedFields") {
 		t.Errorf("object.metadata. completes to %v", res.Fields)
+	}
+}
+
+// nvimCompleteScript opens a file in Neovim's built-in LSP client, types
+// a line before line L (0-based) once the first diagnostics came, and
+// writes the labels the server completes at its end.
+const nvimCompleteScript = `
+local bin, file, out, L, typed = %q, %q, %q, %d, %q
+local res = {}
+local ok, err = pcall(function()
+  local ready, diags = false, false
+  local id = vim.lsp.start_client({
+    cmd = { bin, "lsp", "--debounce", "50ms" },
+    root_dir = vim.fn.fnamemodify(file, ":h"),
+    flags = { debounce_text_changes = 0 },
+    on_init = function() ready = true end,
+    handlers = { ["textDocument/publishDiagnostics"] = function() diags = true end },
+  })
+  vim.cmd("edit " .. file)
+  local buf = vim.api.nvim_get_current_buf()
+  vim.lsp.buf_attach_client(buf, id)
+  if not vim.wait(20000, function() return ready and diags end, 10) then error("no first diagnostics") end
+  vim.api.nvim_buf_set_lines(buf, L, L, false, { typed })
+  local r = vim.lsp.buf_request_sync(buf, "textDocument/completion",
+    { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = L, character = #typed } }, 10000)
+  if not r or not r[id] then error("no answer to completion") end
+  if r[id].err then error(vim.inspect(r[id].err)) end
+  res.labels = {}
+  for _, it in ipairs(r[id].result.items or r[id].result) do table.insert(res.labels, it.label) end
+end)
+res.err = ok and vim.NIL or tostring(err)
+vim.fn.writefile({ vim.fn.json_encode(res) }, out)
+vim.cmd("qa!")
+`
+
+// TestLSPNeovimFilesFields completes record.value. in Neovim, in the
+// extract reading the CSV files source of examples/files-formats: the
+// columns of the file on disk.
+func TestLSPNeovimFilesFields(t *testing.T) {
+	nvim, bin := nvimAndPipeline(t)
+	main := filepath.Join(copyExample(t, "files-formats"), "main.hcl")
+	tmp := t.TempDir()
+	out, script := filepath.Join(tmp, "result.json"), filepath.Join(tmp, "test.lua")
+	lua := fmt.Sprintf(nvimCompleteScript, bin, main, out, lineOf(t, readString(t, main), "  key   = record.key"), "  where = record.value.")
+	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runNvim(t, nvim, tmp, script)
+	var res struct {
+		Err    any      `json:"err"`
+		Labels []string `json:"labels"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no result: %v", err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil || res.Err != nil {
+		t.Fatalf("script: %v %v: %s", err, res.Err, b)
+	}
+	slices.Sort(res.Labels)
+	if !slices.Equal(res.Labels, []string{"ip", "name", "zone"}) {
+		t.Errorf("record.value. completes to %v, want the CSV's columns ip, name, zone", res.Labels)
 	}
 }

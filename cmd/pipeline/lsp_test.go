@@ -149,22 +149,13 @@ func posOf(t testing.TB, text, sub string, off int) protocol.Position {
 	return pos(line, i-strings.LastIndex(text[:i], "\n")-1)
 }
 
-// copyExample copies an example's directory into a temporary one.
+// copyExample copies an example's directory, data files included, into a
+// temporary one.
 func copyExample(t *testing.T, name string) string {
 	t.Helper()
 	dir := t.TempDir()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", name, "*.hcl"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(files) == 0 {
-		t.Fatalf("example %s has no files", name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "examples", name))); err != nil {
+		t.Fatalf("example %s: %v", name, err)
 	}
 	return dir
 }

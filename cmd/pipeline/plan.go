@@ -57,7 +57,7 @@ func newPlanCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.maxEntries, "max-entries", 20, "changes shown per sink in the text view; the rest are counted")
 	cmd.Flags().DurationVar(&f.wait, "wait", 2*time.Minute, "how long to wait for the sources' initial sync")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "level of the logs on stderr: debug, info, warn or error")
-	cmd.Flags().StringVar(&f.against, "against", "", "admin address of a running pipeline (http://127.0.0.1:9464): also show what a reload of it to PATH would do to its nodes")
+	cmd.Flags().StringVar(&f.against, "against", "", "admin address of a running pipeline (127.0.0.1:9464, or a URL): also show what a reload of it to PATH would do to its nodes")
 	return cmd
 }
 

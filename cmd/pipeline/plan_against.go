@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -27,13 +26,13 @@ type reloadPlan struct {
 // fetchGraph asks a running `pipeline run` for its graph (GET /graph on
 // its --listen address).
 func fetchGraph(ctx context.Context, base string) (*reloadPlan, error) {
-	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/graph")
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--against %q: give the admin address of a running pipeline, such as http://127.0.0.1:9464", base)
+	u, err := adminURL(base, "/graph", nil)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--against: %w", err)
 	}

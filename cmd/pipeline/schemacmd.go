@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,8 +38,9 @@ func newSchemaCmd() *cobra.Command {
 
 // schemaFormatVersion is the version of `pipeline schema --json`
 // (docs/editors.md): the minor rises when fields are added, the major
-// when a field changes or goes. 1.1 added attributes' "enum".
-const schemaFormatVersion = "1.1"
+// when a field changes or goes. 1.1 added attributes' "enum", 1.2 types'
+// "outputs".
+const schemaFormatVersion = "1.2"
 
 type schemaDoc struct {
 	FormatVersion string    `json:"format_version"`
@@ -48,13 +50,22 @@ type schemaDoc struct {
 }
 
 type typeDoc struct {
-	Kind    string   `json:"kind"`
-	Type    string   `json:"type"`
-	Summary string   `json:"summary"`
-	Doc     string   `json:"doc,omitempty"`
-	Output  string   `json:"output,omitempty"`
-	Accepts []string `json:"accepts,omitempty"`
-	Body    blockDoc `json:"body"`
+	Kind    string `json:"kind"`
+	Type    string `json:"type"`
+	Summary string `json:"summary"`
+	Doc     string `json:"doc,omitempty"`
+	Output  string `json:"output,omitempty"`
+	// Outputs: what the type emits in each case of one attribute, when
+	// that attribute decides it (source "files": format).
+	Outputs []outputCaseDoc `json:"outputs,omitempty"`
+	Accepts []string        `json:"accepts,omitempty"`
+	Body    blockDoc        `json:"body"`
+}
+
+type outputCaseDoc struct {
+	Attribute string   `json:"attribute"`
+	Values    []string `json:"values"`
+	Output    string   `json:"output"`
 }
 
 type blockDoc struct {
@@ -80,6 +91,9 @@ func describe(reg *node.Registry) schemaDoc {
 		for _, a := range s.Accepts {
 			t.Accepts = append(t.Accepts, string(a))
 		}
+		for _, c := range s.Outputs {
+			t.Outputs = append(t.Outputs, outputCaseDoc{Attribute: c.Attr, Values: c.Values, Output: string(c.Output)})
+		}
 		d.Types = append(d.Types, t)
 	}
 	return d
@@ -100,6 +114,12 @@ func describeBlock(b schema.Block) blockDoc {
 func writeSchemaText(w io.Writer, d schemaDoc) {
 	for _, t := range d.Types {
 		fmt.Fprintf(w, "%s %q  %s\n", t.Kind, t.Type, t.Summary)
+		if t.Output != "" {
+			fmt.Fprintf(w, "  emits: %s\n", emitsText(t, "%s"))
+		}
+		if len(t.Accepts) > 0 {
+			fmt.Fprintf(w, "  accepts: %s\n", strings.Join(t.Accepts, ", "))
+		}
 		writeAttrsText(w, t.Body, "    ")
 		fmt.Fprintln(w)
 	}
@@ -107,6 +127,46 @@ func writeSchemaText(w io.Writer, d schemaDoc) {
 	writeAttrsText(w, d.Cluster, "    ")
 	fmt.Fprintf(w, "\nleader_election  only the holder of a Kubernetes Lease writes to the sinks\n")
 	writeAttrsText(w, d.Leader, "    ")
+}
+
+// emitsText says what a type emits: its output, or each case of the
+// attribute that decides it, as in `objects with format "kubernetes" (the
+// default); records with format "json" or "csv"`. code formats the
+// attribute's name.
+func emitsText(t typeDoc, code string) string {
+	if len(t.Outputs) == 0 {
+		return t.Output
+	}
+	cases := make([]string, 0, len(t.Outputs))
+	for _, c := range t.Outputs {
+		def := ""
+		values := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			values[i] = strconv.Quote(v)
+			if len(c.Values) == 1 && attrDefault(t.Body, c.Attribute) == values[i] {
+				def = " (the default)"
+			}
+		}
+		cases = append(cases, fmt.Sprintf("%s with "+code+" %s%s", c.Output, c.Attribute, orList(values), def))
+	}
+	return strings.Join(cases, "; ")
+}
+
+// orList joins ["a", "b", "c"] as "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+func attrDefault(b blockDoc, name string) string {
+	for _, a := range b.Attributes {
+		if a.Name == name {
+			return a.Default
+		}
+	}
+	return ""
 }
 
 func writeAttrsText(w io.Writer, b blockDoc, indent string) {
@@ -142,7 +202,7 @@ func writeMarkdown(w io.Writer, d schemaDoc) {
 			}
 			fmt.Fprintln(w)
 			if t.Output != "" {
-				fmt.Fprintf(w, "- Emits: %s\n", t.Output)
+				fmt.Fprintf(w, "- Emits: %s\n", emitsText(t, "`%s`"))
 			}
 			if len(t.Accepts) > 0 {
 				fmt.Fprintf(w, "- Accepts: %s\n", strings.Join(t.Accepts, ", "))

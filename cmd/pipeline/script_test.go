@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,11 +13,40 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// peakLine starts the last line pipeline-peak writes.
+const peakLine = "peak-rss-kib "
+
+// ownPeakKiB is this process's peak RSS since it started (VmHWM), in KiB,
+// or -1 when /proc does not say.
+func ownPeakKiB() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range bytes.Lines(status) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			n, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(v), []byte(" kB"))), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // TestMain lets the test binary run as the `pipeline` command inside
 // scripts (testscript re-executes it under that name).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"pipeline": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+		// pipeline-peak is pipeline that ends its output with its own peak
+		// RSS (see peakLine): the rusage of a child counts the peak of the
+		// test process that started it.
+		"pipeline-peak": func() {
+			code := run(os.Args[1:], os.Stdout, os.Stderr)
+			fmt.Fprintf(os.Stderr, "\n%s%d\n", peakLine, ownPeakKiB())
+			os.Exit(code)
+		},
 	})
 }
 

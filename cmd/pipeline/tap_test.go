@@ -22,9 +22,10 @@ import (
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
-const filesToLog = `
+// podIPs reads pods from the YAML files in %[1]s and keys them by IP.
+const podIPs = `
 source "files" "pods" {
-  paths         = ["%s/*.yaml"]
+  paths         = ["%[1]s/*.yaml"]
   allow_empty   = true
   poll_interval = "200ms"
 }
@@ -33,9 +34,13 @@ transform "extract" "ips" {
   key   = object.status.podIP
   value = { pod = object.metadata.name }
 }
+`
+
+// filesToLog writes podIPs to a log sink at %[2]s.
+const filesToLog = podIPs + `
 sink "log" "out" {
   input  = transform.extract.ips
-  path   = "%s"
+  path   = "%[2]s"
   format = "json"
 }
 `
@@ -60,6 +65,13 @@ func writePods(t *testing.T, dir string, ips ...string) {
 // manifests directory and the log sink's file.
 func startFilesPipeline(t *testing.T) (addr, pods, out string) {
 	t.Helper()
+	return startPodsPipeline(t, filesToLog)
+}
+
+// startPodsPipeline runs config, a format whose two %s are the manifests
+// directory and the log sink's file, as startFilesPipeline does.
+func startPodsPipeline(t *testing.T, config string) (addr, pods, out string) {
+	t.Helper()
 	dir := t.TempDir()
 	pods, out = filepath.Join(dir, "pods"), filepath.Join(dir, "out.log")
 	if err := os.Mkdir(pods, 0o755); err != nil {
@@ -67,7 +79,7 @@ func startFilesPipeline(t *testing.T) (addr, pods, out string) {
 	}
 	writePods(t, pods, "10.0.0.1")
 	cfg := filepath.Join(dir, "p.hcl")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(filesToLog, pods, out)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, pods, out)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,6 +160,70 @@ func TestTapShowsExactlyWhatTheSinkApplied(t *testing.T) {
 	}
 	if diff := cmp.Diff(applied, tapped); diff != "" {
 		t.Errorf("tap differs from what the sink applied (-sink +tap):\n%s", diff)
+	}
+}
+
+// flagshipFanIn is the flagship chain (files -> extract -> debounce ->
+// grace_period) and a list of networks read from a file, both into one
+// log sink.
+const flagshipFanIn = podIPs + `
+transform "debounce" "calm" {
+  input    = transform.extract.ips
+  interval = "10ms"
+}
+transform "grace_period" "drain" {
+  input = transform.debounce.calm
+  delay = "10ms"
+}
+source "files" "nets" {
+  paths         = ["%[1]s/*.txt"]
+  format        = "lines"
+  allow_empty   = true
+  poll_interval = "200ms"
+}
+sink "log" "out" {
+  inputs = [transform.grace_period.drain, source.files.nets]
+  path   = "%[2]s"
+  format = "json"
+}
+`
+
+// TestTapFanInSinkNamesInputs taps a sink with two inputs: each upsert
+// line names the source its record came from, in --json and readable
+// form, as a tap of a fan-in transform does.
+func TestTapFanInSinkNamesInputs(t *testing.T) {
+	addr, dir, out := startPodsPipeline(t, flagshipFanIn)
+	waitLines(t, out, 1) // the first pod
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body := openTap(t, ctx, addr, "node=sink.log.out&rate=0")
+	defer body.Close()
+
+	writePods(t, dir, "10.0.0.1", "10.0.0.2")
+	if err := os.WriteFile(filepath.Join(dir, "nets.txt"), []byte("10.9.0.0/16\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := printTap(ctx, &got, body, tapFlags{json: true, count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	from := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(got.String()), "\n") {
+		var l tapLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Op != "upsert" || l.Origin == nil {
+			t.Fatalf("tap line %s: want an upsert with its origin", line)
+		}
+		from[l.Key] = l.Origin.Source + " " + strings.Fields(filepath.Base(l.Origin.File))[0] // "pods.yaml document 2"
+		if r := readableTap(l); !strings.HasSuffix(r, "  (from "+l.Origin.Source+")") {
+			t.Errorf("readable line %q names no input", r)
+		}
+	}
+	want := map[string]string{"10.0.0.2": "source.files.pods pods.yaml", "10.9.0.0/16": "source.files.nets nets.txt"}
+	if diff := cmp.Diff(want, from); diff != "" {
+		t.Errorf("the input of each line (-want +got):\n%s", diff)
 	}
 }
 

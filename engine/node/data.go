@@ -91,6 +91,15 @@ func Unpack(v cty.Value) cty.Value {
 	return v
 }
 
+// ValuePasser is implemented by a transform that passes its input's
+// values on without reading them (debounce, grace_period). The engine
+// hands it values as their producer emitted them, packed or not
+// (PackedVal), so that a packed record stays packed on its way and is
+// built only for a consumer that reads it. Such a transform compares
+// values only with RawEquals, which compares two packed values by
+// Packed.Same.
+type ValuePasser interface{ PassesValues() }
+
 // Upsert returns an upsert delta.
 func Upsert(k Key, v cty.Value, t time.Time) Delta { return Delta{Key: k, Value: v, Time: t} }
 

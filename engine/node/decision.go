@@ -73,17 +73,17 @@ type DecisionRecorder interface {
 
 // Gate is implemented by a Sink that every other sink of the graph must wait
 // for (audit with fail = "closed"): before writing, the engine waits until
-// Held returns nil or the channel it returned is closed.
+// Wait returns nil or the channel it returned is closed.
 type Gate interface {
-	// Held returns nil when writes may go ahead, or a channel closed when
+	// Wait returns nil when writes may go ahead, or a channel closed when
 	// they may. It never blocks.
-	Held() <-chan struct{}
+	Wait() <-chan struct{}
 }
 
 // WaitGate blocks until g lets writes go ahead or ctx ends.
 func WaitGate(ctx context.Context, g Gate) error {
 	for {
-		ch := g.Held()
+		ch := g.Wait()
 		if ch == nil {
 			return nil
 		}

@@ -174,11 +174,12 @@ type Projector interface {
 	Project(p *Paths) hcl.Diagnostics
 }
 
-// FieldLister is implemented by a source that knows, from its
-// configuration alone, which fields its objects have (a Kubernetes
-// resource's API types). ObjectFields returns the names under path (empty:
-// the top level), sorted; nil when they are not known. Editors complete
-// `object.` with them.
+// FieldLister is implemented by a source that knows which fields its
+// objects or items have: from its configuration (a Kubernetes resource's
+// API types), or from the data at hand (a sample of the files a files
+// source reads). ObjectFields returns the names under path (empty: the
+// top level), sorted; nil when they are not known. Editors complete
+// `object.`, `record.value.` and `item.` with them.
 type FieldLister interface {
 	ObjectFields(path []string) []string
 }

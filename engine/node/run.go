@@ -165,8 +165,8 @@ func (e Entry) Same(o Entry) bool {
 // followed by its value bytes do. The loop reads and writes such a target
 // in chunks of Data laid end to end instead of entries: for an IPv4 key
 // and a u32 value, 8 bytes per entry to gather and compare where an Entry
-// takes 88. Its Update, Delete and Actual stay for everything else
-// (incremental rounds, deletes, plan and explain).
+// takes 88. The loop writes such a target through Chunked alone; its
+// Update, Delete and Actual stay for plan, explain and tests.
 type Chunked interface {
 	// ScanActual is a full read that builds nothing for an entry the loop
 	// holds already: it calls known with each chunk's Data (len(known)
@@ -180,6 +180,15 @@ type Chunked interface {
 	// end in data, width bytes each: it sets errs[i] when the i-th fails
 	// and leaves the others nil.
 	UpdateData(ctx context.Context, data []byte, width int, errs []error)
+	// DeleteData is Delete of the len(errs) entries whose Data lie end to
+	// end in data, width bytes each. It reads only each entry's key, which
+	// its Data starts with, so the loop may cut longer Data (an entry read
+	// back whole) to width.
+	DeleteData(ctx context.Context, data []byte, width int, errs []error)
+	// ValueOf returns the Value (as Prepare and Actual give it, without a
+	// sensitive mark) of the entry with Data d: the loop keeps an entry's
+	// bytes and not its value, and shows it through ValueOf.
+	ValueOf(d []byte) cty.Value
 }
 
 // Readier is implemented by a target whose Open returns before it can

@@ -39,6 +39,15 @@ const (
 // with a data format); it overrides Spec.Output.
 type Emitter interface{ Emits() DataType }
 
+// OutputCase says what a node emits when one attribute holds one of
+// Values, for a type whose built node is an Emitter. It is declared so
+// that `pipeline schema` and the reference can say every case.
+type OutputCase struct {
+	Attr   string   // the attribute that decides: "format"
+	Values []string // its values in this case, as the attribute's enum spells them
+	Output DataType
+}
+
 // Spec declares one node type. It is the single source of truth for decoding,
 // validation, `pipeline schema` and the reference docs.
 type Spec struct {
@@ -47,8 +56,12 @@ type Spec struct {
 	Summary string // one line; heads the generated docs
 	Doc     string // optional paragraphs for the docs
 	Body    schema.Block
-	// Output is what a source or transform emits.
+	// Output is what a source or transform emits; with Outputs, what it
+	// emits by default.
 	Output DataType
+	// Outputs, for a type whose built node is an Emitter, lists what it
+	// emits in each case of its configuration. Empty: always Output.
+	Outputs []OutputCase
 	// Accepts lists what a transform or sink takes as input; empty means any.
 	Accepts []DataType
 	// NewSource, NewTransform and NewSink construct a node of each kind;
@@ -136,6 +149,25 @@ func (s Spec) checkConstructors() error {
 	return nil
 }
 
+// checkOutputs says what is wrong with s.Outputs: each case needs an
+// attribute, values and an output, and Output must be one of them.
+func (s Spec) checkOutputs() error {
+	if len(s.Outputs) == 0 {
+		return nil
+	}
+	found := false
+	for _, c := range s.Outputs {
+		if c.Attr == "" || len(c.Values) == 0 || c.Output == "" {
+			return fmt.Errorf("incomplete output case %+v", c)
+		}
+		found = found || c.Output == s.Output
+	}
+	if !found {
+		return fmt.Errorf("Output %q is in none of the Outputs", s.Output)
+	}
+	return nil
+}
+
 // Build is what a constructor receives.
 type Build struct {
 	Address string
@@ -174,6 +206,9 @@ func NewRegistry(specs ...Spec) *Registry {
 		}
 		if s.Kind != KindSink && s.Output == "" {
 			panic(fmt.Sprintf("node.NewRegistry: %s %q declares no Output", s.Kind, s.Type))
+		}
+		if err := s.checkOutputs(); err != nil {
+			panic(fmt.Sprintf("node.NewRegistry: %s %q: %v", s.Kind, s.Type, err))
 		}
 		if r.specs[s.Kind] == nil {
 			r.specs[s.Kind] = map[string]Spec{}

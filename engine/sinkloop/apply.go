@@ -9,20 +9,14 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// batch is one round's writes: the entries to upsert and delete and,
-// index for index, the states of their keys, so recording each outcome
-// needs no lookup. For a target written in chunks (node.Chunked)
-// the upserts whose Data have the batch's width go instead into data,
-// end to end, with their states in dataStates; dataAhead says which of
-// those were recorded as held when they were decided (holdAhead).
+// batch is one round's writes: the upserts and the deletes, each with the
+// states of their keys index for index, so recording each outcome needs no
+// lookup.
 type batch struct {
-	ups, dels           []node.Entry
-	upStates, delStates []*keyState
-	data                []byte
-	width               int
-	dataStates          []*keyState
-	dataAhead           []bool
-	errs                []error // UpdateData's, index for index with dataStates
+	ups, dels writes
+	// ahead says, index for index with ups, which creations were recorded
+	// as held when they were decided (holdAhead).
+	ahead []bool
 	// tapping is set when the batch is made (and, in a full pass, each
 	// time it is emptied) if a tap watches the sink: then no creation is
 	// recorded ahead, so that the tap sees each write. A tap that starts
@@ -31,34 +25,81 @@ type batch struct {
 	tapping bool
 }
 
-// quietFor reports whether writing ks's entry in b needs nothing
-// recorded but that the target holds it: no failure to clear, no change
-// time to observe, no tap to tell (holdAhead).
-func (b *batch) quietFor(ks *keyState) bool { return ks.fail == nil && ks.changed == 0 && !b.tapping }
+// writes is one kind of a batch's writes and the states of their keys.
+// A target written in chunks (node.Chunked) gets their Data laid end to
+// end, width bytes each, the way the kernel's batch calls take them;
+// another target gets their entries. errs is each write's outcome.
+type writes struct {
+	states  []*keyState
+	entries []node.Entry
+	data    []byte
+	width   int
+	errs    []error
+}
 
-func (b *batch) len() int { return len(b.ups) + len(b.dels) + len(b.dataStates) }
+func (b *batch) len() int { return len(b.ups.states) + len(b.dels.states) }
 
 // reset empties b, keeping its arrays.
 func (b *batch) reset() {
-	clear(b.upStates)
-	clear(b.delStates)
-	clear(b.dataStates)
-	clear(b.errs)
-	b.ups, b.dels, b.upStates, b.delStates = b.ups[:0], b.dels[:0], b.upStates[:0], b.delStates[:0]
-	b.data, b.width, b.dataStates, b.dataAhead, b.errs = b.data[:0], 0, b.dataStates[:0], b.dataAhead[:0], b.errs[:0]
+	for _, w := range []*writes{&b.ups, &b.dels} {
+		clear(w.states)
+		clear(w.entries)
+		clear(w.errs)
+		w.states, w.entries, w.data, w.width, w.errs = w.states[:0], w.entries[:0], w.data[:0], 0, w.errs[:0]
+	}
+	b.ahead = b.ahead[:0]
 }
 
 // upsert adds the upsert of ks's wanted entry to b; create says the
 // target does not hold the key.
 func (s *state) upsert(ks *keyState, b *batch, create bool) {
-	d := ks.want.Data
-	if s.chunked == nil || len(d) == 0 || (b.width != 0 && len(d) != b.width) {
-		b.ups, b.upStates = append(b.ups, ks.wanted()), append(b.upStates, ks)
-		return
+	if s.add(&b.ups, ks, ks.want, false) {
+		b.ahead = append(b.ahead, create && s.holdAhead(ks, b))
 	}
-	b.width = len(d)
-	b.data, b.dataStates = appendData(b.data, d, cap(b.dataStates)), append(b.dataStates, ks)
-	b.dataAhead = append(b.dataAhead, create && s.holdAhead(ks, b))
+}
+
+// add appends the write of k at ks's key (del: its delete) to w: as an
+// entry, or as Data for a target written in chunks. Data that cannot join
+// w's chunk fails at once; add then reports false.
+func (s *state) add(w *writes, ks *keyState, k keptEntry, del bool) bool {
+	if s.chunked == nil {
+		w.entries = append(w.entries, k.entry(ks.key))
+	} else if !w.addData(k.Data, del) {
+		failed := s.met.WriteErr
+		if del {
+			failed = s.met.DelErr
+		}
+		failed.Inc()
+		s.outcome(ks, fmt.Errorf("entry of %d bytes in a chunk of %d-byte entries", len(k.Data), w.width), del)
+		return false
+	}
+	w.states = append(w.states, ks)
+	return true
+}
+
+// addData appends d to w's chunk. A delete reads only an entry's key,
+// which its Data start with (node.Chunked), so a delete's Data longer
+// than the chunk's width (an entry read back whole, a per-CPU value whose
+// CPUs disagree) is cut to it, and a shorter one cuts the chunk. It
+// reports false for Data that cannot join the chunk.
+func (w *writes) addData(d []byte, del bool) bool {
+	switch {
+	case len(d) == 0:
+		return false
+	case w.width == 0:
+		w.width = len(d)
+	case len(d) > w.width && del:
+		d = d[:w.width]
+	case len(d) < w.width && del:
+		for i := range w.states {
+			copy(w.data[i*len(d):(i+1)*len(d)], w.data[i*w.width:])
+		}
+		w.data, w.width = w.data[:len(w.states)*len(d)], len(d)
+	case len(d) != w.width:
+		return false
+	}
+	w.data = appendData(w.data, d, cap(w.states))
+	return true
 }
 
 // appendData appends d to buf, which, when first appended to, gets room
@@ -82,26 +123,43 @@ func appendData(buf, d []byte, n int) []byte {
 // tap to tell. Recording a success after the write would touch the key's
 // state a second time, once the target's calls have pushed it out of the
 // caches (docs/data-path.md §5). apply takes the record back for an entry
-// whose write fails (undoAhead).
+// whose write fails.
 func (s *state) holdAhead(ks *keyState, b *batch) bool {
-	if !b.quietFor(ks) {
+	if ks.fail != nil || ks.changed != 0 || b.tapping {
 		return false
 	}
 	s.holdNew(ks, ks.want.Data, onWrite) // it holds nothing: no held entry to drop or keep
 	return true
 }
 
-// undoAhead takes back holdAhead's record of ks, which held nothing
-// before: the target does not hold the entry after all.
-func (s *state) undoAhead(ks *keyState) { s.dropEntry(ks) }
-
 // undoAllAhead takes back every record holdAhead made for b, whose
 // writes were not made or have no outcome (the loop is stopping).
 func (s *state) undoAllAhead(b *batch) {
-	for i, ahead := range b.dataAhead {
+	for i, ahead := range b.ahead {
 		if ahead {
-			s.undoAhead(b.dataStates[i])
+			s.dropEntry(b.ups.states[i])
 		}
+	}
+}
+
+// write makes w's writes (del: deletes) and leaves each one's outcome in
+// w.errs.
+func (s *state) write(ctx context.Context, w *writes, del bool) {
+	n := len(w.states)
+	w.errs = slices.Grow(w.errs[:0], n)[:n]
+	switch {
+	case n == 0:
+	case s.chunked != nil && del:
+		s.chunked.DeleteData(ctx, w.data, w.width, w.errs)
+	case s.chunked != nil:
+		s.chunked.UpdateData(ctx, w.data, w.width, w.errs)
+	case del:
+		s.target.Delete(ctx, w.entries)
+	default:
+		s.target.Update(ctx, w.entries)
+	}
+	for i := range w.entries {
+		w.errs[i] = w.entries[i].Err
 	}
 }
 
@@ -113,81 +171,65 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 		s.undoAllAhead(b)
 		return w // stopped while waiting for a closed audit trail
 	}
-	if n := len(b.dataStates); n > 0 {
-		b.errs = slices.Grow(b.errs[:0], n)[:n]
-		s.chunked.UpdateData(ctx, b.data, b.width, b.errs)
-		if ctx.Err() != nil {
-			s.undoAllAhead(b)
-			return w // stopping: the entries not written are no failures to retry or log
-		}
-		for i, ks := range b.dataStates {
-			err := b.errs[i]
-			if b.dataAhead[i] {
-				if err == nil {
-					w.ups++ // recorded already
-					continue
-				}
-				s.undoAhead(ks)
-			}
-			e := ks.wanted()
-			e.Err = err
-			w.count(s.outcome(ks, &e, false), false)
-		}
+	s.write(ctx, &b.ups, false)
+	if ctx.Err() != nil {
+		s.undoAllAhead(b)
+		return w // stopping: the entries not written are no failures to retry or log
 	}
-	if len(b.ups) > 0 {
-		s.target.Update(ctx, b.ups)
-		if ctx.Err() != nil {
-			return w // stopping
+	for i, ks := range b.ups.states {
+		err := b.ups.errs[i]
+		if b.ahead[i] {
+			if err == nil {
+				w.ups++ // recorded already
+				continue
+			}
+			s.dropEntry(ks) // it held nothing before
 		}
-		for i := range b.ups {
-			w.count(s.outcome(b.upStates[i], &b.ups[i], false), false)
-		}
+		w.count(s.outcome(ks, err, false), false)
 	}
 	s.met.WriteOK.Add(float64(w.ups))
 	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far
-	if len(b.dels) > 0 {
-		s.target.Delete(ctx, b.dels)
-		failed := w.failed
-		for i := range b.dels {
-			w.count(s.outcome(b.delStates[i], &b.dels[i], true), true)
-		}
-		s.met.DelOK.Add(float64(w.dels))
-		s.met.DelErr.Add(float64(w.failed - failed))
+	s.write(ctx, &b.dels, true)
+	failed := w.failed
+	for i, ks := range b.dels.states {
+		w.count(s.outcome(ks, b.dels.errs[i], true), true)
 	}
+	s.met.DelOK.Add(float64(w.dels))
+	s.met.DelErr.Add(float64(w.failed - failed))
 	s.updateHealth()
 	s.reportHeld()
 	return w
 }
 
-// outcome records the result of writing e at ks's key: the key's new
-// state on success, its error, attempt count and next retry on failure.
-// It reports whether the write succeeded; apply counts the outcomes in
-// the metrics, once per batch.
-func (s *state) outcome(ks *keyState, e *node.Entry, del bool) bool {
-	op := "update"
+// outcome records the result of writing ks's wanted entry (del: of
+// deleting its held one), err: the key's new state on success, its error,
+// attempt count and next retry on failure. It reports whether the write
+// succeeded; apply counts the outcomes in the metrics, once per batch.
+func (s *state) outcome(ks *keyState, err error, del bool) bool {
+	op, e := "update", ks.want
 	if del {
-		op = "delete"
+		op, e = "delete", s.keys.heldOf(ks)
 	}
-	if e.Err != nil {
+	if err != nil {
 		now := time.Now()
 		if ks.fail == nil {
 			ks.fail = &keyFailure{heapIdx: -1}
 		}
 		f := ks.fail
-		f.lastErr, f.lastErrAt = e.Err.Error(), now
+		f.lastErr, f.lastErrAt = err.Error(), now
 		f.retryAt = now.Add(Backoff(f.attempts))
 		f.attempts++
 		s.retries.schedule(ks)
-		s.log.Warn("write failed; will retry", "op", op, "key", e.Key, "err", e.Err, "attempt", f.attempts)
+		s.log.Warn("write failed; will retry", "op", op, "key", ks.key, "err", err, "attempt", f.attempts)
 		return false
 	}
 	if s.cfg.Tapping() {
-		s.cfg.Tapped(*e, del)
+		s.cfg.Tapped(s.shown(ks.key, e), del)
 	}
 	if del {
 		s.dropEntry(ks)
 	} else {
-		s.holdEntry(ks, keep(e), onWrite) // e is ks.want: no event came in since decide
+		s.holdEntry(ks, e, onWrite) // no event came in since decide
 	}
 	s.retries.remove(ks)
 	ks.fail = nil

@@ -104,10 +104,10 @@ func (s *state) unshare(ks *keyState, in node.Key) bool {
 func (s *state) decideShared(ks *keyState, m map[node.Key]keptEntry) {
 	os := make([]Owned, 0, len(m))
 	for in, e := range m {
-		os = append(os, Owned{in, node.Entry{Key: ks.key, Value: e.Value, Data: e.Data}})
+		os = append(os, Owned{in, e.entry(ks.key)})
 	}
 	i, why := PickOwner(s.cfg.OnConflict, os)
-	ks.want = keep(&os[i].Entry)
+	ks.want = m[os[i].In]
 	if why == "" {
 		s.settleShared(ks.key)
 		return

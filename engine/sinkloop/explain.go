@@ -98,10 +98,10 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 	e.Wanted, e.Held = ks.owners > 0, ks.held()
 	e.Conflict = s.sharedConflict(tk)
 	if e.Wanted {
-		e.Want = ks.want.Value
+		e.Want = s.shown(tk, ks.want).Value
 	}
 	if e.Held {
-		e.Have = s.keys.heldOf(ks).Value
+		e.Have = s.shown(tk, s.keys.heldOf(ks)).Value
 	}
 	if f := ks.fail; f != nil {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
@@ -113,7 +113,7 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 		// What the loop last wrote may no longer be where readers look
 		// (a pin now names another map): it cannot say "applied".
 		e.Status = "unknown: the last read of the target failed"
-	case e.Wanted && e.Held && s.keys.held(ks).Same(ks.wanted()):
+	case e.Wanted && e.Held && s.keys.heldOf(ks).same(ks.want):
 		e.Status = "applied"
 	case e.Wanted:
 		e.Status = "pending"

@@ -41,7 +41,10 @@ func (s *state) full(ctx context.Context) {
 		s.cfg.Started()
 	}
 	s.met.Reconcile.Observe(time.Since(start).Seconds())
-	s.logFull(start, w)
+	// One that writes nothing is logged once the input is synced (a
+	// restart over an equal target says so), not before (the input is
+	// still arriving).
+	logRound(s.log, "full reconcile", start, w, !s.synced)
 }
 
 // fullPass decides, after a full read, every key that may need work and
@@ -102,14 +105,15 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	}
 }
 
-// fullBatch is an empty batch with room for a full pass's chunk: its
-// Data, for a target that takes Data alone, else its entries.
+// fullBatch is an empty batch with room for a full pass's chunk of
+// upserts.
 func (s *state) fullBatch() batch {
 	n := min(s.keys.len(), FullChunk)
-	if s.chunked != nil {
-		return batch{dataStates: make([]*keyState, 0, n), dataAhead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	b := batch{ups: writes{states: make([]*keyState, 0, n)}, ahead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	if s.chunked == nil {
+		b.ups.entries = make([]node.Entry, 0, n)
 	}
-	return batch{ups: make([]node.Entry, 0, n), upStates: make([]*keyState, 0, n), tapping: s.cfg.Tapping()}
+	return b
 }
 
 // readActual replaces what the loop believes the target holds with what
@@ -124,17 +128,19 @@ func (s *state) readActual(ctx context.Context) error {
 	}
 	gen := s.fullGen
 	drift := 0
+	var seen slots
 	hold := func(e node.Entry) {
 		ks := s.stateOf(e.Key)
-		if ks.seen == gen || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
+		if seen.has(ks.ref) || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
 			return // a target listing a key twice: keep the first
 		}
-		changed := !ks.held() || !s.keys.held(ks).Same(e)
+		k := s.keep(&e)
+		changed := !ks.held() || !s.keys.heldOf(ks).same(k)
 		if changed && ks.held() {
 			drift++
 		}
-		s.holdEntry(ks, keep(&e), onRead)
-		ks.seen = gen
+		s.holdEntry(ks, k, onRead)
+		seen.add(ks.ref)
 		if changed && s.walked {
 			s.touch(ks, time.Time{}) // for fullPass
 		}
@@ -164,7 +170,7 @@ func (s *state) readActual(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	drift += s.dropUnseen(gen)
+	drift += s.dropUnseen(gen, seen)
 	s.reportHeld()
 	if drift > 0 && s.fulls > 0 {
 		s.met.Drift.Add(float64(drift))

@@ -148,8 +148,8 @@ func (s *state) indexPending() {
 // dropUnseen forgets every key held before the read numbered gen that
 // the read did not see, and returns how many: the indexed keys it did
 // not mark, found in the index's slot order without touching the others'
-// states, and the unindexed keys it did not see.
-func (s *state) dropUnseen(gen uint32) int {
+// states, and the unindexed keys not in seen.
+func (s *state) dropUnseen(gen uint32, seen slots) int {
 	n := 0
 	lose := func(ks *keyState) {
 		n++
@@ -161,7 +161,7 @@ func (s *state) dropUnseen(gen uint32) int {
 	}
 	if s.heldIdx == nil {
 		for ks := range s.keys.states {
-			if ks.held() && ks.seen != gen {
+			if ks.held() && !seen.has(ks.ref) {
 				lose(ks)
 			}
 		}
@@ -174,7 +174,7 @@ func (s *state) dropUnseen(gen uint32) int {
 	}
 	if s.unindexed > 0 {
 		for _, ref := range s.pending {
-			if ks := s.unindexedAt(ref); ks != nil && ks.seen != gen {
+			if ks := s.unindexedAt(ref); ks != nil && !seen.has(ks.ref) {
 				lose(ks)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // keyState is everything a sink loop knows about one target key: what the
@@ -22,14 +23,10 @@ type keyState struct {
 	// owners counts the input keys whose prepared entry has this key (two
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
 	owners int32
-	// seen is the number of the last full read that saw the key, for a
-	// key held but not indexed (state.heldIdx keeps the others' marks:
-	// held.go).
-	seen  uint32
-	ref   uint32 // the slot's number in its keyStore (keyStore.at)
-	hold  hold   // what the target holds at the key (step changes it)
-	self  bool   // the input key equal to this target key is an owner
-	dirty bool   // listed in state.dirty, waiting to be looked at
+	ref    uint32 // the slot's number in its keyStore (keyStore.at)
+	hold   hold   // what the target holds at the key (step changes it)
+	self   bool   // the input key equal to this target key is an owner
+	dirty  bool   // listed in state.dirty, waiting to be looked at
 	// ownHeld, when not 0, says where in keyStore.own the entry the
 	// target holds (while held) is kept, plus one; otherwise it is want.
 	ownHeld uint32
@@ -91,28 +88,54 @@ func (ks *keyState) indexed() bool { return ks.hold >= readIndexed }
 // written reports whether the target holds the entry this run wrote.
 func (ks *keyState) written() bool { return ks.hold == writtenHeld || ks.hold == writtenIndexed }
 
-// keptEntry is what a key state keeps of an entry: its value and bytes,
-// not its key (the state's) nor its error (a write's outcome, recorded in
-// the state): 56 bytes where a node.Entry takes 88.
+// keptEntry is what a key state keeps of an entry: its bytes (Data), and
+// its value only where the target cannot show it from them
+// (node.Chunked.ValueOf): for a target not written in chunks, and for a
+// sensitive value, whose mark the bytes do not keep. Not its key (the
+// state's) nor its error (a write's outcome, recorded in the state): 32
+// bytes where a node.Entry takes 88.
 type keptEntry struct {
-	Value cty.Value
 	Data  []byte
+	value *cty.Value
 }
 
-func keep(e *node.Entry) keptEntry { return keptEntry{Value: e.Value, Data: e.Data} }
+// keep is what a key state keeps of e, prepared or read by the target.
+func (s *state) keep(e *node.Entry) keptEntry {
+	k := keptEntry{Data: e.Data}
+	if s.chunked == nil || e.Data == nil || schema.IsSensitive(e.Value) {
+		v := e.Value
+		k.value = &v
+	}
+	return k
+}
 
-// same is node.Entry.Same of the two entries, without building them when
-// they carry their bytes (Data) as every entry of an encoding target does.
+// same is node.Entry.Same of the two entries: by their bytes when they
+// carry them (Data), as every entry of an encoding target does.
 func (k keptEntry) same(o keptEntry) bool {
 	if k.Data != nil || o.Data != nil {
 		return bytes.Equal(k.Data, o.Data)
 	}
-	return node.Entry{Value: k.Value}.Same(node.Entry{Value: o.Value})
+	return k.entry("").Same(o.entry(""))
 }
 
-// wanted returns the entry the input wants at ks's key.
-func (ks *keyState) wanted() node.Entry {
-	return node.Entry{Key: ks.key, Value: ks.want.Value, Data: ks.want.Data}
+// entry is k as the entry at key, with its value if kept (enough to
+// compare it, and to write it to a target not written in chunks).
+func (k keptEntry) entry(key node.Key) node.Entry {
+	e := node.Entry{Key: key, Data: k.Data}
+	if k.value != nil {
+		e.Value = *k.value
+	}
+	return e
+}
+
+// shown is k as the entry at key with its value as the target shows it,
+// for a tap and explain.
+func (s *state) shown(key node.Key, k keptEntry) node.Entry {
+	e := k.entry(key)
+	if k.value == nil && s.chunked != nil {
+		e.Value = s.chunked.ValueOf(k.Data)
+	}
+	return e
 }
 
 // epoch is the origin of keyState.changed: a reading of the monotonic
@@ -233,13 +256,6 @@ func (st *keyStore) heldOf(ks *keyState) keptEntry {
 	return ks.want
 }
 
-// held returns the entry the target holds at ks's key, as far as the loop
-// knows.
-func (st *keyStore) held(ks *keyState) node.Entry {
-	h := st.heldOf(ks)
-	return node.Entry{Key: ks.key, Value: h.Value, Data: h.Data}
-}
-
 // setHeld records e as the entry held at ks's key: as want (no copy) when
 // wanted says e is ks.want, else in own. ks.hold is the caller's.
 func (st *keyStore) setHeld(ks *keyState, e keptEntry, wanted bool) {
@@ -307,6 +323,22 @@ func (st *keyStore) states(yield func(*keyState) bool) {
 			}
 		}
 	}
+}
+
+// slots is a set of slot numbers (keyState.ref): the keys a full read
+// saw that the held index did not mark (held.go).
+type slots []uint64
+
+func (m *slots) add(ref uint32) {
+	if i := int(ref / 64); i >= len(*m) {
+		*m = append(*m, make([]uint64, i+1-len(*m))...)
+	}
+	(*m)[ref/64] |= 1 << (ref % 64)
+}
+
+func (m slots) has(ref uint32) bool {
+	i := int(ref / 64)
+	return i < len(m) && m[i]&(1<<(ref%64)) != 0
 }
 
 // retryHeap orders the keys waiting for a retry by due time.

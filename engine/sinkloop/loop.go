@@ -328,12 +328,13 @@ func (s *state) put(r node.Record, t time.Time) {
 		s.del(r.Key, t) // an older, valid version must not linger
 		return
 	}
+	k := s.keep(&e)
 	old, had := s.targetOf(r.Key)
 	if had && old == e.Key {
 		ks := s.keys.get(e.Key)
 		s.keys.keepHeld(ks)
-		if !s.share(ks, r.Key, keep(&e)) {
-			ks.want = keep(&e)
+		if !s.share(ks, r.Key, k) {
+			ks.want = k
 		}
 		s.touch(ks, t)
 		return
@@ -343,8 +344,8 @@ func (s *state) put(r node.Record, t time.Time) {
 	}
 	ks := s.stateOf(e.Key)
 	s.keys.keepHeld(ks)
-	if !s.share(ks, r.Key, keep(&e)) {
-		ks.want = keep(&e)
+	if !s.share(ks, r.Key, k) {
+		ks.want = k
 	}
 	ks.owners++
 	if e.Key == r.Key {
@@ -410,7 +411,8 @@ func (s *state) incremental(ctx context.Context) {
 			s.decide(ks, &b)
 		}
 	})
-	s.applyBatch(ctx, &b)
+	start := time.Now()
+	logRound(s.log, "batch applied", start, s.apply(ctx, &b), true)
 	s.commit(ctx, false)
 }
 
@@ -450,7 +452,7 @@ func (s *state) decide(ks *keyState, b *batch) {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
-		b.dels, b.delStates = append(b.dels, s.keys.held(ks)), append(b.delStates, ks)
+		s.add(&b.dels, ks, s.keys.heldOf(ks), true)
 	default:
 		// Nothing to do: a failure of an earlier write is moot too. A
 		// settled key's state is only read (a full pass over 100,000 of

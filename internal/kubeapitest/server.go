@@ -31,6 +31,9 @@ type Options struct {
 	Dir string
 	// Assets is the folder holding kube-apiserver and etcd; Assets() when empty.
 	Assets string
+	// APIServerArgs are more kube-apiserver flags, such as
+	// --feature-gates=WatchList=false.
+	APIServerArgs []string
 }
 
 // Server is a running etcd + kube-apiserver pair.
@@ -43,6 +46,7 @@ type Server struct {
 	dir, assets string
 	ownDir      bool
 	apiArgs     []string
+	extraArgs   []string
 	mu          sync.Mutex
 	etcd, api   *proc
 }
@@ -85,7 +89,7 @@ func checkAssets(d string) error {
 
 // Start runs etcd and kube-apiserver and waits until the API server is ready.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	s := &Server{dir: opts.Dir, assets: opts.Assets, AdminToken: randomToken(), UnprivilegedToken: randomToken()}
+	s := &Server{dir: opts.Dir, assets: opts.Assets, extraArgs: opts.APIServerArgs, AdminToken: randomToken(), UnprivilegedToken: randomToken()}
 	if s.assets == "" {
 		a, err := Assets()
 		if err != nil {
@@ -196,6 +200,7 @@ func (s *Server) start(ctx context.Context) error {
 		"--enable-priority-and-fairness=false", "--profiling=false", "--allow-privileged=true",
 		"--shutdown-watch-termination-grace-period=1s", // a stop with open watches is quick
 	}
+	s.apiArgs = append(s.apiArgs, s.extraArgs...)
 	return s.StartAPIServer(ctx)
 }
 
@@ -251,7 +256,9 @@ func (s *Server) StartAPIServer(ctx context.Context) error {
 		return err
 	}
 	s.api = cmd
-	if err := s.waitReady(ctx, 90*time.Second); err != nil {
+	// A restart over a large etcd (100,000 pods) on a loaded machine
+	// takes minutes before the watch caches are filled.
+	if err := s.waitReady(ctx, 5*time.Minute); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, filepath.Join(s.dir, "kube-apiserver.log"))
 	}
 	return nil
@@ -349,3 +356,14 @@ func (s *Server) WriteKubeconfig(path, contextName string) error {
 
 // Dir is the server's directory (certificates, logs, etcd data).
 func (s *Server) Dir() string { return s.dir }
+
+// APIServerPID is the process id of the running API server, 0 when it is
+// stopped: benchmarks read its memory.
+func (s *Server) APIServerPID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.api == nil {
+		return 0
+	}
+	return s.api.cmd.Process.Pid
+}

@@ -44,7 +44,7 @@ func TestFailOpen(t *testing.T) {
 	if h.State() != node.Degraded {
 		t.Fatalf("health %v after failing to open, want degraded", h.State())
 	}
-	if s.Held() != nil {
+	if s.Wait() != nil {
 		t.Fatal("fail = open holds the graph")
 	}
 	batch := []node.Entry{rec(1), rec(2)}
@@ -73,12 +73,11 @@ func TestFailOpen(t *testing.T) {
 func TestFailClosedGate(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions()...)
 	s, blocker := blocked(t, "closed")
-	if s.Held() == nil {
+	if s.Wait() == nil {
 		t.Fatal("fail = closed lets writes go before the trail opened")
 	}
 	tg, _, _ := open(t, s)
-	held := s.Held()
-	if held == nil {
+	if s.Wait() == nil {
 		t.Fatal("fail = closed lets writes go while the trail cannot be opened")
 	}
 	if err := os.Remove(blocker); err != nil {
@@ -96,7 +95,7 @@ func TestFailClosedGate(t *testing.T) {
 	os.RemoveAll(blocker)
 	os.WriteFile(blocker, nil, 0o600)
 	tg.Update(context.Background(), []node.Entry{rec(1)})
-	if s.Held() == nil {
+	if s.Wait() == nil {
 		t.Fatal("a failed write left the gate open")
 	}
 	os.Remove(blocker)

@@ -17,7 +17,7 @@ func newGate(closed bool) *gate {
 	return g
 }
 
-func (g *gate) held() <-chan struct{} {
+func (g *gate) wait() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ch == nil {

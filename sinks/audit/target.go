@@ -34,10 +34,10 @@ type Sink struct {
 	Clientset kubernetes.Interface
 }
 
-// Held implements node.Gate: with fail = "closed", the other sinks of the
-// graph hold their writes from start until the trail is open, and again
+// Wait implements node.Gate: with fail = "closed", the other sinks of the
+// graph wait with their writes from start until the trail is open, and again
 // whenever a trail write fails, until one succeeds.
-func (s *Sink) Held() <-chan struct{} { return s.gate.held() }
+func (s *Sink) Wait() <-chan struct{} { return s.gate.wait() }
 
 // Open implements node.Sink. With ModePlan it touches nothing. With ModeRun
 // it never fails because of the trail: a trail that cannot be opened is

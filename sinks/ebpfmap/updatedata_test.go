@@ -16,8 +16,9 @@ import (
 // (node.Chunked) into maps of each shape the fill handles (word-sized
 // key and value, other sizes, per-CPU, array), with and without batch
 // calls, and checks that the map then holds exactly what Update of the
-// same entries writes; Data of another width, a full map and a map open
-// for plan are refused entry by entry.
+// same entries writes, and that DeleteData deletes by the keys alone;
+// Data of another width, a full map and a map open for plan are refused
+// entry by entry.
 func TestUpdateData(t *testing.T) {
 	dir := requireBPF(t)
 	for _, tc := range []struct{ name, mapType, key, value string }{
@@ -61,9 +62,31 @@ func TestUpdateData(t *testing.T) {
 					t.Fatalf("UpdateData and Update wrote different maps (-Update +UpdateData):\n%s", d)
 				}
 				checkScan(t, byData) // and a full read knows them by their Data
+				for _, e := range es {
+					if v := byData.ValueOf(e.Data); !v.RawEquals(e.Value) {
+						t.Fatalf("ValueOf(%x) = %#v, Prepare gave %#v", e.Data, v, e.Value)
+					}
+				}
 				byData.UpdateData(context.Background(), data[:width*2+2], width+1, errs[:2])
 				if errs[0] == nil || errs[1] == nil || !strings.Contains(errs[0].Error(), "not prepared by this target") {
 					t.Fatalf("Data of another width: %v", errs[:2])
+				}
+				// DeleteData reads only the keys: the first five entries by
+				// their Data, the next two by their Data with a byte more
+				// each (as a delete of an entry read back whole is cut).
+				byData.DeleteData(context.Background(), data[:5*width], width, errs[:5])
+				var longer []byte
+				for _, e := range es[5:7] {
+					longer = append(append(longer, e.Data...), 0xff)
+				}
+				byData.DeleteData(context.Background(), longer, width+1, errs[5:7])
+				for i, err := range errs[:7] {
+					if err != nil {
+						t.Fatalf("delete %d: %v", i, err)
+					}
+				}
+				if got, _ := byData.Actual(context.Background()); len(got) != 3 {
+					t.Fatalf("after DeleteData of 7 of 10 entries the map holds %d", len(got))
 				}
 			})
 		}

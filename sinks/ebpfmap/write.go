@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/cilium/ebpf"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -37,7 +38,34 @@ func (t *Target) UpdateData(ctx context.Context, data []byte, width int, errs []
 		}
 		return
 	}
-	t.writeData(ctx, data, false, errs)
+	t.writeData(ctx, data, width, false, errs)
+}
+
+// DeleteData implements node.Chunked: Delete of the len(errs) entries
+// whose Data lie end to end in data, width bytes each; only each entry's
+// key bytes are read.
+func (t *Target) DeleteData(ctx context.Context, data []byte, width int, errs []error) {
+	if width < int(t.s.spec.KeySize) || len(data) < len(errs)*width {
+		err := fmt.Errorf("entries of %d bytes were not prepared by this target", width)
+		for i := range errs {
+			errs[i] = err
+		}
+		return
+	}
+	t.writeData(ctx, data, width, true, errs)
+}
+
+// ValueOf implements node.Chunked: the shown value of the entry with
+// Data d (a per-CPU value whose CPUs disagree: every copy).
+func (t *Target) ValueOf(d []byte) cty.Value {
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
+	if len(d) < ks+vs {
+		return hexValue(d)
+	}
+	if v := d[ks:]; len(v) > vs {
+		return everyCopy(v, vs)
+	}
+	return t.shownValue(d[ks:])
 }
 
 // writeEntries lays the Data of the entries this target prepared end to
@@ -52,7 +80,7 @@ func (t *Target) writeEntries(ctx context.Context, batch []node.Entry, del bool)
 		data, at = append(data, batch[i].Data...), append(at, i)
 	}
 	errs := make([]error, len(at))
-	t.writeData(ctx, data, del, errs)
+	t.writeData(ctx, data, t.width(), del, errs)
 	for j, i := range at {
 		batch[i].Err = errs[j]
 	}
@@ -66,9 +94,10 @@ func (t *Target) notWritable() error {
 }
 
 // writeData writes (or deletes) the len(errs) entries whose Data lie end
-// to end in data, a batch of batchSize at a time through the target's
-// buffers, and sets errs[i] when the i-th fails.
-func (t *Target) writeData(ctx context.Context, data []byte, del bool, errs []error) {
+// to end in data, width bytes each (the target's width for a write), a
+// batch of batchSize at a time through the target's buffers, and sets
+// errs[i] when the i-th fails.
+func (t *Target) writeData(ctx context.Context, data []byte, width int, del bool, errs []error) {
 	clear(errs)
 	refuse := t.lost
 	if t.m == nil || t.plan {
@@ -80,7 +109,7 @@ func (t *Target) writeData(ctx context.Context, data []byte, del bool, errs []er
 		}
 		return
 	}
-	n, w, full := len(errs), t.width(), false
+	n, w, full := len(errs), width, false
 	sl := t.buffers()
 	for start := 0; start < n; start += batchSize {
 		if err := ctx.Err(); err != nil {
@@ -90,7 +119,7 @@ func (t *Target) writeData(ctx context.Context, data []byte, del bool, errs []er
 			return
 		}
 		end := min(start+batchSize, n)
-		t.fill(data[start*w:end*w], end-start, del, sl)
+		t.fill(data[start*w:end*w], end-start, w, del, sl)
 		t.send(end-start, del, sl, func(i int, err error) {
 			errs[start+i] = err
 			full = full || isFull(err)
@@ -125,11 +154,10 @@ func (t *Target) entryErr(err error) error {
 }
 
 // fill copies the keys of the n entries whose Data lie end to end in
-// data, and their values (every CPU's copy; zeros for an array delete),
-// into the slabs.
-func (t *Target) fill(data []byte, n int, del bool, sl *slabs) {
+// data, w bytes each, and their values (every CPU's copy; zeros for an
+// array delete), into the slabs.
+func (t *Target) fill(data []byte, n, w int, del bool, sl *slabs) {
 	ks, vs := sl.ks, sl.vs
-	w := ks + vs
 	if !del && t.ncpu == 1 && fillWords(data[:n*w], sl.kb, sl.vb, ks, vs) {
 		return
 	}

@@ -149,7 +149,7 @@ func TestRecords(t *testing.T) {
 				t.Errorf("keys (-want +got)\n%s", diff)
 			}
 			if tt.winner != "" {
-				if got := records[0].Value.GetAttr("metadata").GetAttr("name").AsString(); got != tt.winner {
+				if got := node.Unpack(records[0].Value).GetAttr("metadata").GetAttr("name").AsString(); got != tt.winner {
 					t.Errorf("key provided by %s, want %s", got, tt.winner)
 				}
 			}
@@ -172,7 +172,7 @@ func TestRecordValue(t *testing.T) {
 	write(t, filepath.Join(dir, "p.yaml"), pod("a", "web"))
 	s := mustBuild(t, dir, "paths = [\"p.yaml\"]\nignore_fields = [\"{.metadata.managedFields}\"]")
 	records, _, _ := s.records(s.read().files)
-	v := records[0].Value
+	v := node.Unpack(records[0].Value)
 	if v.GetAttr("metadata").Type().HasAttribute("managedFields") {
 		t.Error("managedFields not ignored")
 	}

@@ -237,6 +237,9 @@ func (s *Source) itemEntries(docs []document) []entry {
 			out = append(out, entry{where: where, skip: &skip{where, reasonBadKey, err}})
 			continue
 		}
+		if v, err = packed(d.item); err != nil {
+			continue // not reached: converting d.item succeeded above
+		}
 		out = append(out, entry{where: where, key: key,
 			rec: node.Record{Key: key, Value: v, Origin: &node.Origin{Source: s.address, File: d.where, Line: d.line}}})
 	}

@@ -90,7 +90,8 @@ func TestFormats(t *testing.T) {
 
 func jsonOf(t *testing.T, r node.Record) string {
 	t.Helper()
-	b, err := ctyjson.Marshal(r.Value, r.Value.Type())
+	v := node.Unpack(r.Value)
+	b, err := ctyjson.Marshal(v, v.Type())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +143,36 @@ func TestFormatKeepsLastGood(t *testing.T) {
 	}
 	if health.State() != node.Healthy {
 		t.Errorf("health %s after the fix", health.State())
+	}
+}
+
+// TestOutputsDeclared checks the Spec's Outputs against the built source:
+// every format is in exactly one case, and a source built with it emits
+// what that case says, so `pipeline schema` and the reference are true.
+func TestOutputsDeclared(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Spec().Outputs {
+		if c.Attr != "format" {
+			t.Fatalf("case on %q, want format", c.Attr)
+		}
+		for _, f := range c.Values {
+			if seen[f] {
+				t.Errorf("format %q in two cases", f)
+			}
+			seen[f] = true
+			body := `paths = ["*.x"]` + "\nformat = \"" + f + "\""
+			if f != formatKubernetes {
+				body += "\nkey = \"k\""
+			}
+			s := mustBuild(t, t.TempDir(), body)
+			if got := s.Emits(); got != c.Output {
+				t.Errorf("format %q emits %q, Spec says %q", f, got, c.Output)
+			}
+		}
+	}
+	for _, f := range formats {
+		if !seen[f] {
+			t.Errorf("format %q is in no case of Spec().Outputs", f)
+		}
 	}
 }

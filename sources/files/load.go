@@ -131,8 +131,9 @@ func readRegular(path string) ([]byte, error) {
 }
 
 // readSized reads f, whose size was size at its Stat, into a buffer of
-// that size: the content is kept (the last good content of each file),
-// and io.ReadAll's growing buffer would keep unused capacity per file.
+// that size: a read holds every matched file's content until it is
+// parsed, and io.ReadAll's growing buffer would hold unused capacity per
+// file (docs/performance.md, F1).
 // A file that grew since the Stat is read on, up to maxFileSize+1 bytes.
 func readSized(f *os.File, size int64) ([]byte, error) {
 	data := make([]byte, size)
@@ -372,7 +373,7 @@ func (s *Source) entries(docs []document) []entry {
 			continue
 		}
 		e := entry{where: d.where, key: key, id: objectID(d.obj)}
-		if e.rec.Value, e.convErr = kobject.Value(d.obj); e.convErr == nil {
+		if e.rec.Value, e.convErr = packed(d.obj); e.convErr == nil {
 			e.rec.Key, e.rec.Origin = key, s.origin(d)
 		}
 		out = append(out, e)

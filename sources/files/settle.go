@@ -1,7 +1,7 @@
 package files
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 )
@@ -24,9 +24,12 @@ type settled struct {
 	empty []string
 }
 
-// goodFile is the last content of a file that parsed, and its entries.
+// goodFile is a file that parsed, by the digest of its last content (the
+// content itself is not kept: its records are), and its entries.
 type goodFile struct {
-	file
+	path    string
+	pattern int
+	sum     [sha256.Size]byte
 	entries []entry
 }
 
@@ -47,7 +50,8 @@ func (r *run) settle(snap snapshot) settled {
 		return true
 	}
 	for _, f := range snap.files {
-		if prev, ok := r.good[f.path]; ok && bytes.Equal(prev.data, f.data) {
+		sum := sha256.Sum256(f.data)
+		if prev, ok := r.good[f.path]; ok && prev.sum == sum {
 			prev.pattern = f.pattern
 			good[f.path] = prev
 			out.col.add(prev.entries)
@@ -60,7 +64,7 @@ func (r *run) settle(snap snapshot) settled {
 			}
 			continue
 		}
-		g := goodFile{file: f, entries: r.src.entries(docs)}
+		g := goodFile{path: f.path, pattern: f.pattern, sum: sum, entries: r.src.entries(docs)}
 		good[f.path] = g
 		out.col.add(g.entries)
 	}

@@ -62,7 +62,11 @@ func Spec() node.Spec {
 				kobject.IndexByAttr, kobject.IgnoreFieldsAttr, formatAttr, keyAttr, allowEmptyAttr, pollAttr},
 			Blocks: []*schema.BlockType{kobject.SelectorBlock},
 		},
-		Output:    node.Objects,
+		Output: node.Objects,
+		Outputs: []node.OutputCase{
+			{Attr: "format", Values: []string{formatKubernetes}, Output: node.Objects},
+			{Attr: "format", Values: formats[1:], Output: node.Records},
+		},
 		NewSource: newSource,
 	}
 }

@@ -214,6 +214,7 @@ func sourceBody(ns, extra string) string {
 var variants = []struct{ name, extra string }{
 	{"memory", ""},
 	{"projected", projectFlagship},
+	{"projected-list", projectFlagship + "initial_sync = \"list\""},
 	{"memory-ignore-managedFields", `ignore_fields = ["{.metadata.managedFields}"]`},
 	{"metadata-only", "metadata_only = true"},
 	{"metadata-only-ignore-managedFields", "metadata_only = true\nignore_fields = [\"{.metadata.managedFields}\"]"},

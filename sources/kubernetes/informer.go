@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,28 +59,26 @@ func newClients(c connection) (clients, error) {
 // whole objects through our lister (lister.go) given a REST client, else
 // through the dynamic client (fakes in unit tests), or metadata with
 // metadata_only. Label and field selectors (and name) are applied by the
-// server. With our lister the informer starts with a LIST (resourceVersion
-// "", see lister.List) instead of a watch-list stream: on our benchmark
-// (10,000 pods) the LIST is about twice as fast, because the server
-// encodes one response instead of 10,000 events; watch-list only saves the
-// API server memory on very large lists.
+// server. The initial state comes as one LIST (resourceVersion "", see
+// lister.List), or with initial_sync = "watch_list" as a watch-list
+// stream; see initialSync.
 func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
 	gvr, ns := w.res.gvr, w.res.namespace
 	if w.src.opts.metadataOnly {
 		r := cl.metadata.Resource(gvr).Namespace(ns)
-		lw := cache.ToListWatcherWithWatchListSemantics(w.listWatch(listOf(r.List), r.Watch), cl.metadata)
+		lw := w.initialSyncOf(w.listWatch(listOf(r.List), r.Watch), cl.metadata)
 		return cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
 	}
 	var lw cache.ListerWatcher
 	if cl.rest != nil {
-		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj}
+		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, hook: w.src.eventHook}
 		if w.src.proj != nil {
 			l.pb = wire.LayoutFor(w.res.gvk)
 		}
-		lw = listWatchNoStream{w.listWatch(listOf(l.List), l.Watch)}
+		lw = w.initialSync(w.listWatch(listOf(l.List), l.Watch))
 	} else {
 		r := cl.dynamic.Resource(gvr).Namespace(ns)
-		lw = cache.ToListWatcherWithWatchListSemantics(w.listWatch(listOf(r.List), r.Watch), cl.dynamic)
+		lw = w.initialSyncOf(w.listWatch(listOf(r.List), r.Watch), cl.dynamic)
 	}
 	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 }
@@ -91,13 +90,23 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			w.tweak(&o)
+			w.lists.Add(1)
 			obj, err := list(ctx, o)
 			w.observe(ctx, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			w.tweak(&o)
+			stream := o.SendInitialEvents != nil && *o.SendInitialEvents
+			if stream {
+				w.streams.Add(1)
+			}
 			wi, err := watchFn(ctx, o)
+			if stream && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+				// A server without watch-list: the reflector lists instead.
+				w.log.Debug("watch-list refused; listing", "err", err)
+				return wi, err
+			}
 			w.observe(ctx, err)
 			return wi, err
 		},
@@ -139,12 +148,12 @@ func (w *watcher) recordsDecoded(cl clients) bool {
 // about 60 us per change here. The queue marks the informer synced only
 // once the last object of the initial list has been processed.
 func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
-	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: wire.LayoutFor(w.res.gvk), record: w.record}
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: wire.LayoutFor(w.res.gvk), record: w.record, hook: w.src.eventHook}
 	lw := w.listWatch(listOf(l.listRecords), l.Watch)
 	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
 		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
-	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: listWatchNoStream{lw}, ObjectType: &object{},
+	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: w.initialSync(lw), ObjectType: &object{},
 		ObjectDescription: w.res.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
 	return store, ctrl
 }
@@ -199,8 +208,38 @@ func (w *watcher) record(u *unstructured.Unstructured) *object {
 	return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names)
 }
 
+// initialSync chooses how the reflector reads the initial state of a
+// list and watch of our lister: one LIST (initial_sync = "list", the
+// default and the faster where measured: the server encodes one response
+// instead of an event per object; see docs/performance.md), or a
+// watch-list (initial_sync = "watch_list"): one watch
+// with sendInitialEvents=true and resourceVersionMatch=NotOlderThan,
+// whose events the server streams from its watch cache, ending with a
+// bookmark annotated k8s.io/initial-events-end (object.go keeps that
+// mark); the reflector reads it into a store of its own and replaces the
+// informer's with it, as after a LIST, then goes on watching on the same
+// stream. A server that refuses the parameters (the WatchList feature
+// off, an aggregated API that rejects them) fails the watch, and the
+// reflector lists instead. client-go's WatchListClient feature gate
+// (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
+func (w *watcher) initialSync(lw *cache.ListWatch) cache.ListerWatcher {
+	if !w.src.opts.watchList {
+		return listWatchNoStream{lw}
+	}
+	return lw
+}
+
+// initialSyncOf is initialSync for client-go's own clients, which say
+// themselves whether they can stream (fakes cannot).
+func (w *watcher) initialSyncOf(lw *cache.ListWatch, client any) cache.ListerWatcher {
+	if !w.src.opts.watchList {
+		return listWatchNoStream{lw}
+	}
+	return cache.ToListWatcherWithWatchListSemantics(lw, client)
+}
+
 // listWatchNoStream starts the informer with a LIST rather than a
-// watch-list stream (see newInformer).
+// watch-list stream.
 type listWatchNoStream struct{ *cache.ListWatch }
 
 func (listWatchNoStream) IsWatchListSemanticsUnSupported() bool { return true }
@@ -258,7 +297,7 @@ func (w *watcher) transform(obj any) (any, error) {
 		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names), nil
 	}
 	o := newObject(u, w.src.address, w.src.keyer, &w.names)
-	o.more = &content{whole: u}
+	o.content().whole = u
 	return o, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -41,7 +42,13 @@ type kube struct {
 // by close, so goleak sees no idle connection) and a fresh namespace.
 func newKube(t *testing.T) *kube {
 	t.Helper()
-	cfg := srv.RESTConfig()
+	return newKubeOn(t, srv)
+}
+
+// newKubeOn is newKube on another server.
+func newKubeOn(t *testing.T, server *kubeapitest.Server) *kube {
+	t.Helper()
+	cfg := server.RESTConfig()
 	d := &trackingDialer{conns: map[*trackedConn]struct{}{}}
 	cfg.Dial = d.DialContext // an uncached transport whose connections close closes
 	hc, err := rest.HTTPClientFor(cfg)
@@ -100,8 +107,14 @@ func (k *kube) deletePod(t *testing.T, ns, name string) {
 // kubeconfig file.
 func clusterBlock(t testing.TB) string {
 	t.Helper()
+	return clusterBlockOf(t, srv)
+}
+
+// clusterBlockOf is clusterBlock for another server.
+func clusterBlockOf(t testing.TB, server *kubeapitest.Server) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := srv.WriteKubeconfig(path, "test"); err != nil {
+	if err := server.WriteKubeconfig(path, "test"); err != nil {
 		t.Fatal(err)
 	}
 	return "cluster \"k\" {\n  kubeconfig = \"" + path + "\"\n}\n"
@@ -128,7 +141,15 @@ func start(t *testing.T, body string) *live {
 // startProjected starts a source that decodes only proj (nil: whole objects).
 func startProjected(t *testing.T, body string, proj *node.Paths) *live {
 	t.Helper()
-	s := mustBuild(t, clusterBlock(t), "cluster = cluster.k\n"+body)
+	return startOn(t, clusterBlock(t), body, proj, nil)
+}
+
+// startOn starts a source on the cluster block cluster (named k), with
+// hook as its eventHook.
+func startOn(t *testing.T, cluster, body string, proj *node.Paths, hook func(watch.EventType)) *live {
+	t.Helper()
+	s := mustBuild(t, cluster, "cluster = cluster.k\n"+body)
+	s.eventHook = hook
 	if proj != nil {
 		s.Project(proj)
 	}

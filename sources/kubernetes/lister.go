@@ -41,6 +41,7 @@ type lister struct {
 	// record, when set, turns each listed or watched object into the
 	// object the cache keeps (newRecordInformer).
 	record func(*unstructured.Unstructured) *object
+	hook   func(watch.EventType) // Source.eventHook
 }
 
 // acceptProtobuf asks for protobuf first when the resource has it.
@@ -138,10 +139,15 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record}
+	w := &streamWatch{body: body, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record, hook: l.hook}
 	go w.run()
 	return w, nil
 }
+
+// watchBuffer is how many decoded events a watch holds for the reflector:
+// a watch-list's initial events come in a burst, and the decoder runs
+// ahead instead of waiting for the reflector at every event.
+const watchBuffer = 128
 
 // streamWatch hands a watch stream's decoded events to the reflector.
 type streamWatch struct {
@@ -153,6 +159,7 @@ type streamWatch struct {
 	pb   *wire.Layout // the resource's protobuf layout; the stream's first byte says which encoding came
 	// record, when set, turns each event's object into a cached object.
 	record func(*unstructured.Unstructured) *object
+	hook   func(watch.EventType)
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -173,9 +180,16 @@ func (w *streamWatch) run() {
 		var ev watch.Event
 		switch {
 		case err == nil:
+			if w.hook != nil {
+				w.hook(typ)
+			}
 			ev = event(typ, obj)
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.record != nil {
-				ev.Object = w.record(u)
+				if typ == watch.Bookmark {
+					ev.Object = bookmark(u)
+				} else {
+					ev.Object = w.record(u)
+				}
 			}
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			utilnet.IsProbableEOF(err) || errors.Is(err, context.Canceled):

@@ -35,22 +35,50 @@ import (
 //     the event handler, which emits it and drops it (more.pending).
 //
 // Strings many objects share (namespace, apiVersion and kind) are held
-// once (interner).
+// once (interner), and the name shares the id's bytes. What few objects
+// have (an error) is in more, which a projected object does without.
 type object struct {
 	kind  *metav1.TypeMeta // shared by the objects of one type (interner)
 	org   node.Origin      // Source, Namespace, Name, UID, ResourceVersion, Object (the record key)
 	objID string
-	err   error // the key's (wrapping kobject.ErrMissing) or the value's
 	packed
-	more *content // nil with a projection
+	more *content // nil with a projection, unless the object has an error
 }
 
-// content is what an object without a projection keeps of its content.
+// content is what an object without a projection keeps of its content,
+// and the error of any object that has one.
 type content struct {
 	whole   *unstructured.Unstructured // store = "memory"
 	digest  [sha256.Size]byte          // store = "cached"
 	pending atomic.Pointer[cty.Value]  // store = "cached": the value until emitted
+	err     error                      // the key's (wrapping kobject.ErrMissing) or the value's
 }
+
+// content returns more, made when missing.
+func (o *object) content() *content {
+	if o.more == nil {
+		o.more = &content{}
+	}
+	return o.more
+}
+
+// fail records the object's first error.
+func (o *object) fail(err error) {
+	if c := o.content(); c.err == nil {
+		c.err = err
+	}
+}
+
+// failed returns the object's error, if any.
+func (o *object) failed() error {
+	if o.more == nil {
+		return nil
+	}
+	return o.more.err
+}
+
+// projected reports whether the object holds its record value packed.
+func (o *object) projected() bool { return o.packed.sh != nil }
 
 var errValueGone = errors.New("value already emitted")
 
@@ -60,8 +88,9 @@ func newObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, i
 	o := &object{org: node.Origin{Source: src, Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}}
 	o.kind, o.org.Namespace = in.intern(u.GetAPIVersion(), u.GetKind(), u.GetNamespace())
 	o.objID = id(o.org.Namespace, o.org.Name)
+	o.org.Name = o.objID[len(o.objID)-len(o.org.Name):] // one string for both
 	if key, err := keyer.Key(u.Object); err != nil {
-		o.err = err
+		o.fail(err)
 	} else if key == o.objID {
 		o.org.Object = o.objID // one string for both
 	} else {
@@ -78,8 +107,16 @@ func newObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, i
 func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, sh *shape, in *interner) *object {
 	o := newObject(u, src, keyer, in)
 	o.packed.sh, o.packed.slots = sh, make([]any, sh.slots)
-	if err := sh.fill(u.Object, o.slots); err != nil && o.err == nil {
-		o.err = err
+	if err := sh.fill(u.Object, o.slots); err != nil {
+		o.fail(err)
+	}
+	// The value's namespace and name are the identity's strings: one box
+	// of the namespace for all objects, and the name's bytes in the id.
+	if sh.nsSlot >= 0 && o.slots[sh.nsSlot] == any(o.org.Namespace) {
+		o.slots[sh.nsSlot] = in.box(o.org.Namespace)
+	}
+	if sh.nameSlot >= 0 && o.slots[sh.nameSlot] == any(o.org.Name) {
+		o.slots[sh.nameSlot] = o.org.Name
 	}
 	return o
 }
@@ -90,14 +127,14 @@ func newRecordObject(u *unstructured.Unstructured, src string, keyer *kobject.Ke
 // would stay in the cache.
 func newSlim(u *unstructured.Unstructured, src string, keyer *kobject.Keyer, in *interner, withValue bool) *object {
 	o := newObject(u, src, keyer, in)
-	o.more = &content{}
+	c := o.content()
 	if withValue {
 		if v, err := kobject.Value(u.Object); err == nil {
-			o.more.pending.Store(&v)
+			c.pending.Store(&v)
 		}
 	}
 	if b, err := json.Marshal(kobject.WithoutResourceVersion(u.Object)); err == nil {
-		o.more.digest = sha256.Sum256(b)
+		c.digest = sha256.Sum256(b)
 	}
 	return o
 }
@@ -116,7 +153,7 @@ func (o *object) GetObjectKind() schema.ObjectKind {
 func (o *object) DeepCopyObject() runtime.Object {
 	c := *o
 	if o.more != nil {
-		c.more = &content{digest: o.more.digest}
+		c.more = &content{digest: o.more.digest, err: o.more.err}
 		if o.more.whole != nil {
 			c.more.whole = o.more.whole.DeepCopy()
 		}
@@ -126,15 +163,35 @@ func (o *object) DeepCopyObject() runtime.Object {
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor (meta.Accessor): the
-// informer's keys and the reflector's resourceVersion come from it.
+// informer's keys and the reflector's resourceVersion come from it, and
+// the mark of the bookmark ending a watch-list's initial events.
 func (o *object) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: o.org.Namespace, Name: o.org.Name, UID: types.UID(o.org.UID), ResourceVersion: o.org.ResourceVersion}
+	m := &metav1.ObjectMeta{Namespace: o.org.Namespace, Name: o.org.Name, UID: types.UID(o.org.UID), ResourceVersion: o.org.ResourceVersion}
+	if o.kind == &initialEventsEnd {
+		m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return m
+}
+
+// initialEventsEnd is the kind of a bookmark object annotated
+// k8s.io/initial-events-end: the mark is where no cached object's kind
+// can be, so that no object carries a field for it.
+var initialEventsEnd metav1.TypeMeta
+
+// bookmark makes the object of a watch's BOOKMARK event: its
+// resourceVersion, and whether it ends a watch-list's initial events.
+func bookmark(u *unstructured.Unstructured) *object {
+	o := &object{org: node.Origin{ResourceVersion: u.GetResourceVersion()}}
+	if u.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+		o.kind = &initialEventsEnd
+	}
+	return o
 }
 
 // key returns the record key; the error wraps kobject.ErrMissing.
 func (o *object) key() (string, error) {
-	if errors.Is(o.err, kobject.ErrMissing) {
-		return "", o.err
+	if err := o.failed(); errors.Is(err, kobject.ErrMissing) {
+		return "", err
 	}
 	return o.org.Object, nil
 }
@@ -142,10 +199,10 @@ func (o *object) key() (string, error) {
 // value returns the record value (packed with a projection); with store
 // = "cached" it yields it once.
 func (o *object) value() (cty.Value, error) {
-	switch {
-	case o.err != nil:
-		return cty.NilVal, o.err
-	case o.more == nil:
+	switch err := o.failed(); {
+	case err != nil:
+		return cty.NilVal, err
+	case o.projected():
 		return node.PackedVal(o), nil
 	case o.more.whole != nil:
 		return kobject.Value(o.more.whole.Object)
@@ -168,9 +225,9 @@ func (o *object) release() {
 func (o *object) sameAs(old any) bool {
 	p, ok := old.(*object)
 	switch {
-	case !ok || o.err != nil || p.err != nil || (o.more == nil) != (p.more == nil):
+	case !ok || o.failed() != nil || p.failed() != nil || o.projected() != p.projected():
 		return false
-	case o.more == nil:
+	case o.projected():
 		return o.packed.Same(&p.packed)
 	case o.more.whole != nil && p.more.whole != nil:
 		return kobject.SameContent(p.more.whole.Object, o.more.whole.Object)
@@ -192,7 +249,7 @@ func (o *object) unstructured() *unstructured.Unstructured {
 		return o.more.whole.DeepCopy()
 	}
 	var m map[string]any
-	if o.err == nil && o.more == nil {
+	if o.failed() == nil && o.projected() {
 		m, _ = ctyconv.FromCty(o.Value()).(map[string]any)
 	}
 	if m == nil {
@@ -249,7 +306,25 @@ var (
 type interner struct {
 	mu    sync.Mutex
 	strs  map[string]string
+	boxes map[string]any // the namespaces as record values hold them
 	kinds map[metav1.TypeMeta]*metav1.TypeMeta
+}
+
+// box returns the one interface value holding namespace ns.
+func (in *interner) box(ns string) any {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	b, ok := in.boxes[ns]
+	if !ok {
+		b = ns
+		if in.boxes == nil {
+			in.boxes = map[string]any{}
+		}
+		if len(in.boxes) < maxInterned {
+			in.boxes[ns] = b
+		}
+	}
+	return b
 }
 
 const maxInterned = 4096

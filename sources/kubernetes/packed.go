@@ -18,6 +18,10 @@ import (
 type shape struct {
 	fields []shapeField // sorted by name
 	slots  int          // slots of the whole tree (the root's count)
+	// nsSlot and nameSlot are the slots of metadata.namespace and
+	// metadata.name when they are read whole, else -1: the object's
+	// identity holds the same strings (object.go).
+	nsSlot, nameSlot int
 }
 
 // shapeField is one read field of a level: its slot, and what is read
@@ -30,8 +34,22 @@ type shapeField struct {
 
 // newShape numbers the fields reads covers, which must not be whole.
 func newShape(reads *node.Paths) *shape {
-	sh := &shape{}
+	sh := &shape{nsSlot: -1, nameSlot: -1}
 	sh.slots = sh.number(reads, 0)
+	for _, f := range sh.fields {
+		if f.name != "metadata" || f.below == nil {
+			continue
+		}
+		for _, g := range f.below.fields {
+			switch {
+			case g.below != nil:
+			case g.name == "namespace":
+				sh.nsSlot = g.slot
+			case g.name == "name":
+				sh.nameSlot = g.slot
+			}
+		}
+	}
 	return sh
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
@@ -31,6 +32,9 @@ type Source struct {
 	opts    options
 	// nsFile holds the pod's namespace for namespaced_watch; tests point it elsewhere.
 	nsFile string
+	// eventHook, set by tests, sees every event of our lister's watches
+	// before the reflector does, in the stream's goroutine.
+	eventHook func(watch.EventType)
 
 	mu      sync.Mutex
 	current *watcher // the running watch, for Lookup
@@ -52,6 +56,7 @@ type options struct {
 	cached          bool
 	cacheTTL        time.Duration
 	syncChanges     bool
+	watchList       bool // initial_sync = "watch_list"
 	disconnectAfter time.Duration
 	healthCheck     time.Duration
 }
@@ -206,6 +211,8 @@ func (d *decoder) options() options {
 	if o.cacheTTL <= 0 {
 		d.errorf(rng, "Invalid cache_ttl", "cache_ttl must be positive.")
 	}
+	initial, _ := str(d, initialSyncAttr)
+	o.watchList = initial == "watch_list"
 	o.syncChanges, _, diags = syncChangesAttr.Get(d.c)
 	d.add(diags)
 	o.disconnectAfter, rng, diags = disconnectAfterAttr.Get(d.c)

@@ -37,6 +37,8 @@ var (
 			Doc("`memory` keeps every object in the informer cache. `cached` keeps only names and keys; records are still emitted whole, and Lookup fetches the object from the API server (kept for cache_ttl).")
 	cacheTTLAttr = schema.Duration("cache_ttl").Default(2*time.Minute, `"2m"`).
 			Doc("With store = \"cached\": how long a fetched object is kept; every access renews it and every change of the object drops it.")
+	initialSyncAttr = schema.Enum("initial_sync", "list", "watch_list").Default("list", `"list"`).
+			Doc("How the initial state is read. `list`: one consistent LIST, the faster on the clusters measured. `watch_list`: a stream of watch events (`sendInitialEvents`) that the API server serves from its cache object by object, without building the whole list in its memory; a server that refuses it is read with one LIST instead. See docs/kubernetes-source.md for how to choose.")
 	syncChangesAttr = schema.Bool("call_on_change_during_sync").Default(false, "false").
 			Doc("Emit changes as they arrive during the initial sync instead of one complete state when it ends.")
 	disconnectAfterAttr = schema.Duration("disconnect_after").Default(30*time.Second, `"30s"`).
@@ -60,7 +62,7 @@ func Spec() node.Spec {
 			Attrs: []schema.Attribute{clusterAttr, resourceAttr, groupAttr, versionAttr, apiVersionAttr, kindAttr,
 				namespaceAttr, ownNamespaceAttr, nameAttr, kobject.SelectorAttr, kobject.FieldSelectorAttr,
 				kobject.IndexByAttr, kobject.IgnoreFieldsAttr, metadataOnlyAttr, storeAttr, cacheTTLAttr,
-				syncChangesAttr, disconnectAfterAttr, healthCheckAttr},
+				initialSyncAttr, syncChangesAttr, disconnectAfterAttr, healthCheckAttr},
 			Blocks: []*schema.BlockType{kobject.SelectorBlock},
 		},
 		Output:    node.Objects,

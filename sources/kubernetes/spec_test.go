@@ -65,6 +65,7 @@ ignore_fields = ["{.metadata.managedFields}"]
 store = "cached"
 cache_ttl = "1m"
 call_on_change_during_sync = true
+initial_sync = "watch_list"
 disconnect_after = "10s"
 health_check_interval = "0s"`},
 		{name: "missing resource", body: `namespace = "x"`, want: []string{"Missing resource"}},
@@ -83,6 +84,7 @@ health_check_interval = "0s"`},
 		{name: "quoted cluster", body: "resource = \"pods\"\ncluster = \"prod\"", want: []string{"Invalid reference"}},
 		{name: "cluster attribute path", prefix: prod, body: "resource = \"pods\"\ncluster = cluster.prod.x", want: []string{"Invalid cluster reference"}},
 		{name: "cached metadata", body: "resource = \"pods\"\nstore = \"cached\"\nmetadata_only = true", want: []string{"Conflicting store and metadata_only"}},
+		{name: "bad initial_sync", body: "resource = \"pods\"\ninitial_sync = \"watchlist\"", want: []string{"Invalid value for initial_sync"}, detail: `Did you mean "watch_list"?`},
 		{name: "bad store", body: "resource = \"pods\"\nstore = \"memroy\"", want: []string{"Invalid value for store"}, detail: `Did you mean "memory"?`},
 		{name: "bad ttl", body: "resource = \"pods\"\ncache_ttl = \"0s\"", want: []string{"Invalid cache_ttl"}},
 		{name: "bad disconnect", body: "resource = \"pods\"\ndisconnect_after = \"0s\"", want: []string{"Invalid disconnect_after"}},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -39,6 +40,10 @@ type watcher struct {
 	skipped map[string]string      // object id -> reason, so each is logged once
 	missing int                    // objects skipped for a missing index path
 	names   interner               // strings and types shared by the cached objects (object.go)
+
+	// lists and streams count the LISTs and the watch-list streams asked
+	// for: how the initial state was read (initial_sync).
+	lists, streams atomic.Int32
 }
 
 // index maps objects to record keys (kobject.Index, or kobject.IDIndex
@@ -213,7 +218,11 @@ func (w *watcher) markSynced() {
 	w.out.MarkSynced()
 	w.synced, w.initial = true, nil
 	w.mon.setSynced()
-	w.log.Info("initial sync complete", "records", len(records))
+	via := "watch_list"
+	if w.lists.Load() > 0 {
+		via = "list"
+	}
+	w.log.Info("initial sync complete", "records", len(records), "op", via)
 }
 
 func (w *watcher) skip(objID, reason string, err error) {

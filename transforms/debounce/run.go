@@ -30,12 +30,11 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 type runner struct {
 	t       *Transform
 	now     func() time.Time // the node's clock
-	out     node.Output
+	out     node.Holder      // what has been flushed: the output holds it
 	pending []node.Delta     // coalesced: one delta per key, in first-seen order
 	pos     map[node.Key]int // key -> index in pending
 	first   time.Time        // arrival of the oldest pending change
 	last    time.Time        // arrival of the newest pending change
-	emitted map[node.Key]struct{}
 	synced  bool
 
 	flushes                    prometheus.Counter
@@ -52,7 +51,7 @@ func (t *Transform) newRunner(env node.Env, out node.Output) (*runner, error) {
 			return nil, fmt.Errorf("%s: register metrics: %w", t.address, err)
 		}
 	}
-	return &runner{t: t, out: out, now: env.Now, pos: map[node.Key]int{}, emitted: map[node.Key]struct{}{}, flushes: flushes,
+	return &runner{t: t, out: node.Hold(out), now: env.Now, pos: map[node.Key]int{}, flushes: flushes,
 		created: ops.WithLabelValues("created"), modified: ops.WithLabelValues("modified"), deleted: ops.WithLabelValues("deleted")}, nil
 }
 
@@ -77,10 +76,6 @@ func (r *runner) reset(snapshot []node.Record) {
 	r.pending = r.pending[:0]
 	clear(r.pos)
 	r.out.Replace(snapshot)
-	r.emitted = make(map[node.Key]struct{}, len(snapshot))
-	for _, rec := range snapshot {
-		r.emitted[rec.Key] = struct{}{}
-	}
 }
 
 // add coalesces deltas into pending: the last delta of a key wins, and it
@@ -130,19 +125,17 @@ func (r *runner) flush() {
 	}
 	batch := r.pending[:0] // filtered in place; the output takes the slice
 	var created, modified, deleted int
-	for _, d := range r.pending {
-		_, had := r.emitted[d.Key]
+	for _, d := range r.pending { // one delta per key: the output's state before the batch decides
+		_, had := r.out.Held(d.Key)
 		switch {
 		case d.Delete && !had:
 			continue
 		case d.Delete:
 			deleted++
-			delete(r.emitted, d.Key)
 		case had:
 			modified++
 		default:
 			created++
-			r.emitted[d.Key] = struct{}{}
 		}
 		batch = append(batch, d)
 	}
@@ -158,4 +151,11 @@ func (r *runner) flush() {
 	r.out.Apply(batch)
 }
 
-var _ node.Transform = (*Transform)(nil)
+// PassesValues implements node.ValuePasser: debounce holds deltas back
+// and never reads their values, so packed values pass through packed.
+func (t *Transform) PassesValues() {}
+
+var (
+	_ node.Transform   = (*Transform)(nil)
+	_ node.ValuePasser = (*Transform)(nil)
+)

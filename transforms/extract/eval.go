@@ -30,6 +30,7 @@ type evaluator struct {
 	eachCtx                    *hcl.EvalContext // object and each in scope
 	objVars                    map[string]cty.Value
 	eachVars                   map[string]cty.Value
+	pk                         packer // keeps the values yielded packed
 	out                        []yield
 	seen                       map[node.Key]int // scratch for de-duplicating large yields
 	// skipped counts records skipped for a null or empty key.
@@ -125,7 +126,7 @@ func (e *evaluator) record(ctx *hcl.EvalContext) error {
 		if err := schema.CheckNumbers(v); err != nil {
 			return fmt.Errorf("value: %w", err)
 		}
-		val = v
+		val = e.pk.pack(v)
 	}
 	e.out = append(e.out, yield{key: key, value: val})
 	return nil

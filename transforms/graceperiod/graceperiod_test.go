@@ -114,6 +114,26 @@ func TestDeleteWaitsAndReAddCancels(t *testing.T) {
 	})
 }
 
+// One event may hold several changes of a key (batches queued behind
+// each other): each is decided on what the ones before it passed.
+func TestChangesOfOneKeyInOneEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := start(t, "30s")
+		r.send(upv("a", "1"))
+		r.send(upv("a", "2"), del("a"), upv("a", "1"), upv("b", "1"), del("b"))
+		if got := r.out.State(); len(got) != 2 || !got["a"].RawEquals(cty.StringVal("1")) || !got["b"].RawEquals(cty.StringVal("1")) {
+			t.Fatalf("state %v: want a = 1 (the re-add differs from the 2 passed before it) and b, its deletion waiting", got)
+		}
+		if p := r.t.Pending(); len(p) != 1 || p[0].Key != "b" {
+			t.Fatalf("pending %v: want b only", p)
+		}
+		r.sleep(30 * time.Second)
+		if got := r.keys(t); got != "[a]" {
+			t.Fatalf("after the wait: %s", got)
+		}
+	})
+}
+
 func TestNewDeleteRestartsWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := start(t, "30s")

@@ -11,25 +11,17 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// Transform is a configured grace_period. Its state (the records it has
-// passed and the deletions waiting) lives on the Transform, not in one Run:
-// the engine restarts a failed Run on the same Transform and the same output
-// collection, and the restarted Run must go on from what downstream holds,
-// so that a key missing after the restart still gets its grace period. Run
-// must not be called concurrently with itself.
+// Transform is a configured grace_period. What it has passed is what its
+// output holds (node.Holder), and the deletions waiting live on the
+// Transform, not in one Run: the engine restarts a failed Run on the same
+// Transform and the same output collection, and the restarted Run must go
+// on from what downstream holds, so that a key missing after the restart
+// still gets its grace period. Run must not be called concurrently with
+// itself.
 type Transform struct {
 	address string
 	delay   time.Duration
-	passed  map[node.Key]passed // the output as downstream holds it; Run's goroutine only
-	pending *queue              // deletions waiting; shared with Pending
-}
-
-// passed is a record as the output holds it: its value and its provenance,
-// which a Replace (after a reset) must hand on, or explain and plan lose
-// where the record came from.
-type passed struct {
-	v cty.Value
-	o *node.Origin
+	pending *queue // deletions waiting; shared with Pending
 }
 
 // Pending lists the deletions waiting for their grace period, earliest
@@ -51,8 +43,9 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 	if err := env.Metrics.Register(gauge); err != nil {
 		return fmt.Errorf("%s: register metrics: %w", t.address, err)
 	}
-	return node.ConsumeTimed(ctx, env, in, t.address, func(ev node.Event) { t.handle(env, ev, out) },
-		func() { t.expire(env, out) }, t.pending.next)
+	held := node.Hold(out)
+	return node.ConsumeTimed(ctx, env, in, t.address, func(ev node.Event) { t.handle(env, ev, held) },
+		func() { t.expire(env, held) }, t.pending.next)
 }
 
 // expire passes the deletions whose grace period has ended, as one batch.
@@ -60,7 +53,6 @@ func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out no
 func (t *Transform) expire(env node.Env, out node.Output) {
 	var dels []node.Delta
 	for _, it := range t.pending.popDue(env.Now()) {
-		delete(t.passed, it.key)
 		dels = append(dels, node.Remove(it.key, it.since))
 	}
 	if len(dels) > 0 {
@@ -70,14 +62,24 @@ func (t *Transform) expire(env node.Env, out node.Output) {
 }
 
 // handle takes one input event.
-func (t *Transform) handle(env node.Env, ev node.Event, out node.Output) {
+func (t *Transform) handle(env node.Env, ev node.Event, out node.Holder) {
 	if ev.Reset {
 		t.reset(env.Now(), ev.Snapshot, out)
 	}
 	var ups []node.Delta
+	// last finds a key's last upsert in ups, once the event has two deltas;
+	// passed is a key as passed so far: by this event, else the output.
+	var last map[node.Key]int
+	passed := func(k node.Key) (cty.Value, bool) {
+		if i, ok := last[k]; ok {
+			return ups[i].Value, true
+		}
+		r, ok := out.Held(k)
+		return r.Value, ok
+	}
 	for _, d := range ev.Deltas {
 		if d.Delete {
-			if _, ok := t.passed[d.Key]; ok {
+			if _, ok := passed(d.Key); ok {
 				t.pending.schedule(d.Key, env.Now().Add(t.delay), d.Time) // a new delete restarts the wait
 			}
 			continue
@@ -85,10 +87,17 @@ func (t *Transform) handle(env node.Env, ev node.Event, out node.Output) {
 		// A re-add cancels the pending deletion and passes only when the
 		// value changed. Other upserts pass without a comparison: upstream
 		// collections emit only changes, and downstream drops no-ops anyway.
-		if t.pending.cancel(d.Key) && t.passed[d.Key].v.RawEquals(d.Value) {
-			continue
+		if t.pending.cancel(d.Key) {
+			if v, ok := passed(d.Key); ok && v.RawEquals(d.Value) {
+				continue
+			}
 		}
-		t.passed[d.Key] = passed{d.Value, d.Origin}
+		if last == nil && len(ev.Deltas) > 1 {
+			last = make(map[node.Key]int)
+		}
+		if last != nil {
+			last[d.Key] = len(ups)
+		}
 		ups = append(ups, d)
 	}
 	if len(ups) > 0 {
@@ -102,26 +111,33 @@ func (t *Transform) handle(env node.Env, ev node.Event, out node.Output) {
 // reset follows a new input state: keys present pass now (a pending
 // deletion of theirs is cancelled), keys passed but missing start their
 // grace period (one already waiting keeps its due time). The output is
-// then made equal to what has passed with Replace, which also repairs it
-// after a restart.
-func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Output) {
+// then made equal to the snapshot plus the keys still waiting with
+// Replace, which also repairs it after a restart.
+func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Holder) {
 	present := make(map[node.Key]struct{}, len(snapshot))
+	records := snapshot
 	for _, r := range snapshot {
 		present[r.Key] = struct{}{}
 		t.pending.cancel(r.Key)
-		t.passed[r.Key] = passed{r.Value, r.Origin}
 	}
-	records := make([]node.Record, 0, len(t.passed))
-	for k, p := range t.passed {
-		if _, ok := present[k]; !ok && !t.pending.has(k) {
-			t.pending.schedule(k, now.Add(t.delay), now)
+	for _, r := range out.HeldRecords() {
+		if _, ok := present[r.Key]; ok {
+			continue
 		}
-		records = append(records, node.Record{Key: k, Value: p.v, Origin: p.o})
+		if !t.pending.has(r.Key) {
+			t.pending.schedule(r.Key, now.Add(t.delay), now)
+		}
+		records = append(records, r)
 	}
 	out.Replace(records)
 }
 
+// PassesValues implements node.ValuePasser: grace_period compares values
+// only with RawEquals, so packed values pass through packed.
+func (t *Transform) PassesValues() {}
+
 var (
-	_ node.Transform  = (*Transform)(nil)
-	_ node.PendingDue = (*Transform)(nil)
+	_ node.Transform   = (*Transform)(nil)
+	_ node.PendingDue  = (*Transform)(nil)
+	_ node.ValuePasser = (*Transform)(nil)
 )

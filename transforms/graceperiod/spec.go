@@ -31,7 +31,7 @@ func Spec() node.Spec {
 		Output: node.SameAsInput,
 		NewTransform: func(b node.Build) (node.Transform, hcl.Diagnostics) {
 			d, _, diags := delayAttr.Get(b.Content)
-			return &Transform{address: b.Address, delay: d, passed: map[node.Key]passed{}, pending: newQueue()}, diags
+			return &Transform{address: b.Address, delay: d, pending: newQueue()}, diags
 		},
 	}
 }

@@ -36,9 +36,10 @@ func run() error {
 	o := bench.Options{}
 	flag.IntVar(&o.Runs, "runs", 5, "runs per scenario (the table shows median, min and max)")
 	flag.IntVar(&o.Pods, "pods", 10000, "matching pods for the initial sync and memory rows (try 50000)")
+	flag.IntVar(&o.BigPods, "big-pods", 100000, "pods of the large initial sync rows (P11), created once in a namespace of their own")
 	flag.IntVar(&o.Changes, "changes", 200, "pod changes per change-latency run")
-	flag.IntVar(&o.ChurnRate, "churn-rate", 5000, "updates/s offered in the churn row")
-	flag.DurationVar(&o.ChurnDuration, "churn-duration", 30*time.Second, "length of one churn run")
+	flag.IntVar(&o.ChurnRate, "churn-rate", 50000, "updates/s offered in the churn row")
+	flag.DurationVar(&o.ChurnDuration, "churn-duration", 5*time.Minute, "length of the churn run (one run, whatever -runs says)")
 	flag.IntVar(&o.ChurnPods, "churn-pods", 5000, "objects the churn row updates in turn")
 	flag.StringVar(&o.Pipeline, "pipeline", "bin/pipeline", "the pipeline binary under test (make build)")
 	flag.StringVar(&o.Contenders, "contenders", "bin/contenders", "directory of the floor and hand-written controller programs (make contenders)")
@@ -59,7 +60,8 @@ func run() error {
 		return nil
 	}
 	if o.Smoke {
-		o.Runs, o.Pods, o.Changes, o.ChurnRate, o.ChurnDuration, o.ChurnPods = 1, 200, 10, 5000, time.Second, 500
+		o.Runs, o.Pods, o.Changes, o.ChurnRate, o.ChurnDuration, o.ChurnPods = 1, 200, 10, 50000, 2*time.Second, 500
+		o.BigPods = 300
 	}
 	self, err := os.Executable()
 	if err != nil {

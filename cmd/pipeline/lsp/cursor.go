@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"bytes"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -101,6 +103,10 @@ func (s *tokenScan) step(tok hclsyntax.Token) {
 			}
 		case hclsyntax.TokenNewline, hclsyntax.TokenEOF:
 			if s.depth <= 0 {
+				s.inExpr, s.depth = false, 0
+			}
+		case hclsyntax.TokenComment: // a line comment holds its newline: `a = 1 # why`
+			if s.depth <= 0 && bytes.HasSuffix(tok.Bytes, []byte("\n")) {
 				s.inExpr, s.depth = false, 0
 			}
 		}

@@ -27,28 +27,41 @@ func (s *Server) fields(w *workspace, c cursor, spec *node.Spec, parts []string)
 		if parts[1] != "value" {
 			return nil
 		}
+	case "item": // an item the source the cursor is in reads (source "files")
+		if len(c.frames) > 0 && len(c.frames[0].labels) == 2 {
+			return s.builtFields(w, c.frames[0].name+"."+c.frames[0].labels[0]+"."+c.frames[0].labels[1], parts[1:])
+		}
+		return nil
 	}
 	up := s.upstream(w, c)
 	if up == nil {
 		return nil
 	}
 	typ := up.block.Labels[0]
+	addr := up.block.Type + "." + typ + "." + up.block.Labels[1]
 	switch {
 	case parts[0] == "object":
-		// The node as the last check built it says what its objects hold.
-		s.mu.Lock()
-		n := s.built[w.dir][up.block.Type+"."+typ+"."+up.block.Labels[1]]
-		s.mu.Unlock()
-		if fl, ok := n.(node.FieldLister); ok {
-			return fl.ObjectFields(parts[1:])
-		}
-		return nil
+		return s.builtFields(w, addr, parts[1:])
 	case parts[0] == "record" && typ == "extract":
 		return objectKeys(attrExpr(up.block, "value"), parts[2:])
 	case parts[0] == "record" && typ == "static":
 		if rs, ok := attrExpr(up.block, "records").(*hclsyntax.ObjectConsExpr); ok && len(rs.Items) > 0 {
 			return objectKeys(rs.Items[0].ValueExpr, parts[2:])
 		}
+	case parts[0] == "record": // a source whose records' values are its items (source "files")
+		return s.builtFields(w, addr, parts[2:])
+	}
+	return nil
+}
+
+// builtFields asks the node at addr, as the last check built it, which
+// fields its objects or items hold under path (node.FieldLister).
+func (s *Server) builtFields(w *workspace, addr string, path []string) []string {
+	s.mu.Lock()
+	n := s.built[w.dir][addr]
+	s.mu.Unlock()
+	if fl, ok := n.(node.FieldLister); ok {
+		return fl.ObjectFields(path)
 	}
 	return nil
 }

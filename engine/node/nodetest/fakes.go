@@ -25,7 +25,7 @@ func NewOutput() *Output {
 	return &Output{state: map[node.Key]cty.Value{}, changed: make(chan struct{}, 1)}
 }
 
-var _ node.Output = (*Output)(nil)
+var _ node.Holder = (*Output)(nil)
 
 // Apply implements node.Output.
 func (o *Output) Apply(deltas []node.Delta) {
@@ -103,6 +103,26 @@ func (o *Output) State() map[node.Key]cty.Value {
 	out := make(map[node.Key]cty.Value, len(o.state))
 	for k, v := range o.state {
 		out[k] = v
+	}
+	return out
+}
+
+// Held implements node.Holder; values are as the Output keeps them,
+// built.
+func (o *Output) Held(k node.Key) (node.Record, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.state[k]
+	return node.Record{Key: k, Value: v}, ok
+}
+
+// HeldRecords implements node.Holder.
+func (o *Output) HeldRecords() []node.Record {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]node.Record, 0, len(o.state))
+	for k, v := range o.state {
+		out = append(out, node.Record{Key: k, Value: v})
 	}
 	return out
 }

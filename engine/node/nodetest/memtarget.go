@@ -2,6 +2,7 @@ package nodetest
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"sort"
 	"sync"
@@ -40,7 +41,8 @@ type MemSink struct {
 	// (node.Chunked), as a BPF map does.
 	Encoded bool
 	// prepared finds an Encoded target's entries by their Data, for
-	// UpdateData; it keeps every entry ever prepared (a test's few).
+	// UpdateData and DeleteData; it keeps every entry ever prepared or
+	// read (a test's few).
 	prepared map[string]node.Entry
 }
 
@@ -151,29 +153,26 @@ func (t *memTarget) Prepare(r node.Record) (node.Entry, error) {
 			return node.Entry{}, err
 		}
 	}
-	e := t.entry(r.Key, r.Value)
-	if e.Data != nil {
-		t.m.mu.Lock()
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	return t.entry(r.Key, r.Value), nil
+}
+
+// entry is the target's form of one entry: with Data when it encodes,
+// which it then keeps in prepared. The caller holds m.mu.
+func (t *memTarget) entry(k node.Key, v cty.Value) node.Entry {
+	e := node.Entry{Key: k, Value: v}
+	if t.m.Encoded {
+		// Fixed-width bytes that identify the entry, as node.Chunked needs.
+		sum := sha256.Sum256([]byte(k + "\x00" + v.GoString()))
+		e.Data = sum[:16]
 		if t.m.prepared == nil {
 			t.m.prepared = map[string]node.Entry{}
 		}
 		t.m.prepared[string(e.Data)] = e
-		t.m.mu.Unlock()
-	}
-	return e, nil
-}
-
-// entry is the target's form of one entry: with Data when it encodes.
-func (t *memTarget) entry(k node.Key, v cty.Value) node.Entry {
-	e := node.Entry{Key: k, Value: v}
-	if t.m.Encoded {
-		e.Data = encode(k, v)
 	}
 	return e
 }
-
-// encode is an Encoded target's bytes for an entry.
-func encode(k node.Key, v cty.Value) []byte { return []byte(k + "\x00" + v.GoString()) }
 
 func (t *memTarget) Actual(context.Context) ([]node.Entry, error) {
 	m := t.m
@@ -203,6 +202,34 @@ var _ node.Chunked = (*scanTarget)(nil)
 // UpdateData implements node.Chunked: Update of the entries Prepare
 // made with these Data.
 func (t *scanTarget) UpdateData(ctx context.Context, data []byte, width int, errs []error) {
+	batch, at := t.byData(data, width, errs)
+	t.Update(ctx, batch)
+	for j, i := range at {
+		errs[i] = batch[j].Err
+	}
+}
+
+// DeleteData implements node.Chunked: Delete of the entries prepared or
+// read with these Data.
+func (t *scanTarget) DeleteData(ctx context.Context, data []byte, width int, errs []error) {
+	batch, at := t.byData(data, width, errs)
+	t.Delete(ctx, batch)
+	for j, i := range at {
+		errs[i] = batch[j].Err
+	}
+}
+
+// ValueOf implements node.Chunked: the Value of the entry prepared or
+// read with Data d.
+func (t *scanTarget) ValueOf(d []byte) cty.Value {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	return t.m.prepared[string(d)].Value
+}
+
+// byData returns the entries with the len(errs) Data in data, and the
+// index of each in errs; it fails those it never made.
+func (t *scanTarget) byData(data []byte, width int, errs []error) ([]node.Entry, []int) {
 	batch := make([]node.Entry, 0, len(errs))
 	at := make([]int, 0, len(errs))
 	t.m.mu.Lock()
@@ -216,10 +243,7 @@ func (t *scanTarget) UpdateData(ctx context.Context, data []byte, width int, err
 		batch, at = append(batch, e), append(at, i)
 	}
 	t.m.mu.Unlock()
-	t.Update(ctx, batch)
-	for j, i := range at {
-		errs[i] = batch[j].Err
-	}
+	return batch, at
 }
 
 // ScanActual implements node.Chunked over Actual's entries, one entry per
