@@ -19,11 +19,17 @@ type scriptSource struct {
 	runs int
 	// failFirst makes the first run fail after applying nothing.
 	failFirst bool
+	// pending, when set, is the detail of the Pending health each run
+	// reports first.
+	pending string
 }
 
 func newScriptSource() *scriptSource { return &scriptSource{ops: make(chan func(node.Output), 1024)} }
 
-func (s *scriptSource) Run(ctx context.Context, _ node.Env, out node.Output) error {
+func (s *scriptSource) Run(ctx context.Context, env node.Env, out node.Output) error {
+	if s.pending != "" {
+		env.Health.Set(node.Pending, s.pending)
+	}
 	s.mu.Lock()
 	s.runs++
 	fail := s.failFirst && s.runs == 1

@@ -237,9 +237,15 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 			return nil, nil, err
 		case <-ctx.Done():
 			var waiting []string
-			for _, s := range states {
-				if !s.Synced {
-					waiting = append(waiting, s.Address)
+			for _, n := range r.g.Nodes {
+				if n.Kind != node.KindSource || r.outs[n].isSynced() {
+					continue
+				}
+				// What the source last said of itself tells a user what to fix.
+				if st := r.healths[n].status(n.Address, false); st.Detail != "" {
+					waiting = append(waiting, fmt.Sprintf("%s (%s: %s)", n.Address, st.State, st.Detail))
+				} else {
+					waiting = append(waiting, n.Address)
 				}
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {

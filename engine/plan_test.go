@@ -178,6 +178,18 @@ sink "mem" "m" { input = source.script.s }
 	if err == nil || err.Error() != "sync sources: not synced after 100ms: source.script.s" {
 		t.Errorf("err = %v, want a timeout naming the source", err)
 	}
+
+	// The timeout says why, as far as the source does.
+	src = newScriptSource()
+	src.pending = "dial tcp: lookup nats.example: no such host"
+	g = mustCompile(t, `
+source "script" "s" {}
+sink "mem" "m" { input = source.script.s }
+`, map[string]any{"source.script.s": src, "sink.mem.m": nodetest.NewMemSink()})
+	_, err = Plan(context.Background(), g, PlanOptions{Wait: 100 * time.Millisecond})
+	if want := "sync sources: not synced after 100ms: source.script.s (pending: dial tcp: lookup nats.example: no such host)"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
 }
 
 // TestGraphStateRoundTrip: a running graph's state, rebuilt, diffs equal
