@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,30 +13,12 @@ import (
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
 
-// lockedBuffer is a bytes.Buffer that several goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestBatchLogDuration: the "batch applied" line gives the time the
 // write took, not the time before it started.
 func TestBatchLogDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
-		var logs lockedBuffer
+		var logs nodetest.LogBuffer
 		src := newScriptSource()
 		g := mustCompile(t, fmt.Sprintf(chain, true), map[string]any{"source.script.s": src, "sink.mem.m": sink})
 		rt, err := NewRuntime(g, RunOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})

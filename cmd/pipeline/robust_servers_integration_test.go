@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 	"github.com/pipeline/pipeline/internal/natstest"
 )
@@ -124,7 +125,7 @@ sink "nats_kv" "b" {
 
 	listen := fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
 	p := exec.Command(bin, "run", "--listen", listen, "--watch-debounce", "100ms", cfg)
-	var logs lockedLog
+	var logs nodetest.LogBuffer
 	p.Stdout, p.Stderr = &logs, &logs
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
@@ -146,11 +147,11 @@ sink "nats_kv" "b" {
 			}
 			select {
 			case err := <-exited:
-				t.Fatalf("%s: pipeline exited: %v\nlogs:\n%s", what, err, logs.tail())
+				t.Fatalf("%s: pipeline exited: %v\nlogs:\n%s", what, err, tailOf(&logs))
 			default:
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: the bucket does not equal the model after 3 minutes (-model +bucket):\n%s%v\nlogs:\n%s", what, cmp.Diff(want, got), err, logs.tail())
+				t.Fatalf("%s: the bucket does not equal the model after 3 minutes (-model +bucket):\n%s%v\nlogs:\n%s", what, cmp.Diff(want, got), err, tailOf(&logs))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

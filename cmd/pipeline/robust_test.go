@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipeline/pipeline/engine/node/nodetest"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
 )
 
@@ -151,7 +151,7 @@ sink "audit" "a" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the map does not equal the model after 2 minutes (-model +map):\n%s%v\nlogs:\n%s", cmp.Diff(model, got), err, robustLogs.tail())
+			t.Fatalf("the map does not equal the model after 2 minutes (-model +map):\n%s%v\nlogs:\n%s", cmp.Diff(model, got), err, tailOf(&robustLogs))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -188,23 +188,11 @@ func robustSchedule(t *testing.T, steps int) (seed uint64, n int, until time.Tim
 }
 
 // robustLogs holds the logs of the pipeline processes, for a failure.
-var robustLogs lockedLog
+var robustLogs nodetest.LogBuffer
 
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) tail() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
+// tailOf is the end of what l holds, for a failure's message.
+func tailOf(l *nodetest.LogBuffer) string {
+	s := l.String()
 	return s[max(0, len(s)-4000):]
 }
 
@@ -373,7 +361,7 @@ sink "audit" "a" {
 			}
 			if time.Now().After(deadline) {
 				got, _ := replayTrail(t, files)
-				t.Fatalf("the trail does not reach the model in a minute (-model +trail):\n%s\nlogs:\n%s", cmp.Diff(model, got), robustLogs.tail())
+				t.Fatalf("the trail does not reach the model in a minute (-model +trail):\n%s\nlogs:\n%s", cmp.Diff(model, got), tailOf(&robustLogs))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
