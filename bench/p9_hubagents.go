@@ -64,33 +64,20 @@ func hubAgents(ctx context.Context, e *Env) ([]Row, error) {
 	defer hub.stop()
 	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-p9-%d", os.Getpid()))
 	defer os.RemoveAll(dir)
-	maxEntries := 2*e.opts.Pods + 2*e.opts.Changes*e.opts.Runs
-	maps := make([]*ebpf.Map, agents)
-	defer func() {
-		for _, m := range maps {
-			if m != nil {
-				m.Close()
-			}
-		}
-	}()
+	cfg := e.agentConfig()
 	start := time.Now()
 	procs := make([]*proc, agents)
 	for i := range agents {
-		pin := filepath.Join(dir, fmt.Sprintf("agent-%d", i))
 		if procs[i], err = e.startProc(fmt.Sprintf("pipeline-agent-%d", i), e.opts.Pipeline, "run", "--listen", "", "--log-level", "warn",
-			e.agentConfig(url, pin, maxEntries)); err != nil {
+			"-var", "url="+url, "-var", "pin_dir="+dir, "-var", fmt.Sprintf("agent=%d", i), cfg); err != nil {
 			return nil, err
 		}
 		defer procs[i].stop()
 	}
-	for i, p := range procs {
-		pin := filepath.Join(dir, fmt.Sprintf("agent-%d", i))
-		if _, err := waitFull(ctx, p, pin, len(pods.Items), current, 5*time.Minute); err != nil {
-			return nil, fmt.Errorf("agent %d: %w", i, err)
-		}
-		if maps[i], err = ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true}); err != nil {
-			return nil, err
-		}
+	maps, err := waitAgents(ctx, procs, agents, 1, dir, len(pods.Items), current, 5*time.Minute)
+	defer closeMaps(maps)
+	if err != nil {
+		return nil, err
 	}
 	e.logf("hub + %d agents synced %d pods in %s", agents, e.opts.Pods, time.Since(start).Round(time.Millisecond))
 	watchesAfter, err := e.podWatches(ctx)
@@ -141,8 +128,9 @@ func (e *Env) fanoutRun(ctx context.Context, procs []*proc, maps []*ebpf.Map, po
 	return out, nil
 }
 
-// waitEverywhere polls every map (a round of lookups, then ~100 µs of
-// sleep) until each holds ip, and returns each map's delay from t0.
+// waitEverywhere polls every map (a round of lookups, then a pause of
+// 100 µs, or 1 µs per map if longer) until each holds ip, and returns
+// each map's delay from t0.
 func waitEverywhere(ctx context.Context, procs []*proc, maps []*ebpf.Map, ip [4]byte, t0 time.Time) ([]time.Duration, error) {
 	ds := make([]time.Duration, len(maps))
 	left := len(maps)
@@ -166,7 +154,9 @@ func waitEverywhere(ctx context.Context, procs []*proc, maps []*ebpf.Map, ip [4]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		time.Sleep(100 * time.Microsecond)
+		// A round of lookups costs about 1 µs per map: the pause grows
+		// with the maps so that polling 1,000 takes under half a core.
+		time.Sleep(max(100*time.Microsecond, time.Duration(len(maps))*time.Microsecond))
 	}
 	return ds, nil
 }
@@ -200,17 +190,28 @@ sink "nats_kv" "pod_ips" {
 `, e.kubeconfig, e.ns, benchLabel, port, filepath.Join(e.dir, "hub-nats")))
 }
 
-// agentConfig writes an agent: the bucket into the pinned map pin. It has
-// no cluster block: an agent never talks to the API server.
-func (e *Env) agentConfig(url, pin string, maxEntries int) string {
-	return e.writeConfig("agent", fmt.Sprintf(`source "nats_kv" "pod_ips" {
-  url        = %q
+// agentConfig writes an agent: the bucket at var.url into the pinned map
+// var.pin_dir/agent-<var.agent>. It has no cluster block: an agent never
+// talks to the API server.
+func (e *Env) agentConfig() string {
+	maxEntries := 2*e.opts.Pods + 2*e.opts.Changes*e.opts.Runs
+	return e.writeConfig("agent", fmt.Sprintf(`variable "url" {
+  type = string
+}
+variable "pin_dir" {
+  type = string
+}
+variable "agent" {
+  type = string
+}
+source "nats_kv" "pod_ips" {
+  url        = var.url
   bucket     = "pod-ips"
   key_prefix = "v1."
 }
 sink "ebpf_map" "allowed" {
   input       = source.nats_kv.pod_ips
-  pin         = %q
+  pin         = "${var.pin_dir}/agent-${var.agent}"
   max_entries = %d
   key {
     type = "ipv4"
@@ -220,7 +221,32 @@ sink "ebpf_map" "allowed" {
     from = 1
   }
 }
-`, url, pin, maxEntries))
+`, maxEntries))
+}
+
+// waitAgents waits until each of n agents' maps (dir/agent-I) holds want
+// entries, agent I running in procs[I/perProc], and opens the maps.
+func waitAgents(ctx context.Context, procs []*proc, n, perProc int, dir string, want int, samples [][4]byte, limit time.Duration) ([]*ebpf.Map, error) {
+	maps := make([]*ebpf.Map, 0, n)
+	deadline := time.Now().Add(limit)
+	for i := range n {
+		pin := filepath.Join(dir, fmt.Sprintf("agent-%d", i))
+		if _, err := waitFull(ctx, procs[i/perProc], pin, want, samples, time.Until(deadline)); err != nil {
+			return maps, fmt.Errorf("agent %d: %w", i, err)
+		}
+		m, err := ebpf.LoadPinnedMap(pin, &ebpf.LoadPinOptions{ReadOnly: true})
+		if err != nil {
+			return maps, err
+		}
+		maps = append(maps, m)
+	}
+	return maps, nil
+}
+
+func closeMaps(maps []*ebpf.Map) {
+	for _, m := range maps {
+		m.Close()
+	}
 }
 
 func (e *Env) writeConfig(kind, cfg string) string {
