@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,13 +73,13 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	cfg := e.agentConfig()
 	start := time.Now()
 	var procs []*proc
+	defer func() { stopAll(procs) }()
 	for first := 0; first < agents; first += per {
 		p, err := e.startProc(fmt.Sprintf("agents-%d", first), e.contender("agents"), "-n", strconv.Itoa(min(per, agents-first)),
 			"-first", strconv.Itoa(first), "-var", "url=nats://127.0.0.1:"+strconv.Itoa(port), "-var", "pin_dir="+dir, cfg)
 		if err != nil {
 			return nil, err
 		}
-		defer p.stop()
 		procs = append(procs, p)
 	}
 	maps, err := waitAgents(ctx, procs, agents, per, dir, len(pods.Items), current, 30*time.Minute)
@@ -112,6 +113,9 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	for run := range e.opts.Runs {
 		ds, err := e.fanoutRun(ctx, append(procs, hub), maps, pods.Items, run)
 		if err != nil {
+			for _, p := range append(procs, hub) {
+				e.logf("%s: %s", filepath.Base(p.log), logTail(p.log, 3))
+			}
 			return nil, err
 		}
 		q := percentiles(ds)
@@ -131,6 +135,15 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 		hub0.goroutines, hub1.goroutines, (hub1.goroutines-hub0.goroutines)/float64(agents))
 	e.logf("hub memory: %s", m.Note)
 	return []Row{r, m}, nil
+}
+
+// stopAll stops the processes at once.
+func stopAll(ps []*proc) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(p.stop)
+	}
+	wg.Wait()
 }
 
 // hubMem is what the hub holds at one time.
@@ -184,6 +197,13 @@ func waitReady(ctx context.Context, c *http.Client, p *proc, addr string, limit 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// logTail returns the last n lines of a log file.
+func logTail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // loadAverage is the machine's 1-minute load average, as text.

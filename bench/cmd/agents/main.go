@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,10 +56,31 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *n, *first, *level, vars, flag.Args()); err != nil {
+	stopProfile := cpuProfile()
+	err := run(ctx, *n, *first, *level, vars, flag.Args())
+	stopProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "agents:", err)
 		os.Exit(1)
 	}
+}
+
+// cpuProfile profiles the CPU from now to the returned function's call
+// into the file PIPELINE_CPUPROFILE names, as `pipeline run` does.
+func cpuProfile() func() {
+	path := os.Getenv("PIPELINE_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agents: CPU profile:", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // registry holds the node types an agent configuration uses.
