@@ -109,6 +109,7 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	if added := watchesAfter - watchesBefore; added > 1 {
 		return nil, fmt.Errorf("%v pod watches were added on the API server by a hub and %d agents; only the hub's one may be", added, agents)
 	}
+	hubCPU0, agentsCPU0 := cpuSeconds(hub), cpuSeconds(procs...)
 	var p50, p99 []float64
 	for run := range e.opts.Runs {
 		ds, err := e.fanoutRun(ctx, append(procs, hub), maps, pods.Items, run)
@@ -122,12 +123,16 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 		p50, p99 = append(p50, q[0]), append(p99, q[1])
 		e.logf("hub + %d agents run %d/%d: p50 %.2f ms p99 %.2f ms over %d arrivals", agents, run+1, e.opts.Runs, q[0], q[1], len(ds))
 	}
+	// CPU per delivery: what a change costs the hub (its embedded server
+	// sends it to each agent) and the agents, whatever the machine's load.
+	deliveries := float64(e.opts.Runs * e.opts.Changes * agents)
+	hubUS, agentsUS := (cpuSeconds(hub)-hubCPU0)*1e6/deliveries, (cpuSeconds(procs...)-agentsCPU0)*1e6/deliveries
 	loads := load0 + " -> " + loadAverage()
 	r := measured("P9b", name, "ms", p99)
 	r.Goal = "<= 500 ms"
-	r.Note = fmt.Sprintf("p50 %.1f ms; %d changes/run, %d pods; %d agent runtimes in %d processes (bench/cmd/agents), %.0f KB RSS per agent; synced in %s; API server pod watches %v -> %v; load average %s",
+	r.Note = fmt.Sprintf("p50 %.1f ms; %d changes/run, %d pods; %d agent runtimes in %d processes (bench/cmd/agents), %.0f KB RSS per agent; CPU per change and agent: hub %.0f µs, agent %.0f µs; synced in %s; API server pod watches %v -> %v; load average %s",
 		measured("", "", "", p50).Median, e.opts.Changes, len(pods.Items), agents, len(procs), agentsMB*1024/float64(agents),
-		synced.Round(time.Second), watchesBefore, watchesAfter, loads)
+		hubUS, agentsUS, synced.Round(time.Second), watchesBefore, watchesAfter, loads)
 	perAgent := func(a, b float64) float64 { return (b - a) * 1024 / float64(agents) }
 	m := measured("P9c", memName, "KB", []float64{perAgent(hub0.rssMB, hub1.rssMB)})
 	m.Note = fmt.Sprintf("hub RSS %.0f -> %.0f MB (no agent -> %d synced); Go heap in use %.0f -> %.0f MB (%.1f KB per agent); goroutines %.0f -> %.0f (%.1f per agent); one run",
@@ -204,6 +209,25 @@ func logTail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// cpuSeconds is the CPU time (user and system) the processes have used.
+func cpuSeconds(ps ...*proc) float64 {
+	var ticks float64
+	for _, p := range ps {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis, from the state (field 3).
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 12 {
+			u, _ := strconv.ParseFloat(f[11], 64)
+			s, _ := strconv.ParseFloat(f[12], 64)
+			ticks += u + s
+		}
+	}
+	return ticks / 100 // USER_HZ
 }
 
 // loadAverage is the machine's 1-minute load average, as text.
