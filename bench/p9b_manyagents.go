@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // manyAgents gives P9b: P9's hub with opts.Agents agents (1,000), packed
@@ -31,23 +29,8 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	if why := needRoot(); why != "" {
 		return []Row{skipped("P9b", name, why), skipped("P9c", memName, why)}, nil
 	}
-	if err := e.kube(ctx); err != nil {
-		return nil, err
-	}
 	load0 := loadAverage()
-	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
-	if err != nil {
-		return nil, err
-	}
-	current, err := currentIPs(pods.Items, 8)
-	if err != nil {
-		return nil, err
-	}
-	watchesBefore, err := e.podWatches(ctx)
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
+	h, err := e.hubFixture(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +38,7 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	hub, err := e.startProc("pipeline-hub-b", e.opts.Pipeline, "run", "--listen", addr, "--log-level", "warn", e.hubConfig(port))
+	hub, err := e.startProc("pipeline-hub-b", e.opts.Pipeline, "run", "--listen", addr, "--log-level", "warn", e.hubConfig(h.port))
 	if err != nil {
 		return nil, err
 	}
@@ -76,19 +59,19 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	defer func() { stopAll(procs) }()
 	for first := 0; first < agents; first += per {
 		p, err := e.startProc(fmt.Sprintf("agents-%d", first), e.contender("agents"), "-n", strconv.Itoa(min(per, agents-first)),
-			"-first", strconv.Itoa(first), "-var", "url=nats://127.0.0.1:"+strconv.Itoa(port), "-var", "pin_dir="+dir, cfg)
+			"-first", strconv.Itoa(first), "-var", "url=nats://127.0.0.1:"+strconv.Itoa(h.port), "-var", "pin_dir="+dir, cfg)
 		if err != nil {
 			return nil, err
 		}
 		procs = append(procs, p)
 	}
-	maps, err := waitAgents(ctx, procs, agents, per, dir, len(pods.Items), current, 30*time.Minute)
+	maps, err := waitAgents(ctx, procs, agents, per, dir, len(h.pods), h.current, 30*time.Minute)
 	defer closeMaps(maps)
 	if err != nil {
 		return nil, err
 	}
 	synced := time.Since(start)
-	e.logf("hub + %d agents in %d processes synced %d pods in %s", agents, len(procs), len(pods.Items), synced.Round(time.Millisecond))
+	e.logf("hub + %d agents in %d processes synced %d pods in %s", agents, len(procs), len(h.pods), synced.Round(time.Millisecond))
 	time.Sleep(2 * time.Second) // the agents' first flow control and heartbeats settle
 	hub1, err := e.hubMemory(client, hub, addr)
 	if err != nil {
@@ -102,26 +85,14 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		agentsMB += mb
 	}
-	watchesAfter, err := e.podWatches(ctx)
+	watchesAfter, err := e.oneWatchAdded(ctx, h, agents)
 	if err != nil {
 		return nil, err
 	}
-	if added := watchesAfter - watchesBefore; added > 1 {
-		return nil, fmt.Errorf("%v pod watches were added on the API server by a hub and %d agents; only the hub's one may be", added, agents)
-	}
 	hubCPU0, agentsCPU0 := cpuSeconds(hub), cpuSeconds(procs...)
-	var p50, p99 []float64
-	for run := range e.opts.Runs {
-		ds, err := e.fanoutRun(ctx, append(procs, hub), maps, pods.Items, run)
-		if err != nil {
-			for _, p := range append(procs, hub) {
-				e.logf("%s: %s", filepath.Base(p.log), logTail(p.log, 3))
-			}
-			return nil, err
-		}
-		q := percentiles(ds)
-		p50, p99 = append(p50, q[0]), append(p99, q[1])
-		e.logf("hub + %d agents run %d/%d: p50 %.2f ms p99 %.2f ms over %d arrivals", agents, run+1, e.opts.Runs, q[0], q[1], len(ds))
+	p50, p99, err := e.fanoutRuns(ctx, append(procs, hub), maps, h.pods, agents)
+	if err != nil {
+		return nil, err
 	}
 	// CPU per delivery: what a change costs the hub (its embedded server
 	// sends it to each agent) and the agents, whatever the machine's load.
@@ -131,8 +102,8 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	r := measured("P9b", name, "ms", p99)
 	r.Goal = "<= 500 ms"
 	r.Note = fmt.Sprintf("p50 %.1f ms; %d changes/run, %d pods; %d agent runtimes in %d processes (bench/cmd/agents), %.0f KB RSS per agent; CPU per change and agent: hub %.0f µs, agent %.0f µs; synced in %s; API server pod watches %v -> %v; load average %s",
-		measured("", "", "", p50).Median, e.opts.Changes, len(pods.Items), agents, len(procs), agentsMB*1024/float64(agents),
-		hubUS, agentsUS, synced.Round(time.Second), watchesBefore, watchesAfter, loads)
+		measured("", "", "", p50).Median, e.opts.Changes, len(h.pods), agents, len(procs), agentsMB*1024/float64(agents),
+		hubUS, agentsUS, synced.Round(time.Second), h.watches, watchesAfter, loads)
 	perAgent := func(a, b float64) float64 { return (b - a) * 1024 / float64(agents) }
 	m := measured("P9c", memName, "KB", []float64{perAgent(hub0.rssMB, hub1.rssMB)})
 	m.Note = fmt.Sprintf("hub RSS %.0f -> %.0f MB (no agent -> %d synced); Go heap in use %.0f -> %.0f MB (%.1f KB per agent); goroutines %.0f -> %.0f (%.1f per agent); one run",
