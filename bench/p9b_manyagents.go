@@ -58,7 +58,7 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	var procs []*proc
 	defer func() { stopAll(procs) }()
 	for first := 0; first < agents; first += per {
-		p, err := e.startProc(fmt.Sprintf("agents-%d", first), e.contender("agents"), "-n", strconv.Itoa(min(per, agents-first)),
+		p, err := e.startProc(fmt.Sprintf("agents-%d", first), filepath.Join(filepath.Dir(e.opts.Pipeline), "agents"), "-n", strconv.Itoa(min(per, agents-first)),
 			"-first", strconv.Itoa(first), "-var", "url=nats://127.0.0.1:"+strconv.Itoa(h.port), "-var", "pin_dir="+dir, cfg)
 		if err != nil {
 			return nil, err
