@@ -52,7 +52,7 @@ type Content struct {
 
 // HCL derives the hcl.BodySchema.
 func (b Block) HCL() *hcl.BodySchema {
-	s := &hcl.BodySchema{}
+	s := &hcl.BodySchema{Attributes: make([]hcl.AttributeSchema, 0, len(b.Attrs)), Blocks: make([]hcl.BlockHeaderSchema, 0, len(b.Blocks))}
 	for _, a := range b.Attrs {
 		info := a.Info()
 		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: info.Name, Required: info.Required})

@@ -102,6 +102,9 @@ type Options struct {
 	// file name as Load lists it (an editor's unsaved buffers). A *.hcl
 	// name in an overlay that is not on disk joins its directory.
 	Overlay map[string][]byte
+	// Parses, when set, holds parses of earlier loads: a file whose
+	// content is there is not parsed again, and a new parse is kept.
+	Parses *Parses
 }
 
 // Loader parses configuration files and keeps their bytes for diagnostics.
@@ -147,7 +150,7 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 					Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}})
 			}
 		}
-		f, d := l.parseFile(name, opts.Overlay)
+		f, d := l.parseFile(name, opts)
 		diags = append(diags, d...)
 		if f != nil {
 			parsed = append(parsed, f)
@@ -172,8 +175,8 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 
 // parseFile reads one file, refuses one too large or nested too deeply
 // (CheckNesting), and parses it.
-func (l *Loader) parseFile(name string, overlay map[string][]byte) (*hcl.File, hcl.Diagnostics) {
-	src, err := overlay[name], error(nil)
+func (l *Loader) parseFile(name string, opts Options) (*hcl.File, hcl.Diagnostics) {
+	src, err := opts.Overlay[name], error(nil)
 	if src == nil {
 		src, err = readHCLFile(name)
 	}
@@ -181,7 +184,15 @@ func (l *Loader) parseFile(name string, overlay map[string][]byte) (*hcl.File, h
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration file", Detail: err.Error(),
 			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}}}
 	}
-	return l.parse(src, name)
+	if f := opts.Parses.get(name, src); f != nil && l.parser.Files()[name] == nil {
+		l.parser.AddFile(name, f)
+		return f, nil
+	}
+	f, diags := l.parse(src, name)
+	if f != nil && len(diags) == 0 {
+		opts.Parses.put(name, f)
+	}
+	return f, diags
 }
 
 // parse parses src with ParseConfig and keeps the file, as the parser's

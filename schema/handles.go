@@ -191,7 +191,7 @@ func CheckExpr(expr hcl.Expression, ctx *hcl.EvalContext, roots []string) hcl.Di
 	refs := checkRefs(expr, ctx, roots)
 	child := ctx.NewChild()
 	child.Functions = ctx.Functions // HCL suggests "did you mean" from the innermost context only
-	child.Variables = map[string]cty.Value{}
+	child.Variables = make(map[string]cty.Value, len(roots))
 	for _, r := range roots {
 		child.Variables[r] = cty.DynamicVal
 	}

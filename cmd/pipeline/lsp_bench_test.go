@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +12,15 @@ import (
 
 // BenchmarkLSP1000 measures the language server on the 1,000-block
 // configuration of BenchmarkValidate1000, over a pipe as an editor talks
-// to it, without the typing debounce:
+// to it, with the GC setting of the lsp command (tuneGC) and without the
+// typing debounce:
 //
 //	diagnostics  an edit (didChange) until its diagnostics are published
 //	completion   a completion request inside a sink "ebpf_map" block until its answer
 //	completion-after-edit  an edit of the file, then that completion request, until its
 //	             answer (the server's default debounce, so its check waits for typing to pause)
 func BenchmarkLSP1000(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(shortLivedGCPercent))
 	name := filepath.Join(b.TempDir(), "big.hcl")
 	good := bigConfig(1000)
 	i := strings.Index(good, "sink \"ebpf_map\"")

@@ -35,13 +35,19 @@ func newLSPCmd() *cobra.Command {
 	return cmd
 }
 
+// lspParseBytes bounds the source of the files whose parses the server
+// keeps between checks (schema.Parses): a directory's files are parsed
+// again only when they change.
+const lspParseBytes = 8 << 20
+
 // lspOptions builds the server from what validate and fmt use.
 func lspOptions(debounce time.Duration) lsp.Options {
 	reg := registry()
+	parses := schema.NewParses(lspParseBytes)
 	return lsp.Options{
 		Registry: reg,
 		Check: func(path string, overlay map[string][]byte) lsp.Checked {
-			l := loadWith([]string{path}, schema.Options{Overlay: overlay}, reg)
+			l := loadWith([]string{path}, schema.Options{Overlay: overlay, Parses: parses}, reg)
 			c := lsp.Checked{Files: l.files, Diags: l.diags}
 			if l.graph != nil {
 				c.Nodes = map[string]any{}

@@ -18,14 +18,23 @@ import (
 // withJSONPath returns a child of ctx whose functions are ctx's plus
 // jsonpath(). The functions are copied rather than inherited so that HCL's
 // "did you mean" suggestions for a misspelt function name see all of them.
+// The farthest context's table is cloned whole (much cheaper than copying
+// it entry by entry, once per transform of a large configuration).
 func withJSONPath(ctx *hcl.EvalContext) *hcl.EvalContext {
-	funcs := map[string]function.Function{}
 	var chain []*hcl.EvalContext
 	for c := ctx; c != nil; c = c.Parent() {
 		chain = append(chain, c)
 	}
+	var funcs map[string]function.Function
 	for i := len(chain) - 1; i >= 0; i-- { // nearer contexts override farther ones
-		maps.Copy(funcs, chain[i].Functions)
+		if funcs == nil {
+			funcs = maps.Clone(chain[i].Functions)
+		} else {
+			maps.Copy(funcs, chain[i].Functions)
+		}
+	}
+	if funcs == nil {
+		funcs = map[string]function.Function{}
 	}
 	funcs["jsonpath"] = jsonPathFunc()
 	child := ctx.NewChild()

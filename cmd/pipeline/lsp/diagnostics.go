@@ -94,7 +94,7 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 	}
 	checked := s.opts.Check(dir, overlay)
 	files, diags := checked.Files, checked.Diags
-	s.keepParses(files, overlay)
+	s.keepParses(files)
 	if checked.Nodes != nil { // a configuration that does not parse keeps the last nodes
 		s.mu.Lock()
 		s.built[dir] = checked.Nodes
@@ -137,18 +137,16 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 	return out
 }
 
-// keepParses keeps the check's parse of each open document as the one
-// navigation and completion use, so that they need not parse it again.
-func (s *Server) keepParses(files map[string]*hcl.File, open map[string][]byte) {
-	for name, src := range open {
-		f := files[name]
-		if f == nil {
-			continue
-		}
+// keepParses keeps the check's parse of each file (open documents as
+// checked, the others as read from disk) as the one navigation and
+// completion use, so that they need not parse it again.
+func (s *Server) keepParses(files map[string]*hcl.File) {
+	for name, f := range files {
 		body, ok := f.Body.(*hclsyntax.Body)
-		if !ok || !bytes.Equal(f.Bytes, src) {
+		if !ok {
 			continue
 		}
+		src := f.Bytes
 		s.mu.Lock()
 		if p := s.cache[name]; p == nil || !bytes.Equal(p.text.src, src) {
 			p = &parsed{name: name, text: newText(src)}

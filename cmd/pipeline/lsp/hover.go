@@ -69,7 +69,7 @@ func (s *Server) hover(w *workspace, f *parsed, off int) *protocol.Hover {
 
 // hoverExpr describes a reference's target or a function under off.
 func (s *Server) hoverExpr(w *workspace, f *parsed, e hclsyntax.Expression, off int) (md string, rng hcl.Range) {
-	if r, ok := w.refAt(f, off); ok {
+	if r, ok := refAt(f, off); ok {
 		if d := w.decls[r.target]; d != nil {
 			return blockText(d), r.rng
 		}

@@ -15,7 +15,7 @@ func location(f *parsed, r hcl.Range) protocol.Location {
 
 // definition returns where the reference under off is declared.
 func definition(w *workspace, f *parsed, off int) []protocol.Location {
-	r, ok := w.refAt(f, off)
+	r, ok := refAt(f, off)
 	if !ok {
 		return nil
 	}
@@ -31,7 +31,7 @@ func definition(w *workspace, f *parsed, off int) []protocol.Location {
 func references(w *workspace, f *parsed, off int, withDecl bool) []protocol.Location {
 	key, ok := w.declAt(f, off)
 	if !ok {
-		r, ok := w.refAt(f, off)
+		r, ok := refAt(f, off)
 		if !ok {
 			return nil
 		}
@@ -41,9 +41,11 @@ func references(w *workspace, f *parsed, off int, withDecl bool) []protocol.Loca
 	if d := w.decls[key]; d != nil && withDecl {
 		out = append(out, location(d.file, d.name))
 	}
-	for _, r := range w.refs {
-		if r.target == key {
-			out = append(out, location(r.file, r.rng))
+	for _, f := range w.files {
+		for _, r := range f.refs() {
+			if r.target == key {
+				out = append(out, location(r.file, r.rng))
+			}
 		}
 	}
 	return out

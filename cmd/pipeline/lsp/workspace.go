@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -23,6 +24,9 @@ type parsed struct {
 	// spans are the ranges of the top-level blocks in text; only their
 	// byte offsets are read (cursorAt).
 	spans []hcl.Range
+	// refList holds the references of body, found on first use (refs).
+	refsOnce sync.Once
+	refList  []ref
 }
 
 // decl is a declaration a reference can point at: a node or variable
@@ -51,12 +55,11 @@ type ref struct {
 }
 
 // workspace is a snapshot of one configuration directory: its files as the
-// editor has them, with every declaration and reference.
+// editor has them, with every declaration (the references are the files').
 type workspace struct {
 	dir   string
 	files []*parsed
 	decls map[string]*decl // "source.kubernetes.pods", "var.grace", "local.base"
-	refs  []ref
 }
 
 // parse parses src, refusing input nested too deeply for the parser.
@@ -142,22 +145,32 @@ func readSource(name string, open map[string][]byte) []byte {
 	return src
 }
 
-// index fills decls and refs from the parsed files.
+// index fills decls from the parsed files' top-level blocks.
 func (w *workspace) index() {
 	w.decls = map[string]*decl{}
 	for _, f := range w.files {
 		for _, blk := range f.body.Blocks {
 			w.declare(f, blk)
 		}
-		hclsyntax.VisitAll(f.body, func(n hclsyntax.Node) hcl.Diagnostics {
+	}
+}
+
+// refs returns the references in p's expressions, found on first use (by
+// navigation): walking every expression is most of indexing a large file,
+// which the check after each edit would otherwise wait for, and a file
+// that did not change keeps its references.
+func (p *parsed) refs() []ref {
+	p.refsOnce.Do(func() {
+		hclsyntax.VisitAll(p.body, func(n hclsyntax.Node) hcl.Diagnostics {
 			if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok {
 				if target, rng, ok := refTarget(st.Traversal); ok {
-					w.refs = append(w.refs, ref{file: f, target: target, rng: rng})
+					p.refList = append(p.refList, ref{file: p, target: target, rng: rng})
 				}
 			}
 			return nil
 		})
-	}
+	})
+	return p.refList
 }
 
 func (w *workspace) declare(f *parsed, blk *hclsyntax.Block) {
@@ -221,9 +234,9 @@ func (w *workspace) file(name string) *parsed {
 }
 
 // refAt returns the reference under off in f.
-func (w *workspace) refAt(f *parsed, off int) (ref, bool) {
-	for _, r := range w.refs {
-		if r.file == f && within(r.rng, off) {
+func refAt(f *parsed, off int) (ref, bool) {
+	for _, r := range f.refs() {
+		if within(r.rng, off) {
 			return r, true
 		}
 	}
