@@ -268,7 +268,7 @@ type subscription struct {
 	stats      *nodeStats
 	busy       bool // an event was taken and the consumer has not asked again (sandbox.go)
 	// packed hands values on as their producer emitted them, without
-	// building a packed one: the consumer is a node.ValuePasser.
+	// building a packed one: the consumer is a node.PackedInput.
 	packed bool
 }
 

@@ -84,7 +84,7 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 	}
 }
 
-// A subscription of a node.ValuePasser hands values on as the producer
+// A subscription of a node.PackedInput hands values on as the producer
 // emitted them, packed or not, in resets and deltas alike.
 func TestPasserReceivesPackedValues(t *testing.T) {
 	builds := 0

@@ -91,14 +91,14 @@ func Unpack(v cty.Value) cty.Value {
 	return v
 }
 
-// ValuePasser is implemented by a transform that passes its input's
-// values on without reading them (debounce, grace_period). The engine
-// hands it values as their producer emitted them, packed or not
-// (PackedVal), so that a packed record stays packed on its way and is
-// built only for a consumer that reads it. Such a transform compares
-// values only with RawEquals, which compares two packed values by
-// Packed.Same.
-type ValuePasser interface{ PassesValues() }
+// PackedInput is implemented by a transform that takes its input's
+// values as their producer emitted them, packed or not (PackedVal), and
+// builds a packed one (Unpack) only where it reads it: debounce and
+// grace_period pass values on unread, extract builds one object at a time
+// as it evaluates it. So a packed record stays packed on its way, and a
+// large snapshot is never built whole. Such a transform compares values
+// only with RawEquals, which compares two packed values by Packed.Same.
+type PackedInput interface{ TakesPacked() }
 
 // Upsert returns an upsert delta.
 func Upsert(k Key, v cty.Value, t time.Time) Delta { return Delta{Key: k, Value: v, Time: t} }
