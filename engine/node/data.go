@@ -91,6 +91,25 @@ func Unpack(v cty.Value) cty.Value {
 	return v
 }
 
+// Compact returns v as an output keeps it at rest, in the 16 bytes of an
+// interface where a cty.Value takes 32: a packed value's Packed pointer,
+// which costs nothing more, else v (boxed). Expand is its inverse.
+func Compact(v cty.Value) any {
+	if IsPacked(v) {
+		return v.EncapsulatedValue()
+	}
+	return v
+}
+
+// Expand returns the value Compact was given.
+func Expand(a any) cty.Value {
+	if p, ok := a.(*Packed); ok {
+		return cty.CapsuleVal(packedType, p)
+	}
+	v, _ := a.(cty.Value)
+	return v
+}
+
 // PackedInput is implemented by a transform that takes its input's
 // values as their producer emitted them, packed or not (PackedVal), and
 // builds a packed one (Unpack) only where it reads it: debounce and
