@@ -8,7 +8,7 @@ import (
 
 type strPacked string
 
-func (p strPacked) Value() cty.Value    { return cty.StringVal(string(p)) }
+func (p strPacked) Value() cty.Value   { return cty.StringVal(string(p)) }
 func (p strPacked) Same(o Packed) bool { return p == o }
 
 // TestCompactRoundTrip: a value kept compact comes back equal, a packed
