@@ -12,7 +12,7 @@ import (
 // that the common case (one object per record) costs this struct alone.
 type owners struct {
 	min node.Key
-	val cty.Value    // cty.NilVal when the record has no owner
+	val any          // min's value (node.Compact); nil when the record has no owner
 	org *node.Origin // min's provenance, shared with the input record
 }
 
@@ -43,12 +43,12 @@ func newIndex(n int) *index {
 func (x *index) put(rk, obj node.Key, v cty.Value, org *node.Origin) {
 	o := x.byRecord[rk]
 	switch {
-	case o.val.Type() == cty.NilType || obj == o.min: // no owner yet, or obj
-		o = owners{obj, v, org}
+	case o.val == nil || obj == o.min: // no owner yet, or obj
+		o = owners{obj, node.Compact(v), org}
 	case obj < o.min:
-		x.other(rk)[o.min] = owned{o.val, o.org}
+		x.other(rk)[o.min] = owned{node.Expand(o.val), o.org}
 		delete(x.others[rk], obj)
-		o = owners{obj, v, org}
+		o = owners{obj, node.Compact(v), org}
 	default:
 		x.other(rk)[obj] = owned{v, org}
 	}
@@ -81,7 +81,7 @@ func (x *index) remove(rk, obj node.Key) {
 				o.min, first = k, false
 			}
 		}
-		o.val, o.org = m[o.min].val, m[o.min].org
+		o.val, o.org = node.Compact(m[o.min].val), m[o.min].org
 		delete(m, o.min)
 		x.byRecord[rk] = o
 	}
@@ -93,7 +93,7 @@ func (x *index) remove(rk, obj node.Key) {
 // value returns a record's current value.
 func (x *index) value(rk node.Key) (cty.Value, bool) {
 	o, ok := x.byRecord[rk]
-	return o.val, ok
+	return node.Expand(o.val), ok
 }
 
 // origin returns the provenance of a record's current value.
@@ -140,7 +140,7 @@ func (x *index) drop(obj node.Key, touch func(node.Key)) {
 func (x *index) records() []node.Record {
 	out := make([]node.Record, 0, len(x.byRecord))
 	for rk, o := range x.byRecord {
-		out = append(out, node.Record{Key: rk, Value: o.val, Origin: o.org})
+		out = append(out, node.Record{Key: rk, Value: node.Expand(o.val), Origin: o.org})
 	}
 	return out
 }
