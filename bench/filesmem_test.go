@@ -29,7 +29,8 @@ import (
 // the records load and what is live once the sink has written them all,
 // per record, above the heap before the load. Run it with -benchtime 1x;
 // FILESMEM_N sets the number of files (default 20,000) and
-// FILESMEM_PROFILE a file for a heap profile taken after the load.
+// FILESMEM_PROFILE a file for a heap profile taken after the load (and
+// FILE.peak, one taken at the live heap's peak).
 func BenchmarkFilesMemory(b *testing.B) {
 	n := 20_000
 	if s := os.Getenv("FILESMEM_N"); s != "" {
@@ -65,21 +66,7 @@ func BenchmarkFilesMemory(b *testing.B) {
 func filesLoad(b *testing.B, dir string, n int) (peak, kept float64) {
 	out := filepath.Join(dir, "out.log")
 	os.Remove(out)
-	graph := fmt.Sprintf(`
-source "files" "pods" {
-  paths = [%q]
-}
-transform "extract" "r" {
-  input = source.files.pods
-  key   = "${object.metadata.namespace}/${object.metadata.name}"
-  value = { v = object.metadata.labels.v }
-}
-sink "log" "l" {
-  input  = transform.extract.r
-  path   = %q
-  format = "json"
-}
-`, filepath.Join(dir, "data", "*.json"), out)
+	graph := manyFilesConfig(filepath.Join(dir, "data", "*.json"), out)
 	reg := node.NewRegistry(files.Spec(), extract.Spec(), log.Spec())
 	cfg, diags := schema.NewLoader().ParseSource("f1.hcl", []byte(graph), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
