@@ -47,20 +47,7 @@ func manyFiles(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	out := filepath.Join(dir, "out.log")
 	cfg := filepath.Join(dir, "p.hcl")
-	src := fmt.Sprintf(`source "files" "pods" {
-  paths = [%q]
-}
-transform "extract" "r" {
-  input = source.files.pods
-  key   = "${object.metadata.namespace}/${object.metadata.name}"
-  value = { v = object.metadata.labels.v }
-}
-sink "log" "l" {
-  input  = transform.extract.r
-  path   = %q
-  format = "json"
-}
-`, filepath.Join(data, "*.json"), out)
+	src := manyFilesConfig(filepath.Join(data, "*.json"), out)
 	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
 		return nil, err
 	}
@@ -79,6 +66,25 @@ sink "log" "l" {
 	r1 := measured("F1", f1, "MB", load)
 	r2 := measured("F2", f2, "MB", change).against(r1, "<= 1.1x")
 	return []Row{r1, r2}, nil
+}
+
+// manyFilesConfig is the F1 graph over the files glob matches, logged as
+// JSON to out.
+func manyFilesConfig(glob, out string) string {
+	return fmt.Sprintf(`source "files" "pods" {
+  paths = [%q]
+}
+transform "extract" "r" {
+  input = source.files.pods
+  key   = "${object.metadata.namespace}/${object.metadata.name}"
+  value = { v = object.metadata.labels.v }
+}
+sink "log" "l" {
+  input  = transform.extract.r
+  path   = %q
+  format = "json"
+}
+`, glob, out)
 }
 
 // manyFilesRun runs the pipeline until the log holds n lines, reads its

@@ -37,10 +37,10 @@ type collection struct {
 }
 
 // slot is one record of a collection: its value (packed when the producer
-// handed it so: node.PackedVal) and its origin, both shared by reference
-// with the other stages.
+// handed it so: node.PackedVal), kept compact (node.Compact), and its
+// origin, both shared by reference with the other stages.
 type slot struct {
-	v cty.Value
+	v any
 	o *node.Origin
 }
 
@@ -99,13 +99,13 @@ func (c *collection) applyLocked(deltas []node.Delta) {
 					d.Origin = old.o
 				}
 			}
-			if had && same(old.v, d.Value) {
+			if had && same(node.Expand(old.v), d.Value) {
 				if d.Origin != old.o { // newer provenance, same value: nothing to publish
-					c.state[d.Key] = slot{d.Value, d.Origin} // the older value is let go
+					c.state[d.Key] = slot{node.Compact(d.Value), d.Origin} // the older value is let go
 				}
 				continue
 			}
-			c.state[d.Key] = slot{d.Value, d.Origin}
+			c.state[d.Key] = slot{node.Compact(d.Value), d.Origin}
 		}
 		deltas[n] = d
 		n++
@@ -149,7 +149,7 @@ func (c *collection) Replace(records []node.Record) {
 	deltas := make([]node.Delta, 0)
 	for _, r := range records {
 		want[r.Key] = struct{}{}
-		if old, ok := c.state[r.Key]; !ok || !same(old.v, r.Value) || (r.Origin != nil && r.Origin != old.o) {
+		if old, ok := c.state[r.Key]; !ok || !same(node.Expand(old.v), r.Value) || (r.Origin != nil && r.Origin != old.o) {
 			deltas = append(deltas, node.Delta{Key: r.Key, Value: r.Value, Origin: r.Origin, Time: now})
 		}
 	}
@@ -194,7 +194,7 @@ func (c *collection) Held(k node.Key) (node.Record, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl, ok := c.state[k]
-	return node.Record{Key: k, Value: sl.v, Origin: sl.o}, ok
+	return node.Record{Key: k, Value: node.Expand(sl.v), Origin: sl.o}, ok
 }
 
 // HeldRecords implements node.Holder.
@@ -230,7 +230,7 @@ func (c *collection) snapshot() ([]node.Record, bool, uint64) {
 func (c *collection) snapshotLocked() []node.Record {
 	out := make([]node.Record, 0, len(c.state))
 	for k, sl := range c.state {
-		out = append(out, node.Record{Key: k, Value: sl.v, Origin: sl.o})
+		out = append(out, node.Record{Key: k, Value: node.Expand(sl.v), Origin: sl.o})
 	}
 	return out
 }
@@ -268,7 +268,7 @@ type subscription struct {
 	stats      *nodeStats
 	busy       bool // an event was taken and the consumer has not asked again (sandbox.go)
 	// packed hands values on as their producer emitted them, without
-	// building a packed one: the consumer is a node.ValuePasser.
+	// building a packed one: the consumer is a node.PackedInput.
 	packed bool
 }
 

@@ -43,7 +43,7 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 	if builds != 0 {
 		t.Fatalf("storing packed records built %d values", builds)
 	}
-	if sl := c.state["a"]; !node.IsPacked(sl.v) {
+	if sl := c.state["a"]; !node.IsPacked(node.Expand(sl.v)) {
 		t.Fatalf("slot a = %+v: want the packed form only", sl)
 	}
 	ev, err := sub.Next(ctx)
@@ -84,7 +84,7 @@ func TestCollectionKeepsPackedValues(t *testing.T) {
 	}
 }
 
-// A subscription of a node.ValuePasser hands values on as the producer
+// A subscription of a node.PackedInput hands values on as the producer
 // emitted them, packed or not, in resets and deltas alike.
 func TestPasserReceivesPackedValues(t *testing.T) {
 	builds := 0

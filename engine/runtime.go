@@ -299,7 +299,7 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	case n.Transform != nil:
 		sub := in.subscribe(stats)
 		defer in.unsubscribe(sub)
-		_, sub.packed = n.Transform.(node.ValuePasser)
+		_, sub.packed = n.Transform.(node.PackedInput)
 		return n.Transform.Run(ctx, env, sub, out)
 	case n.Sink != nil:
 		return sl.run(ctx, env, r.dec)

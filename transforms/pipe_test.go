@@ -14,7 +14,7 @@ import (
 // MarkSynced, as it does on the engine's subscriptions. It is a stand-in for
 // the engine's collections, enough to chain transforms in tests and
 // benchmarks. Like them, it builds packed values (node.PackedVal) for a
-// consumer that is not a node.ValuePasser. A full channel blocks the
+// consumer that is not a node.PackedInput. A full channel blocks the
 // producer (back-pressure).
 type pipe struct {
 	ch     chan node.Event
@@ -90,7 +90,7 @@ func chain(tb testing.TB, out node.Output, stages ...stage) *pipe {
 			o = next
 		}
 		env, _ := nodetest.Env(tb, nil)
-		_, in.packed = tr.(node.ValuePasser)
+		_, in.packed = tr.(node.PackedInput)
 		go func(in *pipe) { done <- tr.Run(ctx, env, in, o) }(in)
 		in = next
 		upstream = &node.Upstream{Address: "transform." + s.spec.Type + ".test", Type: node.Records}

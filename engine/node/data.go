@@ -91,14 +91,33 @@ func Unpack(v cty.Value) cty.Value {
 	return v
 }
 
-// ValuePasser is implemented by a transform that passes its input's
-// values on without reading them (debounce, grace_period). The engine
-// hands it values as their producer emitted them, packed or not
-// (PackedVal), so that a packed record stays packed on its way and is
-// built only for a consumer that reads it. Such a transform compares
-// values only with RawEquals, which compares two packed values by
-// Packed.Same.
-type ValuePasser interface{ PassesValues() }
+// Compact returns v as an output keeps it at rest, in the 16 bytes of an
+// interface where a cty.Value takes 32: a packed value's Packed pointer,
+// which costs nothing more, else v (boxed). Expand is its inverse.
+func Compact(v cty.Value) any {
+	if IsPacked(v) {
+		return v.EncapsulatedValue()
+	}
+	return v
+}
+
+// Expand returns the value Compact was given.
+func Expand(a any) cty.Value {
+	if p, ok := a.(*Packed); ok {
+		return cty.CapsuleVal(packedType, p)
+	}
+	v, _ := a.(cty.Value)
+	return v
+}
+
+// PackedInput is implemented by a transform that takes its input's
+// values as their producer emitted them, packed or not (PackedVal), and
+// builds a packed one (Unpack) only where it reads it: debounce and
+// grace_period pass values on unread, extract builds one object at a time
+// as it evaluates it. So a packed record stays packed on its way, and a
+// large snapshot is never built whole. Such a transform compares values
+// only with RawEquals, which compares two packed values by Packed.Same.
+type PackedInput interface{ TakesPacked() }
 
 // Upsert returns an upsert delta.
 func Upsert(k Key, v cty.Value, t time.Time) Delta { return Delta{Key: k, Value: v, Time: t} }

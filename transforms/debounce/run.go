@@ -151,11 +151,11 @@ func (r *runner) flush() {
 	r.out.Apply(batch)
 }
 
-// PassesValues implements node.ValuePasser: debounce holds deltas back
+// TakesPacked implements node.PackedInput: debounce holds deltas back
 // and never reads their values, so packed values pass through packed.
-func (t *Transform) PassesValues() {}
+func (t *Transform) TakesPacked() {}
 
 var (
 	_ node.Transform   = (*Transform)(nil)
-	_ node.ValuePasser = (*Transform)(nil)
+	_ node.PackedInput = (*Transform)(nil)
 )

@@ -31,6 +31,18 @@ type shape struct {
 	strings bool
 }
 
+// one indexes a shape's value in the list build makes.
+var one = cty.NumberIntVal(1)
+
+// build returns the object of sh's type with attrs. cty.ObjectVal gives
+// every object a type of its own (a map of attribute types, about half of
+// a small object's bytes, kept as long as the value); an element of a
+// list has the list's element type, so the value taken out of a list
+// behind a null of the shape's type shares the shape's one type.
+func (sh *shape) build(attrs map[string]cty.Value) cty.Value {
+	return cty.ListVal([]cty.Value{cty.NullVal(sh.ty), cty.ObjectVal(attrs)}).Index(one)
+}
+
 // pack returns v packed, or v itself when packing would not pay: not an
 // object, an empty one, one with marks (sensitive values keep their cty
 // form, where every check looks for them), or of a type beyond maxShapes.
@@ -94,7 +106,7 @@ func (p *packedStrings) Value() cty.Value {
 	for i, n := range p.sh.names {
 		attrs[n] = cty.StringVal(p.s[i])
 	}
-	return cty.ObjectVal(attrs)
+	return p.sh.build(attrs)
 }
 
 // Same implements node.Packed: one shape, equal strings.
@@ -115,7 +127,7 @@ func (p *packedValues) Value() cty.Value {
 	for i, n := range p.sh.names {
 		attrs[n] = p.v[i]
 	}
-	return cty.ObjectVal(attrs)
+	return p.sh.build(attrs)
 }
 
 // Same implements node.Packed: one shape, equal values.

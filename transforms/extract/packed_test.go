@@ -20,6 +20,7 @@ func TestPackRoundTrip(t *testing.T) {
 		"empty string": obj(map[string]cty.Value{"pod": cty.StringVal("")}),
 		"null string":  obj(map[string]cty.Value{"pod": cty.NullVal(cty.String), "namespace": cty.StringVal("shop")}),
 		"mixed":        obj(map[string]cty.Value{"pod": cty.StringVal("web-1"), "port": cty.NumberIntVal(8080), "up": cty.True}),
+		"untyped null": obj(map[string]cty.Value{"x": cty.NullVal(cty.DynamicPseudoType), "pod": cty.StringVal("web-1")}),
 		"nested":       obj(map[string]cty.Value{"meta": obj(map[string]cty.Value{"a": cty.StringVal("b")}), "l": cty.ListVal([]cty.Value{cty.StringVal("x")})}),
 	} {
 		t.Run(name, func(t *testing.T) {

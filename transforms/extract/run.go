@@ -145,9 +145,11 @@ func (r *runner) touch(rk node.Key) {
 	r.changes = append(r.changes, change{key: rk, before: v, had: had, at: r.at})
 }
 
-// yields evaluates one object, counting and logging failures.
+// yields evaluates one object, counting and logging failures. The object
+// comes as its producer emitted it (node.PackedInput) and is built here,
+// one at a time, so a snapshot's objects are garbage once evaluated.
 func (r *runner) yields(k node.Key, obj cty.Value) []yield {
-	ys, err := r.ev.eval(k, obj)
+	ys, err := r.ev.eval(k, node.Unpack(obj))
 	if n := r.ev.skipped; n > 0 {
 		r.ev.skipped = 0
 		r.skips.Add(float64(n))
@@ -172,4 +174,10 @@ func (r *runner) yields(k node.Key, obj cty.Value) []yield {
 	return nil
 }
 
-var _ node.Transform = (*Transform)(nil)
+// TakesPacked implements node.PackedInput: yields builds each object.
+func (t *Transform) TakesPacked() {}
+
+var (
+	_ node.Transform   = (*Transform)(nil)
+	_ node.PackedInput = (*Transform)(nil)
+)

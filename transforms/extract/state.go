@@ -6,16 +6,14 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// owners are the objects yielding one record key and the value each of
-// them yields. The record's value is the one of the smallest object key,
-// kept apart so that reading it costs nothing and the common case (one
-// object per record) allocates no map.
+// owners is what the index keeps of the objects yielding one record key:
+// the smallest object key and what it yields, which is the record's
+// value. Every other owner's yield is kept apart, in index.others, so
+// that the common case (one object per record) costs this struct alone.
 type owners struct {
-	has    bool // min and val are set
-	min    node.Key
-	val    cty.Value
-	org    *node.Origin       // min's provenance, shared with the input record
-	others map[node.Key]owned // every owner but min; nil when none
+	min node.Key
+	val any          // min's value (node.Compact); nil when the record has no owner
+	org *node.Origin // min's provenance, shared with the input record
 }
 
 // owned is what one object yields for a record, with its provenance.
@@ -24,68 +22,78 @@ type owned struct {
 	org *node.Origin
 }
 
-// put sets what object obj yields for this record.
-func (o *owners) put(obj node.Key, v cty.Value, org *node.Origin) {
-	switch {
-	case !o.has || obj == o.min:
-		o.has, o.min, o.val, o.org = true, obj, v, org
-	case obj < o.min:
-		if o.others == nil {
-			o.others = map[node.Key]owned{}
-		}
-		o.others[o.min] = owned{o.val, o.org}
-		delete(o.others, obj)
-		o.min, o.val, o.org = obj, v, org
-	default:
-		if o.others == nil {
-			o.others = map[node.Key]owned{}
-		}
-		o.others[obj] = owned{v, org}
-	}
-}
-
-// remove forgets obj; it reports whether any owner is left. Removing the
-// smallest owner scans the others for the next one, which is linear only
-// in the number of objects sharing this record key.
-func (o *owners) remove(obj node.Key) bool {
-	if obj != o.min {
-		delete(o.others, obj)
-		return true
-	}
-	if len(o.others) == 0 {
-		*o = owners{}
-		return false
-	}
-	first := true
-	for k := range o.others {
-		if first || k < o.min {
-			o.min, first = k, false
-		}
-	}
-	o.val, o.org = o.others[o.min].val, o.others[o.min].org
-	delete(o.others, o.min)
-	if len(o.others) == 0 {
-		o.others = nil
-	}
-	return true
-}
-
 // index maps input objects to the record keys they yield, and record keys
 // to their owners.
 type index struct {
-	byObject map[node.Key][]node.Key
+	byObject map[node.Key]node.Key   // the first record key an object yields
+	more     map[node.Key][]node.Key // the others, for an object yielding more than one
 	byRecord map[node.Key]owners
+	// others holds, for a record key yielded by more than one object,
+	// every owner but the smallest.
+	others map[node.Key]map[node.Key]owned
 }
 
 // newIndex returns an empty index sized for about n objects.
 func newIndex(n int) *index {
-	return &index{byObject: make(map[node.Key][]node.Key, n), byRecord: make(map[node.Key]owners, n)}
+	return &index{byObject: make(map[node.Key]node.Key, n), more: map[node.Key][]node.Key{},
+		byRecord: make(map[node.Key]owners, n), others: map[node.Key]map[node.Key]owned{}}
+}
+
+// put sets what object obj yields for record key rk.
+func (x *index) put(rk, obj node.Key, v cty.Value, org *node.Origin) {
+	o := x.byRecord[rk]
+	switch {
+	case o.val == nil || obj == o.min: // no owner yet, or obj
+		o = owners{obj, node.Compact(v), org}
+	case obj < o.min:
+		x.other(rk)[o.min] = owned{node.Expand(o.val), o.org}
+		delete(x.others[rk], obj)
+		o = owners{obj, node.Compact(v), org}
+	default:
+		x.other(rk)[obj] = owned{v, org}
+	}
+	x.byRecord[rk] = o
+}
+
+// other returns rk's other owners, making the map on first use.
+func (x *index) other(rk node.Key) map[node.Key]owned {
+	m := x.others[rk]
+	if m == nil {
+		m = map[node.Key]owned{}
+		x.others[rk] = m
+	}
+	return m
+}
+
+// remove forgets obj as an owner of rk. Removing the smallest owner scans
+// the others for the next one, which is linear only in the number of
+// objects sharing this record key.
+func (x *index) remove(rk, obj node.Key) {
+	o, m := x.byRecord[rk], x.others[rk]
+	if obj != o.min {
+		delete(m, obj)
+	} else if len(m) == 0 {
+		delete(x.byRecord, rk)
+	} else {
+		first := true
+		for k := range m {
+			if first || k < o.min {
+				o.min, first = k, false
+			}
+		}
+		o.val, o.org = node.Compact(m[o.min].val), m[o.min].org
+		delete(m, o.min)
+		x.byRecord[rk] = o
+	}
+	if m != nil && len(m) == 0 {
+		delete(x.others, rk)
+	}
 }
 
 // value returns a record's current value.
 func (x *index) value(rk node.Key) (cty.Value, bool) {
 	o, ok := x.byRecord[rk]
-	return o.val, ok
+	return node.Expand(o.val), ok
 }
 
 // origin returns the provenance of a record's current value.
@@ -98,36 +106,41 @@ func (x *index) set(obj node.Key, ys []yield, org *node.Origin, touch func(node.
 	if len(ys) == 0 {
 		return
 	}
-	keys := make([]node.Key, len(ys))
-	for i, y := range ys {
-		keys[i] = y.key
+	for _, y := range ys {
 		touch(y.key)
-		o := x.byRecord[y.key]
-		o.put(obj, y.value, org)
-		x.byRecord[y.key] = o
+		x.put(y.key, obj, y.value, org)
 	}
-	x.byObject[obj] = keys
+	x.byObject[obj] = ys[0].key
+	if len(ys) > 1 {
+		more := make([]node.Key, len(ys)-1)
+		for i, y := range ys[1:] {
+			more[i] = y.key
+		}
+		x.more[obj] = more
+	}
 }
 
 // drop forgets every record obj yields.
 func (x *index) drop(obj node.Key, touch func(node.Key)) {
-	for _, rk := range x.byObject[obj] {
+	first, ok := x.byObject[obj]
+	if !ok {
+		return
+	}
+	touch(first)
+	x.remove(first, obj)
+	for _, rk := range x.more[obj] {
 		touch(rk)
-		o := x.byRecord[rk]
-		if o.remove(obj) {
-			x.byRecord[rk] = o
-		} else {
-			delete(x.byRecord, rk)
-		}
+		x.remove(rk, obj)
 	}
 	delete(x.byObject, obj)
+	delete(x.more, obj)
 }
 
 // records returns every record.
 func (x *index) records() []node.Record {
 	out := make([]node.Record, 0, len(x.byRecord))
 	for rk, o := range x.byRecord {
-		out = append(out, node.Record{Key: rk, Value: o.val, Origin: o.org})
+		out = append(out, node.Record{Key: rk, Value: node.Expand(o.val), Origin: o.org})
 	}
 	return out
 }

@@ -132,12 +132,12 @@ func (t *Transform) reset(now time.Time, snapshot []node.Record, out node.Holder
 	out.Replace(records)
 }
 
-// PassesValues implements node.ValuePasser: grace_period compares values
+// TakesPacked implements node.PackedInput: grace_period compares values
 // only with RawEquals, so packed values pass through packed.
-func (t *Transform) PassesValues() {}
+func (t *Transform) TakesPacked() {}
 
 var (
 	_ node.Transform   = (*Transform)(nil)
 	_ node.PendingDue  = (*Transform)(nil)
-	_ node.ValuePasser = (*Transform)(nil)
+	_ node.PackedInput = (*Transform)(nil)
 )
