@@ -38,8 +38,8 @@ type lister struct {
 	// pb, for a built-in resource read through a projection, asks for
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
-	// record, when set, turns each listed or watched object into the
-	// object the cache keeps (newRecordInformer).
+	// record turns each listed object, and each watched one when set,
+	// into the object the cache keeps (watcher.record).
 	record func(*unstructured.Unstructured) *object
 	hook   func(watch.EventType) // Source.eventHook
 }
@@ -65,7 +65,8 @@ func (l lister) path() []string {
 	return append(p, l.gvr.Resource)
 }
 
-// List implements the dynamic client's List. The informer's first list
+// List lists into cached objects, converting each item as it arrives
+// (record), like the dynamic client's List. The informer's first list
 // asks for resourceVersion "0" (any cached version, possibly a little
 // stale); asking for "" instead makes the initial state a consistent,
 // current snapshot (served from the watch cache by servers with
@@ -73,22 +74,7 @@ func (l lister) path() []string {
 // write made before the source started. The reflector's pager asks for
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
-func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	list := &unstructured.UnstructuredList{}
-	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
-		list.Items = append(list.Items, *u)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	list.Object = head
-	return list, nil
-}
-
-// listRecords lists into cached objects, converting each item as it
-// arrives.
-func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
+func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
 	list := &recordList{}
 	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
 		list.Items = append(list.Items, l.record(u))

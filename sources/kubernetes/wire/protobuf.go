@@ -329,15 +329,6 @@ func (w *wire) done() bool { return w.i >= len(w.b) }
 // malformed is protowire's error for a consumed length n < 0.
 func malformed(n int) error { return fmt.Errorf("%w: %w", errProto, protowire.ParseError(n)) }
 
-func (w *wire) varint() (uint64, error) {
-	v, n := protowire.ConsumeVarint(w.b[w.i:])
-	if n < 0 {
-		return 0, malformed(n)
-	}
-	w.i += n
-	return v, nil
-}
-
 // tag reads a field's number and wire type.
 func (w *wire) tag() (int, protowire.Type, error) {
 	num, wt, n := protowire.ConsumeTag(w.b[w.i:])
@@ -358,13 +349,16 @@ func (w *wire) bytes() ([]byte, error) {
 	return b, nil
 }
 
-// fixed reads a fixed64 or a fixed32 value.
-func (w *wire) fixed(wt protowire.Type) (uint64, error) {
+// number reads a varint, fixed64 or fixed32 value.
+func (w *wire) number(wt protowire.Type) (uint64, error) {
 	var v uint64
 	var n int
-	if wt == protowire.Fixed64Type {
+	switch wt {
+	case protowire.VarintType:
+		v, n = protowire.ConsumeVarint(w.b[w.i:])
+	case protowire.Fixed64Type:
 		v, n = protowire.ConsumeFixed64(w.b[w.i:])
-	} else {
+	default:
 		var v32 uint32
 		v32, n = protowire.ConsumeFixed32(w.b[w.i:])
 		v = uint64(v32)
@@ -832,52 +826,34 @@ func (f *pbField) message(b []byte, sub *node.Paths) (any, error) {
 	return f.msg.project(b, sub)
 }
 
+// scalar reads one value of f's scalar kind, which came with wire type wt.
 func (f *pbField) scalar(w *wire, wt protowire.Type) (any, error) {
-	switch f.kind {
-	case pbString, pbBytes:
-		if wt != protowire.BytesType {
-			return nil, fmt.Errorf("%w: string with wire type %d", errProto, wt)
-		}
+	if f.kind > pbFloat32 || wt != f.elemWire() {
+		return nil, fmt.Errorf("%w: %s field with wire type %d", errProto, f.typ, wt)
+	}
+	if wt == protowire.BytesType {
 		b, err := w.bytes()
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if f.kind == pbBytes {
+		case f.kind == pbBytes:
 			return base64.StdEncoding.EncodeToString(b), nil
 		}
 		return jsonString(b), nil
-	case pbBool, pbInt:
-		if wt != protowire.VarintType {
-			return nil, fmt.Errorf("%w: varint with wire type %d", errProto, wt)
-		}
-		v, err := w.varint()
-		if err != nil {
-			return nil, err
-		}
-		if f.kind == pbBool {
-			return v != 0, nil
-		}
+	}
+	v, err := w.number(wt)
+	if err != nil {
+		return nil, err
+	}
+	switch f.kind {
+	case pbBool:
+		return v != 0, nil
+	case pbInt:
 		return f.integer(v), nil
 	case pbFloat64:
-		if wt != protowire.Fixed64Type {
-			return nil, fmt.Errorf("%w: double with wire type %d", errProto, wt)
-		}
-		v, err := w.fixed(protowire.Fixed64Type)
-		if err != nil {
-			return nil, err
-		}
 		return jsonFloat(math.Float64frombits(v), 64), nil
-	case pbFloat32:
-		if wt != protowire.Fixed32Type {
-			return nil, fmt.Errorf("%w: float with wire type %d", errProto, wt)
-		}
-		v, err := w.fixed(protowire.Fixed32Type)
-		if err != nil {
-			return nil, err
-		}
-		return jsonFloat(float64(math.Float32frombits(uint32(v))), 32), nil
 	}
-	return nil, fmt.Errorf("%w: kind %d", errProto, f.kind)
+	return jsonFloat(float64(math.Float32frombits(uint32(v))), 32), nil
 }
 
 // integer converts a varint as Go's generated code reads it into the
@@ -885,18 +861,14 @@ func (f *pbField) scalar(w *wire, wt protowire.Type) (any, error) {
 // int64's range).
 func (f *pbField) integer(v uint64) any {
 	switch f.typ.Kind() {
-	case reflect.Int32, reflect.Int:
-		if f.typ.Kind() == reflect.Int32 {
-			return int64(int32(v))
-		}
-		return int64(v)
-	case reflect.Int64, reflect.Int8, reflect.Int16:
-		return int64(v)
+	case reflect.Int32:
+		return int64(int32(v))
 	case reflect.Uint32:
 		return int64(uint32(v))
-	}
-	if v > math.MaxInt64 {
-		return float64(v)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint64:
+		if v > math.MaxInt64 {
+			return float64(v)
+		}
 	}
 	return int64(v)
 }
