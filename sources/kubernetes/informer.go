@@ -77,16 +77,16 @@ func (w *watcher) newInformer(cl clients, logger *logr.Logger) (cache.Store, cac
 	switch {
 	case w.src.opts.metadataOnly:
 		r := cl.metadata.Resource(gvr).Namespace(ns)
-		lw, example = w.initialSyncOf(w.listWatch(listOf(r.List), r.Watch), cl.metadata), &metav1.PartialObjectMetadata{}
+		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.metadata), &metav1.PartialObjectMetadata{}
 	case cl.rest != nil:
 		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, record: w.record, hook: w.src.eventHook}
 		if w.src.proj != nil {
 			l.pb = wire.LayoutFor(w.res.gvk)
 		}
-		lw, example = w.initialSync(w.listWatch(listOf(l.List), l.Watch)), &object{}
+		lw, example = w.initialSync(w.listWatch(listOf(l.List), l.Watch), l), &object{}
 	default:
 		r := cl.dynamic.Resource(gvr).Namespace(ns)
-		lw, example = w.initialSyncOf(w.listWatch(listOf(r.List), r.Watch), cl.dynamic), &unstructured.Unstructured{}
+		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.dynamic), &unstructured.Unstructured{}
 	}
 	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
@@ -188,8 +188,8 @@ func objectKey(obj any) (string, error) {
 	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 }
 
-// initialSync chooses how the reflector reads the initial state of a
-// list and watch of our lister: one LIST (initial_sync = "list", the
+// initialSync chooses how the reflector reads the initial state of the
+// list and watch of client: one LIST (initial_sync = "list", the
 // default and the faster where measured: the server encodes one response
 // instead of an event per object; see docs/performance.md), or a
 // watch-list (initial_sync = "watch_list"): one watch
@@ -198,20 +198,12 @@ func objectKey(obj any) (string, error) {
 // bookmark annotated k8s.io/initial-events-end (object.go keeps that
 // mark); the reflector reads it into a store of its own and replaces the
 // informer's with it, as after a LIST, then goes on watching on the same
-// stream. A server that refuses the parameters (the WatchList feature
-// off, an aggregated API that rejects them) fails the watch, and the
-// reflector lists instead. client-go's WatchListClient feature gate
+// stream. A client may say it cannot stream (client-go's fakes do). A
+// server that refuses the parameters (the WatchList feature off, an
+// aggregated API that rejects them) fails the watch, and the reflector
+// lists instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
-func (w *watcher) initialSync(lw *cache.ListWatch) cache.ListerWatcher {
-	if !w.src.opts.watchList {
-		return listWatchNoStream{lw}
-	}
-	return lw
-}
-
-// initialSyncOf is initialSync for client-go's own clients, which say
-// themselves whether they can stream (fakes cannot).
-func (w *watcher) initialSyncOf(lw *cache.ListWatch, client any) cache.ListerWatcher {
+func (w *watcher) initialSync(lw *cache.ListWatch, client any) cache.ListerWatcher {
 	if !w.src.opts.watchList {
 		return listWatchNoStream{lw}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
+	"github.com/pipeline/pipeline/internal/kubeclient"
 )
 
 // ErrNotRunning is returned by Lookup when the source is not running.
@@ -55,7 +56,7 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 // connect builds the client configuration, validates the connection and
 // resolves the target. The caller closes the connection, also on error.
 func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, error) {
-	cfg, err := restConfig(s.cluster)
+	cfg, err := kubeclient.RESTConfig(s.cluster)
 	if err != nil {
 		return connection{}, resolved{}, err
 	}
