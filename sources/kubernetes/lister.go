@@ -38,8 +38,9 @@ type lister struct {
 	// pb, for a built-in resource read through a projection, asks for
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
-	// record turns each listed object, and each watched one when set,
-	// into the object the cache keeps (watcher.record).
+	// record turns each listed or watched object into the object the
+	// cache keeps (watcher.record); without it (tests) Watch yields
+	// unstructured objects.
 	record func(*unstructured.Unstructured) *object
 	hook   func(watch.EventType) // Source.eventHook
 }
@@ -125,7 +126,7 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record, hook: l.hook}
+	w := &streamWatch{l: l, body: body, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{})}
 	go w.run()
 	return w, nil
 }
@@ -137,15 +138,11 @@ const watchBuffer = 128
 
 // streamWatch hands a watch stream's decoded events to the reflector.
 type streamWatch struct {
+	l    lister // whose Watch started it
 	body io.ReadCloser
 	ch   chan watch.Event
 	done chan struct{}
 	once sync.Once
-	proj *node.Paths
-	pb   *wire.Layout // the resource's protobuf layout; the stream's first byte says which encoding came
-	// record, when set, turns each event's object into a cached object.
-	record func(*unstructured.Unstructured) *object
-	hook   func(watch.EventType)
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -160,21 +157,21 @@ func (w *streamWatch) Stop() {
 func (w *streamWatch) run() {
 	defer close(w.ch)
 	defer w.body.Close()
-	dec := wire.For(bufio.NewReaderSize(w.body, wire.ReadBuffer), w.pb, w.proj) // waits for the first byte
+	dec := wire.For(bufio.NewReaderSize(w.body, wire.ReadBuffer), w.l.pb, w.l.proj) // waits for the first byte
 	for {
 		typ, obj, err := dec.Event()
 		var ev watch.Event
 		switch {
 		case err == nil:
-			if w.hook != nil {
-				w.hook(typ)
+			if w.l.hook != nil {
+				w.l.hook(typ)
 			}
 			ev = event(typ, obj)
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.record != nil {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.l.record != nil {
 				if typ == watch.Bookmark {
 					ev.Object = bookmark(u)
 				} else {
-					ev.Object = w.record(u)
+					ev.Object = w.l.record(u)
 				}
 			}
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
