@@ -3,6 +3,7 @@ package ebpfmap
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -99,7 +100,7 @@ func decodeColumn(bt *schema.BlockType, c *schema.Content, diags *hcl.Diagnostic
 					Detail: "The value needs from = <expression over record or a constant>, such as from = 1.", Subject: bc.Range.Ptr()})
 				return nil, false
 			}
-			from = recordKey
+			from = recordKey()
 		}
 		return &column{enc: enc, from: from, rng: trng, exprs: []colExpr{newColExpr(from, c.Ctx)}}, true
 	}
@@ -113,7 +114,8 @@ func decodeColumn(bt *schema.BlockType, c *schema.Content, diags *hcl.Diagnostic
 	return col, ok
 }
 
-var recordKey = mustTraversal("record.key")
+// recordKey is parsed at its first use, not at every start of the program.
+var recordKey = sync.OnceValue(func() hcl.Expression { return mustTraversal("record.key") })
 
 func mustTraversal(s string) hcl.Expression {
 	e, diags := hclsyntax.ParseExpression([]byte(s), "<default>", hcl.InitialPos)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -36,7 +37,8 @@ type field struct {
 	enc    *encoding
 }
 
-var sized = regexp.MustCompile(`^(string|bytes)\((\d+)\)$`)
+// sized is compiled at its first use, not at every start of the program.
+var sized = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(string|bytes)\((\d+)\)$`) })
 
 // Scalar type names, for docs and errors.
 var scalarTypes = []string{"ipv4", "ipv6", "ip", "ipv4_prefix", "ipv6_prefix", "ip_prefix", "u8", "u16", "u32", "u64", "string(N)", "bytes(N)", "struct"}
@@ -68,7 +70,7 @@ func parseScalar(name, order string) (*encoding, error) {
 		}
 		return e, nil
 	default:
-		m := sized.FindStringSubmatch(name)
+		m := sized().FindStringSubmatch(name)
 		if m == nil {
 			msg := fmt.Sprintf("unknown type %q; the types are %s", name, strings.Join(scalarTypes, ", "))
 			if s := schema.DidYouMean(name, scalarTypes); s != "" {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.lsp.dev/protocol"
 
@@ -12,13 +13,19 @@ import (
 	"github.com/pipeline/pipeline/schema"
 )
 
+// The expressions are compiled at the first completion, not at every start
+// of the program.
 var (
 	// headerRE is a node block's header being typed: `sink "ebpf_`.
-	headerRE = regexp.MustCompile(`^\s*(source|transform|sink)\s+("?)([\w-]*)$`)
+	headerRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(source|transform|sink)\s+("?)([\w-]*)$`)
+	})
 	// itemRE is an attribute or block name being typed at a line's start.
-	itemRE = regexp.MustCompile(`^\s*[\w-]*$`)
+	itemRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*[\w-]*$`) })
 	// wordRE is the traversal being typed: `transform.extract.` or `lo`.
-	wordRE = regexp.MustCompile(`[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*\.?$`)
+	wordRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*\.?$`)
+	})
 )
 
 // complete returns the completions at off in file f of workspace w.
@@ -28,10 +35,10 @@ func (s *Server) complete(w *workspace, f *parsed, off int) []protocol.Completio
 	if c.attr != "" {
 		return s.completeValue(w, c, prefix)
 	}
-	if m := headerRE.FindStringSubmatch(prefix); m != nil && len(c.frames) == 0 {
+	if m := headerRE().FindStringSubmatch(prefix); m != nil && len(c.frames) == 0 {
 		return s.completeTypes(schema.Kind(m[1]), m[2] == "")
 	}
-	if !itemRE.MatchString(prefix) {
+	if !itemRE().MatchString(prefix) {
 		return nil
 	}
 	if len(c.frames) == 0 {
@@ -122,11 +129,11 @@ func (s *Server) completeValue(w *workspace, c cursor, prefix string) []protocol
 	}
 	if strings.Count(prefix, `"`)%2 == 1 { // inside a string: only enum values
 		if strings.Contains(prefix[strings.LastIndex(prefix, `"`):], "${") {
-			return s.completeWord(w, c, spec, info, wordRE.FindString(prefix))
+			return s.completeWord(w, c, spec, info, wordRE().FindString(prefix))
 		}
 		return enumItems(info, false)
 	}
-	word := wordRE.FindString(prefix)
+	word := wordRE().FindString(prefix)
 	items := s.completeWord(w, c, spec, info, word)
 	if !strings.Contains(word, ".") {
 		items = append(enumItems(info, true), items...)
