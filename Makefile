@@ -111,10 +111,12 @@ bench-smoke: build contenders kube-assets
 
 ## contenders: the programs make bench measures the pipeline against, each
 ## its own small binary linking only client-go and cilium/ebpf, built as
-## bin/pipeline is.
+## bin/pipeline is; and bin/agents, many pipeline agents in one process
+## (P9b), which is not a contender but the pipeline packed for the bench.
 contenders:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/contenders/ ./bench/contenders/floor ./bench/contenders/controller \
 		./bench/contenders/planfloor ./bench/contenders/ssafloor
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/agents ./bench/cmd/agents
 
 ## image: the container image, assembled offline from a static binary
 ## (the Dockerfile builds the same image where base images can be pulled).

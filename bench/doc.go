@@ -14,8 +14,10 @@
 // server's memory rise during each (P11), the latency of one change
 // against a raw watch (P2), sustained churn through extract -> debounce ->
 // ebpf_map in process (P3), validate of 1,000 blocks (P8), a hub and 50
-// agents over NATS, each agent its own process and pinned map (P9), and the
-// ebpf_map reconcile rows. Contenders run as fresh processes: the floor
+// agents over NATS, each agent its own process and pinned map (P9), the
+// same hub with 1,000 agents packed 100 to a process by bench/cmd/agents
+// and the memory they add to the hub (P9b, P9c), and the ebpf_map
+// reconcile rows. Contenders run as fresh processes: the floor
 // and the hand-written controller are small programs of their own
 // (bench/contenders, linking only client-go and cilium/ebpf), built by
 // `make contenders`, so that none pays this program's start-up; inputs are

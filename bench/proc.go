@@ -37,7 +37,7 @@ func (e *Env) startProc(name, bin string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if e.opts.Profile != "" && bin == e.opts.Pipeline {
+	if e.opts.Profile != "" && (bin == e.opts.Pipeline || bin == e.contender("agents")) {
 		e.profiles++
 		base := filepath.Join(e.opts.Profile, fmt.Sprintf("%s-%d", name, e.profiles))
 		cmd.Env = append(os.Environ(), "PIPELINE_CPUPROFILE="+base+".cpu.pprof", "PIPELINE_MEMPROFILE="+base+".heap.pprof",

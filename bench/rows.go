@@ -21,6 +21,8 @@ type Options struct {
 	ChurnRate     int           `json:"churn_rate"`     // offered updates/s in P3
 	ChurnDuration time.Duration `json:"churn_duration"` // length of one P3 run
 	ChurnPods     int           `json:"churn_pods"`     // objects P3 updates in turn
+	Agents        int           `json:"agents"`         // agents of P9b
+	AgentsPerProc int           `json:"per_process"`    // P9b agents sharing one process
 	ReconcileKeys int           `json:"reconcile_keys"` // keys of the ebpf reconcile rows
 	Pipeline      string        `json:"pipeline"`       // the pipeline binary under test
 	Self          string        `json:"-"`              // this program, re-run for the churn process
@@ -56,6 +58,7 @@ var scenarios = []scenario{
 	{"validate", validate},
 	{"lsp", lspRows}, // P8c, P8d
 	{"hub-agents", hubAgents},
+	{"hub-many-agents", manyAgents}, // P9b, P9c
 	{"audit", audit},
 	{"ebpf-reconcile", ebpfReconcile},
 	{"template-render", templateRender},    // T1

@@ -50,7 +50,10 @@ func acquire(e *Embedded) (*server.Server, error) {
 	ns, err := server.NewServer(&server.Options{
 		Host: host, Port: port, ServerName: e.ServerName,
 		JetStream: true, StoreDir: e.StoreDir,
-		NoLog: true, NoSigs: true,
+		// One consumer per agent: the server's default caps a stream at
+		// 1,000, which a hub with 1,000 agents reaches.
+		JetStreamLimits: server.JSLimitOpts{DefaultMaxConsumers: -1},
+		NoLog:           true, NoSigs: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)

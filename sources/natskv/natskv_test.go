@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -162,3 +165,50 @@ func restartMidStream(t *testing.T, srv *natstest.Server) {
 }
 
 func TestRestartEmbedded(t *testing.T) { restartMidStream(t, natstest.Embedded(t)) }
+
+// TestNoRequestsWhileWatching checks that a source asks the server
+// nothing once its watch runs: the revision lag comes with each delivery,
+// so a hub's server does no work per agent and interval. The one bucket
+// status request is the bind.
+func TestNoRequestsWhileWatching(t *testing.T) {
+	srv := natstest.Embedded(t)
+	kv := bucket(t, srv, "pods")
+	put(t, kv, "v1.10.0.0.1", `{"pod":"a"}`)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	api, err := nc.SubscribeSync("$JS.API.STREAM.INFO.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s := nodetest.MustBuild(t, Spec(), fmt.Sprintf("url = [%q]\nbucket = \"pods\"\nkey_prefix = \"v1.\"", srv.URL()), nil).Source.(*Source)
+	env, _ := nodetest.Env(t, reg)
+	out := nodetest.NewOutput()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, env, out) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "synced", out.Synced)
+	put(t, kv, "v1.10.0.0.2", `{"pod":"b"}`)
+	put(t, kv, "v1.10.0.0.3", `{"pod":"c"}`)
+	waitFor(t, "updates", keysAre(out, "10.0.0.1", "10.0.0.2", "10.0.0.3"))
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := api.Pending(); n != 1 {
+		t.Fatalf("%d bucket status requests, want 1 (the bind)", n)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP pipeline_source_nats_kv_revision_lag Revisions of the watched keys the server still had to deliver after the last one the source applied.
+# TYPE pipeline_source_nats_kv_revision_lag gauge
+pipeline_source_nats_kv_revision_lag 0
+`), "pipeline_source_nats_kv_revision_lag"); err != nil {
+		t.Fatalf("revision lag after the last update: %v", err)
+	}
+}

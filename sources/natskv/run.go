@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -14,18 +15,13 @@ import (
 	"github.com/pipeline/pipeline/internal/natsconn"
 )
 
-// lagEvery is how often the revision lag is measured.
-const lagEvery = 5 * time.Second
-
 // run is one Run's state, owned by its goroutine.
 type run struct {
-	s      *Source
-	env    node.Env
-	out    node.Output
-	conn   *natsconn.Conn
-	synced bool
-	// lastRev is the highest revision applied.
-	lastRev uint64
+	s       *Source
+	env     node.Env
+	out     node.Output
+	conn    *natsconn.Conn
+	synced  bool
 	lag     prometheus.Gauge
 	skipped prometheus.Counter
 }
@@ -37,7 +33,7 @@ type run struct {
 func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	r := &run{s: s, env: env, out: out}
 	r.lag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_source_nats_kv_revision_lag",
-		Help: "The bucket's last revision minus the last revision the source applied."})
+		Help: "Revisions of the watched keys the server still had to deliver after the last one the source applied."})
 	r.skipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_source_nats_kv_skipped_total",
 		Help: "Bucket entries skipped because their key or value could not be decoded."})
 	for _, c := range []prometheus.Collector{r.lag, r.skipped} {
@@ -88,8 +84,11 @@ func (r *run) report(s natsconn.Status, detail string) {
 	// Connected: healthy again once the new watch delivered its state.
 }
 
+// backoff is the pause before watch attempt+1, at random in its upper
+// half: the agents of a hub that failed together do not retry together.
 func backoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt, 8), 10*time.Second)
+	d := min(100*time.Millisecond<<min(attempt, 8), 10*time.Second)
+	return d/2 + rand.N(d/2)
 }
 
 // watch runs one watch: initial values until the nil marker (then Replace
@@ -121,7 +120,7 @@ func (r *run) watch(ctx context.Context) (progressed bool, err error) {
 	if err := r.initial(ctx, w); err != nil {
 		return false, err
 	}
-	return true, r.follow(ctx, kv, w)
+	return true, r.follow(ctx, w)
 }
 
 func (r *run) bind(ctx context.Context) (jetstream.KeyValue, error) {
@@ -158,7 +157,7 @@ func (r *run) initial(ctx context.Context, w jetstream.KeyWatcher) error {
 				r.env.Logger.Info("bucket state loaded", "count", len(recs))
 				return nil
 			}
-			r.lastRev = max(r.lastRev, e.Revision())
+			r.applied(e)
 			if rec, ok := r.record(e); ok && e.Operation() == jetstream.KeyValuePut {
 				recs = append(recs, rec)
 			}
@@ -167,10 +166,7 @@ func (r *run) initial(ctx context.Context, w jetstream.KeyWatcher) error {
 }
 
 // follow applies updates, batching what arrived together.
-func (r *run) follow(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatcher) error {
-	tick := time.NewTicker(lagEvery)
-	defer tick.Stop()
-	r.measureLag(ctx, kv)
+func (r *run) follow(ctx context.Context, w jetstream.KeyWatcher) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,8 +174,6 @@ func (r *run) follow(ctx context.Context, kv jetstream.KeyValue, w jetstream.Key
 		case <-r.conn.Changed():
 			r.env.Logger.Info("connection changed; watching again")
 			return nil
-		case <-tick.C:
-			r.measureLag(ctx, kv)
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("watch ended")
@@ -205,7 +199,7 @@ func (r *run) follow(ctx context.Context, kv jetstream.KeyValue, w jetstream.Key
 }
 
 func (r *run) delta(batch []node.Delta, e jetstream.KeyValueEntry) []node.Delta {
-	r.lastRev = max(r.lastRev, e.Revision())
+	r.applied(e)
 	now := time.Now()
 	if e.Operation() != jetstream.KeyValuePut {
 		if k, ok := r.key(e.Key()); ok {
@@ -252,15 +246,11 @@ func (r *run) key(kvKey string) (string, bool) {
 	return k, true
 }
 
-func (r *run) measureLag(ctx context.Context, kv jetstream.KeyValue) {
-	sctx, cancel := context.WithTimeout(ctx, r.s.conn.ConnectTimeout)
-	defer cancel()
-	st, err := kv.Status(sctx)
-	if err != nil {
-		return
-	}
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-		last := bs.StreamInfo().State.LastSeq
-		r.lag.Set(float64(last - min(last, r.lastRev)))
-	}
+// applied sets the lag from an entry taken from the watch: the count of
+// watched entries the server still had to deliver after it, which comes
+// with every delivery. It costs no request: a bucket status request per
+// source every few seconds loads a hub's server in proportion to its
+// agents.
+func (r *run) applied(e jetstream.KeyValueEntry) {
+	r.lag.Set(float64(e.Delta()))
 }

@@ -25,8 +25,8 @@ func Spec() node.Spec {
 			"every update and delete. Values are JSON (what sink \"nats_kv\" writes); a value that is not JSON is skipped " +
 			"and logged. After the connection comes back the watch is created again and the source's state is replaced " +
 			"by the bucket's: only real differences flow downstream, so a server restart causes no churn. " +
-			"pipeline_source_nats_kv_revision_lag is the bucket's last revision minus the last one applied (with " +
-			"key_prefix it also counts revisions of other keys).",
+			"pipeline_source_nats_kv_revision_lag is how many revisions of the watched keys the server still had to " +
+			"deliver after the last one applied, as the server said with that delivery.",
 		Body:      body,
 		Output:    node.Records,
 		NewSource: newSource,

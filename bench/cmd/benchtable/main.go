@@ -41,6 +41,8 @@ func run() error {
 	flag.IntVar(&o.ChurnRate, "churn-rate", 50000, "updates/s offered in the churn row")
 	flag.DurationVar(&o.ChurnDuration, "churn-duration", 5*time.Minute, "length of the churn run (one run, whatever -runs says)")
 	flag.IntVar(&o.ChurnPods, "churn-pods", 5000, "objects the churn row updates in turn")
+	flag.IntVar(&o.Agents, "agents", 1000, "agents of the hub and many agents rows (P9b)")
+	flag.IntVar(&o.AgentsPerProc, "agents-per-process", 100, "P9b agents run in one process (bench/cmd/agents)")
 	flag.StringVar(&o.Pipeline, "pipeline", "bin/pipeline", "the pipeline binary under test (make build)")
 	flag.StringVar(&o.Contenders, "contenders", "bin/contenders", "directory of the floor and hand-written controller programs (make contenders)")
 	flag.StringVar(&o.Only, "only", "", "run only the scenarios whose name matches this regexp")
@@ -61,7 +63,7 @@ func run() error {
 	}
 	if o.Smoke {
 		o.Runs, o.Pods, o.Changes, o.ChurnRate, o.ChurnDuration, o.ChurnPods = 1, 200, 10, 50000, 2*time.Second, 500
-		o.BigPods = 300
+		o.BigPods, o.Agents, o.AgentsPerProc = 300, 20, 10
 	}
 	self, err := os.Executable()
 	if err != nil {
