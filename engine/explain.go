@@ -80,8 +80,7 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	r.mu.RLock()
 	g := r.g
 	nodes := g.Nodes
-	loops := make(map[*Node]*sink, len(r.sinks))
-	maps.Copy(loops, r.sinks)
+	loops := maps.Clone(r.sinks)
 	outs := maps.Clone(r.outs)
 	r.mu.RUnlock()
 	for _, n := range nodes {

@@ -47,9 +47,11 @@ func (r *Runtime) newSinkLocked(n *Node) *sink {
 				s.mem.sinkStarted()
 			}
 		},
-	}
-	if s.stats != nil {
-		cfg.Held = func(count int) { s.stats.records.Set(float64(count)) }
+		Held: func(count int) {
+			if s.stats != nil {
+				s.stats.records.Set(float64(count))
+			}
+		},
 	}
 	if r.opts.Leader != nil {
 		cfg.Leader = r.opts.Leader

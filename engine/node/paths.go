@@ -33,29 +33,21 @@ func WholeObject() *Paths { return &Paths{whole: true} }
 func (p *Paths) Whole() bool { return p == nil || p.whole }
 
 // Add records that path is read; an empty path reads the whole subtree.
-func (p *Paths) Add(path ...string) {
-	for _, f := range path {
-		if p.whole {
-			return
-		}
-		if p.fields == nil {
-			p.fields = map[string]*Paths{}
-		}
-		c := p.fields[f]
-		if c == nil {
-			c = &Paths{}
-			p.fields[f] = c
-		}
-		p = c
-	}
-	p.whole, p.fields = true, nil
-}
+func (p *Paths) Add(path ...string) { p.add(path) }
 
 // AddAt adds path as Add does and records that the expression at r reads it.
 func (p *Paths) AddAt(r hcl.Range, path ...string) {
+	if leaf := p.add(path); leaf != nil {
+		leaf.addRanges(r)
+	}
+}
+
+// add adds path and returns where it ends, or nil when a whole subtree
+// above its end reads it already.
+func (p *Paths) add(path []string) *Paths {
 	for _, f := range path {
 		if p.whole {
-			return
+			return nil
 		}
 		if p.fields == nil {
 			p.fields = map[string]*Paths{}
@@ -68,7 +60,7 @@ func (p *Paths) AddAt(r hcl.Range, path ...string) {
 		p = c
 	}
 	p.whole, p.fields = true, nil
-	p.addRanges(r)
+	return p
 }
 
 func (p *Paths) addRanges(rs ...hcl.Range) {

@@ -197,7 +197,7 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	s.met.DelOK.Add(float64(w.dels))
 	s.met.DelErr.Add(float64(w.failed - failed))
 	s.updateHealth()
-	s.reportHeld()
+	s.cfg.Held(s.held) // the target itself learns it from node.Round
 	return w
 }
 

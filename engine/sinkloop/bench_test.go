@@ -94,7 +94,7 @@ func (rb *reconcileBench) clear() {
 // start-up once the input synced: the loop's next step is its first full
 // reconcile.
 func (rb *reconcileBench) start() {
-	s := New(Config{Address: "sink.ebpf_map.bench", Prune: true}).newState(rb.target)
+	s := New(nopConfig(Config{Address: "sink.ebpf_map.bench", Prune: true})).newState(rb.target)
 	for _, r := range rb.recs {
 		s.put(r, time.Time{})
 	}

@@ -171,7 +171,7 @@ func (s *state) readActual(ctx context.Context) error {
 		return err
 	}
 	drift += s.dropUnseen(gen, seen)
-	s.reportHeld()
+	s.cfg.Held(s.held)
 	if drift > 0 && s.fulls > 0 {
 		s.met.Drift.Add(float64(drift))
 		s.cfg.Drift(drift)

@@ -181,7 +181,3 @@ func (s *state) dropUnseen(gen uint32, seen slots) int {
 	}
 	return n
 }
-
-// reportHeld tells the engine how many entries the target holds (the
-// target itself learns it from node.Round).
-func (s *state) reportHeld() { s.cfg.Held(s.held) }

@@ -21,7 +21,7 @@ import (
 // something other than what they want, reusing freed slots.
 func TestHeldBookkeeping(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	s := &state{Loop: New(Config{}), keys: newKeyStore(), heldIdx: heldindex.New()}
+	s := &state{Loop: New(nopConfig(Config{})), keys: newKeyStore(), heldIdx: heldindex.New()}
 	oracle := map[node.Key][]byte{} // the Data each key holds
 	check := func(step int) {
 		t.Helper()

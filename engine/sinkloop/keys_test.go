@@ -1,7 +1,9 @@
 package sinkloop
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestKeyStore checks the store against a plain map through random adds
@@ -164,4 +167,38 @@ func TestSteps(t *testing.T) {
 			t.Errorf("hold %d: a free slot must stay free, a drop must leave absent", h)
 		}
 	}
+}
+
+// nopConfig is cfg with a func that does nothing, and a series nobody
+// reads, wherever cfg leaves one out.
+func nopConfig(cfg Config) Config {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics.WriteOK == nil {
+		c, o := prometheus.NewCounter(prometheus.CounterOpts{Name: "unread"}), prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unread"})
+		cfg.Metrics = Metrics{c, c, c, c, o, o, c, c}
+	}
+	if cfg.Health == nil {
+		cfg.Health = func(node.State, string) {}
+	}
+	if cfg.Settled == nil {
+		cfg.Settled = func() {}
+	}
+	if cfg.Gates == nil {
+		cfg.Gates = func(context.Context, int) bool { return true }
+	}
+	if cfg.Drift == nil {
+		cfg.Drift = func(int) {}
+	}
+	if cfg.Tapping == nil {
+		cfg.Tapping = func() bool { return false }
+	}
+	if cfg.Started == nil {
+		cfg.Started = func() {}
+	}
+	if cfg.Held == nil {
+		cfg.Held = func(int) {}
+	}
+	return cfg
 }

@@ -31,7 +31,8 @@ type Loop struct {
 	last    *state // the state of the current or last run
 }
 
-// Config is what a Loop needs from the engine. Every func may be nil.
+// Config is what a Loop needs from the engine. Every func and series but
+// Leader must be set.
 type Config struct {
 	Address    string // the sink's address, in logs and errors
 	Prune      bool   // delete the keys the input does not want, not only those this run wrote
@@ -80,34 +81,6 @@ type Metrics struct {
 
 // New returns a loop that runs with cfg.
 func New(cfg Config) *Loop {
-	if cfg.Health == nil {
-		cfg.Health = func(node.State, string) {}
-	}
-	if cfg.Settled == nil {
-		cfg.Settled = func() {}
-	}
-	if cfg.Gates == nil {
-		cfg.Gates = func(context.Context, int) bool { return true }
-	}
-	if cfg.Drift == nil {
-		cfg.Drift = func(int) {}
-	}
-	if cfg.Tapping == nil {
-		cfg.Tapping = func() bool { return false }
-	}
-	if cfg.Started == nil {
-		cfg.Started = func() {}
-	}
-	if cfg.Held == nil {
-		cfg.Held = func(int) {}
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Metrics.WriteOK == nil { // a test's loop: series nobody reads
-		c, o := prometheus.NewCounter(prometheus.CounterOpts{Name: "unread"}), prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unread"})
-		cfg.Metrics = Metrics{c, c, c, c, o, o, c, c}
-	}
 	return &Loop{cfg: cfg, log: cfg.Log, met: cfg.Metrics, ask: make(chan func(*state))}
 }
 

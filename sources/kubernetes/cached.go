@@ -23,8 +23,8 @@ type objectCache struct {
 
 	mu      sync.Mutex
 	items   map[string]*cachedObject
-	gen     uint64 // bumped by every invalidation, so a racing fetch is not stored
-	fetches atomic.Int64
+	gen     uint64       // bumped by every invalidation, so a racing fetch is not stored
+	fetches atomic.Int64 // fetches made, for tests
 }
 
 type cachedObject struct {
@@ -83,10 +83,4 @@ func (c *objectCache) sweep(now time.Time) {
 			delete(c.items, k)
 		}
 	}
-}
-
-func (c *objectCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.items)
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/pipeline/pipeline/internal/kubeclient"
-	"github.com/pipeline/pipeline/schema"
 )
 
 // Phase names the step of connection validation that failed.
@@ -53,16 +52,12 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 
 const checkTimeout = 15 * time.Second
 
-// restConfig builds the client configuration of a cluster block (nil: the
-// default credentials).
-func restConfig(c *schema.Cluster) (*rest.Config, error) { return kubeclient.RESTConfig(c) }
-
 // CheckCredentials loads the credentials Run would use, without network
 // I/O, and returns an error wrapping kubeclient.ErrNoCredentials, naming
 // every place looked at, when none can exist. Retrying cannot help then,
 // so `pipeline run` fails at start with it.
 func (s *Source) CheckCredentials() error {
-	_, err := restConfig(s.cluster)
+	_, err := kubeclient.RESTConfig(s.cluster)
 	if errors.Is(err, kubeclient.ErrNoCredentials) {
 		return fmt.Errorf("%s: %w", s.address, err)
 	}

@@ -106,7 +106,7 @@ func TestCheckConnectionPhases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cluster.QPS, tt.cluster.Burst = 50, 100
-			cfg, err := restConfig(&tt.cluster)
+			cfg, err := kubeclient.RESTConfig(&tt.cluster)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ current-context: ctx-a
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := restConfig(tt.cluster)
+			cfg, err := kubeclient.RESTConfig(tt.cluster)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,10 +180,10 @@ current-context: ctx-a
 			}
 		})
 	}
-	if _, err := restConfig(&schema.Cluster{Kubeconfig: kc, Context: "nope"}); err == nil {
+	if _, err := kubeclient.RESTConfig(&schema.Cluster{Kubeconfig: kc, Context: "nope"}); err == nil {
 		t.Error("unknown context accepted")
 	}
-	if _, err := restConfig(&schema.Cluster{InCluster: true}); err == nil {
+	if _, err := kubeclient.RESTConfig(&schema.Cluster{InCluster: true}); err == nil {
 		t.Error("in_cluster outside a pod accepted")
 	}
 }

@@ -180,10 +180,3 @@ func (mo *monitor) set(s node.State, detail string, status float64) {
 	mo.state, mo.detail, mo.reported = s, detail, true
 	mo.health.Set(s, detail)
 }
-
-// current returns the last reported state.
-func (mo *monitor) current() node.State {
-	mo.mu.Lock()
-	defer mo.mu.Unlock()
-	return mo.state
-}

@@ -30,7 +30,7 @@ func TestMonitor(t *testing.T) {
 		status := func() float64 { return testutil.ToFloat64(m.status) }
 		step := func(what string, wantState node.State, wantStatus float64) {
 			t.Helper()
-			if got := mon.current(); got != wantState || status() != wantStatus {
+			if got := health.State(); got != wantState || status() != wantStatus {
 				t.Fatalf("%s: state %s status %v, want %s %v", what, got, status(), wantState, wantStatus)
 			}
 		}
@@ -100,9 +100,10 @@ func TestObjectCacheTTL(t *testing.T) {
 		}
 		time.Sleep(61 * time.Second)
 		c.sweep(time.Now())
-		if c.len() != 0 {
+		if c.mu.Lock(); len(c.items) != 0 {
 			t.Fatal("expired entry not swept")
 		}
+		c.mu.Unlock()
 		get()
 		c.invalidate("shop/a")
 		get()

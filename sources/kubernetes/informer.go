@@ -55,32 +55,45 @@ func newClients(c connection) (clients, error) {
 	return clients{dynamic: dyn, metadata: md, rest: rc, readyz: readyz}, nil
 }
 
-// newInformer builds client-go's shared informer for the resolved target:
-// whole objects through our lister (lister.go) given a REST client, else
-// through the dynamic client (fakes in unit tests), or metadata with
-// metadata_only. Label and field selectors (and name) are applied by the
-// server. The initial state comes as one LIST (resourceVersion "", see
-// lister.List), or with initial_sync = "watch_list" as a watch-list
-// stream; see initialSync.
-func (w *watcher) newInformer(cl clients) cache.SharedIndexInformer {
+// newInformer builds the source's informer: client-go's controller with
+// a queue of its own, which calls the watcher from the goroutine popping
+// the queue (process). The shared informer hands every notification
+// through two more goroutines (its listener's pop and run), which cost
+// about 60 us per change here. The queue marks the informer synced only
+// once the last object of the initial list has been processed. Objects
+// come through our lister (lister.go) given a REST client, which decodes
+// each one straight into the object the cache keeps (record) as the
+// bytes arrive, so the cache never sees an intermediate unstructured
+// object and the conversion overlaps the transfer; else through the
+// dynamic client (fakes in unit tests), or as metadata with
+// metadata_only, converted by the queue (transform). Label and field
+// selectors (and name) are applied by the server. The initial state
+// comes as one LIST (resourceVersion "", see lister.List), or with
+// initial_sync = "watch_list" as a watch-list stream; see initialSync.
+func (w *watcher) newInformer(cl clients, logger *logr.Logger) (cache.Store, cache.Controller) {
 	gvr, ns := w.res.gvr, w.res.namespace
-	if w.src.opts.metadataOnly {
-		r := cl.metadata.Resource(gvr).Namespace(ns)
-		lw := w.initialSyncOf(w.listWatch(listOf(r.List), r.Watch), cl.metadata)
-		return cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
-	}
 	var lw cache.ListerWatcher
-	if cl.rest != nil {
-		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, hook: w.src.eventHook}
+	var example runtime.Object
+	switch {
+	case w.src.opts.metadataOnly:
+		r := cl.metadata.Resource(gvr).Namespace(ns)
+		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.metadata), &metav1.PartialObjectMetadata{}
+	case cl.rest != nil:
+		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, record: w.record, hook: w.src.eventHook}
 		if w.src.proj != nil {
 			l.pb = wire.LayoutFor(w.res.gvk)
 		}
-		lw = w.initialSync(w.listWatch(listOf(l.List), l.Watch))
-	} else {
+		lw, example = w.initialSync(w.listWatch(listOf(l.List), l.Watch), l), &object{}
+	default:
 		r := cl.dynamic.Resource(gvr).Namespace(ns)
-		lw = w.initialSyncOf(w.listWatch(listOf(r.List), r.Watch), cl.dynamic)
+		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.dynamic), &unstructured.Unstructured{}
 	}
-	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	store := cache.NewStore(objectKey)
+	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
+		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
+	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: lw, ObjectType: example,
+		ObjectDescription: gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
+	return store, ctrl
 }
 
 // listWatch makes an informer's list and watch calls: the source's
@@ -131,34 +144,7 @@ func (w *watcher) tweak(o *metav1.ListOptions) {
 	o.FieldSelector = w.fieldSelector()
 }
 
-// recordsDecoded reports whether the source runs the record informer
-// (newRecordInformer) rather than client-go's shared informer.
-func (w *watcher) recordsDecoded(cl clients) bool {
-	return w.src.proj != nil && cl.rest != nil && !w.src.opts.cached && !w.src.opts.metadataOnly
-}
-
-// newRecordInformer builds the informer of a projecting source: its list
-// and watch decode each object straight into the object the cache
-// keeps (record.go), as the bytes arrive, so the cache never sees an
-// intermediate unstructured object and the conversion overlaps the
-// transfer instead of following it. It is client-go's controller with a
-// queue of its own, which calls the watcher from the goroutine popping
-// the queue (process); the shared informer hands every notification
-// through two more goroutines (its listener's pop and run), which cost
-// about 60 us per change here. The queue marks the informer synced only
-// once the last object of the initial list has been processed.
-func (w *watcher) newRecordInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
-	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, pb: wire.LayoutFor(w.res.gvk), record: w.record, hook: w.src.eventHook}
-	lw := w.listWatch(listOf(l.listRecords), l.Watch)
-	store := cache.NewStore(objectKey)
-	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
-		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
-	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: w.initialSync(lw), ObjectType: &object{},
-		ObjectDescription: w.res.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
-	return store, ctrl
-}
-
-// process applies each change popped from the record informer's queue to
+// process applies each change popped from the informer's queue to
 // its cache and hands it to the watcher, as client-go's informers do. The
 // queue sends no atomic replace or resync items (their options are off),
 // so every item is a list of an object's deltas.
@@ -193,8 +179,8 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 	}
 }
 
-// objectKey is the record informer's key function: an object's id,
-// which it made once (record.go); anything else as client-go keys it.
+// objectKey is the informer's key function: an object's id,
+// which it made once (object.go); anything else as client-go keys it.
 func objectKey(obj any) (string, error) {
 	if o, ok := obj.(*object); ok {
 		return o.objID, nil
@@ -202,14 +188,8 @@ func objectKey(obj any) (string, error) {
 	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 }
 
-// record turns a decoded (projected) object into what the cache keeps.
-func (w *watcher) record(u *unstructured.Unstructured) *object {
-	w.src.pruner.Prune(u.Object)
-	return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names)
-}
-
-// initialSync chooses how the reflector reads the initial state of a
-// list and watch of our lister: one LIST (initial_sync = "list", the
+// initialSync chooses how the reflector reads the initial state of the
+// list and watch of client: one LIST (initial_sync = "list", the
 // default and the faster where measured: the server encodes one response
 // instead of an event per object; see docs/performance.md), or a
 // watch-list (initial_sync = "watch_list"): one watch
@@ -218,20 +198,12 @@ func (w *watcher) record(u *unstructured.Unstructured) *object {
 // bookmark annotated k8s.io/initial-events-end (object.go keeps that
 // mark); the reflector reads it into a store of its own and replaces the
 // informer's with it, as after a LIST, then goes on watching on the same
-// stream. A server that refuses the parameters (the WatchList feature
-// off, an aggregated API that rejects them) fails the watch, and the
-// reflector lists instead. client-go's WatchListClient feature gate
+// stream. A client may say it cannot stream (client-go's fakes do). A
+// server that refuses the parameters (the WatchList feature off, an
+// aggregated API that rejects them) fails the watch, and the reflector
+// lists instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
-func (w *watcher) initialSync(lw *cache.ListWatch) cache.ListerWatcher {
-	if !w.src.opts.watchList {
-		return listWatchNoStream{lw}
-	}
-	return lw
-}
-
-// initialSyncOf is initialSync for client-go's own clients, which say
-// themselves whether they can stream (fakes cannot).
-func (w *watcher) initialSyncOf(lw *cache.ListWatch, client any) cache.ListerWatcher {
+func (w *watcher) initialSync(lw *cache.ListWatch, client any) cache.ListerWatcher {
 	if !w.src.opts.watchList {
 		return listWatchNoStream{lw}
 	}
@@ -271,34 +243,37 @@ func (w *watcher) observe(ctx context.Context, err error) {
 }
 
 // transform runs before an object enters the informer cache: metadata is
-// turned into an unstructured object, ignore_fields are removed (so the
-// memory is really released), and the object becomes what the cache
-// keeps (object.go).
+// turned into an unstructured object, and that into the object the cache
+// keeps (record).
 func (w *watcher) transform(obj any) (any, error) {
-	var u *unstructured.Unstructured
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		u = o
+		return w.record(o), nil
 	case *metav1.PartialObjectMetadata:
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return nil, fmt.Errorf("convert metadata of %s/%s: %w", o.Namespace, o.Name, err)
 		}
-		u = &unstructured.Unstructured{Object: m}
+		u := &unstructured.Unstructured{Object: m}
 		u.SetGroupVersionKind(w.res.gvk)
-	default:
-		return obj, nil // tombstones and objects already transformed
+		return w.record(u), nil
 	}
+	return obj, nil // tombstones and objects already transformed
+}
+
+// record turns a decoded object into what the cache keeps (object.go),
+// ignore_fields removed first, so that their memory is really released.
+func (w *watcher) record(u *unstructured.Unstructured) *object {
 	w.src.pruner.Prune(u.Object)
 	switch {
 	case w.src.opts.cached:
-		return newSlim(u, w.src.address, w.src.keyer, &w.names, !w.cachedUnchanged(u)), nil
+		return newSlim(u, w.src.address, w.src.keyer, &w.names, !w.cachedUnchanged(u))
 	case w.src.proj != nil:
-		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names), nil
+		return newRecordObject(u, w.src.address, w.src.keyer, w.src.shape, &w.names)
 	}
 	o := newObject(u, w.src.address, w.src.keyer, &w.names)
 	o.content().whole = u
-	return o, nil
+	return o
 }
 
 // cachedUnchanged reports whether the cache already holds u at the same

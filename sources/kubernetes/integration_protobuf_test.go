@@ -79,11 +79,11 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 		for _, p := range projections {
 			js := lister{rc: rc, gvr: r.gvr, ns: k.ns, proj: p}
 			pl := lister{rc: rc, gvr: r.gvr, ns: k.ns, proj: p, pb: pb}
-			want, err := js.List(ctx, metav1.ListOptions{})
+			want, err := listWhole(ctx, js)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := pl.List(ctx, metav1.ListOptions{})
+			got, err := listWhole(ctx, pl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 	p.Merge(projections[1])
 	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p}
 	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: wire.LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))}
-	l, err := js.List(ctx, metav1.ListOptions{})
+	l, err := listWhole(ctx, js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +166,17 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 			t.Fatalf("event %d %s (-json +protobuf):\n%s", i, want[i].Type, d)
 		}
 	}
+}
+
+// listWhole lists with l into unstructured objects, as they are decoded.
+func listWhole(ctx context.Context, l lister) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{}
+	head, err := l.list(ctx, metav1.ListOptions{}, func(u *unstructured.Unstructured) error {
+		list.Items = append(list.Items, *u)
+		return nil
+	})
+	list.Object = head
+	return list, err
 }
 
 func paths(ps ...string) *node.Paths {

@@ -38,8 +38,9 @@ type lister struct {
 	// pb, for a built-in resource read through a projection, asks for
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
-	// record, when set, turns each listed or watched object into the
-	// object the cache keeps (newRecordInformer).
+	// record turns each listed or watched object into the object the
+	// cache keeps (watcher.record); without it (tests) Watch yields
+	// unstructured objects.
 	record func(*unstructured.Unstructured) *object
 	hook   func(watch.EventType) // Source.eventHook
 }
@@ -65,7 +66,8 @@ func (l lister) path() []string {
 	return append(p, l.gvr.Resource)
 }
 
-// List implements the dynamic client's List. The informer's first list
+// List lists into cached objects, converting each item as it arrives
+// (record), like the dynamic client's List. The informer's first list
 // asks for resourceVersion "0" (any cached version, possibly a little
 // stale); asking for "" instead makes the initial state a consistent,
 // current snapshot (served from the watch cache by servers with
@@ -73,22 +75,7 @@ func (l lister) path() []string {
 // write made before the source started. The reflector's pager asks for
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
-func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	list := &unstructured.UnstructuredList{}
-	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
-		list.Items = append(list.Items, *u)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	list.Object = head
-	return list, nil
-}
-
-// listRecords lists into cached objects, converting each item as it
-// arrives.
-func (l lister) listRecords(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
+func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
 	list := &recordList{}
 	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
 		list.Items = append(list.Items, l.record(u))
@@ -139,7 +126,7 @@ func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inter
 	if err != nil {
 		return nil, err
 	}
-	w := &streamWatch{body: body, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{}), proj: l.proj, pb: l.pb, record: l.record, hook: l.hook}
+	w := &streamWatch{l: l, body: body, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{})}
 	go w.run()
 	return w, nil
 }
@@ -151,15 +138,11 @@ const watchBuffer = 128
 
 // streamWatch hands a watch stream's decoded events to the reflector.
 type streamWatch struct {
+	l    lister // whose Watch started it
 	body io.ReadCloser
 	ch   chan watch.Event
 	done chan struct{}
 	once sync.Once
-	proj *node.Paths
-	pb   *wire.Layout // the resource's protobuf layout; the stream's first byte says which encoding came
-	// record, when set, turns each event's object into a cached object.
-	record func(*unstructured.Unstructured) *object
-	hook   func(watch.EventType)
 }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
@@ -174,21 +157,21 @@ func (w *streamWatch) Stop() {
 func (w *streamWatch) run() {
 	defer close(w.ch)
 	defer w.body.Close()
-	dec := wire.For(bufio.NewReaderSize(w.body, wire.ReadBuffer), w.pb, w.proj) // waits for the first byte
+	dec := wire.For(bufio.NewReaderSize(w.body, wire.ReadBuffer), w.l.pb, w.l.proj) // waits for the first byte
 	for {
 		typ, obj, err := dec.Event()
 		var ev watch.Event
 		switch {
 		case err == nil:
-			if w.hook != nil {
-				w.hook(typ)
+			if w.l.hook != nil {
+				w.l.hook(typ)
 			}
 			ev = event(typ, obj)
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.record != nil {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.l.record != nil {
 				if typ == watch.Bookmark {
 					ev.Object = bookmark(u)
 				} else {
-					ev.Object = w.record(u)
+					ev.Object = w.l.record(u)
 				}
 			}
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

@@ -275,7 +275,7 @@ func id(namespace, name string) string {
 	return namespace + "/" + name
 }
 
-// recordList is a list of record objects, as the record informer's list
+// recordList is a list of record objects, as our lister's List
 // returns it (informer.go).
 type recordList struct {
 	metav1.TypeMeta

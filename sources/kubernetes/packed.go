@@ -77,12 +77,7 @@ type presence struct{}
 
 var present any = presence{}
 
-// pack converts the fields of obj that sh covers into a packed value.
-func (sh *shape) pack(obj map[string]any) (*packed, error) {
-	p := &packed{sh: sh, slots: make([]any, sh.slots)}
-	return p, sh.fill(obj, p.slots)
-}
-
+// fill converts the fields of obj that sh covers into slots.
 func (sh *shape) fill(obj map[string]any, slots []any) error {
 	for _, f := range sh.fields {
 		v, ok := obj[f.name]

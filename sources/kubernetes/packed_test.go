@@ -178,3 +178,9 @@ func BenchmarkRecordValue(b *testing.B) {
 		}
 	})
 }
+
+// pack converts the fields of obj that sh covers into a packed value.
+func (sh *shape) pack(obj map[string]any) (*packed, error) {
+	p := &packed{sh: sh, slots: make([]any, sh.slots)}
+	return p, sh.fill(obj, p.slots)
+}

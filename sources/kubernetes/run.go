@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
+	"github.com/pipeline/pipeline/internal/kubeclient"
 )
 
 // ErrNotRunning is returned by Lookup when the source is not running.
@@ -55,7 +56,7 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 // connect builds the client configuration, validates the connection and
 // resolves the target. The caller closes the connection, also on error.
 func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, error) {
-	cfg, err := restConfig(s.cluster)
+	cfg, err := kubeclient.RESTConfig(s.cluster)
 	if err != nil {
 		return connection{}, resolved{}, err
 	}
@@ -91,26 +92,8 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
 	}
 	logger := logr.FromSlogHandler(env.Logger.Handler())
-	var run func(context.Context)
-	var synced <-chan struct{}
-	if w.recordsDecoded(cl) {
-		store, ctrl := w.newRecordInformer(cl.rest, &logger)
-		w.store, run, synced = store, ctrl.RunWithContext, ctrl.HasSyncedChecker().Done()
-	} else {
-		inf := w.newInformer(cl)
-		w.store, run = inf.GetStore(), inf.RunWithContext
-		if err := inf.SetTransform(w.transform); err != nil {
-			return fmt.Errorf("%s: set transform: %w", s.address, err)
-		}
-		if err := inf.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
-			return fmt.Errorf("%s: set watch error handler: %w", s.address, err)
-		}
-		reg, err := inf.AddEventHandlerWithOptions(w, cache.HandlerOptions{Logger: &logger})
-		if err != nil {
-			return fmt.Errorf("%s: add event handler: %w", s.address, err)
-		}
-		synced = reg.HasSyncedChecker().Done()
-	}
+	store, ctrl := w.newInformer(cl, &logger)
+	w.store = store
 	s.setCurrent(w)
 	defer s.setCurrent(nil)
 
@@ -120,11 +103,11 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	// before the cancel would hang.
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { run(ictx) })
+	wg.Go(func() { ctrl.RunWithContext(ictx) })
 	if cl.readyz != nil && s.opts.healthCheck > 0 {
 		wg.Go(func() { w.checkLoop(ictx, cl.readyz) })
 	}
-	return w.loop(ctx, synced)
+	return w.loop(ctx, ctrl.HasSyncedChecker().Done())
 }
 
 func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {

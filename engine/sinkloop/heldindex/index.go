@@ -91,13 +91,6 @@ func New() *Index {
 // Len is the number of entries held.
 func (x *Index) Len() int { return len(x.refs) - x.dead }
 
-// Width is the length of every entry held, or -1 before the first Put
-// (and again once the index empties).
-func (x *Index) Width() int { return x.width }
-
-// Bytes is the memory the index holds (its slots and positions).
-func (x *Index) Bytes() int { return len(x.slots) + cap(x.data) + 4*cap(x.refs) + 8*cap(x.marks) }
-
 // Put adds data with reference ref, unmarked. It reports false, and
 // changes nothing, when data is already held, when its length is not the
 // index's width (an empty index takes any), or when ref > MaxRef. The

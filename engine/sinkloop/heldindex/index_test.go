@@ -573,3 +573,10 @@ func FuzzIndex(f *testing.F) {
 		check(t, x, model)
 	})
 }
+
+// Width is the length of every entry held, or -1 before the first Put
+// (and again once the index empties).
+func (x *Index) Width() int { return x.width }
+
+// Bytes is the memory the index holds (its slots and positions).
+func (x *Index) Bytes() int { return len(x.slots) + cap(x.data) + 4*cap(x.refs) + 8*cap(x.marks) }

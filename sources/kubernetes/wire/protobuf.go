@@ -329,15 +329,6 @@ func (w *wire) done() bool { return w.i >= len(w.b) }
 // malformed is protowire's error for a consumed length n < 0.
 func malformed(n int) error { return fmt.Errorf("%w: %w", errProto, protowire.ParseError(n)) }
 
-func (w *wire) varint() (uint64, error) {
-	v, n := protowire.ConsumeVarint(w.b[w.i:])
-	if n < 0 {
-		return 0, malformed(n)
-	}
-	w.i += n
-	return v, nil
-}
-
 // tag reads a field's number and wire type.
 func (w *wire) tag() (int, protowire.Type, error) {
 	num, wt, n := protowire.ConsumeTag(w.b[w.i:])
@@ -358,13 +349,16 @@ func (w *wire) bytes() ([]byte, error) {
 	return b, nil
 }
 
-// fixed reads a fixed64 or a fixed32 value.
-func (w *wire) fixed(wt protowire.Type) (uint64, error) {
+// number reads a varint, fixed64 or fixed32 value.
+func (w *wire) number(wt protowire.Type) (uint64, error) {
 	var v uint64
 	var n int
-	if wt == protowire.Fixed64Type {
+	switch wt {
+	case protowire.VarintType:
+		v, n = protowire.ConsumeVarint(w.b[w.i:])
+	case protowire.Fixed64Type:
 		v, n = protowire.ConsumeFixed64(w.b[w.i:])
-	} else {
+	default:
 		var v32 uint32
 		v32, n = protowire.ConsumeFixed32(w.b[w.i:])
 		v = uint64(v32)
@@ -455,53 +449,38 @@ func decodeProtoListStream(r io.Reader, l *Layout, p *node.Paths, head map[strin
 	}
 	_, _ = br.Discard(len(protoMagic))
 	head["apiVersion"], head["kind"] = "", ""
-	env := streamWire{r: br, n: math.MaxInt64} // runtime.Unknown, to the end of the response
+	env := streamed{r: br, left: math.MaxInt64} // runtime.Unknown, to the end of the response
 	for {
 		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			return err
 		}
-		num, wt, err := env.tag()
-		if err != nil {
+		num, n, err := env.next()
+		switch {
+		case err != nil:
 			return err
-		}
-		if wt != protowire.BytesType || num > 3 {
-			if err := env.skip(wt); err != nil {
-				return err
-			}
-			continue
-		}
-		n, err := env.length()
-		if err != nil {
-			return err
-		}
-		if num == 2 { // raw: the list message
-			list := streamWire{r: br, n: int64(n)}
+		case n < 0: // not length-delimited: passed over
+		case num == 2: // raw: the list message
+			list := streamed{r: br, left: int64(n)}
 			if err := l.streamList(&list, p, head, each); err != nil {
 				return err
 			}
-			env.n -= int64(n)
-			continue
-		}
-		if n > maxItem {
+			env.left -= int64(n)
+		case num != 1 && num != 3:
+			err = env.skip(n)
+		case n > maxItem:
 			return fmt.Errorf("%w: envelope field of %d bytes", errProto, n)
+		default:
+			var v []byte
+			if v, err = env.read(nil, n); err == nil && num == 1 { // typeMeta
+				head["apiVersion"], head["kind"], err = typeMeta(v)
+			} else if err == nil && len(v) > 0 { // contentEncoding
+				err = fmt.Errorf("%w: content encoding %q", errProto, v)
+			}
 		}
-		v, err := env.read(nil, n)
 		if err != nil {
 			return err
-		}
-		switch num {
-		case 1: // typeMeta
-			apiVersion, kind, err := typeMeta(v)
-			if err != nil {
-				return err
-			}
-			head["apiVersion"], head["kind"] = apiVersion, kind
-		case 3: // contentEncoding
-			if len(v) > 0 {
-				return fmt.Errorf("%w: content encoding %q", errProto, v)
-			}
 		}
 	}
 	if _, ok := head["metadata"]; !ok {
@@ -512,25 +491,22 @@ func decodeProtoListStream(r io.Reader, l *Layout, p *node.Paths, head map[strin
 
 // streamList reads a list message: its metadata into head, its items
 // projected on p.
-func (l *Layout) streamList(s *streamWire, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
+func (l *Layout) streamList(s *streamed, p *node.Paths, head map[string]any, each func(map[string]any) error) error {
 	var buf []byte
 	items := 0
-	for s.n > 0 {
-		num, wt, err := s.tag()
-		if err != nil {
+	for s.left > 0 {
+		num, n, err := s.next()
+		switch {
+		case err != nil:
 			return err
-		}
-		if wt != protowire.BytesType || (num != l.listItems && num != l.listMeta) {
-			if err := s.skip(wt); err != nil {
+		case n < 0:
+			continue
+		case num != l.listItems && num != l.listMeta:
+			if err := s.skip(n); err != nil {
 				return err
 			}
 			continue
-		}
-		n, err := s.length()
-		if err != nil {
-			return err
-		}
-		if n > maxItem {
+		case n > maxItem:
 			return fmt.Errorf("%w: list item of %d bytes", errProto, n)
 		}
 		if buf, err = s.read(buf, n); err != nil {
@@ -568,61 +544,46 @@ func typeMeta(b []byte) (apiVersion, kind string, err error) {
 	return apiVersion, kind, err
 }
 
-// streamWire reads the wire format from a stream, n bytes at most: the
-// varints through encoding/binary, the tags and sizes through protowire.
-type streamWire struct {
-	r *bufio.Reader
-	n int64 // bytes left in the message being read
+// streamed is a message read from a stream, left bytes of it to go. Tags
+// and lengths are read through protowire from the reader's buffer.
+type streamed struct {
+	r    *bufio.Reader
+	left int64
 }
 
-// ReadByte implements io.ByteReader within the message, for
-// binary.ReadUvarint.
-func (s *streamWire) ReadByte() (byte, error) {
-	if s.n <= 0 {
-		return 0, fmt.Errorf("%w: value beyond its message", errProto)
+// next reads the next field's tag and, for a length-delimited field, the
+// length n of its value, which follows in the stream; it passes over the
+// value of another field whole (n < 0; a list's envelope has no groups).
+func (s *streamed) next() (num, n int, err error) {
+	b, _ := s.r.Peek(int(min(s.left, 2*binary.MaxVarintLen64)))
+	tag, wt, k := protowire.ConsumeTag(b)
+	if k < 0 {
+		return 0, 0, malformed(k)
 	}
-	c, err := s.r.ReadByte()
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errProto, io.ErrUnexpectedEOF)
+	var v uint64
+	var m int
+	if wt == protowire.BytesType {
+		v, m = protowire.ConsumeVarint(b[k:])
+	} else {
+		m = protowire.ConsumeFieldValue(tag, wt, b[k:])
 	}
-	s.n--
-	return c, nil
+	if m < 0 {
+		return 0, 0, malformed(m)
+	}
+	k += m
+	if v > uint64(s.left-int64(k)) || v > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%w: length %d beyond its message", errProto, v)
+	}
+	_, _ = s.r.Discard(k) // peeked
+	s.left -= int64(k)
+	if wt != protowire.BytesType {
+		return int(tag), -1, nil
+	}
+	return int(tag), int(v), nil
 }
 
-func (s *streamWire) varint() (uint64, error) {
-	v, err := binary.ReadUvarint(s)
-	if err != nil && !errors.Is(err, errProto) {
-		err = fmt.Errorf("%w: %w", errProto, err)
-	}
-	return v, err
-}
-
-func (s *streamWire) tag() (int, protowire.Type, error) {
-	v, err := s.varint()
-	if err != nil {
-		return 0, 0, err
-	}
-	num, wt := protowire.DecodeTag(v)
-	if !num.IsValid() {
-		return 0, 0, fmt.Errorf("%w: field number %d", errProto, num)
-	}
-	return int(num), wt, nil
-}
-
-// length reads a length-delimited value's length.
-func (s *streamWire) length() (int, error) {
-	n, err := s.varint()
-	if err != nil {
-		return 0, err
-	}
-	if n > uint64(s.n) || n > math.MaxInt32 {
-		return 0, fmt.Errorf("%w: length %d beyond its message", errProto, n)
-	}
-	return int(n), nil
-}
-
-// read reads n bytes into buf (grown as needed).
-func (s *streamWire) read(buf []byte, n int) ([]byte, error) {
+// read reads the n bytes of a value into buf (grown as needed).
+func (s *streamed) read(buf []byte, n int) ([]byte, error) {
 	if cap(buf) < n {
 		buf = make([]byte, n)
 	}
@@ -630,39 +591,17 @@ func (s *streamWire) read(buf []byte, n int) ([]byte, error) {
 	if _, err := io.ReadFull(s.r, buf); err != nil {
 		return nil, fmt.Errorf("%w: %w", errProto, io.ErrUnexpectedEOF)
 	}
-	s.n -= int64(n)
+	s.left -= int64(n)
 	return buf, nil
 }
 
-func (s *streamWire) discard(n int) error {
-	if int64(n) > s.n {
-		return fmt.Errorf("%w: value beyond its message", errProto)
-	}
+// skip passes over the n bytes of a value.
+func (s *streamed) skip(n int) error {
 	if _, err := s.r.Discard(n); err != nil {
 		return fmt.Errorf("%w: %w", errProto, io.ErrUnexpectedEOF)
 	}
-	s.n -= int64(n)
+	s.left -= int64(n)
 	return nil
-}
-
-// skip passes over a value of wire type wt; a list's envelope has no groups.
-func (s *streamWire) skip(wt protowire.Type) error {
-	switch wt {
-	case protowire.VarintType:
-		_, err := s.varint()
-		return err
-	case protowire.Fixed64Type:
-		return s.discard(protowire.SizeFixed64())
-	case protowire.Fixed32Type:
-		return s.discard(protowire.SizeFixed32())
-	case protowire.BytesType:
-		n, err := s.length()
-		if err != nil {
-			return err
-		}
-		return s.discard(n)
-	}
-	return fmt.Errorf("%w: wire type %d", errProto, wt)
 }
 
 // maxPlans bounds the plans a message keeps.
@@ -887,52 +826,34 @@ func (f *pbField) message(b []byte, sub *node.Paths) (any, error) {
 	return f.msg.project(b, sub)
 }
 
+// scalar reads one value of f's scalar kind, which came with wire type wt.
 func (f *pbField) scalar(w *wire, wt protowire.Type) (any, error) {
-	switch f.kind {
-	case pbString, pbBytes:
-		if wt != protowire.BytesType {
-			return nil, fmt.Errorf("%w: string with wire type %d", errProto, wt)
-		}
+	if f.kind > pbFloat32 || wt != f.elemWire() {
+		return nil, fmt.Errorf("%w: %s field with wire type %d", errProto, f.typ, wt)
+	}
+	if wt == protowire.BytesType {
 		b, err := w.bytes()
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if f.kind == pbBytes {
+		case f.kind == pbBytes:
 			return base64.StdEncoding.EncodeToString(b), nil
 		}
 		return jsonString(b), nil
-	case pbBool, pbInt:
-		if wt != protowire.VarintType {
-			return nil, fmt.Errorf("%w: varint with wire type %d", errProto, wt)
-		}
-		v, err := w.varint()
-		if err != nil {
-			return nil, err
-		}
-		if f.kind == pbBool {
-			return v != 0, nil
-		}
+	}
+	v, err := w.number(wt)
+	if err != nil {
+		return nil, err
+	}
+	switch f.kind {
+	case pbBool:
+		return v != 0, nil
+	case pbInt:
 		return f.integer(v), nil
 	case pbFloat64:
-		if wt != protowire.Fixed64Type {
-			return nil, fmt.Errorf("%w: double with wire type %d", errProto, wt)
-		}
-		v, err := w.fixed(protowire.Fixed64Type)
-		if err != nil {
-			return nil, err
-		}
 		return jsonFloat(math.Float64frombits(v), 64), nil
-	case pbFloat32:
-		if wt != protowire.Fixed32Type {
-			return nil, fmt.Errorf("%w: float with wire type %d", errProto, wt)
-		}
-		v, err := w.fixed(protowire.Fixed32Type)
-		if err != nil {
-			return nil, err
-		}
-		return jsonFloat(float64(math.Float32frombits(uint32(v))), 32), nil
 	}
-	return nil, fmt.Errorf("%w: kind %d", errProto, f.kind)
+	return jsonFloat(float64(math.Float32frombits(uint32(v))), 32), nil
 }
 
 // integer converts a varint as Go's generated code reads it into the
@@ -940,18 +861,14 @@ func (f *pbField) scalar(w *wire, wt protowire.Type) (any, error) {
 // int64's range).
 func (f *pbField) integer(v uint64) any {
 	switch f.typ.Kind() {
-	case reflect.Int32, reflect.Int:
-		if f.typ.Kind() == reflect.Int32 {
-			return int64(int32(v))
-		}
-		return int64(v)
-	case reflect.Int64, reflect.Int8, reflect.Int16:
-		return int64(v)
+	case reflect.Int32:
+		return int64(int32(v))
 	case reflect.Uint32:
 		return int64(uint32(v))
-	}
-	if v > math.MaxInt64 {
-		return float64(v)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint64:
+		if v > math.MaxInt64 {
+			return float64(v)
+		}
 	}
 	return int64(v)
 }
