@@ -26,25 +26,51 @@ func run(t *testing.T, o Options) (*atomic.Int32, func()) {
 	}
 }
 
-// A burst of events is one report, after the directory was quiet.
+// A burst of events is one report, after the directory was quiet. The
+// debounce is long against the burst (writes with no pause between them),
+// so that a loaded machine cannot stretch the burst past it, and every
+// wait is a poll with a deadline.
 func TestDebounce(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	const debounce = time.Second
 	dir := t.TempDir()
-	n, stop := run(t, Options{Dirs: []string{dir}, Debounce: 100 * time.Millisecond})
+	n, stop := run(t, Options{Dirs: []string{dir}, Debounce: debounce})
 	defer stop()
-	time.Sleep(20 * time.Millisecond) // the watch is set
-	for i := range 5 {
-		if err := os.WriteFile(filepath.Join(dir, "p.hcl"), []byte{byte(i)}, 0o644); err != nil {
+	p := filepath.Join(dir, "p.hcl")
+	write := func(b byte) {
+		if err := os.WriteFile(p, []byte{b}, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+	}
+	// A first write reported says the watch is set (written again if it
+	// came before the watch).
+	for try := 0; n.Load() == 0; try++ {
+		if try == 5 {
+			t.Fatal("no report for a write")
+		}
+		write(0xff)
+		waitReports(t, n, 1, 3*debounce)
+	}
+	time.Sleep(debounce / 2) // nothing more comes of the first write
+	n.Store(0)
+	for i := range 5 {
+		write(byte(i))
 	}
 	if got := n.Load(); got != 0 {
 		t.Fatalf("%d reports during the burst", got)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitReports(t, n, 1, 10*debounce)
+	time.Sleep(debounce + debounce/2)
 	if got := n.Load(); got != 1 {
 		t.Fatalf("%d reports after the burst, want 1", got)
+	}
+}
+
+// waitReports polls until n reaches want or d has passed.
+func waitReports(t *testing.T, n *atomic.Int32, want int32, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); n.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
