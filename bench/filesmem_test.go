@@ -103,6 +103,25 @@ func filesLoad(b *testing.B, dir string, n int) (peak, kept float64) {
 	}
 	after := float64(liveHeap())
 	writeHeapProfile(os.Getenv("FILESMEM_PROFILE"), "")
+	if os.Getenv("FILESMEM_CHANGE") != "" {
+		body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p000000","namespace":"ns","labels":{"v":"b"}}}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "data", "p000000.json"), []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		ctop := after
+		for deadline := time.Now().Add(5 * time.Minute); lines(out) < n+1; time.Sleep(2 * time.Millisecond) {
+			if l := read(); l > ctop {
+				ctop = l
+				writeHeapProfile(os.Getenv("FILESMEM_PROFILE"), ".change")
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the change never reached the log")
+			}
+		}
+		liveHeap()
+		writeHeapProfile(os.Getenv("FILESMEM_PROFILE"), ".changed")
+		b.ReportMetric((ctop-before)/float64(n), "change-peak-B/record")
+	}
 	runtime.KeepAlive(rt)
 	return max(top, after) - before, after - before
 }

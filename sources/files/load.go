@@ -31,7 +31,8 @@ const maxFileSize = 16 << 20
 type file struct {
 	path    string
 	pattern int // index of the first pattern that matched it
-	data    []byte
+	sum     [sha256.Size]byte
+	data    []byte // nil when the run already holds the entries of this content (readDropping)
 }
 
 // readError is a matched file that could not be read.
@@ -52,7 +53,13 @@ type snapshot struct {
 
 // read expands the patterns and reads every matched regular file, in path
 // order. It also returns the directories to watch.
-func (s *Source) read() snapshot {
+func (s *Source) read() snapshot { return s.readDropping(nil) }
+
+// readDropping is read, except that a file whose digest is the one known
+// for its path comes without its content: a run holds the entries of that
+// content already, and holding every file's bytes through a reload after
+// one change added to its peak (docs/performance.md, F2).
+func (s *Source) readDropping(known map[string]goodFile) snapshot {
 	var snap snapshot
 	seen := map[string]bool{}
 	dirs := map[string]bool{}
@@ -77,7 +84,11 @@ func (s *Source) read() snapshot {
 				snap.readErr = append(snap.readErr, readError{path: m, pattern: i, err: err})
 				continue
 			}
-			snap.files = append(snap.files, file{path: m, pattern: i, data: data})
+			f := file{path: m, pattern: i, sum: sha256.Sum256(data), data: data}
+			if g, ok := known[m]; ok && g.sum == f.sum {
+				f.data = nil
+			}
+			snap.files = append(snap.files, f)
 		}
 		if !found {
 			snap.unmatched = append(snap.unmatched, i)
@@ -86,8 +97,8 @@ func (s *Source) read() snapshot {
 	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].path < snap.files[j].path })
 	h := sha256.New()
 	for _, f := range snap.files {
-		fmt.Fprintf(h, "%s\x00%d\x00", f.path, len(f.data))
-		h.Write(f.data)
+		fmt.Fprintf(h, "%s\x00", f.path)
+		h.Write(f.sum[:])
 	}
 	for _, e := range snap.readErr {
 		fmt.Fprintf(h, "%s\x00%s\x00", e.path, e.err)
@@ -332,7 +343,7 @@ type skip struct {
 // objects have one key, the smallest namespace/name provides it (ties: the
 // first by file path, then position), the rule of source "kubernetes".
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
-	c := s.newCollector()
+	c := s.newCollector(0)
 	for _, f := range files {
 		c.add(s.entries(s.parse(f)))
 	}
@@ -394,7 +405,12 @@ type claim struct {
 	at        int
 }
 
-func (s *Source) newCollector() *collector { return &collector{byKey: map[string]claim{}} }
+// newCollector returns a collector sized for n records (a reload expects
+// as many as the last one gave), so that its map and slice do not grow
+// through copies.
+func (s *Source) newCollector(n int) *collector {
+	return &collector{byKey: make(map[string]claim, n), records: make([]node.Record, 0, n)}
+}
 
 // add takes the entries of one file.
 func (c *collector) add(entries []entry) {

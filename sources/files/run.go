@@ -19,14 +19,15 @@ const debounce = 100 * time.Millisecond
 
 // run is one Run of the source.
 type run struct {
-	src    *Source
-	env    node.Env
-	out    node.Output
-	m      *kobject.Metrics
-	fw     *fsnotify.Watcher // nil in tests that feed events directly
-	hash   [32]byte
-	loaded bool
-	good   map[string]goodFile // the last content of each file that parsed, with its entries
+	src     *Source
+	env     node.Env
+	out     node.Output
+	m       *kobject.Metrics
+	fw      *fsnotify.Watcher // nil in tests that feed events directly
+	hash    [32]byte
+	loaded  bool
+	good    map[string]goodFile // the last content of each file that parsed, with its entries
+	records int                 // how many records the last reload published
 }
 
 // Run implements node.Source. It reads the files, publishes their objects
@@ -108,7 +109,7 @@ func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
 // for its whole timeout. So plan fails at once, naming the pattern, and
 // run restarts the source with backoff until a file matches.
 func (r *run) reload() error {
-	snap := r.src.read()
+	snap := r.src.readDropping(r.good)
 	r.watch(snap.dirs)
 	if r.loaded && snap.hash == r.hash {
 		return nil
@@ -128,6 +129,7 @@ func (r *run) reload() error {
 		r.env.Logger.Warn("object skipped", "file", sk.where, "reason", sk.reason, "err", sk.err)
 	}
 	r.out.Replace(records)
+	r.records = len(records)
 	r.m.Objects.Set(float64(objects))
 	r.m.LastSync.SetToCurrentTime()
 	if !r.loaded {

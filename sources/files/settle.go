@@ -37,8 +37,8 @@ type goodFile struct {
 // file whose bytes did not change keeps its entries: only changed files
 // are parsed and converted again.
 func (r *run) settle(snap snapshot) settled {
-	out := settled{col: r.src.newCollector()}
-	good := map[string]goodFile{}
+	out := settled{col: r.src.newCollector(r.records)}
+	good := make(map[string]goodFile, len(r.good))
 	keep := func(path, why string) bool {
 		prev, ok := r.good[path]
 		if !ok {
@@ -50,7 +50,7 @@ func (r *run) settle(snap snapshot) settled {
 		return true
 	}
 	for _, f := range snap.files {
-		sum := sha256.Sum256(f.data)
+		sum := f.sum
 		if prev, ok := r.good[f.path]; ok && prev.sum == sum {
 			prev.pattern = f.pattern
 			good[f.path] = prev
