@@ -28,6 +28,7 @@ type run struct {
 	loaded  bool
 	good    map[string]goodFile // the last content of each file that parsed, with its entries
 	records int                 // how many records the last reload published
+	round   uint64              // the number of reloads that settled (goodFile.round)
 }
 
 // Run implements node.Source. It reads the files, publishes their objects

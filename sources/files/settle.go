@@ -31,20 +31,31 @@ type goodFile struct {
 	pattern int
 	sum     [sha256.Size]byte
 	entries []entry
+	round   uint64 // the last reload that kept it
 }
 
 // settle combines a snapshot with the last good content of each file. A
 // file whose bytes did not change keeps its entries: only changed files
-// are parsed and converted again.
+// are parsed and converted again. The map of good files is updated in
+// place, and the files it no longer holds are deleted at the end: a second
+// map of every file held through a reload added to its peak
+// (docs/performance.md, F2).
 func (r *run) settle(snap snapshot) settled {
 	out := settled{col: r.src.newCollector(r.records)}
-	good := make(map[string]goodFile, len(r.good))
+	if r.good == nil {
+		r.good = map[string]goodFile{}
+	}
+	r.round++
+	set := func(g goodFile) {
+		g.round = r.round
+		r.good[g.path] = g
+	}
 	keep := func(path, why string) bool {
 		prev, ok := r.good[path]
 		if !ok {
 			return false
 		}
-		good[path] = prev
+		set(prev)
 		out.col.add(prev.entries)
 		out.problems = append(out.problems, why+"; keeping its last good content")
 		return true
@@ -53,7 +64,7 @@ func (r *run) settle(snap snapshot) settled {
 		sum := f.sum
 		if prev, ok := r.good[f.path]; ok && prev.sum == sum {
 			prev.pattern = f.pattern
-			good[f.path] = prev
+			set(prev)
 			out.col.add(prev.entries)
 			continue
 		}
@@ -65,7 +76,7 @@ func (r *run) settle(snap snapshot) settled {
 			continue
 		}
 		g := goodFile{path: f.path, pattern: f.pattern, sum: sum, entries: r.src.entries(docs)}
-		good[f.path] = g
+		set(g)
 		out.col.add(g.entries)
 	}
 	for _, e := range snap.readErr {
@@ -92,8 +103,12 @@ func (r *run) settle(snap snapshot) settled {
 			out.problems = append(out.problems, fmt.Sprintf("no file matches %s (set allow_empty = true if that is expected)", pattern))
 		}
 	}
-	r.good = good
-	out.files = len(good)
+	for path, g := range r.good {
+		if g.round != r.round {
+			delete(r.good, path)
+		}
+	}
+	out.files = len(r.good)
 	return out
 }
 
