@@ -60,7 +60,7 @@ func (s *Source) read() snapshot { return s.readDropping(nil) }
 // content already, and holding every file's bytes through a reload after
 // one change added to its peak (docs/performance.md, F2).
 func (s *Source) readDropping(known map[string]goodFile) snapshot {
-	var snap snapshot
+	snap := snapshot{files: make([]file, 0, len(known))} // a reload expects the files it holds
 	seen := map[string]bool{}
 	dirs := map[string]bool{}
 	for i, p := range s.patterns {
