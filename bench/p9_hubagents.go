@@ -188,8 +188,8 @@ func waitEverywhere(ctx context.Context, procs []*proc, maps []*ebpf.Map, ip [4]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// A round of lookups costs about 1 µs per map: the pause grows
-		// with the maps so that polling 1,000 takes under half a core.
+		// The pause grows with the maps, so that polling many maps does
+		// not take a core from the agents it measures.
 		time.Sleep(max(100*time.Microsecond, time.Duration(len(maps))*time.Microsecond))
 	}
 	return ds, nil

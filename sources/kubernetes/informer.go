@@ -58,8 +58,8 @@ func newClients(c connection) (clients, error) {
 // newInformer builds the source's informer: client-go's controller with
 // a queue of its own, which calls the watcher from the goroutine popping
 // the queue (process). The shared informer hands every notification
-// through two more goroutines (its listener's pop and run), which cost
-// about 60 us per change here. The queue marks the informer synced only
+// through two more goroutines (its listener's pop and run), a latency per
+// change (docs/data-path.md §7). The queue marks the informer synced only
 // once the last object of the initial list has been processed. Objects
 // come through our lister (lister.go) given a REST client, which decodes
 // each one straight into the object the cache keeps (record) as the
