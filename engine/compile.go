@@ -2,8 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -97,9 +102,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	order, d := topoSort(all)
 	diags = append(diags, d...)
 	g.Nodes = order
-	for _, n := range order {
-		diags = append(diags, g.build(n, contents[n], undecoded[n])...)
-	}
+	diags = append(diags, g.buildAll(contents, undecoded)...)
 	if !badRef && !brokenInputs(cfg, all) {
 		diags = append(diags, unused(order)...)
 	}
@@ -270,6 +273,45 @@ func before(order []*Node, a, b *Node) bool {
 		}
 	}
 	return false
+}
+
+// buildAll builds g.Nodes on every core, each once its inputs are built
+// (the order is topological, so the earliest unbuilt node can always go
+// on), and returns their diagnostics in that order. A constructor's panic
+// (a bug) is raised again here, after the others are done.
+func (g *Graph) buildAll(contents map[*Node]*schema.Content, undecoded map[*Node]bool) hcl.Diagnostics {
+	done := make(map[*Node]chan struct{}, len(g.Nodes))
+	for _, n := range g.Nodes {
+		done[n] = make(chan struct{})
+	}
+	diags := make([]hcl.Diagnostics, len(g.Nodes))
+	var next atomic.Int64
+	var panicked atomic.Value
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(g.Nodes)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(g.Nodes); i = int(next.Add(1) - 1) {
+				n := g.Nodes[i]
+				for _, in := range n.Inputs {
+					<-done[in]
+				}
+				func() {
+					defer close(done[n])
+					defer func() {
+						if p := recover(); p != nil {
+							panicked.CompareAndSwap(nil, fmt.Sprintf("%s: %v\n%s", n.Address, p, debug.Stack()))
+						}
+					}()
+					diags[i] = g.build(n, contents[n], undecoded[n])
+				}()
+			}
+		})
+	}
+	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		panic(p)
+	}
+	return slices.Concat(diags...)
 }
 
 // build type-checks n against its input and calls its constructor. A body
