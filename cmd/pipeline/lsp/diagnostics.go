@@ -94,7 +94,7 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 	}
 	checked := s.opts.Check(dir, overlay)
 	files, diags := checked.Files, checked.Diags
-	s.keepParses(dir, files, diags)
+	s.keepParses(dir, files, diags, checked.Nodes != nil)
 	if checked.Nodes != nil { // a configuration that does not parse keeps the last nodes
 		s.mu.Lock()
 		s.built[dir] = checked.Nodes
@@ -139,13 +139,14 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 
 // keepParses keeps the check's parse of each file (open documents as
 // checked, the others as read from disk) as the one navigation and
-// completion use, so that they need not parse it again. A file with an
-// error is left to the server's own parse, which says whether it is
-// broken (workspace.inherit).
-func (s *Server) keepParses(dir string, files map[string]*hcl.File, diags hcl.Diagnostics) {
+// completion use, so that they need not parse it again. When some file
+// did not parse (compiled is false), a file with an error is left to the
+// server's own parse; when the configuration compiled, every file parsed
+// cleanly, as the server's own parse of it would.
+func (s *Server) keepParses(dir string, files map[string]*hcl.File, diags hcl.Diagnostics, compiled bool) {
 	failed := map[string]bool{}
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError && d.Subject != nil {
+		if !compiled && d.Severity == hcl.DiagError && d.Subject != nil {
 			name := d.Subject.Filename
 			if !filepath.IsAbs(name) {
 				name = filepath.Join(dir, name)
