@@ -30,23 +30,38 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	undecoded := map[*Node]bool{} // the body did not decode cleanly
 	inputs := map[*Node][]hcl.Traversal{}
 	var all []*Node
-	unknown := map[string]bool{}     // addresses of blocks of an unknown type
-	bodies := map[string]*typeBody{} // by KIND.TYPE
-	for _, b := range cfg.Nodes {
-		spec, ok := reg.Lookup(b.Kind, b.Type)
-		if !ok {
+	unknown := map[string]bool{}               // addresses of blocks of an unknown type
+	bodies := map[string]*typeBody{}           // by KIND.TYPE
+	fulls := make([]*typeBody, len(cfg.Nodes)) // nil: a block of an unknown type
+	for i, b := range cfg.Nodes {
+		if spec, ok := reg.Lookup(b.Kind, b.Type); ok {
+			key := string(b.Kind) + "." + b.Type
+			if bodies[key] == nil {
+				bodies[key] = &typeBody{Block: spec.FullBody()}
+				bodies[key].sensitive = bodies[key].HasSensitive()
+			}
+			fulls[i] = bodies[key]
+		}
+	}
+	// The bodies decode on every core; the loop below reads them in order.
+	decoded := make([]struct {
+		content *schema.Content
+		diags   hcl.Diagnostics
+	}, len(cfg.Nodes))
+	onEveryCore(len(cfg.Nodes), func(i int) {
+		if b := cfg.Nodes[i]; fulls[i] != nil {
+			decoded[i].content, decoded[i].diags = schema.Decode(b.Body, fulls[i].Block, cfg.Ctx, b.DeclRange)
+		}
+	})
+	for i, b := range cfg.Nodes {
+		full, content, d := fulls[i], decoded[i].content, decoded[i].diags
+		if full == nil {
 			diags = append(diags, unknownType(reg, b))
 			unknown[b.Address()] = true
 			continue
 		}
+		spec, _ := reg.Lookup(b.Kind, b.Type)
 		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
-		full := bodies[string(b.Kind)+"."+b.Type]
-		if full == nil {
-			full = &typeBody{Block: spec.FullBody()}
-			full.sensitive = full.HasSensitive()
-			bodies[string(b.Kind)+"."+b.Type] = full
-		}
-		content, d := schema.Decode(b.Body, full.Block, cfg.Ctx, b.DeclRange)
 		diags = append(diags, d...)
 		// Views mask sensitive attributes' values (tokens) like sensitive
 		// variables. Without either, no value is sensitive.
@@ -60,15 +75,12 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			inputs[n] = trs
 		}
 		if b.Kind == node.KindSink {
-			var d1, d2 hcl.Diagnostics
-			n.Prune, _, d1 = node.PruneAttr.Get(content)
+			var d1, d2, d3 hcl.Diagnostics
 			var rrng hcl.Range
+			n.Prune, _, d1 = node.PruneAttr.Get(content)
 			n.Resync, rrng, d2 = node.ResyncAttr.Get(content)
-			diags = append(diags, d1...)
-			diags = append(diags, d2...)
-			var d3 hcl.Diagnostics
 			n.OnRemove, _, d3 = node.OnRemoveAttr.Get(content)
-			diags = append(diags, d3...)
+			diags = append(append(append(diags, d1...), d2...), d3...)
 			if !d2.HasErrors() && n.Resync > 0 && n.Resync < MinResync {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Resync too frequent",
 					Detail:  fmt.Sprintf("resync must be \"0s\" (off) or at least %s: each resync reads and compares the whole target.", MinResync),
@@ -192,14 +204,13 @@ func suggestNode(addr string, parts, candidates []string) string {
 
 func traversalNames(tr hcl.Traversal) []string {
 	var out []string
-	for i, step := range tr {
+	for _, step := range tr {
 		switch s := step.(type) {
 		case hcl.TraverseRoot:
 			out = append(out, s.Name)
 		case hcl.TraverseAttr:
 			out = append(out, s.Name)
 		default:
-			_ = i
 			return nil
 		}
 	}
@@ -250,7 +261,7 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 		for _, n := range order {
 			kept, ranges := n.Inputs[:0], n.inputRanges[:0]
 			for i, in := range n.Inputs {
-				if before(order, in, n) {
+				if slices.Index(order, in) <= slices.Index(order, n) { // a self-loop is kept
 					kept, ranges = append(kept, in), append(ranges, n.inputRanges[i])
 				}
 			}
@@ -263,46 +274,44 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 	return order, diags
 }
 
-func before(order []*Node, a, b *Node) bool {
-	for _, n := range order {
-		if n == a {
-			return true
-		}
-		if n == b {
-			return false
-		}
-	}
-	return false
-}
-
 // buildAll builds g.Nodes on every core, each once its inputs are built
 // (the order is topological, so the earliest unbuilt node can always go
-// on), and returns their diagnostics in that order. A constructor's panic
-// (a bug) is raised again here, after the others are done.
+// on), and returns their diagnostics in that order.
 func (g *Graph) buildAll(contents map[*Node]*schema.Content, undecoded map[*Node]bool) hcl.Diagnostics {
 	done := make(map[*Node]chan struct{}, len(g.Nodes))
 	for _, n := range g.Nodes {
 		done[n] = make(chan struct{})
 	}
 	diags := make([]hcl.Diagnostics, len(g.Nodes))
+	onEveryCore(len(g.Nodes), func(i int) {
+		n := g.Nodes[i]
+		defer close(done[n])
+		for _, in := range n.Inputs {
+			if in != n { // a self-loop, reported as a cycle
+				<-done[in]
+			}
+		}
+		diags[i] = g.build(n, contents[n], undecoded[n])
+	})
+	return slices.Concat(diags...)
+}
+
+// onEveryCore calls f(0) to f(n-1) on every core, starting them in that
+// order. A panic in f (a bug) is raised again once the calls are done.
+func onEveryCore(n int, f func(i int)) {
 	var next atomic.Int64
 	var panicked atomic.Value
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(g.Nodes)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(g.Nodes); i = int(next.Add(1) - 1) {
-				n := g.Nodes[i]
-				for _, in := range n.Inputs {
-					<-done[in]
-				}
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				func() {
-					defer close(done[n])
 					defer func() {
 						if p := recover(); p != nil {
-							panicked.CompareAndSwap(nil, fmt.Sprintf("%s: %v\n%s", n.Address, p, debug.Stack()))
+							panicked.CompareAndSwap(nil, fmt.Sprintf("%v\n%s", p, debug.Stack()))
 						}
 					}()
-					diags[i] = g.build(n, contents[n], undecoded[n])
+					f(i)
 				}()
 			}
 		})
@@ -311,7 +320,6 @@ func (g *Graph) buildAll(contents map[*Node]*schema.Content, undecoded map[*Node
 	if p := panicked.Load(); p != nil {
 		panic(p)
 	}
-	return slices.Concat(diags...)
 }
 
 // build type-checks n against its input and calls its constructor. A body
@@ -334,7 +342,7 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 		if d := mixedInputs(n); d != nil {
 			return append(hcl.Diagnostics{d}, n.Spec.Body.Check(content)...)
 		}
-		if len(n.Spec.Accepts) > 0 && !accepts(n.Spec.Accepts, up.Type) {
+		if len(n.Spec.Accepts) > 0 && !slices.Contains(n.Spec.Accepts, up.Type) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Type mismatch between nodes",
 				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
 					up.Address, up.Type, mismatchHint(n.Spec.Accepts, up.Type)),
@@ -375,15 +383,6 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 	return diags
 }
 
-func accepts(list []node.DataType, t node.DataType) bool {
-	for _, a := range list {
-		if a == t {
-			return true
-		}
-	}
-	return false
-}
-
 func joinTypes(ts []node.DataType) string {
 	s := make([]string, len(ts))
 	for i, t := range ts {
@@ -393,7 +392,7 @@ func joinTypes(ts []node.DataType) string {
 }
 
 func mismatchHint(want []node.DataType, got node.DataType) string {
-	if got == node.Objects && accepts(want, node.Records) {
+	if got == node.Objects && slices.Contains(want, node.Records) {
 		return "Put a transform \"extract\" between them to turn objects into records."
 	}
 	return "Connect it to a node that emits what it accepts."

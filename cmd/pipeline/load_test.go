@@ -15,7 +15,7 @@ import (
 // TestValidateSameOnEveryCore checks that a configuration whose nodes are
 // built on several cores gets the diagnostics it gets on one, in the same
 // order: constructors' errors (selector, duration, enum), type mismatches
-// and their consequences downstream.
+// a cycle, and their consequences downstream.
 func TestValidateSameOnEveryCore(t *testing.T) {
 	src := bigConfig(400)
 	for _, r := range []struct {
@@ -27,6 +27,7 @@ func TestValidateSameOnEveryCore(t *testing.T) {
 		{`"memory"`, `"memoryy"`, 3},
 		{"input = transform.debounce.batch_11\n", "input = source.kubernetes.pods_11\n", 1},
 		{"input = transform.extract.ips_20\n", "input = source.static.hosts_20\n", 1},
+		{"input = transform.extract.ips_30\n", "input = transform.filter.keep_30\n", 1}, // a cycle
 	} {
 		if strings.Count(src, r.old) < r.n {
 			t.Fatalf("the configuration holds %q fewer than %d times", r.old, r.n)
