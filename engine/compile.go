@@ -44,17 +44,14 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		}
 	}
 	// The bodies decode on every core; the loop below reads them in order.
-	decoded := make([]struct {
-		content *schema.Content
-		diags   hcl.Diagnostics
-	}, len(cfg.Nodes))
+	decoded, decodeDiags := make([]*schema.Content, len(cfg.Nodes)), make([]hcl.Diagnostics, len(cfg.Nodes))
 	onEveryCore(len(cfg.Nodes), func(i int) {
 		if b := cfg.Nodes[i]; fulls[i] != nil {
-			decoded[i].content, decoded[i].diags = schema.Decode(b.Body, fulls[i].Block, cfg.Ctx, b.DeclRange)
+			decoded[i], decodeDiags[i] = schema.Decode(b.Body, fulls[i].Block, cfg.Ctx, b.DeclRange)
 		}
 	})
 	for i, b := range cfg.Nodes {
-		full, content, d := fulls[i], decoded[i].content, decoded[i].diags
+		full, content, d := fulls[i], decoded[i], decodeDiags[i]
 		if full == nil {
 			diags = append(diags, unknownType(reg, b))
 			unknown[b.Address()] = true

@@ -14,7 +14,7 @@ import (
 
 // TestValidateSameOnEveryCore checks that a configuration whose nodes are
 // built on several cores gets the diagnostics it gets on one, in the same
-// order: constructors' errors (selector, duration, enum), type mismatches
+// order: constructors' errors (selector, duration, enum), type mismatches,
 // a cycle, and their consequences downstream.
 func TestValidateSameOnEveryCore(t *testing.T) {
 	src := bigConfig(400)
