@@ -271,25 +271,28 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 	return order, diags
 }
 
-// buildAll builds g.Nodes on every core, each once its inputs are built
-// (the order is topological, so the earliest unbuilt node can always go
-// on), and returns their diagnostics in that order.
+// buildAll builds g.Nodes on every core, in waves: first the nodes
+// without inputs, then those whose inputs are all built, and so on (the
+// order is topological). Their diagnostics keep that order.
 func (g *Graph) buildAll(contents map[*Node]*schema.Content, undecoded map[*Node]bool) hcl.Diagnostics {
-	done := make(map[*Node]chan struct{}, len(g.Nodes))
-	for _, n := range g.Nodes {
-		done[n] = make(chan struct{})
+	depth := make(map[*Node]int, len(g.Nodes))
+	var waves [][]int // indexes in g.Nodes, by depth
+	for i, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			depth[n] = max(depth[n], depth[in]+1)
+		}
+		for depth[n] >= len(waves) {
+			waves = append(waves, nil)
+		}
+		waves[depth[n]] = append(waves[depth[n]], i)
 	}
 	diags := make([]hcl.Diagnostics, len(g.Nodes))
-	onEveryCore(len(g.Nodes), func(i int) {
-		n := g.Nodes[i]
-		defer close(done[n])
-		for _, in := range n.Inputs {
-			if in != n { // a self-loop, reported as a cycle
-				<-done[in]
-			}
-		}
-		diags[i] = g.build(n, contents[n], undecoded[n])
-	})
+	for _, wave := range waves {
+		onEveryCore(len(wave), func(j int) {
+			n := g.Nodes[wave[j]]
+			diags[wave[j]] = g.build(n, contents[n], undecoded[n])
+		})
+	}
 	return slices.Concat(diags...)
 }
 
