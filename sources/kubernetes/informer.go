@@ -279,13 +279,6 @@ func (w *watcher) record(u *unstructured.Unstructured) *object {
 // cachedUnchanged reports whether the cache already holds u at the same
 // resourceVersion (a relist of an unchanged object).
 func (w *watcher) cachedUnchanged(u *unstructured.Unstructured) bool {
-	if w.store == nil {
-		return false
-	}
-	old, ok, _ := w.store.GetByKey(id(u.GetNamespace(), u.GetName()))
-	if !ok {
-		return false
-	}
-	o, ok := old.(*object)
-	return ok && o.org.ResourceVersion == u.GetResourceVersion()
+	o := w.cached(id(u.GetNamespace(), u.GetName()))
+	return o != nil && o.org.ResourceVersion == u.GetResourceVersion()
 }

@@ -171,15 +171,22 @@ func (w *watcher) valueOf(objID string) (cty.Value, error) {
 		}
 		return kobject.Value(u.Object)
 	}
-	obj, ok, err := w.store.GetByKey(objID)
-	if err != nil || !ok {
-		return cty.NilVal, fmt.Errorf("object %s not in the cache: %v", objID, err)
-	}
-	it, ok := obj.(*object)
-	if !ok {
-		return cty.NilVal, fmt.Errorf("object %s has type %T", objID, obj)
+	it := w.cached(objID)
+	if it == nil {
+		return cty.NilVal, fmt.Errorf("object %s not in the cache", objID)
 	}
 	return it.value()
+}
+
+// cached returns the object with id objID from the informer's cache,
+// which holds only objects (transform makes them), or nil.
+func (w *watcher) cached(objID string) *object {
+	if w.store == nil {
+		return nil
+	}
+	obj, _, _ := w.store.GetByKey(objID) // a cache.Store's never fails
+	o, _ := obj.(*object)
+	return o
 }
 
 // emit publishes deltas, or gathers them until the initial sync completes
@@ -262,14 +269,10 @@ func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstruc
 		}
 		return u, true, nil
 	}
-	obj, ok, err := w.store.GetByKey(objID)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if o, ok := obj.(*object); ok {
+	if o := w.cached(objID); o != nil {
 		return o.unstructured(), true, nil
 	}
-	return nil, false, fmt.Errorf("lookup %q: unexpected %T in the cache", key, obj)
+	return nil, false, nil
 }
 
 var _ cache.ResourceEventHandler = (*watcher)(nil)
