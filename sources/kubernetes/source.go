@@ -2,7 +2,8 @@ package kubernetes
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -119,16 +120,14 @@ func (d *decoder) cluster(cfg *schema.Config) *schema.Cluster {
 		d.errorf(rng, "Invalid cluster reference", "cluster must name a cluster block, such as cluster.prod.")
 		return nil
 	}
-	var names []string
+	var clusters map[string]*schema.Cluster
 	if cfg != nil {
-		if c, ok := cfg.Clusters[name]; ok {
-			return c
-		}
-		for n := range cfg.Clusters {
-			names = append(names, n)
-		}
+		clusters = cfg.Clusters
 	}
-	sort.Strings(names)
+	if c, ok := clusters[name]; ok {
+		return c
+	}
+	names := slices.Sorted(maps.Keys(clusters))
 	detail := fmt.Sprintf("No cluster block named %q is declared.", name)
 	if s := schema.DidYouMean(name, names); s != "" {
 		detail += fmt.Sprintf(" Did you mean cluster.%s?", s)
