@@ -143,12 +143,10 @@ func (m *pbMessage) build() error {
 		if inline {
 			m.whole = true
 		}
-		parts := strings.Split(pb, ",")
-		if len(parts) < 2 {
-			return fmt.Errorf("%s.%s: protobuf tag %q", m.typ, sf.Name, pb)
-		}
-		num, err := strconv.Atoi(parts[1])
-		if err != nil || num <= 0 {
+		_, rest, _ := strings.Cut(pb, ",") // wire type, field number, ...
+		field, _, _ := strings.Cut(rest, ",")
+		num, err := strconv.Atoi(field)
+		if err != nil || num <= 0 || num > 1<<16 {
 			return fmt.Errorf("%s.%s: protobuf tag %q", m.typ, sf.Name, pb)
 		}
 		if name == "" {
@@ -161,9 +159,6 @@ func (m *pbMessage) build() error {
 			return fmt.Errorf("%s.%s: %w", m.typ, sf.Name, err)
 		}
 		f.idx = len(m.fields)
-		if num > 1<<16 {
-			return fmt.Errorf("%s.%s: field number %d", m.typ, sf.Name, num)
-		}
 		for len(m.byNum) <= num {
 			m.byNum = append(m.byNum, nil)
 		}
