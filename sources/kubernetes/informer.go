@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -41,17 +40,11 @@ func newClients(c connection) (clients, error) {
 	if err != nil {
 		return clients{}, fmt.Errorf("metadata client: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return clients{}, fmt.Errorf("health check client: %w", err)
-	}
-	readyz := func(ctx context.Context) error {
-		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	}
 	rc, err := newRESTClient(c)
 	if err != nil {
 		return clients{}, fmt.Errorf("rest client: %w", err)
 	}
+	readyz := func(ctx context.Context) error { return rc.Get().AbsPath("/readyz").Do(ctx).Error() }
 	return clients{dynamic: dyn, metadata: md, rest: rc, readyz: readyz}, nil
 }
 
