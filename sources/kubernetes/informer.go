@@ -142,7 +142,7 @@ func (w *watcher) tweak(o *metav1.ListOptions) {
 // queue sends no atomic replace or resync items (their options are off),
 // so every item is a list of an object's deltas.
 func (w *watcher) process(store cache.Store) cache.ProcessFunc {
-	return func(obj any, isInInitialList bool) error {
+	return func(obj any, _ bool) error {
 		deltas, ok := obj.(cache.Deltas)
 		if !ok {
 			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
@@ -154,18 +154,18 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 					if err := store.Update(d.Object); err != nil {
 						return err
 					}
-					w.OnUpdate(old, d.Object)
+					w.upsert(d.Object, old)
 				} else {
 					if err := store.Add(d.Object); err != nil {
 						return err
 					}
-					w.OnAdd(d.Object, isInInitialList)
+					w.upsert(d.Object, nil)
 				}
 			case cache.Deleted:
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
-				w.OnDelete(d.Object)
+				w.remove(d.Object)
 			}
 		}
 		return nil

@@ -55,21 +55,9 @@ type index interface {
 	Len() int
 }
 
-// OnAdd implements cache.ResourceEventHandler.
-func (w *watcher) OnAdd(obj any, _ bool) {
-	w.m.events.WithLabelValues("add").Inc()
-	w.upsert(obj, nil)
-}
-
-// OnUpdate implements cache.ResourceEventHandler.
-func (w *watcher) OnUpdate(old, obj any) {
-	w.m.events.WithLabelValues("update").Inc()
-	w.upsert(obj, old)
-}
-
-// OnDelete implements cache.ResourceEventHandler. A label change that moves
-// an object out of the selector arrives here too.
-func (w *watcher) OnDelete(obj any) {
+// remove handles a delete (informer.go's process). A label change that
+// moves an object out of the selector arrives here too.
+func (w *watcher) remove(obj any) {
 	w.m.events.WithLabelValues("delete").Inc()
 	objID, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -86,7 +74,13 @@ func (w *watcher) OnDelete(obj any) {
 	w.m.Objects.Set(float64(w.index.Len() + w.missing))
 }
 
+// upsert handles an add (old nil) or an update (informer.go's process).
 func (w *watcher) upsert(obj, old any) {
+	if old == nil {
+		w.m.events.WithLabelValues("add").Inc()
+	} else {
+		w.m.events.WithLabelValues("update").Inc()
+	}
 	it, ok := obj.(*object)
 	if !ok {
 		w.log.Warn("unexpected object type from informer", "type", fmt.Sprintf("%T", obj))
@@ -274,5 +268,3 @@ func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstruc
 	}
 	return nil, false, nil
 }
-
-var _ cache.ResourceEventHandler = (*watcher)(nil)
