@@ -1,7 +1,7 @@
 package kubernetes
 
 import (
-	"strings"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -28,9 +28,6 @@ func (w *watcher) originOf(objID string) *node.Origin {
 	if o := w.cached(objID); o != nil {
 		return o.origin(w.src.address)
 	}
-	ns, name, found := strings.Cut(objID, "/")
-	if !found {
-		ns, name = "", objID
-	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(objID)
 	return &node.Origin{Source: w.src.address, Namespace: ns, Name: name}
 }
