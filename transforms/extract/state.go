@@ -33,9 +33,10 @@ type index struct {
 	others map[node.Key]map[node.Key]owned
 }
 
-// newIndex returns an empty index sized for about n objects.
+// newIndex returns an empty index sized for about n records (byObject
+// grows as needed: objects keyed as their record take no slot in it).
 func newIndex(n int) *index {
-	return &index{byObject: make(map[node.Key]node.Key, n), more: map[node.Key][]node.Key{},
+	return &index{byObject: map[node.Key]node.Key{}, more: map[node.Key][]node.Key{},
 		byRecord: make(map[node.Key]owners, n), others: map[node.Key]map[node.Key]owned{}}
 }
 
