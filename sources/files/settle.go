@@ -24,8 +24,9 @@ type settled struct {
 	empty []string
 }
 
-// goodFile is a file that parsed, by the digest of its last content (the
-// content itself is not kept: its records are), and its entries.
+// goodFile is a file that parsed (run.good holds it by path): the digest
+// of its last content (the content itself is not kept: its records are),
+// and its entries.
 type goodFile struct {
 	sum     [sha256.Size]byte
 	pattern int32
@@ -59,7 +60,6 @@ func (r *run) settle(snap snapshot) settled {
 		sum := f.sum
 		if prev, ok := r.good[f.path]; ok && prev.sum == sum {
 			prev.pattern, prev.round = int32(f.pattern), r.round // in place: the map keeps the path its records name
-
 			out.col.add(prev.entries)
 			continue
 		}
