@@ -4,10 +4,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +189,7 @@ func TestJetStreamCluster(t *testing.T) {
 func hostOf(t *testing.T, servers []*natstest.Server, name string) *natstest.Server {
 	t.Helper()
 	for _, s := range servers {
-		names, err := s.ClientNames()
+		names, err := clientNames(s)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
@@ -195,6 +199,33 @@ func hostOf(t *testing.T, servers []*natstest.Server, name string) *natstest.Ser
 	}
 	t.Fatalf("no server has a client named %s", name)
 	return nil
+}
+
+// clientNames lists the names of the clients connected to s, from its
+// monitoring endpoint (a pipeline node's client is named by its address).
+func clientNames(s *natstest.Server) ([]string, error) {
+	if s.Monitor == 0 {
+		return nil, errors.New("server has no monitoring port")
+	}
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(s.Monitor) + "/connz")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var connz struct {
+		Connections []struct {
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&connz); err != nil {
+		return nil, fmt.Errorf("decode connz: %w", err)
+	}
+	var out []string
+	for _, c := range connz.Connections {
+		out = append(out, c.Name)
+	}
+	return out, nil
 }
 
 // streamLeader returns the server leading the stream.

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,21 +141,16 @@ func watch(dirs []string) (*fsnotify.Watcher, error) {
 // Dirs returns the directories to watch for the given configuration
 // paths: a directory itself, a file's directory; each once, sorted.
 func Dirs(paths []string) []string {
-	seen := map[string]bool{}
 	var out []string
 	for _, p := range paths {
 		d := p
 		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			d = filepath.Dir(p)
 		}
-		d = filepath.Clean(d)
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
+		out = append(out, filepath.Clean(d))
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Relevant returns the filter of events for the given configuration

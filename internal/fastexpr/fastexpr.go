@@ -257,17 +257,14 @@ func (c compiler) binary(e *hclsyntax.BinaryOpExpr) eval {
 		op = func(a, b cty.Value) (cty.Value, bool) { return known(a.Equals(b)) }
 	case hclsyntax.OpNotEqual:
 		op = func(a, b cty.Value) (cty.Value, bool) { return known(a.Equals(b).Not()) }
-	case hclsyntax.OpLogicalAnd:
+	case hclsyntax.OpLogicalAnd, hclsyntax.OpLogicalOr:
+		and := e.Op == hclsyntax.OpLogicalAnd
 		op = func(a, b cty.Value) (cty.Value, bool) {
-			if !isBool(a) || !isBool(b) {
+			switch {
+			case !isBool(a) || !isBool(b):
 				return cty.NilVal, false
-			}
-			return a.And(b), true
-		}
-	case hclsyntax.OpLogicalOr:
-		op = func(a, b cty.Value) (cty.Value, bool) {
-			if !isBool(a) || !isBool(b) {
-				return cty.NilVal, false
+			case and:
+				return a.And(b), true
 			}
 			return a.Or(b), true
 		}

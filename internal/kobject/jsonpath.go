@@ -111,19 +111,15 @@ func ReadPrefixes(template string) (prefixes [][]string, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	var walk func(nodes []jsonpath.Node)
-	walk = func(nodes []jsonpath.Node) {
-		for _, n := range nodes {
-			switch x := n.(type) {
-			case *jsonpath.ListNode:
-				prefixes = append(prefixes, fieldPrefix(x.Nodes))
-			case *jsonpath.TextNode:
-			default:
-				prefixes = append(prefixes, nil)
-			}
+	for _, n := range p.Root.Nodes {
+		switch x := n.(type) {
+		case *jsonpath.ListNode:
+			prefixes = append(prefixes, fieldPrefix(x.Nodes))
+		case *jsonpath.TextNode:
+		default:
+			prefixes = append(prefixes, nil)
 		}
 	}
-	walk(p.Root.Nodes)
 	return prefixes, true
 }
 

@@ -127,36 +127,20 @@ func (c Config) safeURLs() string {
 func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 	var cfg Config
 	var diags hcl.Diagnostics
-	str := func(a *schema.Attr[string], dst *string, path bool) {
-		v, _, d := a.Get(c)
-		diags = append(diags, d...)
-		if path && v != "" && !filepath.IsAbs(v) {
-			v = filepath.Join(dir, v)
-		}
-		*dst = v
-	}
-	urls, urlRange, d := urlAttr.Get(c)
-	diags = append(diags, d...)
-	cfg.URLs = urls
-	str(nameAttr, &cfg.Name, false)
-	str(credsAttr, &cfg.CredentialsFile, true)
-	str(nkeyAttr, &cfg.NKeySeedFile, true)
-	str(tokenAttr, &cfg.Token, false)
-	str(userAttr, &cfg.User, false)
-	str(passwordAttr, &cfg.Password, false)
-	str(caAttr, &cfg.CAFile, true)
-	str(certAttr, &cfg.CertFile, true)
-	str(keyAttr, &cfg.KeyFile, true)
-	cfg.ConnectTimeout, _, d = timeoutAttr.Get(c)
-	diags = append(diags, d...)
-	cfg.ReconnectWait, _, d = waitAttr.Get(c)
-	diags = append(diags, d...)
-	maxRec, _, d := maxRecAttr.Get(c)
-	diags = append(diags, d...)
-	cfg.MaxReconnects = int(maxRec)
-	buf, _, d := bufAttr.Get(c)
-	diags = append(diags, d...)
-	cfg.ReconnectBuffer = int(buf)
+	cfg.URLs = get(c, urlAttr, &diags)
+	cfg.Name = get(c, nameAttr, &diags)
+	cfg.CredentialsFile = filePath(dir, get(c, credsAttr, &diags))
+	cfg.NKeySeedFile = filePath(dir, get(c, nkeyAttr, &diags))
+	cfg.Token = get(c, tokenAttr, &diags)
+	cfg.User = get(c, userAttr, &diags)
+	cfg.Password = get(c, passwordAttr, &diags)
+	cfg.CAFile = filePath(dir, get(c, caAttr, &diags))
+	cfg.CertFile = filePath(dir, get(c, certAttr, &diags))
+	cfg.KeyFile = filePath(dir, get(c, keyAttr, &diags))
+	cfg.ConnectTimeout = get(c, timeoutAttr, &diags)
+	cfg.ReconnectWait = get(c, waitAttr, &diags)
+	cfg.MaxReconnects = int(get(c, maxRecAttr, &diags))
+	cfg.ReconnectBuffer = int(get(c, bufAttr, &diags))
 	certRange := c.Range
 	if a, ok := c.Attrs[certAttr.Name()]; ok {
 		certRange = a.Range
@@ -166,30 +150,35 @@ func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 			Detail: "Set both cert_file and key_file for mutual TLS, or neither.", Subject: certRange.Ptr()})
 	}
 	for _, sub := range embeddedBlock.Get(c) {
-		e := &Embedded{}
-		v, _, d := listenAttr.Get(sub)
-		diags = append(diags, d...)
-		e.Listen = v
-		v, _, d = storeAttr.Get(sub)
-		diags = append(diags, d...)
-		if v != "" && !filepath.IsAbs(v) {
-			v = filepath.Join(dir, v)
-		}
-		e.StoreDir = v
-		e.ServerName, _, d = serverNameAttr.Get(sub)
-		diags = append(diags, d...)
+		e := &Embedded{Listen: get(sub, listenAttr, &diags), StoreDir: filePath(dir, get(sub, storeAttr, &diags)),
+			ServerName: get(sub, serverNameAttr, &diags)}
 		diags = append(diags, checkListen(e.Listen, sub)...)
 		cfg.Embedded = e
 	}
 	if len(cfg.URLs) == 0 && cfg.Embedded == nil && !urlAttr.Has(c) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing NATS server",
 			Detail:  `Set url = ["nats://HOST:4222"], or add an embedded { store_dir = "..." } block to run a server in this process.`,
-			Subject: urlRange.Ptr()})
+			Subject: c.Range.Ptr()})
 	}
 	if len(cfg.URLs) == 0 && cfg.Embedded != nil {
 		cfg.URLs = []string{"nats://" + cfg.Embedded.Listen}
 	}
 	return cfg, diags
+}
+
+// get reads attribute a of c, keeping its diagnostics in diags.
+func get[T any](c *schema.Content, a *schema.Attr[T], diags *hcl.Diagnostics) T {
+	v, _, d := a.Get(c)
+	*diags = append(*diags, d...)
+	return v
+}
+
+// filePath resolves a file path relative to the configuration directory.
+func filePath(dir, path string) string {
+	if path != "" && !filepath.IsAbs(path) {
+		return filepath.Join(dir, path)
+	}
+	return path
 }
 
 func checkListen(listen string, sub *schema.Content) hcl.Diagnostics {

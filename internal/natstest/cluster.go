@@ -1,14 +1,9 @@
 package natstest
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Cluster starts n nats-server processes on 127.0.0.1 that form one
@@ -37,33 +32,6 @@ func Cluster(t testing.TB, n int) []*Server {
 		out[i] = s
 	}
 	return out
-}
-
-// ClientNames lists the names of the clients connected to the server, from
-// its monitoring endpoint (a pipeline node's client is named by its address).
-func (s *Server) ClientNames() ([]string, error) {
-	if s.Monitor == 0 {
-		return nil, errors.New("server has no monitoring port")
-	}
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(s.Monitor) + "/connz")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var connz struct {
-		Connections []struct {
-			Name string `json:"name"`
-		} `json:"connections"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&connz); err != nil {
-		return nil, fmt.Errorf("decode connz: %w", err)
-	}
-	var out []string
-	for _, c := range connz.Connections {
-		out = append(out, c.Name)
-	}
-	return out, nil
 }
 
 // URLs are the client URLs of servers, comma-separated as nats.go and the

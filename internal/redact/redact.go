@@ -14,6 +14,7 @@ package redact
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,11 +74,7 @@ func (r *Redactor) add(secrets []string) {
 		}
 	}
 	// Longest first, so an escaped form is masked whole before its core.
-	for i := 1; i < len(r.inner); i++ {
-		for j := i; j > 0 && len(r.inner[j]) > len(r.inner[j-1]); j-- {
-			r.inner[j], r.inner[j-1] = r.inner[j-1], r.inner[j]
-		}
-	}
+	slices.SortStableFunc(r.inner, func(a, b string) int { return len(b) - len(a) })
 }
 
 // Empty reports whether r masks nothing.

@@ -92,7 +92,7 @@ func TestFileTurnedInvalid(t *testing.T) {
 	if diff := cmp.Diff([]string{"shop/a", "shop/b"}, f.out.Keys()); diff != "" {
 		t.Errorf("keys after the bad edit (-want +got)\n%s", diff)
 	}
-	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml document 0 does not parse") {
+	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml does not parse") {
 		t.Errorf("health %s %q", f.health.State(), f.health.Detail)
 	}
 	write(t, path, pod("c", "web"))

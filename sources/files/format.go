@@ -222,26 +222,24 @@ func items(where string, v any) []document {
 func (s *Source) itemEntries(docs []document) []entry {
 	out := make([]entry, 0, len(docs))
 	for _, d := range docs {
-		where := d.at()
 		if d.err != nil {
-			out = append(out, entry{where: where, skip: &skip{where, kobject.ReasonBadDocument, d.err}})
+			out = append(out, skipped(d.at(), kobject.ReasonBadDocument, d.err))
 			continue
 		}
 		v, err := ctyconv.ToCty(d.item)
 		if err != nil {
-			out = append(out, entry{where: where, skip: &skip{where, kobject.ReasonUnconvertible, err}})
+			out = append(out, skipped(d.at(), kobject.ReasonUnconvertible, err))
 			continue
 		}
 		key, err := s.itemKey(v)
 		if err != nil {
-			out = append(out, entry{where: where, skip: &skip{where, reasonBadKey, err}})
+			out = append(out, skipped(d.at(), reasonBadKey, err))
 			continue
 		}
 		if v, err = packed(d.item); err != nil {
 			continue // not reached: converting d.item succeeded above
 		}
-		out = append(out, entry{where: where, key: key,
-			rec: node.Record{Key: key, Value: v, Origin: &node.Origin{Source: s.address, File: d.where, Line: d.line}}})
+		out = append(out, entry{rec: node.Record{Key: key, Value: v, Origin: &node.Origin{Source: s.address, File: d.where, Line: d.line}}})
 	}
 	return out
 }

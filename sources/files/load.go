@@ -59,7 +59,7 @@ func (s *Source) read() snapshot { return s.readDropping(nil) }
 // for its path comes without its content: a run holds the entries of that
 // content already, and holding every file's bytes through a reload after
 // one change added to its peak (docs/performance.md, F2).
-func (s *Source) readDropping(known map[string]goodFile) snapshot {
+func (s *Source) readDropping(known map[string]*goodFile) snapshot {
 	snap := snapshot{files: make([]file, 0, len(known))} // a reload expects the files it holds
 	seen := map[string]bool{}
 	dirs := map[string]bool{}
@@ -235,15 +235,18 @@ func parseObjects(f file) []document { return yamlDocs(f, decode) }
 
 // yamlDocs splits a file into its YAML documents and appends what decode
 // makes of each. A syntax error is a broken document and reading goes on
-// with the next; any other error ends the file.
+// with the next; any other error ends the file. A file of one document
+// (most are) names it by the file's path alone, which its records share;
+// others name each "path document N".
 func yamlDocs(f file, decode func(where string, raw []byte) []document) []document {
 	var out []document
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
-	for i := 0; ; i++ {
-		where := fmt.Sprintf("%s document %d", f.path, i)
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
+	raw, err := r.Read()
+	for i := 0; !errors.Is(err, io.EOF); i++ {
+		next, nextErr := r.Read() // one ahead: is this the only document?
+		where := f.path
+		if i > 0 || !errors.Is(nextErr, io.EOF) {
+			where = fmt.Sprintf("%s document %d", f.path, i)
 		}
 		if err != nil {
 			out = append(out, document{where: where, err: err, broken: true})
@@ -251,10 +254,12 @@ func yamlDocs(f file, decode func(where string, raw []byte) []document) []docume
 			if !errors.As(err, &syntax) {
 				return out
 			}
-			continue
+		} else {
+			out = append(out, decode(where, raw)...)
 		}
-		out = append(out, decode(where, raw)...)
+		raw, err = next, nextErr
 	}
+	return out
 }
 
 func decode(where string, raw []byte) []document {
@@ -351,16 +356,72 @@ func (s *Source) records(files []file) (records []node.Record, objects int, skip
 }
 
 // entry is what one document of a file gives, before keys are compared
-// across files: a record, or why the document is skipped. A run keeps each
-// file's entries with its content, so that a reload re-parses only the
-// files that changed and the others' records keep their values (converting
-// 100,000 unchanged files again held both sets: 1.5 GB).
+// across files: a record, or (odd) why the document gives none. A run
+// keeps each file's entries in place of its content, so that a reload
+// re-parses only the files that changed and the others' records keep
+// their values (converting 100,000 unchanged files again held both sets:
+// 1.5 GB). A record's key, object and place are read from the record
+// itself, so that the common entry costs its record and nothing more
+// (docs/performance.md, F1).
 type entry struct {
-	where   string
-	key, id string
-	rec     node.Record
-	skip    *skip // the document is not a record
-	convErr error // the object does not convert; reported unless another takes its key
+	rec node.Record
+	odd *oddEntry // nil for a record
+}
+
+// oddEntry is a document that gives no record: skipped, or an object
+// that does not convert (it still takes part in the choice of its key's
+// provider, and is reported unless another takes the key).
+type oddEntry struct {
+	skip           *skip
+	where, key, id string
+	convErr        error
+}
+
+// key, id and where are the entry's key, the object's namespace/name
+// (the identity index_by ties are decided by; empty for an item) and its
+// place in the files, for logs.
+func (e *entry) key() string {
+	if e.odd != nil {
+		return e.odd.key
+	}
+	return e.rec.Key
+}
+
+func (e *entry) id() string {
+	if e.odd != nil {
+		return e.odd.id
+	}
+	return recordID(e.rec)
+}
+
+func (e *entry) where() string {
+	if e.odd != nil {
+		return e.odd.where
+	}
+	return recordWhere(e.rec)
+}
+
+// recordID is the namespace/name of the object a record comes from;
+// empty for an item of a data format.
+func recordID(r node.Record) string {
+	if r.Origin.Name == "" {
+		return ""
+	}
+	return r.Origin.Namespace + "/" + r.Origin.Name
+}
+
+// recordWhere is where a record was read: "path:line" in line-based
+// formats, else the document's name (document.at).
+func recordWhere(r node.Record) string {
+	if r.Origin.Line > 0 {
+		return fmt.Sprintf("%s:%d", r.Origin.File, r.Origin.Line)
+	}
+	return r.Origin.File
+}
+
+// skipped is the entry of a document not emitted.
+func skipped(where, reason string, err error) entry {
+	return entry{odd: &oddEntry{skip: &skip{where, reason, err}}}
 }
 
 // entries filters, prunes, keys and converts one file's documents.
@@ -371,7 +432,7 @@ func (s *Source) entries(docs []document) []entry {
 	var out []entry
 	for _, d := range docs {
 		if d.err != nil {
-			out = append(out, entry{where: d.where, skip: &skip{d.where, kobject.ReasonBadDocument, d.err}})
+			out = append(out, skipped(d.where, kobject.ReasonBadDocument, d.err))
 			continue
 		}
 		if !s.matches(d.obj) {
@@ -380,66 +441,62 @@ func (s *Source) entries(docs []document) []entry {
 		s.pruner.Prune(d.obj)
 		key, err := s.keyer.Key(d.obj)
 		if err != nil {
-			out = append(out, entry{where: d.where, skip: &skip{d.where, kobject.ReasonIndexMissing, err}})
+			out = append(out, skipped(d.where, kobject.ReasonIndexMissing, err))
 			continue
 		}
-		e := entry{where: d.where, key: key, id: objectID(d.obj)}
-		if e.rec.Value, e.convErr = packed(d.obj); e.convErr == nil {
-			e.rec.Key, e.rec.Origin = key, s.origin(d)
+		v, err := packed(d.obj)
+		if err != nil {
+			out = append(out, entry{odd: &oddEntry{where: d.where, key: key, id: objectID(d.obj), convErr: err}})
+			continue
 		}
-		out = append(out, e)
+		out = append(out, entry{rec: node.Record{Key: key, Value: v, Origin: s.origin(d, key)}})
 	}
 	return out
 }
 
 // collector makes the records of the files' entries, one file at a time.
 type collector struct {
-	byKey   map[string]claim
+	byKey   map[string]int // a key's record in records
 	records []node.Record
 	objects int
 	skips   []skip
-}
-
-type claim struct {
-	id, where string
-	at        int
 }
 
 // newCollector returns a collector sized for n records (a reload expects
 // as many as the last one gave), so that its map and slice do not grow
 // through copies.
 func (s *Source) newCollector(n int) *collector {
-	return &collector{byKey: make(map[string]claim, n), records: make([]node.Record, 0, n)}
+	return &collector{byKey: make(map[string]int, n), records: make([]node.Record, 0, n)}
 }
 
 // add takes the entries of one file.
 func (c *collector) add(entries []entry) {
 	for i := range entries {
 		e := &entries[i]
-		if e.skip != nil {
-			if e.skip.reason != kobject.ReasonBadDocument {
+		if e.odd != nil && e.odd.skip != nil {
+			if e.odd.skip.reason != kobject.ReasonBadDocument {
 				c.objects++ // an object that matched, without the key index_by names
 			}
-			c.skips = append(c.skips, *e.skip)
+			c.skips = append(c.skips, *e.odd.skip)
 			continue
 		}
 		c.objects++
-		first, dup := c.byKey[e.key]
-		if dup && first.id <= e.id {
-			c.skips = append(c.skips, skip{e.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", e.key, first.where)})
+		key := e.key()
+		at, dup := c.byKey[key]
+		if dup && recordID(c.records[at]) <= e.id() {
+			c.skips = append(c.skips, skip{e.where(), kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, recordWhere(c.records[at]))})
 			continue
 		}
-		if e.convErr != nil {
-			c.skips = append(c.skips, skip{e.where, kobject.ReasonUnconvertible, e.convErr})
+		if e.odd != nil {
+			c.skips = append(c.skips, skip{e.odd.where, kobject.ReasonUnconvertible, e.odd.convErr})
 			continue
 		}
 		if dup { // this object's smaller id takes the key over
-			c.skips = append(c.skips, skip{first.where, kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", e.key, e.where)})
-			c.records[first.at] = e.rec
-			c.byKey[e.key] = claim{id: e.id, where: e.where, at: first.at}
+			c.skips = append(c.skips, skip{recordWhere(c.records[at]), kobject.ReasonDuplicateKey, fmt.Errorf("key %q is provided by %s", key, e.where())})
+			c.records[at] = e.rec
 			continue
 		}
-		c.byKey[e.key] = claim{id: e.id, where: e.where, at: len(c.records)}
+		c.byKey[key] = len(c.records)
 		c.records = append(c.records, e.rec)
 	}
 }
@@ -452,12 +509,20 @@ func (c *collector) done() (records []node.Record, objects int, skips []skip) {
 }
 
 // origin is a record's provenance: the file and document it was read
-// from, and the object's namespace and name.
-func (s *Source) origin(d document) *node.Origin {
+// from, and the object's namespace and name. These are cut from the key
+// when it is namespace/name (the default), so that the record does not
+// keep the decoded object's strings as well.
+func (s *Source) origin(d document, key string) *node.Origin {
 	md, _ := d.obj["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
 	name, _ := md["name"].(string)
 	uid, _ := md["uid"].(string)
+	switch n := len(ns); {
+	case n == 0 && key == name:
+		name = key
+	case len(key) == n+1+len(name) && key[:n] == ns && key[n] == '/' && key[n+1:] == name:
+		ns, name = key[:n], key[n+1:]
+	}
 	return &node.Origin{Source: s.address, File: d.where, Namespace: ns, Name: name, UID: uid}
 }
 

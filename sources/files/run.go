@@ -26,9 +26,9 @@ type run struct {
 	fw      *fsnotify.Watcher // nil in tests that feed events directly
 	hash    [32]byte
 	loaded  bool
-	good    map[string]goodFile // the last content of each file that parsed, with its entries
-	records int                 // how many records the last reload published
-	round   uint64              // the number of reloads that settled (goodFile.round)
+	good    map[string]*goodFile // the last content of each file that parsed, with its entries
+	records int                  // how many records the last reload published
+	round   uint32               // the number of reloads that settled (goodFile.round)
 }
 
 // Run implements node.Source. It reads the files, publishes their objects

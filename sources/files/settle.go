@@ -24,14 +24,14 @@ type settled struct {
 	empty []string
 }
 
-// goodFile is a file that parsed, by the digest of its last content (the
-// content itself is not kept: its records are), and its entries.
+// goodFile is a file that parsed (run.good holds it by path): the digest
+// of its last content (the content itself is not kept: its records are),
+// and its entries.
 type goodFile struct {
-	path    string
-	pattern int
 	sum     [sha256.Size]byte
+	pattern int32
+	round   uint32 // the last reload that kept it
 	entries []entry
-	round   uint64 // the last reload that kept it
 }
 
 // settle combines a snapshot with the last good content of each file. A
@@ -43,19 +43,15 @@ type goodFile struct {
 func (r *run) settle(snap snapshot) settled {
 	out := settled{col: r.src.newCollector(r.records)}
 	if r.good == nil {
-		r.good = map[string]goodFile{}
+		r.good = map[string]*goodFile{}
 	}
 	r.round++
-	set := func(g goodFile) {
-		g.round = r.round
-		r.good[g.path] = g
-	}
 	keep := func(path, why string) bool {
 		prev, ok := r.good[path]
 		if !ok {
 			return false
 		}
-		set(prev)
+		prev.round = r.round
 		out.col.add(prev.entries)
 		out.problems = append(out.problems, why+"; keeping its last good content")
 		return true
@@ -63,8 +59,7 @@ func (r *run) settle(snap snapshot) settled {
 	for _, f := range snap.files {
 		sum := f.sum
 		if prev, ok := r.good[f.path]; ok && prev.sum == sum {
-			prev.pattern = f.pattern
-			set(prev)
+			prev.pattern, prev.round = int32(f.pattern), r.round // in place: the map keeps the path its records name
 			out.col.add(prev.entries)
 			continue
 		}
@@ -75,8 +70,8 @@ func (r *run) settle(snap snapshot) settled {
 			}
 			continue
 		}
-		g := goodFile{path: f.path, pattern: f.pattern, sum: sum, entries: r.src.entries(docs)}
-		set(g)
+		g := &goodFile{pattern: int32(f.pattern), round: r.round, sum: sum, entries: r.src.entries(docs)}
+		r.good[f.path] = g
 		out.col.add(g.entries)
 	}
 	for _, e := range snap.readErr {
@@ -95,7 +90,7 @@ func (r *run) settle(snap snapshot) settled {
 		}
 		kept := 0
 		for _, path := range sortedPaths(r.good) {
-			if r.good[path].pattern == i && keep(path, fmt.Sprintf("no file matches %s (set allow_empty = true if that is expected): %s", pattern, path)) {
+			if int(r.good[path].pattern) == i && keep(path, fmt.Sprintf("no file matches %s (set allow_empty = true if that is expected): %s", pattern, path)) {
 				kept++
 			}
 		}
@@ -112,7 +107,7 @@ func (r *run) settle(snap snapshot) settled {
 	return out
 }
 
-func sortedPaths(m map[string]goodFile) []string {
+func sortedPaths(m map[string]*goodFile) []string {
 	out := make([]string, 0, len(m))
 	for p := range m {
 		out = append(out, p)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/pipeline/pipeline/internal/kubeclient"
 )
@@ -71,13 +71,13 @@ func (s *Source) CheckCredentials() error {
 type connection struct {
 	cfg    *rest.Config
 	hc     *http.Client
-	dialer *trackingDialer
+	dialer *connrotation.Dialer
 }
 
 // newConnection builds the run's HTTP client. The custom dialer also keeps
 // client-go from sharing the transport with other runs.
 func newConnection(cfg *rest.Config) (connection, error) {
-	d := &trackingDialer{conns: map[*trackedConn]struct{}{}}
+	d := connrotation.NewDialer((&net.Dialer{}).DialContext)
 	cfg.Dial = d.DialContext
 	if _, err := rest.TLSConfigFor(cfg); err != nil {
 		return connection{}, &ConnectError{Phase: PhaseCertificate, Host: cfg.Host, Err: err}
@@ -92,50 +92,7 @@ func newConnection(cfg *rest.Config) (connection, error) {
 // close closes every connection of the run.
 func (c connection) close() {
 	if c.dialer != nil {
-		c.dialer.closeAll()
-	}
-}
-
-// trackingDialer dials TCP connections and remembers the open ones.
-type trackingDialer struct {
-	net.Dialer
-	mu    sync.Mutex
-	conns map[*trackedConn]struct{}
-}
-
-type trackedConn struct {
-	net.Conn
-	d *trackingDialer
-}
-
-func (c *trackedConn) Close() error {
-	c.d.mu.Lock()
-	delete(c.d.conns, c)
-	c.d.mu.Unlock()
-	return c.Conn.Close()
-}
-
-func (d *trackingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	conn, err := d.Dialer.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &trackedConn{Conn: conn, d: d}
-	d.mu.Lock()
-	d.conns[c] = struct{}{}
-	d.mu.Unlock()
-	return c, nil
-}
-
-func (d *trackingDialer) closeAll() {
-	d.mu.Lock()
-	conns := make([]*trackedConn, 0, len(d.conns))
-	for c := range d.conns {
-		conns = append(conns, c)
-	}
-	d.mu.Unlock()
-	for _, c := range conns {
-		_ = c.Close()
+		c.dialer.CloseAll()
 	}
 }
 
@@ -196,7 +153,4 @@ func classify(err error) Phase {
 	return PhaseReachability // refused, timed out, reset, or the server failed to answer
 }
 
-var (
-	_ error    = (*ConnectError)(nil)
-	_ net.Conn = (*trackedConn)(nil)
-)
+var _ error = (*ConnectError)(nil)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -41,17 +40,11 @@ func newClients(c connection) (clients, error) {
 	if err != nil {
 		return clients{}, fmt.Errorf("metadata client: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return clients{}, fmt.Errorf("health check client: %w", err)
-	}
-	readyz := func(ctx context.Context) error {
-		return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	}
 	rc, err := newRESTClient(c)
 	if err != nil {
 		return clients{}, fmt.Errorf("rest client: %w", err)
 	}
+	readyz := func(ctx context.Context) error { return rc.Get().AbsPath("/readyz").Do(ctx).Error() }
 	return clients{dynamic: dyn, metadata: md, rest: rc, readyz: readyz}, nil
 }
 
@@ -149,7 +142,7 @@ func (w *watcher) tweak(o *metav1.ListOptions) {
 // queue sends no atomic replace or resync items (their options are off),
 // so every item is a list of an object's deltas.
 func (w *watcher) process(store cache.Store) cache.ProcessFunc {
-	return func(obj any, isInInitialList bool) error {
+	return func(obj any, _ bool) error {
 		deltas, ok := obj.(cache.Deltas)
 		if !ok {
 			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
@@ -161,18 +154,18 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 					if err := store.Update(d.Object); err != nil {
 						return err
 					}
-					w.OnUpdate(old, d.Object)
+					w.upsert(d.Object, old)
 				} else {
 					if err := store.Add(d.Object); err != nil {
 						return err
 					}
-					w.OnAdd(d.Object, isInInitialList)
+					w.upsert(d.Object, nil)
 				}
 			case cache.Deleted:
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
-				w.OnDelete(d.Object)
+				w.remove(d.Object)
 			}
 		}
 		return nil
@@ -279,13 +272,6 @@ func (w *watcher) record(u *unstructured.Unstructured) *object {
 // cachedUnchanged reports whether the cache already holds u at the same
 // resourceVersion (a relist of an unchanged object).
 func (w *watcher) cachedUnchanged(u *unstructured.Unstructured) bool {
-	if w.store == nil {
-		return false
-	}
-	old, ok, _ := w.store.GetByKey(id(u.GetNamespace(), u.GetName()))
-	if !ok {
-		return false
-	}
-	o, ok := old.(*object)
-	return ok && o.org.ResourceVersion == u.GetResourceVersion()
+	o := w.cached(id(u.GetNamespace(), u.GetName()))
+	return o != nil && o.org.ResourceVersion == u.GetResourceVersion()
 }

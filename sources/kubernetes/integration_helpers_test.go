@@ -4,6 +4,7 @@ package kubernetes
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -35,7 +37,7 @@ type kube struct {
 	dyn dynamic.Interface
 	ns  string
 	hc  *http.Client
-	d   *trackingDialer
+	d   *connrotation.Dialer
 }
 
 // newKube returns admin clients on a connection pool of their own (closed
@@ -49,7 +51,7 @@ func newKube(t *testing.T) *kube {
 func newKubeOn(t *testing.T, server *kubeapitest.Server) *kube {
 	t.Helper()
 	cfg := server.RESTConfig()
-	d := &trackingDialer{conns: map[*trackedConn]struct{}{}}
+	d := connrotation.NewDialer((&net.Dialer{}).DialContext)
 	cfg.Dial = d.DialContext // an uncached transport whose connections close closes
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -68,7 +70,7 @@ func newKubeOn(t *testing.T, server *kubeapitest.Server) *kube {
 	return k
 }
 
-func (k *kube) close() { k.d.closeAll() }
+func (k *kube) close() { k.d.CloseAll() }
 
 func (k *kube) pod(t *testing.T, ns, name string, labels map[string]string) *corev1.Pod {
 	t.Helper()

@@ -1,7 +1,7 @@
 package kubernetes
 
 import (
-	"strings"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -25,14 +25,9 @@ func (o *object) origin(src string) *node.Origin {
 // about (the next object providing a key): the informer cache's identity
 // when it has the object, else its namespace and name.
 func (w *watcher) originOf(objID string) *node.Origin {
-	if obj, ok, err := w.store.GetByKey(objID); err == nil && ok {
-		if o, ok := obj.(*object); ok {
-			return o.origin(w.src.address)
-		}
+	if o := w.cached(objID); o != nil {
+		return o.origin(w.src.address)
 	}
-	ns, name, found := strings.Cut(objID, "/")
-	if !found {
-		ns, name = "", objID
-	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(objID)
 	return &node.Origin{Source: w.src.address, Namespace: ns, Name: name}
 }

@@ -2,9 +2,9 @@ package kubernetes
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,7 +89,7 @@ func (t target) findSchemaTypes() ([]reflect.Type, string) {
 		types = append(types, typ)
 		name = gvk.Kind
 	}
-	sort.Slice(types, func(i, j int) bool { return types[i].String() < types[j].String() })
+	slices.SortFunc(types, func(a, b reflect.Type) int { return strings.Compare(a.String(), b.String()) })
 	return types, name
 }
 
@@ -144,19 +144,17 @@ func (s *Source) ObjectFields(path []string) []string {
 		}
 		types = below
 	}
-	seen := map[string]bool{}
 	var out []string
 	for _, t := range types {
 		_, names, _, _ := child(t, "")
 		for _, n := range names {
-			if !seen[n] && !s.ignored(append(append([]string(nil), path...), n)) {
-				seen[n] = true
+			if !s.ignored(append(append([]string(nil), path...), n)) {
 				out = append(out, n)
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // ignored reports whether ignore_fields removes the field at path.
@@ -220,11 +218,7 @@ func child(t reflect.Type, f string) (c reflect.Type, names []string, ok, anythi
 	case t.Kind() == reflect.Struct:
 		fields := jsonFields(t)
 		c, ok := fields[f]
-		names := make([]string, 0, len(fields))
-		for n := range fields {
-			names = append(names, n)
-		}
-		return c, names, ok, false
+		return c, slices.Collect(maps.Keys(fields)), ok, false
 	}
 	return nil, nil, false, false // a scalar or a list has no fields
 }

@@ -2,7 +2,8 @@ package kubernetes
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,8 @@ func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
 		Detail: fmt.Sprintf(format, args...), Subject: rng.Ptr()})
 }
 
-func str(d *decoder, a *schema.Attr[string]) (string, hcl.Range) {
+// get reads attribute a, keeping its diagnostics.
+func get[T any](d *decoder, a *schema.Attr[T]) (T, hcl.Range) {
 	v, rng, diags := a.Get(d.c)
 	d.add(diags)
 	return v, rng
@@ -118,16 +120,14 @@ func (d *decoder) cluster(cfg *schema.Config) *schema.Cluster {
 		d.errorf(rng, "Invalid cluster reference", "cluster must name a cluster block, such as cluster.prod.")
 		return nil
 	}
-	var names []string
+	var clusters map[string]*schema.Cluster
 	if cfg != nil {
-		if c, ok := cfg.Clusters[name]; ok {
-			return c
-		}
-		for n := range cfg.Clusters {
-			names = append(names, n)
-		}
+		clusters = cfg.Clusters
 	}
-	sort.Strings(names)
+	if c, ok := clusters[name]; ok {
+		return c
+	}
+	names := slices.Sorted(maps.Keys(clusters))
 	detail := fmt.Sprintf("No cluster block named %q is declared.", name)
 	if s := schema.DidYouMean(name, names); s != "" {
 		detail += fmt.Sprintf(" Did you mean cluster.%s?", s)
@@ -143,11 +143,11 @@ func (d *decoder) cluster(cfg *schema.Config) *schema.Cluster {
 func (d *decoder) target() target {
 	var t target
 	var resRange, kindRange, avRange, grpRange, verRange hcl.Range
-	t.resource, resRange = str(d, resourceAttr)
-	t.group, grpRange = str(d, groupAttr)
-	t.version, verRange = str(d, versionAttr)
-	t.apiVersion, avRange = str(d, apiVersionAttr)
-	t.kind, kindRange = str(d, kindAttr)
+	t.resource, resRange = get(d, resourceAttr)
+	t.group, grpRange = get(d, groupAttr)
+	t.version, verRange = get(d, versionAttr)
+	t.apiVersion, avRange = get(d, apiVersionAttr)
+	t.kind, kindRange = get(d, kindAttr)
 	switch {
 	case t.resource == "" && t.kind == "":
 		d.errorf(d.c.Range, "Missing resource", "Set resource (a plural name such as \"pods\", with optional group and version) or api_version and kind.")
@@ -180,15 +180,14 @@ func (d *decoder) target() target {
 }
 
 func (d *decoder) namespace(t *target) {
-	t.namespace, _ = str(d, namespaceAttr)
-	own, ownRange, diags := ownNamespaceAttr.Get(d.c)
-	d.add(diags)
+	t.namespace, _ = get(d, namespaceAttr)
+	own, ownRange := get(d, ownNamespaceAttr)
 	t.ownNamespace = own
 	if own && t.namespace != "" {
 		d.errorf(ownRange, "Conflicting namespace settings", "Set namespace or namespaced_watch = true, not both.")
 	}
 	var nameRange hcl.Range
-	t.name, nameRange = str(d, nameAttr)
+	t.name, nameRange = get(d, nameAttr)
 	if nameAttr.Has(d.c) && t.name == "" {
 		d.errorf(nameRange, "Empty name", "name must name one object; remove it to watch every object.")
 	}
@@ -196,32 +195,26 @@ func (d *decoder) namespace(t *target) {
 
 func (d *decoder) options() options {
 	var o options
-	var diags hcl.Diagnostics
-	o.metadataOnly, _, diags = metadataOnlyAttr.Get(d.c)
-	d.add(diags)
-	store, storeRange := str(d, storeAttr)
+	o.metadataOnly, _ = get(d, metadataOnlyAttr)
+	store, storeRange := get(d, storeAttr)
 	o.cached = store == "cached"
 	if o.cached && o.metadataOnly {
 		d.errorf(storeRange, "Conflicting store and metadata_only",
 			"store = \"cached\" keeps only names and keys to save memory; with metadata_only the objects are already that small. Remove one of them.")
 	}
 	var rng hcl.Range
-	o.cacheTTL, rng, diags = cacheTTLAttr.Get(d.c)
-	d.add(diags)
+	o.cacheTTL, rng = get(d, cacheTTLAttr)
 	if o.cacheTTL <= 0 {
 		d.errorf(rng, "Invalid cache_ttl", "cache_ttl must be positive.")
 	}
-	initial, _ := str(d, initialSyncAttr)
+	initial, _ := get(d, initialSyncAttr)
 	o.watchList = initial == "watch_list"
-	o.syncChanges, _, diags = syncChangesAttr.Get(d.c)
-	d.add(diags)
-	o.disconnectAfter, rng, diags = disconnectAfterAttr.Get(d.c)
-	d.add(diags)
+	o.syncChanges, _ = get(d, syncChangesAttr)
+	o.disconnectAfter, rng = get(d, disconnectAfterAttr)
 	if o.disconnectAfter <= 0 {
 		d.errorf(rng, "Invalid disconnect_after", "disconnect_after must be positive.")
 	}
-	o.healthCheck, rng, diags = healthCheckAttr.Get(d.c)
-	d.add(diags)
+	o.healthCheck, rng = get(d, healthCheckAttr)
 	if o.healthCheck < 0 {
 		d.errorf(rng, "Invalid health_check_interval", "health_check_interval must be zero (off) or positive.")
 	}

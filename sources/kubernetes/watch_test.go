@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -60,6 +62,10 @@ type fakeRun struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+	// watching is closed once the informer's first watch is registered
+	// with the fake: a change made before that would be lost (the fake
+	// replays nothing), so pods waits for it.
+	watching chan struct{}
 }
 
 func startFake(t *testing.T, s *Source, out *nodetest.Output, objs ...runtime.Object) *fakeRun {
@@ -78,7 +84,21 @@ func startWith(t *testing.T, s *Source, out *nodetest.Output, client *dynfake.Fa
 	}
 	mon := newMonitor(env.Health, env.Logger, m, s.opts.disconnectAfter)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &fakeRun{src: s, client: client, out: out, health: health, reg: reg, cancel: cancel, done: make(chan error, 1)}
+	r := &fakeRun{src: s, client: client, out: out, health: health, reg: reg, cancel: cancel, done: make(chan error, 1),
+		watching: make(chan struct{})}
+	var watched sync.Once
+	client.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(clienttesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+		if err != nil {
+			return false, nil, err
+		}
+		watched.Do(func() { close(r.watching) })
+		return true, w, nil
+	})
 	res := resolved{gvr: podsGVR, gvk: podGVK, namespaced: true}
 	go func() { r.done <- s.watch(ctx, env, out, mon, m, clients{dynamic: client}, res) }()
 	return r
@@ -98,6 +118,10 @@ func (r *fakeRun) pods() interface {
 	Update(context.Context, *unstructured.Unstructured, metav1.UpdateOptions, ...string) (*unstructured.Unstructured, error)
 	Delete(context.Context, string, metav1.DeleteOptions, ...string) error
 } {
+	select {
+	case <-r.watching:
+	case <-time.After(10 * time.Second): // the test's own wait reports what is missing
+	}
 	return r.client.Resource(podsGVR).Namespace("shop")
 }
 

@@ -55,21 +55,9 @@ type index interface {
 	Len() int
 }
 
-// OnAdd implements cache.ResourceEventHandler.
-func (w *watcher) OnAdd(obj any, _ bool) {
-	w.m.events.WithLabelValues("add").Inc()
-	w.upsert(obj, nil)
-}
-
-// OnUpdate implements cache.ResourceEventHandler.
-func (w *watcher) OnUpdate(old, obj any) {
-	w.m.events.WithLabelValues("update").Inc()
-	w.upsert(obj, old)
-}
-
-// OnDelete implements cache.ResourceEventHandler. A label change that moves
-// an object out of the selector arrives here too.
-func (w *watcher) OnDelete(obj any) {
+// remove handles a delete (informer.go's process). A label change that
+// moves an object out of the selector arrives here too.
+func (w *watcher) remove(obj any) {
 	w.m.events.WithLabelValues("delete").Inc()
 	objID, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -86,7 +74,13 @@ func (w *watcher) OnDelete(obj any) {
 	w.m.Objects.Set(float64(w.index.Len() + w.missing))
 }
 
+// upsert handles an add (old nil) or an update (informer.go's process).
 func (w *watcher) upsert(obj, old any) {
+	if old == nil {
+		w.m.events.WithLabelValues("add").Inc()
+	} else {
+		w.m.events.WithLabelValues("update").Inc()
+	}
 	it, ok := obj.(*object)
 	if !ok {
 		w.log.Warn("unexpected object type from informer", "type", fmt.Sprintf("%T", obj))
@@ -171,15 +165,22 @@ func (w *watcher) valueOf(objID string) (cty.Value, error) {
 		}
 		return kobject.Value(u.Object)
 	}
-	obj, ok, err := w.store.GetByKey(objID)
-	if err != nil || !ok {
-		return cty.NilVal, fmt.Errorf("object %s not in the cache: %v", objID, err)
-	}
-	it, ok := obj.(*object)
-	if !ok {
-		return cty.NilVal, fmt.Errorf("object %s has type %T", objID, obj)
+	it := w.cached(objID)
+	if it == nil {
+		return cty.NilVal, fmt.Errorf("object %s not in the cache", objID)
 	}
 	return it.value()
+}
+
+// cached returns the object with id objID from the informer's cache,
+// which holds only objects (transform makes them), or nil.
+func (w *watcher) cached(objID string) *object {
+	if w.store == nil {
+		return nil
+	}
+	obj, _, _ := w.store.GetByKey(objID) // a cache.Store's never fails
+	o, _ := obj.(*object)
+	return o
 }
 
 // emit publishes deltas, or gathers them until the initial sync completes
@@ -262,14 +263,8 @@ func (w *watcher) lookup(ctx context.Context, key string) (*unstructured.Unstruc
 		}
 		return u, true, nil
 	}
-	obj, ok, err := w.store.GetByKey(objID)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if o, ok := obj.(*object); ok {
+	if o := w.cached(objID); o != nil {
 		return o.unstructured(), true, nil
 	}
-	return nil, false, fmt.Errorf("lookup %q: unexpected %T in the cache", key, obj)
+	return nil, false, nil
 }
-
-var _ cache.ResourceEventHandler = (*watcher)(nil)

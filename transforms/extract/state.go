@@ -25,7 +25,7 @@ type owned struct {
 // index maps input objects to the record keys they yield, and record keys
 // to their owners.
 type index struct {
-	byObject map[node.Key]node.Key   // the first record key an object yields
+	byObject map[node.Key]node.Key   // the first record key an object yields, unless only its own (yieldsOwn)
 	more     map[node.Key][]node.Key // the others, for an object yielding more than one
 	byRecord map[node.Key]owners
 	// others holds, for a record key yielded by more than one object,
@@ -33,9 +33,10 @@ type index struct {
 	others map[node.Key]map[node.Key]owned
 }
 
-// newIndex returns an empty index sized for about n objects.
+// newIndex returns an empty index sized for about n records (byObject
+// grows as needed: objects keyed as their record take no slot in it).
 func newIndex(n int) *index {
-	return &index{byObject: make(map[node.Key]node.Key, n), more: map[node.Key][]node.Key{},
+	return &index{byObject: map[node.Key]node.Key{}, more: map[node.Key][]node.Key{},
 		byRecord: make(map[node.Key]owners, n), others: map[node.Key]map[node.Key]owned{}}
 }
 
@@ -110,6 +111,9 @@ func (x *index) set(obj node.Key, ys []yield, org *node.Origin, touch func(node.
 		touch(y.key)
 		x.put(y.key, obj, y.value, org)
 	}
+	if len(ys) == 1 && ys[0].key == obj {
+		return // yieldsOwn finds it: an object keyed as its record costs no slot here
+	}
 	x.byObject[obj] = ys[0].key
 	if len(ys) > 1 {
 		more := make([]node.Key, len(ys)-1)
@@ -123,8 +127,11 @@ func (x *index) set(obj node.Key, ys []yield, org *node.Origin, touch func(node.
 // drop forgets every record obj yields.
 func (x *index) drop(obj node.Key, touch func(node.Key)) {
 	first, ok := x.byObject[obj]
-	if !ok {
+	if !ok && !x.yieldsOwn(obj) {
 		return
+	}
+	if !ok {
+		first = obj
 	}
 	touch(first)
 	x.remove(first, obj)
@@ -134,6 +141,17 @@ func (x *index) drop(obj node.Key, touch func(node.Key)) {
 	}
 	delete(x.byObject, obj)
 	delete(x.more, obj)
+}
+
+// yieldsOwn reports whether obj is an owner of the record keyed as obj
+// itself; set leaves such an object out of byObject when that is all it
+// yields.
+func (x *index) yieldsOwn(obj node.Key) bool {
+	if o, ok := x.byRecord[obj]; ok && o.min == obj {
+		return true
+	}
+	_, ok := x.others[obj][obj]
+	return ok
 }
 
 // records returns every record.

@@ -30,7 +30,7 @@ func TestIndexModel(t *testing.T) {
 			var ys []yield
 			recs := map[node.Key]string{}
 			for range rng.IntN(4) {
-				rk := fmt.Sprint("r", rng.IntN(6))
+				rk := fmt.Sprint([]string{"r", "o"}[rng.IntN(2)], rng.IntN(6)) // "o": keyed as an object (yieldsOwn)
 				if _, dup := recs[rk]; dup {
 					continue
 				}

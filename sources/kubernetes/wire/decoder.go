@@ -154,18 +154,17 @@ func (d *protoDecoder) Event() (watch.EventType, map[string]any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	proj := d.proj
+	if typ == watch.Error || typ == watch.Bookmark {
+		proj = node.WholeObject()
+	}
 	var obj map[string]any
-	switch typ {
-	case watch.Error:
-		v, err := typedJSON(d.pb.status, msg)
-		if err != nil {
-			return "", nil, err
-		}
+	if typ == watch.Error {
+		var v any
+		v, err = typedJSON(d.pb.status, msg)
 		obj, _ = v.(map[string]any)
-	case watch.Bookmark:
-		obj, err = d.pb.object.project(msg, node.WholeObject())
-	default:
-		obj, err = d.pb.object.project(msg, d.proj)
+	} else {
+		obj, err = d.pb.object.project(msg, proj)
 	}
 	if err != nil {
 		return "", nil, err
@@ -174,11 +173,10 @@ func (d *protoDecoder) Event() (watch.EventType, map[string]any, error) {
 		obj = map[string]any{}
 	}
 	// JSON events carry the object's type; protobuf has it on the envelope.
-	whole := typ == watch.Error || typ == watch.Bookmark
-	if _, read := d.proj.Field("apiVersion"); (read || whole) && apiVersion != "" {
+	if _, read := proj.Field("apiVersion"); read && apiVersion != "" {
 		obj["apiVersion"] = apiVersion
 	}
-	if _, read := d.proj.Field("kind"); (read || whole) && kind != "" {
+	if _, read := proj.Field("kind"); read && kind != "" {
 		obj["kind"] = kind
 	}
 	return typ, obj, nil

@@ -143,12 +143,10 @@ func (m *pbMessage) build() error {
 		if inline {
 			m.whole = true
 		}
-		parts := strings.Split(pb, ",")
-		if len(parts) < 2 {
-			return fmt.Errorf("%s.%s: protobuf tag %q", m.typ, sf.Name, pb)
-		}
-		num, err := strconv.Atoi(parts[1])
-		if err != nil || num <= 0 {
+		_, rest, _ := strings.Cut(pb, ",") // wire type, field number, ...
+		field, _, _ := strings.Cut(rest, ",")
+		num, err := strconv.Atoi(field)
+		if err != nil || num <= 0 || num > 1<<16 {
 			return fmt.Errorf("%s.%s: protobuf tag %q", m.typ, sf.Name, pb)
 		}
 		if name == "" {
@@ -161,9 +159,6 @@ func (m *pbMessage) build() error {
 			return fmt.Errorf("%s.%s: %w", m.typ, sf.Name, err)
 		}
 		f.idx = len(m.fields)
-		if num > 1<<16 {
-			return fmt.Errorf("%s.%s: field number %d", m.typ, sf.Name, num)
-		}
 		for len(m.byNum) <= num {
 			m.byNum = append(m.byNum, nil)
 		}
@@ -718,7 +713,7 @@ func (f *pbField) decode(w *wire, wt protowire.Type, sub *node.Paths, out map[st
 		return f.mapEntry(entry, sub, out)
 	case f.repeated:
 		list, _ := out[f.name].([]any)
-		if wt == protowire.BytesType && f.packable() {
+		if wt == protowire.BytesType && f.elemWire() != protowire.BytesType { // packed scalars
 			b, err := w.bytes()
 			if err != nil {
 				return err
@@ -732,7 +727,7 @@ func (f *pbField) decode(w *wire, wt protowire.Type, sub *node.Paths, out map[st
 				list = append(list, v)
 			}
 		} else {
-			v, err := f.value(w, wt, nil)
+			v, _, err := f.value(w, wt, nil)
 			if err != nil {
 				return err
 			}
@@ -741,46 +736,20 @@ func (f *pbField) decode(w *wire, wt protowire.Type, sub *node.Paths, out map[st
 		out[f.name] = list
 		return nil
 	}
-	if f.kind == pbStruct || f.kind == pbTyped {
-		if wt != protowire.BytesType {
-			return fmt.Errorf("%w: message with wire type %d", errProto, wt)
-		}
-		b, err := w.bytes()
-		if err != nil {
-			return err
-		}
-		if f.omitZero && !f.pointer && zeroTyped(f.msg, b) {
-			delete(out, f.name)
-			return nil
-		}
-		v, err := f.message(b, sub)
-		if err != nil {
-			return err
-		}
-		out[f.name] = v
-		return nil
-	}
-	v, err := f.scalar(w, wt)
-	if err != nil {
+	v, omit, err := f.value(w, wt, sub)
+	switch {
+	case err != nil:
 		return err
-	}
-	if (f.omitEmpty || f.omitZero) && !f.pointer && emptyJSON(v) {
+	case omit:
 		delete(out, f.name)
-		return nil
+	default:
+		out[f.name] = v
 	}
-	out[f.name] = v
 	return nil
 }
 
-// packable: a repeated scalar that may come packed in one length-delimited value.
-func (f *pbField) packable() bool {
-	switch f.kind {
-	case pbBool, pbInt, pbFloat64, pbFloat32:
-		return true
-	}
-	return false
-}
-
+// elemWire is the wire type of one value of f's kind; repeated scalars of
+// another than BytesType may also come packed in one length-delimited value.
 func (f *pbField) elemWire() protowire.Type {
 	switch f.kind {
 	case pbFloat64:
@@ -794,20 +763,26 @@ func (f *pbField) elemWire() protowire.Type {
 }
 
 // value reads one value of f's element kind; sub is what is read below it
-// (nil: whole).
-func (f *pbField) value(w *wire, wt protowire.Type, sub *node.Paths) (any, error) {
-	switch f.kind {
-	case pbStruct, pbTyped:
-		if wt != protowire.BytesType {
-			return nil, fmt.Errorf("%w: message with wire type %d", errProto, wt)
-		}
-		b, err := w.bytes()
-		if err != nil {
-			return nil, err
-		}
-		return f.message(b, sub)
+// (nil: whole). omit reports that omitempty or omitzero leave the value
+// out of JSON (never for an element of a list or map).
+func (f *pbField) value(w *wire, wt protowire.Type, sub *node.Paths) (v any, omit bool, err error) {
+	omits := (f.omitEmpty || f.omitZero) && !f.pointer && !f.repeated
+	if f.kind != pbStruct && f.kind != pbTyped {
+		v, err := f.scalar(w, wt)
+		return v, err == nil && omits && emptyJSON(v), err
 	}
-	return f.scalar(w, wt)
+	if wt != protowire.BytesType {
+		return nil, false, fmt.Errorf("%w: message with wire type %d", errProto, wt)
+	}
+	b, err := w.bytes()
+	if err != nil {
+		return nil, false, err
+	}
+	if omits && f.omitZero && zeroTyped(f.msg, b) {
+		return nil, true, nil
+	}
+	v, err = f.message(b, sub)
+	return v, false, err
 }
 
 // message decodes a nested message: field by field when only part of it
@@ -916,9 +891,7 @@ func jsonString(b []byte) string {
 // JSON object out[f.name], keeping only the keys sub reads.
 func (f *pbField) mapEntry(entry []byte, sub *node.Paths, out map[string]any) error {
 	var key string
-	var val any
-	var hasVal bool
-	var valBytes []byte
+	var val []byte // the value as on the wire, nil when absent
 	var valWire protowire.Type
 	w := wire{b: entry}
 	for !w.done() {
@@ -926,23 +899,20 @@ func (f *pbField) mapEntry(entry []byte, sub *node.Paths, out map[string]any) er
 		if err != nil {
 			return err
 		}
-		switch num {
-		case 1:
+		if num == 1 {
 			k, err := f.mapKey.scalar(&w, wt)
 			if err != nil {
 				return err
 			}
 			key, _ = k.(string)
-		case 2:
-			start := w.i
-			if err := w.skip(num, wt); err != nil {
-				return err
-			}
-			valBytes, valWire, hasVal = entry[start:w.i], wt, true
-		default:
-			if err := w.skip(num, wt); err != nil {
-				return err
-			}
+			continue
+		}
+		start := w.i
+		if err := w.skip(num, wt); err != nil {
+			return err
+		}
+		if num == 2 {
+			val, valWire = entry[start:w.i], wt
 		}
 	}
 	m, _ := out[f.name].(map[string]any)
@@ -954,21 +924,17 @@ func (f *pbField) mapEntry(entry []byte, sub *node.Paths, out map[string]any) er
 	if !read {
 		return nil
 	}
-	if hasVal {
-		vw := wire{b: valBytes}
-		var err error
-		if val, err = f.mapVal.value(&vw, valWire, below); err != nil {
-			return err
-		}
-	} else if f.mapVal.kind == pbBytes {
-		val = "" // the generated code starts a map's []byte value empty, not nil
+	var v any
+	var err error
+	if val != nil {
+		v, _, err = f.mapVal.value(&wire{b: val}, valWire, below)
 	} else {
-		var err error
-		if val, err = f.mapVal.zero(below); err != nil {
-			return err
-		}
+		v, err = f.mapVal.zero(below)
 	}
-	m[key] = val
+	if err != nil {
+		return err
+	}
+	m[key] = v
 	return nil
 }
 
@@ -998,13 +964,13 @@ func (f *pbField) absent(sub *node.Paths, out map[string]any) error {
 	return nil
 }
 
-// zero is the JSON form of f's zero value.
+// zero is the JSON form of f's zero value (a []byte is empty, not nil:
+// that is how the generated code starts a map's []byte value; an absent
+// []byte field is nil, and absent does not ask).
 func (f *pbField) zero(sub *node.Paths) (any, error) {
 	switch f.kind {
-	case pbString:
+	case pbString, pbBytes:
 		return "", nil
-	case pbBytes:
-		return nil, nil
 	case pbBool:
 		return false, nil
 	case pbInt, pbFloat64, pbFloat32:
@@ -1013,11 +979,9 @@ func (f *pbField) zero(sub *node.Paths) (any, error) {
 	return f.message(nil, sub)
 }
 
-// emptyJSON reports whether omitempty leaves v out.
+// emptyJSON reports whether omitempty leaves out v, a scalar's value.
 func emptyJSON(v any) bool {
 	switch v := v.(type) {
-	case nil:
-		return true
 	case string:
 		return v == ""
 	case bool:
@@ -1026,10 +990,6 @@ func emptyJSON(v any) bool {
 		return v == 0
 	case float64:
 		return v == 0
-	case []any:
-		return len(v) == 0
-	case map[string]any:
-		return len(v) == 0
 	}
 	return false
 }
