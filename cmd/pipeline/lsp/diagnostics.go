@@ -139,14 +139,14 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 
 // keepParses keeps the check's parse of each file (open documents as
 // checked, the others as read from disk) as the one navigation and
-// completion use, so that they need not parse it again. When some file
-// did not parse (compiled is false), a file with an error is left to the
-// server's own parse; when the configuration compiled, every file parsed
-// cleanly, as the server's own parse of it would.
-func (s *Server) keepParses(dir string, files map[string]*hcl.File, diags hcl.Diagnostics, compiled bool) {
+// completion use, so that they need not parse it again. When every file
+// parsed (the loader goes on to compile only then), the check's parses
+// are what the server's own would be, even of files with validation
+// errors; otherwise a file with an error is left to the server's own parse.
+func (s *Server) keepParses(dir string, files map[string]*hcl.File, diags hcl.Diagnostics, parsedAll bool) {
 	failed := map[string]bool{}
 	for _, d := range diags {
-		if !compiled && d.Severity == hcl.DiagError && d.Subject != nil {
+		if !parsedAll && d.Severity == hcl.DiagError && d.Subject != nil {
 			name := d.Subject.Filename
 			if !filepath.IsAbs(name) {
 				name = filepath.Join(dir, name)
