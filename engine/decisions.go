@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,19 +209,11 @@ func (d *decisions) noteDrift(addr string, count int) {
 
 // configLoaded records that the runtime starts with its graph.
 func (r *Runtime) configLoaded() {
-	var names []string
+	var files string
 	if r.g.Config != nil {
-		for f := range r.g.Config.Files {
-			names = append(names, f)
-		}
+		files = strings.Join(slices.Sorted(maps.Keys(r.g.Config.Files)), ",")
 	}
-	sort.Strings(names)
-	files := strings.Join(names, ",")
 	r.dec.Decide(node.Decision{Kind: node.DecisionConfigLoaded,
 		Detail: fmt.Sprintf("configuration loaded with %d nodes", len(r.g.Nodes)),
 		Attrs:  map[string]string{"nodes": strconv.Itoa(len(r.g.Nodes)), "files": files}})
 }
-
-// Decide records a decision taken outside the graph (reload, leader
-// election) with every audit trail of the running graph.
-func (r *Runtime) Decide(d node.Decision) { r.dec.Decide(d) }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -262,19 +261,10 @@ func nodeGates(g *Graph, n *Node) []Gate {
 			continue
 		}
 		rng := attr.Expr.Range()
-		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: configText(g, rng)})
+		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: string(sourceBytes(rng, g.Config))})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out
-}
-
-// configText returns the text of rng in g's configuration.
-func configText(g *Graph, rng hcl.Range) string {
-	f := g.Config.Files[rng.Filename]
-	if f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
-		return ""
-	}
-	return string(rng.SliceBytes(f.Bytes))
 }
 
 // ErrNoKey is returned for an empty key.

@@ -118,15 +118,7 @@ func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 
 // startFanInLocked runs f until its task stops or the other nodes' context
 // ends.
-func (r *Runtime) startFanInLocked(f *fanIn) {
-	ctx, cancel := context.WithCancel(r.restCtx)
-	t := &task{cancel: cancel, done: make(chan struct{})}
-	f.task = t
-	go func() {
-		defer close(t.done)
-		f.run(ctx)
-	}()
-}
+func (r *Runtime) startFanInLocked(f *fanIn) { f.task = startTask(r.restCtx, f.run) }
 
 // stopFanIns stops the unions of nodes, but those in keep, and waits for
 // their goroutines.

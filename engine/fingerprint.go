@@ -7,7 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -127,13 +128,8 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	if n.Projection != nil {
 		parts["projection"] = digest(n.Projection.String())
 	}
-	names := make([]string, 0, len(parts))
-	for k := range parts {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	all := make([]string, 0, 2*len(names))
-	for _, k := range names {
+	all := make([]string, 0, 2*len(parts))
+	for _, k := range slices.Sorted(maps.Keys(parts)) {
 		all = append(all, k, parts[k])
 	}
 	n.parts, n.Fingerprint = parts, digest(all...)
@@ -325,6 +321,7 @@ func tokensText(rng hcl.Range, cfg *schema.Config) string {
 	return b.String()
 }
 
+// sourceBytes is the text of rng in cfg's files; nil when it has none.
 func sourceBytes(rng hcl.Range, cfg *schema.Config) []byte {
 	if cfg == nil {
 		return nil

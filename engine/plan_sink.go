@@ -201,22 +201,10 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 
 // originsOf names the source objects of input keys ks of sink n, sorted.
 func (r *Runtime) originsOf(n *Node, ks []node.Key) []string {
-	ins := n.Inputs
-	if len(ins) == 0 {
-		ins = []*Node{n.Input}
-	}
 	var out []string
 	for _, k := range ks {
-		for _, in := range ins {
-			if len(ins) > 1 && !r.outs[in].has(k) {
-				continue
-			}
-			o, ok := r.originOf(in, k)
-			if !ok {
-				continue
-			}
+		if o, ok := r.originOf(n, k); ok {
 			out = append(out, o)
-			break
 		}
 	}
 	sort.Strings(out)

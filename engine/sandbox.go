@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -203,16 +202,6 @@ func (sb *Sandbox) SinkWrites(addr string) ([]AppliedEntry, error) {
 		return nil, fmt.Errorf("%s: no such sink", addr)
 	}
 	return m.takeWrites(), nil
-}
-
-// Sinks lists the addresses of the graph's sinks, sorted.
-func (sb *Sandbox) Sinks() []string {
-	out := make([]string, 0, len(sb.mems))
-	for a := range sb.mems {
-		out = append(out, a)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Poll implements node.Poller: the pending event, without blocking.

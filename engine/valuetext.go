@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
@@ -78,13 +79,8 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 		b.WriteByte('}')
 	case t.IsObjectType():
 		atys := t.AttributeTypes()
-		names := make([]string, 0, len(atys))
-		for k := range atys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
 		b.WriteByte('{')
-		for i, k := range names {
+		for i, k := range slices.Sorted(maps.Keys(atys)) {
 			if i > 0 {
 				b.WriteByte(',')
 			}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,12 +87,7 @@ func (p *Paths) Fields() []string {
 	if p.Whole() {
 		return nil
 	}
-	out := make([]string, 0, len(p.fields))
-	for f := range p.fields {
-		out = append(out, f)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.fields))
 }
 
 // Merge adds every path of q to p.

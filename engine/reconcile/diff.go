@@ -7,8 +7,6 @@ package reconcile
 import (
 	"sort"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -43,12 +41,6 @@ type Change struct {
 	Old     node.Entry
 	New     node.Entry
 }
-
-// Before is the value the target holds, cty.NilVal for a create.
-func (c Change) Before() cty.Value { return c.Old.Value }
-
-// After is the value the target should hold, cty.NilVal for a delete.
-func (c Change) After() cty.Value { return c.New.Value }
 
 // Decide is the rule of every reconcile, full or incremental, run or plan:
 // what to do with one key given the entry the input wants there (if

@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/zclconf/go-cty/cty"
@@ -85,22 +86,15 @@ func (m *MemSink) Open(_ context.Context, env node.Env, _ node.Mode) (node.Targe
 func (m *MemSink) State() map[node.Key]cty.Value {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[node.Key]cty.Value, len(m.state))
-	for k, v := range m.state {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m.state)
 }
 
 // Keys returns the sorted keys of the target.
 func (m *MemSink) Keys() []node.Key {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]node.Key, 0, len(m.state))
-	for k := range m.state {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]node.Key, 0, len(m.state)), maps.Keys(m.state))
+	slices.Sort(out)
 	return out
 }
 
