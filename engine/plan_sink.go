@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -125,10 +127,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 // planFile plans a target that renders one file: one change of the file,
 // with its diff, or none.
 func planFile(ctx context.Context, sp *SinkPlan, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
-	entries := make([]node.Entry, 0, len(desired))
-	for _, e := range desired {
-		entries = append(entries, e)
-	}
+	entries := slices.AppendSeq(make([]node.Entry, 0, len(desired)), maps.Values(desired))
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
 	f, err := fp.PlanFile(ctx, entries)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"time"
 
@@ -337,19 +338,6 @@ func (r *Runtime) Readiness() Readiness {
 		out.Ready = out.Ready && st.Ready
 		out.Nodes = append(out.Nodes, st)
 	}
-	sortStatuses(out.Nodes)
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
 	return out
-}
-
-// Snapshot returns a copy of a node's output collection (sources and transforms).
-func (r *Runtime) Snapshot(addr string) ([]node.Record, bool) {
-	r.mu.RLock()
-	n := r.g.Node(addr)
-	c := r.outs[n]
-	r.mu.RUnlock()
-	if n == nil || c == nil {
-		return nil, false
-	}
-	recs, _, _ := c.snapshot()
-	return recs, true
 }

@@ -204,11 +204,6 @@ func (sb *Sandbox) SinkWrites(addr string) ([]AppliedEntry, error) {
 	return m.takeWrites(), nil
 }
 
-// Poll implements node.Poller: the pending event, without blocking.
-func (s *subscription) Poll() (node.Event, bool) { return s.poll() }
-
-var _ node.Poller = (*subscription)(nil)
-
 // SinkContent is the document a sink that renders one (node.Renderer)
 // would write for what its target holds; ok is false for other sinks.
 func (sb *Sandbox) SinkContent(addr string) (content string, ok bool, err error) {

@@ -51,18 +51,23 @@ func (p *Paths) add(path []string) *Paths {
 		if p.whole {
 			return nil
 		}
-		if p.fields == nil {
-			p.fields = map[string]*Paths{}
-		}
-		c := p.fields[f]
-		if c == nil {
-			c = &Paths{}
-			p.fields[f] = c
-		}
-		p = c
+		p = p.child(f)
 	}
 	p.whole, p.fields = true, nil
 	return p
+}
+
+// child returns the paths below field f, adding it when absent.
+func (p *Paths) child(f string) *Paths {
+	if p.fields == nil {
+		p.fields = map[string]*Paths{}
+	}
+	c := p.fields[f]
+	if c == nil {
+		c = &Paths{}
+		p.fields[f] = c
+	}
+	return c
 }
 
 func (p *Paths) addRanges(rs ...hcl.Range) {
@@ -103,13 +108,7 @@ func (p *Paths) Merge(q *Paths) {
 		if p.whole {
 			return
 		}
-		if p.fields == nil {
-			p.fields = map[string]*Paths{}
-		}
-		if p.fields[f] == nil {
-			p.fields[f] = &Paths{}
-		}
-		p.fields[f].Merge(c)
+		p.child(f).Merge(c)
 	}
 }
 

@@ -49,6 +49,11 @@ func (o *Output) apply(deltas []node.Delta) {
 		}
 	}
 	o.batches = append(o.batches, deltas)
+	o.signal()
+}
+
+// signal tells Changed's reader of a change.
+func (o *Output) signal() {
 	select {
 	case o.changed <- struct{}{}:
 	default:
@@ -81,10 +86,7 @@ func (o *Output) MarkSynced() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.synced = true
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
+	o.signal()
 }
 
 // Changed is signalled (without blocking, coalesced) after every change.
