@@ -266,11 +266,11 @@ func upsert(r node.Record, at time.Time) node.Delta {
 // holds it, else the value the conflict rule picks.
 func (f *fanIn) resolve(k node.Key, at time.Time) node.Delta {
 	var first, last node.Record
-	holders := 0
+	holders, fi := 0, 0 // fi: the first holder's input
 	for i := range f.held {
 		if r, ok := f.held[i][k]; ok {
 			if holders == 0 {
-				first = r
+				first, fi = r, i
 			}
 			last = r
 			holders++
@@ -300,20 +300,11 @@ func (f *fanIn) resolve(k node.Key, at time.Time) node.Delta {
 	if len(differ) == 0 {
 		f.settle(k)
 	} else {
+		in := f.n.Inputs[fi].Address
 		f.clash(k, fmt.Sprintf("%s holds a value different from %s's; the key keeps %s's (on_conflict = \"error\")",
-			strings.Join(differ, " and "), f.holder(k), f.holder(k)))
+			strings.Join(differ, " and "), in, in))
 	}
 	return upsert(first, at)
-}
-
-// holder names the first input holding k.
-func (f *fanIn) holder(k node.Key) string {
-	for i := range f.held {
-		if _, ok := f.held[i][k]; ok {
-			return f.n.Inputs[i].Address
-		}
-	}
-	return ""
 }
 
 // merge evaluates the merge expression over the values of every input
