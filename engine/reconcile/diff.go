@@ -5,7 +5,8 @@
 package reconcile
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -86,10 +87,5 @@ func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) [
 
 // Sort orders changes by address, then key.
 func Sort(cs []Change) {
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].Address != cs[j].Address {
-			return cs[i].Address < cs[j].Address
-		}
-		return cs[i].Key < cs[j].Key
-	})
+	slices.SortFunc(cs, func(a, b Change) int { return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Key, b.Key)) })
 }
