@@ -19,9 +19,9 @@ import (
 // agent's configuration). The rows: the p99 from a pod change to its entry
 // in every agent's map (goal <= 500 ms), and the memory the agents add to
 // the hub, whose embedded nats-server serves them: RSS measured once the
-// hub is ready with no agent, and again once every agent is synced, per
-// agent. The hub's graph does no work per agent, so what grows is the
-// server's.
+// hub is ready with no agent and again once every agent is synced, each
+// time once the hub is idle (hubSettled), per agent. The hub's graph does no work
+// per agent, so what grows is the server's.
 func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	agents, per := e.opts.Agents, max(1, e.opts.AgentsPerProc)
 	name := fmt.Sprintf("hub + %d agents, %d per process: pod change to every agent's map, p99", agents, per)
@@ -47,7 +47,7 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	if err := waitReady(ctx, client, hub, addr, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	hub0, err := e.hubMemory(client, hub, addr)
+	hub0, _, err := e.hubSettled(ctx, client, hub, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +72,7 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	synced := time.Since(start)
 	e.logf("hub + %d agents in %d processes synced %d pods in %s", agents, len(procs), len(h.pods), synced.Round(time.Millisecond))
-	time.Sleep(2 * time.Second) // the agents' first flow control and heartbeats settle
-	hub1, err := e.hubMemory(client, hub, addr)
+	hub1, settled, err := e.hubSettled(ctx, client, hub, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +105,8 @@ func manyAgents(ctx context.Context, e *Env) ([]Row, error) {
 		hubUS, agentsUS, synced.Round(time.Second), h.watches, watchesAfter, loads)
 	perAgent := func(a, b float64) float64 { return (b - a) * 1024 / float64(agents) }
 	m := measured("P9c", memName, "KB", []float64{perAgent(hub0.rssMB, hub1.rssMB)})
-	m.Note = fmt.Sprintf("hub RSS %.0f -> %.0f MB (no agent -> %d synced); Go heap in use %.0f -> %.0f MB (%.1f KB per agent); goroutines %.0f -> %.0f (%.1f per agent); one run",
-		hub0.rssMB, hub1.rssMB, agents, hub0.heapMB, hub1.heapMB, perAgent(hub0.heapMB, hub1.heapMB),
+	m.Note = fmt.Sprintf("hub RSS %.0f -> %.0f MB (no agent -> %d synced, each read once the hub was idle, %s after sync); Go heap in use %.0f -> %.0f MB (%.1f KB per agent); goroutines %.0f -> %.0f (%.1f per agent); one run",
+		hub0.rssMB, hub1.rssMB, agents, settled.Round(time.Second), hub0.heapMB, hub1.heapMB, perAgent(hub0.heapMB, hub1.heapMB),
 		hub0.goroutines, hub1.goroutines, (hub1.goroutines-hub0.goroutines)/float64(agents))
 	e.logf("hub memory: %s", m.Note)
 	return []Row{r, m}, nil
@@ -122,11 +121,35 @@ func stopAll(ps []*proc) {
 	wg.Wait()
 }
 
+// hubSettled reads the hub's memory once it is idle: right after it is
+// ready or the last agent synced, it may still be sending or answering
+// resent setup requests with its buffers full. It polls every 5 s until
+// the hub used under 5% of a core over an interval, or 3 minutes passed,
+// and says how long it waited.
+func (e *Env) hubSettled(ctx context.Context, c *http.Client, hub *proc, addr string) (hubMem, time.Duration, error) {
+	const every, limit = 5 * time.Second, 3 * time.Minute
+	start := time.Now()
+	for cpu := cpuSeconds(hub); time.Since(start) < limit; {
+		select {
+		case <-ctx.Done():
+			return hubMem{}, 0, ctx.Err()
+		case <-time.After(every):
+		}
+		busy := (cpuSeconds(hub) - cpu) / every.Seconds()
+		if busy < 0.05 {
+			break
+		}
+		cpu = cpuSeconds(hub)
+	}
+	m, err := e.hubMemory(c, hub, addr)
+	return m, time.Since(start), err
+}
+
 // hubMem is what the hub holds at one time.
 type hubMem struct{ rssMB, heapMB, goroutines float64 }
 
-// hubMemory reads the hub's RSS and, from its /metrics, its Go heap in use
-// and its goroutines.
+// hubMemory reads the hub's RSS and, from its /metrics, its Go heap in
+// use and its goroutines.
 func (e *Env) hubMemory(c *http.Client, hub *proc, addr string) (hubMem, error) {
 	var m hubMem
 	var err error
