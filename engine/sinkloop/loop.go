@@ -339,8 +339,7 @@ func (s *state) release(k, tk node.Key, t time.Time) {
 	}
 	s.keys.keepHeld(ks)
 	s.unshare(ks, k)
-	if ks.owners--; ks.owners <= 0 {
-		s.keys.keepHeld(ks)
+	if ks.owners--; ks.owners <= 0 { // its held entry is kept already
 		ks.owners, ks.want = 0, keptEntry{}
 	}
 	s.touch(ks, t)
