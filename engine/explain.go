@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -242,28 +241,18 @@ func gatesOf(g *Graph) []Gate {
 		if n.Kind == node.KindSink {
 			continue
 		}
-		out = append(out, nodeGates(g, n)...)
-	}
-	return out
-}
-
-func nodeGates(g *Graph, n *Node) []Gate {
-	body := n.Spec.Body
-	content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), g.Config.Ctx, n.Block.DeclRange)
-	var out []Gate
-	for _, a := range body.Attrs {
-		info := a.Info()
-		if info.Sensitive || (n.Kind == node.KindTransform && len(info.Roots) == 0) {
-			continue
+		content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), g.Config.Ctx, n.Block.DeclRange)
+		for _, a := range n.Spec.Body.Attrs {
+			info := a.Info()
+			if info.Sensitive || (n.Kind == node.KindTransform && len(info.Roots) == 0) {
+				continue
+			}
+			if attr, ok := content.Attrs[info.Name]; ok {
+				rng := attr.Expr.Range()
+				out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: string(sourceBytes(rng, g.Config))})
+			}
 		}
-		attr, ok := content.Attrs[info.Name]
-		if !ok {
-			continue
-		}
-		rng := attr.Expr.Range()
-		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: string(sourceBytes(rng, g.Config))})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out
 }
 

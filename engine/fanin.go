@@ -219,7 +219,10 @@ func (f *fanIn) handle(i int, ev node.Event) {
 		f.touch(d.Key)
 	}
 	if len(f.order) > 0 {
-		at := lastTime(ev.Deltas)
+		var at time.Time // the union's deltas carry the event's last one's (zero for a Reset)
+		if n := len(ev.Deltas); n > 0 {
+			at = ev.Deltas[n-1].Time
+		}
 		out := make([]node.Delta, 0, len(f.order))
 		for _, k := range f.order {
 			out = append(out, f.resolve(k, at))
@@ -245,15 +248,6 @@ func (f *fanIn) touch(k node.Key) {
 		f.touched[k] = struct{}{}
 		f.order = append(f.order, k)
 	}
-}
-
-// lastTime is the Time of the last delta of an event: the union's deltas
-// carry it (zero for a Reset).
-func lastTime(ds []node.Delta) time.Time {
-	if len(ds) > 0 {
-		return ds[len(ds)-1].Time
-	}
-	return time.Time{}
 }
 
 func upsert(r node.Record, at time.Time) node.Delta {

@@ -38,7 +38,10 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 		}
 		b.Write(s)
 	case t == cty.Number:
-		return appendNumber(b, v)
+		if v.RawEquals(cty.PositiveInfinity) || v.RawEquals(cty.NegativeInfinity) {
+			return errSlowPath // cty's error
+		}
+		b.WriteString(schema.NumberText(v.AsBigFloat())) // as big.Float.Text('f', -1) does
 	case t == cty.Bool:
 		b.WriteString(strconv.FormatBool(v.True()))
 	case t.IsListType(), t.IsSetType(), t.IsTupleType():
@@ -96,15 +99,5 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 	default:
 		return errSlowPath
 	}
-	return nil
-}
-
-// appendNumber writes a number as big.Float.Text('f', -1) does
-// (schema.NumberText).
-func appendNumber(b *bytes.Buffer, v cty.Value) error {
-	if v.RawEquals(cty.PositiveInfinity) || v.RawEquals(cty.NegativeInfinity) {
-		return errSlowPath // cty's error
-	}
-	b.WriteString(schema.NumberText(v.AsBigFloat()))
 	return nil
 }
