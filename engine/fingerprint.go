@@ -236,7 +236,7 @@ func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string
 			refs[i] = secretDigest(r)
 		}
 	}
-	return "expr:" + exprText(e, p.cfg), refs, sensitive
+	return "expr:" + tokensText(e.Range(), p.cfg), refs, sensitive
 }
 
 // usesSensitive reports whether an expression reads a sensitive variable.
@@ -294,12 +294,8 @@ func valueText(v cty.Value) string {
 	return string(ty) + "=" + string(js)
 }
 
-// exprText is an expression's tokens without comments and line layout,
-// so reformatting a file keeps its nodes.
-func exprText(e hcl.Expression, cfg *schema.Config) string {
-	return tokensText(e.Range(), cfg)
-}
-
+// tokensText is the tokens of the text at rng without comments and line
+// layout, so reformatting a file keeps its nodes.
 func tokensText(rng hcl.Range, cfg *schema.Config) string {
 	src := sourceBytes(rng, cfg)
 	if src == nil {

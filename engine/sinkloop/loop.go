@@ -246,7 +246,7 @@ func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) erro
 		case <-tick:
 			s.needFull, s.resync = true, true
 		case <-retry.C:
-			s.dueRetries()
+			s.retries.due(time.Now(), func(ks *keyState) { s.touch(ks, time.Time{}) }) // for the next pass
 		case q := <-s.ask:
 			q(s)
 		}
