@@ -204,13 +204,6 @@ func (c *collection) HeldRecords() []node.Record {
 	return c.snapshotLocked()
 }
 
-// originOf returns the origin of the record at k, or nil.
-func (c *collection) originOf(k node.Key) *node.Origin {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state[k].o
-}
-
 func (c *collection) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -272,7 +265,7 @@ type subscription struct {
 	packed bool
 }
 
-var _ node.Input = (*subscription)(nil)
+var _ node.Poller = (*subscription)(nil)
 
 func (s *subscription) push(deltas []node.Delta, limit int) {
 	if s.dirty {
@@ -299,9 +292,9 @@ func (s *subscription) signal() {
 // Ready is signalled when an event may be available.
 func (s *subscription) Ready() <-chan struct{} { return s.ready }
 
-// poll returns the pending event without blocking; ok is false when there
-// is none. Its values are built outside the lock (unpack).
-func (s *subscription) poll() (node.Event, bool) {
+// Poll implements node.Poller: the pending event, without blocking; ok is
+// false when there is none. Its values are built outside the lock (unpack).
+func (s *subscription) Poll() (node.Event, bool) {
 	ev, ok := s.take()
 	if !s.packed {
 		unpack(ev.Snapshot, ev.Deltas)
@@ -336,7 +329,7 @@ func (s *subscription) take() (node.Event, bool) {
 // Next implements node.Input.
 func (s *subscription) Next(ctx context.Context) (node.Event, error) {
 	for {
-		if ev, ok := s.poll(); ok {
+		if ev, ok := s.Poll(); ok {
 			return ev, nil
 		}
 		select {

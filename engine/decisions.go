@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,9 +45,6 @@ type decisions struct {
 // returned function is called, which returns their details (a reload's
 // warnings).
 func (d *decisions) watchReplaced() func() []string {
-	if d == nil {
-		return func() []string { return nil }
-	}
 	var out []string
 	d.mu.Lock()
 	d.warnings = &out
@@ -94,9 +92,6 @@ func (d *decisions) setGeneration(gen uint64) {
 
 // Decide implements node.Decider.
 func (d *decisions) Decide(x node.Decision) {
-	if d == nil {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if x.Time.IsZero() {
@@ -129,7 +124,7 @@ func (d *decisions) deliverLocked(addr string, r node.DecisionRecorder, x number
 // the backlog it has not seen.
 func (d *decisions) attach(addr string, t node.Target) {
 	r, ok := t.(node.DecisionRecorder)
-	if d == nil || !ok {
+	if !ok {
 		return
 	}
 	d.mu.Lock()
@@ -144,9 +139,6 @@ func (d *decisions) attach(addr string, t node.Target) {
 
 // detach stops handing decisions to the target of addr.
 func (d *decisions) detach(addr string) {
-	if d == nil {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.recorders, addr)
@@ -157,7 +149,7 @@ func (d *decisions) detach(addr string) {
 // write then. A gate never waits for a gate, so two closed audit trails
 // cannot deadlock.
 func (d *decisions) waitGates(ctx context.Context, addr string, h *health, log *slog.Logger, writes int) bool {
-	if d == nil || writes == 0 {
+	if writes == 0 {
 		return true
 	}
 	gates := d.gateSet()
@@ -180,9 +172,6 @@ func (d *decisions) waitGates(ctx context.Context, addr string, h *health, log *
 
 // noteHealth turns sink addr's move into or out of Degraded into a decision.
 func (d *decisions) noteHealth(addr string, h *health) {
-	if d == nil {
-		return
-	}
 	h.mu.Lock()
 	now, detail := h.eng, h.engMsg
 	h.mu.Unlock()
@@ -208,19 +197,11 @@ func (d *decisions) noteDrift(addr string, count int) {
 
 // configLoaded records that the runtime starts with its graph.
 func (r *Runtime) configLoaded() {
-	var names []string
+	var files string
 	if r.g.Config != nil {
-		for f := range r.g.Config.Files {
-			names = append(names, f)
-		}
+		files = strings.Join(slices.Sorted(maps.Keys(r.g.Config.Files)), ",")
 	}
-	sort.Strings(names)
-	files := strings.Join(names, ",")
 	r.dec.Decide(node.Decision{Kind: node.DecisionConfigLoaded,
 		Detail: fmt.Sprintf("configuration loaded with %d nodes", len(r.g.Nodes)),
 		Attrs:  map[string]string{"nodes": strconv.Itoa(len(r.g.Nodes)), "files": files}})
 }
-
-// Decide records a decision taken outside the graph (reload, leader
-// election) with every audit trail of the running graph.
-func (r *Runtime) Decide(d node.Decision) { r.dec.Decide(d) }

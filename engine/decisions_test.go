@@ -105,7 +105,7 @@ func TestDecisionsReachRecorders(t *testing.T) {
 		m.Set("a", str("changed behind our back"))
 		time.Sleep(61 * time.Second) // the periodic full reconcile of sink.mem.m
 		synctest.Wait()
-		h.rt.Decide(node.Decision{Kind: node.DecisionReloadApplied, Detail: "2 nodes replaced"})
+		h.rt.dec.Decide(node.Decision{Kind: node.DecisionReloadApplied, Detail: "2 nodes replaced"})
 		synctest.Wait()
 		want := []node.DecisionKind{node.DecisionConfigLoaded, node.DecisionDriftRepaired, node.DecisionReloadApplied}
 		if d := cmp.Diff(want, rec.kinds()); d != "" {

@@ -80,10 +80,8 @@ func DiffGraphs(old, new *Graph) GraphDiff {
 	old.fingerprints()
 	new.fingerprints()
 	var d GraphDiff
-	seen := map[string]bool{}
 	if new != nil {
 		for _, n := range new.Nodes {
-			seen[n.Address] = true
 			nd := NodeDiff{Address: n.Address, Kind: n.Kind, Action: Added}
 			var o *Node
 			if old != nil {
@@ -103,7 +101,7 @@ func DiffGraphs(old, new *Graph) GraphDiff {
 	}
 	if old != nil {
 		for _, o := range old.Nodes {
-			if !seen[o.Address] {
+			if new == nil || new.Node(o.Address) == nil {
 				d.Nodes = append(d.Nodes, NodeDiff{Address: o.Address, Kind: o.Kind, Action: Removed})
 			}
 		}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -243,38 +241,19 @@ func gatesOf(g *Graph) []Gate {
 		if n.Kind == node.KindSink {
 			continue
 		}
-		out = append(out, nodeGates(g, n)...)
+		content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), g.Config.Ctx, n.Block.DeclRange)
+		for _, a := range n.Spec.Body.Attrs {
+			info := a.Info()
+			if info.Sensitive || (n.Kind == node.KindTransform && len(info.Roots) == 0) {
+				continue
+			}
+			if attr, ok := content.Attrs[info.Name]; ok {
+				rng := attr.Expr.Range()
+				out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: string(sourceBytes(rng, g.Config))})
+			}
+		}
 	}
 	return out
-}
-
-func nodeGates(g *Graph, n *Node) []Gate {
-	body := n.Spec.Body
-	content, _ := schema.Decode(n.Block.Body, n.Spec.FullBody(), g.Config.Ctx, n.Block.DeclRange)
-	var out []Gate
-	for _, a := range body.Attrs {
-		info := a.Info()
-		if info.Sensitive || (n.Kind == node.KindTransform && len(info.Roots) == 0) {
-			continue
-		}
-		attr, ok := content.Attrs[info.Name]
-		if !ok {
-			continue
-		}
-		rng := attr.Expr.Range()
-		out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: configText(g, rng)})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Node < out[j].Node })
-	return out
-}
-
-// configText returns the text of rng in g's configuration.
-func configText(g *Graph, rng hcl.Range) string {
-	f := g.Config.Files[rng.Filename]
-	if f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
-		return ""
-	}
-	return string(rng.SliceBytes(f.Bytes))
 }
 
 // ErrNoKey is returned for an empty key.

@@ -118,15 +118,7 @@ func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 
 // startFanInLocked runs f until its task stops or the other nodes' context
 // ends.
-func (r *Runtime) startFanInLocked(f *fanIn) {
-	ctx, cancel := context.WithCancel(r.restCtx)
-	t := &task{cancel: cancel, done: make(chan struct{})}
-	f.task = t
-	go func() {
-		defer close(t.done)
-		f.run(ctx)
-	}()
-}
+func (r *Runtime) startFanInLocked(f *fanIn) { f.task = startTask(r.restCtx, f.run) }
 
 // stopFanIns stops the unions of nodes, but those in keep, and waits for
 // their goroutines.
@@ -227,7 +219,10 @@ func (f *fanIn) handle(i int, ev node.Event) {
 		f.touch(d.Key)
 	}
 	if len(f.order) > 0 {
-		at := lastTime(ev.Deltas)
+		var at time.Time // the union's deltas carry the event's last one's (zero for a Reset)
+		if n := len(ev.Deltas); n > 0 {
+			at = ev.Deltas[n-1].Time
+		}
 		out := make([]node.Delta, 0, len(f.order))
 		for _, k := range f.order {
 			out = append(out, f.resolve(k, at))
@@ -255,15 +250,6 @@ func (f *fanIn) touch(k node.Key) {
 	}
 }
 
-// lastTime is the Time of the last delta of an event: the union's deltas
-// carry it (zero for a Reset).
-func lastTime(ds []node.Delta) time.Time {
-	if len(ds) > 0 {
-		return ds[len(ds)-1].Time
-	}
-	return time.Time{}
-}
-
 func upsert(r node.Record, at time.Time) node.Delta {
 	d := node.Upsert(r.Key, r.Value, at)
 	d.Origin = r.Origin
@@ -274,11 +260,11 @@ func upsert(r node.Record, at time.Time) node.Delta {
 // holds it, else the value the conflict rule picks.
 func (f *fanIn) resolve(k node.Key, at time.Time) node.Delta {
 	var first, last node.Record
-	holders := 0
+	holders, fi := 0, 0 // fi: the first holder's input
 	for i := range f.held {
 		if r, ok := f.held[i][k]; ok {
 			if holders == 0 {
-				first = r
+				first, fi = r, i
 			}
 			last = r
 			holders++
@@ -308,20 +294,11 @@ func (f *fanIn) resolve(k node.Key, at time.Time) node.Delta {
 	if len(differ) == 0 {
 		f.settle(k)
 	} else {
+		in := f.n.Inputs[fi].Address
 		f.clash(k, fmt.Sprintf("%s holds a value different from %s's; the key keeps %s's (on_conflict = \"error\")",
-			strings.Join(differ, " and "), f.holder(k), f.holder(k)))
+			strings.Join(differ, " and "), in, in))
 	}
 	return upsert(first, at)
-}
-
-// holder names the first input holding k.
-func (f *fanIn) holder(k node.Key) string {
-	for i := range f.held {
-		if _, ok := f.held[i][k]; ok {
-			return f.n.Inputs[i].Address
-		}
-	}
-	return ""
 }
 
 // merge evaluates the merge expression over the values of every input

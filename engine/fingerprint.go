@@ -7,7 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -127,13 +128,8 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	if n.Projection != nil {
 		parts["projection"] = digest(n.Projection.String())
 	}
-	names := make([]string, 0, len(parts))
-	for k := range parts {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	all := make([]string, 0, 2*len(names))
-	for _, k := range names {
+	all := make([]string, 0, 2*len(parts))
+	for _, k := range slices.Sorted(maps.Keys(parts)) {
 		all = append(all, k, parts[k])
 	}
 	n.parts, n.Fingerprint = parts, digest(all...)
@@ -240,7 +236,7 @@ func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string
 			refs[i] = secretDigest(r)
 		}
 	}
-	return "expr:" + exprText(e, p.cfg), refs, sensitive
+	return "expr:" + tokensText(e.Range(), p.cfg), refs, sensitive
 }
 
 // usesSensitive reports whether an expression reads a sensitive variable.
@@ -298,12 +294,8 @@ func valueText(v cty.Value) string {
 	return string(ty) + "=" + string(js)
 }
 
-// exprText is an expression's tokens without comments and line layout,
-// so reformatting a file keeps its nodes.
-func exprText(e hcl.Expression, cfg *schema.Config) string {
-	return tokensText(e.Range(), cfg)
-}
-
+// tokensText is the tokens of the text at rng without comments and line
+// layout, so reformatting a file keeps its nodes.
 func tokensText(rng hcl.Range, cfg *schema.Config) string {
 	src := sourceBytes(rng, cfg)
 	if src == nil {
@@ -325,6 +317,7 @@ func tokensText(rng hcl.Range, cfg *schema.Config) string {
 	return b.String()
 }
 
+// sourceBytes is the text of rng in cfg's files; nil when it has none.
 func sourceBytes(rng hcl.Range, cfg *schema.Config) []byte {
 	if cfg == nil {
 		return nil

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sort"
 	"sync"
 	"time"
 
@@ -77,8 +76,4 @@ func (h *health) status(addr string, synced bool) NodeStatus {
 	defer h.mu.Unlock()
 	s, msg := h.effectiveLocked()
 	return NodeStatus{Address: addr, State: s.String(), Detail: msg, Synced: synced, Since: h.since, Restarts: h.restarts}
-}
-
-func sortStatuses(ns []NodeStatus) {
-	sort.Slice(ns, func(i, j int) bool { return ns[i].Address < ns[j].Address })
 }

@@ -1,8 +1,9 @@
 package engine
 
 import (
+	"maps"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,13 +105,8 @@ func (g *nodeGatherers) set(addr string, reg *prometheus.Registry) {
 
 func (g *nodeGatherers) Gather() ([]*dto.MetricFamily, error) {
 	g.mu.Lock()
-	addrs := make([]string, 0, len(g.regs))
-	for a := range g.regs {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	gs := make(prometheus.Gatherers, 0, len(addrs))
-	for _, a := range addrs {
+	gs := make(prometheus.Gatherers, 0, len(g.regs))
+	for _, a := range slices.Sorted(maps.Keys(g.regs)) {
 		gs = append(gs, g.regs[a])
 	}
 	g.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -125,10 +127,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 // planFile plans a target that renders one file: one change of the file,
 // with its diff, or none.
 func planFile(ctx context.Context, sp *SinkPlan, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
-	entries := make([]node.Entry, 0, len(desired))
-	for _, e := range desired {
-		entries = append(entries, e)
-	}
+	entries := slices.AppendSeq(make([]node.Entry, 0, len(desired)), maps.Values(desired))
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
 	f, err := fp.PlanFile(ctx, entries)
 	if err != nil {
@@ -201,22 +200,10 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 
 // originsOf names the source objects of input keys ks of sink n, sorted.
 func (r *Runtime) originsOf(n *Node, ks []node.Key) []string {
-	ins := n.Inputs
-	if len(ins) == 0 {
-		ins = []*Node{n.Input}
-	}
 	var out []string
 	for _, k := range ks {
-		for _, in := range ins {
-			if len(ins) > 1 && !r.outs[in].has(k) {
-				continue
-			}
-			o, ok := r.originOf(in, k)
-			if !ok {
-				continue
-			}
+		if o, ok := r.originOf(n, k); ok {
 			out = append(out, o)
-			break
 		}
 	}
 	sort.Strings(out)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"time"
 
@@ -119,7 +120,6 @@ func (r *Runtime) Run(ctx context.Context) error {
 	restCtx, stopRest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRest()
 	r.configLoaded()
-	defer r.waitFanIns()
 	r.mu.Lock()
 	r.srcCtx, r.restCtx = srcCtx, restCtx
 	for _, f := range r.fanins {
@@ -141,22 +141,6 @@ func (r *Runtime) Run(ctx context.Context) error {
 	return nil
 }
 
-// waitFanIns waits for the unions' goroutines to end, once the other
-// nodes' context ended and no reload can start.
-func (r *Runtime) waitFanIns() {
-	r.mu.RLock()
-	var ts []*task
-	for _, f := range r.fanins {
-		if f.task != nil {
-			ts = append(ts, f.task)
-		}
-	}
-	r.mu.RUnlock()
-	for _, t := range ts {
-		<-t.done
-	}
-}
-
 // task is one supervised node goroutine.
 type task struct {
 	cancel context.CancelFunc
@@ -168,6 +152,17 @@ func (t *task) stop() {
 	<-t.done
 }
 
+// startTask runs fn in a goroutine of its own with a child of parent.
+func startTask(parent context.Context, fn func(context.Context)) *task {
+	ctx, cancel := context.WithCancel(parent)
+	t := &task{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		fn(ctx)
+	}()
+	return t
+}
+
 // startLocked runs n under supervision in a context of its own, a child of
 // the sources' or of the other nodes' context.
 func (r *Runtime) startLocked(n *Node) *task {
@@ -175,22 +170,22 @@ func (r *Runtime) startLocked(n *Node) *task {
 	if n.Kind == node.KindSource {
 		parent = r.srcCtx
 	}
-	ctx, cancel := context.WithCancel(parent)
-	t := &task{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(t.done)
-		r.supervise(ctx, n)
-	}()
-	return t
+	return startTask(parent, func(ctx context.Context) { r.supervise(ctx, n) })
 }
 
-// wait waits for the tasks of the given kind ("" for all) to end.
+// wait waits for the tasks of the given kind ("" for all, the unions'
+// goroutines included) to end.
 func (r *Runtime) wait(kind node.Kind) {
 	r.mu.RLock()
 	var ts []*task
 	for n, t := range r.tasks {
 		if kind == "" || n.Kind == kind {
 			ts = append(ts, t)
+		}
+	}
+	for _, f := range r.fanins {
+		if kind == "" && f.task != nil {
+			ts = append(ts, f.task)
 		}
 	}
 	r.mu.RUnlock()
@@ -343,19 +338,6 @@ func (r *Runtime) Readiness() Readiness {
 		out.Ready = out.Ready && st.Ready
 		out.Nodes = append(out.Nodes, st)
 	}
-	sortStatuses(out.Nodes)
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
 	return out
-}
-
-// Snapshot returns a copy of a node's output collection (sources and transforms).
-func (r *Runtime) Snapshot(addr string) ([]node.Record, bool) {
-	r.mu.RLock()
-	n := r.g.Node(addr)
-	c := r.outs[n]
-	r.mu.RUnlock()
-	if n == nil || c == nil {
-		return nil, false
-	}
-	recs, _, _ := c.snapshot()
-	return recs, true
 }

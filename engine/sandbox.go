@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -204,21 +203,6 @@ func (sb *Sandbox) SinkWrites(addr string) ([]AppliedEntry, error) {
 	}
 	return m.takeWrites(), nil
 }
-
-// Sinks lists the addresses of the graph's sinks, sorted.
-func (sb *Sandbox) Sinks() []string {
-	out := make([]string, 0, len(sb.mems))
-	for a := range sb.mems {
-		out = append(out, a)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Poll implements node.Poller: the pending event, without blocking.
-func (s *subscription) Poll() (node.Event, bool) { return s.poll() }
-
-var _ node.Poller = (*subscription)(nil)
 
 // SinkContent is the document a sink that renders one (node.Renderer)
 // would write for what its target holds; ok is false for other sinks.

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -70,10 +72,7 @@ func (m *memTarget) Close() error { return nil }
 func (m *memTarget) entries() []node.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]node.Entry, 0, len(m.state))
-	for _, e := range m.state {
-		out = append(out, e)
-	}
+	out := slices.AppendSeq(make([]node.Entry, 0, len(m.state)), maps.Values(m.state))
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }

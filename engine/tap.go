@@ -82,11 +82,11 @@ func (p *tapPort) deltas(ds []node.Delta, gen uint64) {
 // tapped publishes one entry the sink's target applied, with the origin
 // of the input record behind an upsert.
 func (s *sink) tapped(e node.Entry, del bool) {
-	var o *node.Origin
+	var rec node.Record
 	if !del {
-		o = s.in.originOf(e.Key)
+		rec, _ = s.in.Held(e.Key)
 	}
-	s.tap.applied(e, del, o)
+	s.tap.applied(e, del, rec.Origin)
 }
 
 // applied publishes one entry a sink's target applied.

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
@@ -37,7 +38,10 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 		}
 		b.Write(s)
 	case t == cty.Number:
-		return appendNumber(b, v)
+		if v.RawEquals(cty.PositiveInfinity) || v.RawEquals(cty.NegativeInfinity) {
+			return errSlowPath // cty's error
+		}
+		b.WriteString(schema.NumberText(v.AsBigFloat())) // as big.Float.Text('f', -1) does
 	case t == cty.Bool:
 		b.WriteString(strconv.FormatBool(v.True()))
 	case t.IsListType(), t.IsSetType(), t.IsTupleType():
@@ -78,13 +82,8 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 		b.WriteByte('}')
 	case t.IsObjectType():
 		atys := t.AttributeTypes()
-		names := make([]string, 0, len(atys))
-		for k := range atys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
 		b.WriteByte('{')
-		for i, k := range names {
+		for i, k := range slices.Sorted(maps.Keys(atys)) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -100,15 +99,5 @@ func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 	default:
 		return errSlowPath
 	}
-	return nil
-}
-
-// appendNumber writes a number as big.Float.Text('f', -1) does
-// (schema.NumberText).
-func appendNumber(b *bytes.Buffer, v cty.Value) error {
-	if v.RawEquals(cty.PositiveInfinity) || v.RawEquals(cty.NegativeInfinity) {
-		return errSlowPath // cty's error
-	}
-	b.WriteString(schema.NumberText(v.AsBigFloat()))
 	return nil
 }

@@ -1,5 +1,10 @@
 package node
 
+import (
+	"maps"
+	"slices"
+)
+
 // Holder is an Output that can be read back. The engine's outputs are
 // Holders, so a transform whose state is what it has published
 // (debounce, grace_period) reads that state there instead of keeping a
@@ -55,9 +60,5 @@ func (h *holding) Held(k Key) (Record, bool) {
 }
 
 func (h *holding) HeldRecords() []Record {
-	out := make([]Record, 0, len(h.state))
-	for _, r := range h.state {
-		out = append(out, r)
-	}
-	return out
+	return slices.AppendSeq(make([]Record, 0, len(h.state)), maps.Values(h.state))
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,18 +51,23 @@ func (p *Paths) add(path []string) *Paths {
 		if p.whole {
 			return nil
 		}
-		if p.fields == nil {
-			p.fields = map[string]*Paths{}
-		}
-		c := p.fields[f]
-		if c == nil {
-			c = &Paths{}
-			p.fields[f] = c
-		}
-		p = c
+		p = p.child(f)
 	}
 	p.whole, p.fields = true, nil
 	return p
+}
+
+// child returns the paths below field f, adding it when absent.
+func (p *Paths) child(f string) *Paths {
+	if p.fields == nil {
+		p.fields = map[string]*Paths{}
+	}
+	c := p.fields[f]
+	if c == nil {
+		c = &Paths{}
+		p.fields[f] = c
+	}
+	return c
 }
 
 func (p *Paths) addRanges(rs ...hcl.Range) {
@@ -85,12 +92,7 @@ func (p *Paths) Fields() []string {
 	if p.Whole() {
 		return nil
 	}
-	out := make([]string, 0, len(p.fields))
-	for f := range p.fields {
-		out = append(out, f)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.fields))
 }
 
 // Merge adds every path of q to p.
@@ -106,13 +108,7 @@ func (p *Paths) Merge(q *Paths) {
 		if p.whole {
 			return
 		}
-		if p.fields == nil {
-			p.fields = map[string]*Paths{}
-		}
-		if p.fields[f] == nil {
-			p.fields[f] = &Paths{}
-		}
-		p.fields[f].Merge(c)
+		p.child(f).Merge(c)
 	}
 }
 

@@ -2,7 +2,8 @@ package node
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -229,12 +230,7 @@ func (r *Registry) Lookup(k Kind, typ string) (Spec, bool) {
 
 // Types returns the sorted type names of a kind.
 func (r *Registry) Types(k Kind) []string {
-	out := make([]string, 0, len(r.specs[k]))
-	for t := range r.specs[k] {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.specs[k]))
 }
 
 // All returns every spec sorted by kind (source, transform, sink) then type.

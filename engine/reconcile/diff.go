@@ -5,9 +5,8 @@
 package reconcile
 
 import (
-	"sort"
-
-	"github.com/zclconf/go-cty/cty"
+	"cmp"
+	"slices"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -43,12 +42,6 @@ type Change struct {
 	Old     node.Entry
 	New     node.Entry
 }
-
-// Before is the value the target holds, cty.NilVal for a create.
-func (c Change) Before() cty.Value { return c.Old.Value }
-
-// After is the value the target should hold, cty.NilVal for a delete.
-func (c Change) After() cty.Value { return c.New.Value }
 
 // Decide is the rule of every reconcile, full or incremental, run or plan:
 // what to do with one key given the entry the input wants there (if
@@ -94,10 +87,5 @@ func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) [
 
 // Sort orders changes by address, then key.
 func Sort(cs []Change) {
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].Address != cs[j].Address {
-			return cs[i].Address < cs[j].Address
-		}
-		return cs[i].Key < cs[j].Key
-	})
+	slices.SortFunc(cs, func(a, b Change) int { return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Key, b.Key)) })
 }

@@ -38,7 +38,7 @@ func TestDiff(t *testing.T) {
 			changes := Diff("sink.x.y", desired, actual, tc.prune)
 			Sort(changes)
 			for _, c := range changes {
-				got = append(got, row{c.Action.String(), c.Key, str(c.Before()), str(c.After())})
+				got = append(got, row{c.Action.String(), c.Key, str(c.Old.Value), str(c.New.Value)})
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Fatalf("(-want +got)\n%s", d)

@@ -270,20 +270,9 @@ func (s *state) armRetry(t *time.Timer) {
 	t.Reset(time.Until(next))
 }
 
-// dueRetries lists every key whose retry is due for the next pass.
-func (s *state) dueRetries() {
-	s.retries.due(time.Now(), func(ks *keyState) { s.touch(ks, time.Time{}) })
-}
-
 // Backoff is exponential from 100ms to 30s: the wait before the next
-// attempt of a failed write, full read or node run.
+// attempt of a failed write, full read or node run (100ms doubled once
+// per earlier attempt; the ninth doubling passes 30s).
 func Backoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond
-	for i := 0; i < attempt && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	if d > 30*time.Second {
-		d = 30 * time.Second
-	}
-	return d
+	return min(100*time.Millisecond<<min(max(attempt, 0), 9), 30*time.Second)
 }

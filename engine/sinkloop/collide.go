@@ -94,7 +94,7 @@ func (s *state) unshare(ks *keyState, in node.Key) bool {
 			ks.want = m[ks.key]
 		}
 		delete(s.shared.by, ks.key)
-		s.settleShared(ks.key)
+		delete(s.shared.clashes, ks.key)
 		return len(m) > 0
 	}
 	s.decideShared(ks, m)
@@ -109,19 +109,13 @@ func (s *state) decideShared(ks *keyState, m map[node.Key]keptEntry) {
 	i, why := PickOwner(s.cfg.OnConflict, os)
 	ks.want = m[os[i].In]
 	if why == "" {
-		s.settleShared(ks.key)
+		delete(s.shared.clashes, ks.key)
 		return
 	}
 	if _, was := s.shared.clashes[ks.key]; !was {
 		s.log.Warn("input keys conflict on a target key", "key", ks.key, "err", why)
 	}
 	s.shared.clashes[ks.key] = why
-}
-
-func (s *state) settleShared(tk node.Key) {
-	if s.shared.clashes != nil {
-		delete(s.shared.clashes, tk)
-	}
 }
 
 // sharedConflict returns why target key tk is in conflict, if it is.

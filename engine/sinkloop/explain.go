@@ -45,28 +45,6 @@ func (l *Loop) Explain(ctx context.Context, key node.Key) (e Entry, found, answe
 	return e, found, answered
 }
 
-// Bookkeeping is how a running loop keeps what its target holds, for
-// tests: keys waiting to be indexed, keys indexed, whether the index is
-// laid out in the order of a read, and keys keeping a held entry other
-// than the one they want.
-type Bookkeeping struct {
-	Pending, Indexed int
-	Ordered          bool
-	OwnHeld          int
-}
-
-// Bookkeeping returns the running loop's Bookkeeping; ok is false when
-// ctx ended first.
-func (l *Loop) Bookkeeping(ctx context.Context) (b Bookkeeping, ok bool) {
-	ok = l.inspect(ctx, func(s *state) {
-		b = Bookkeeping{Pending: len(s.pending), OwnHeld: s.keys.ownN}
-		if s.heldIdx != nil {
-			b.Indexed, b.Ordered = s.heldIdx.Len(), s.heldIdx.Ordered()
-		}
-	})
-	return b, ok
-}
-
 // inspect runs q on the running loop's goroutine and reports whether it
 // ran before ctx ended.
 func (l *Loop) inspect(ctx context.Context, q func(*state)) bool {

@@ -246,7 +246,7 @@ func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) erro
 		case <-tick:
 			s.needFull, s.resync = true, true
 		case <-retry.C:
-			s.dueRetries()
+			s.retries.due(time.Now(), func(ks *keyState) { s.touch(ks, time.Time{}) }) // for the next pass
 		case q := <-s.ask:
 			q(s)
 		}
@@ -303,16 +303,8 @@ func (s *state) put(r node.Record, t time.Time) {
 	}
 	k := s.keep(&e)
 	old, had := s.targetOf(r.Key)
-	if had && old == e.Key {
-		ks := s.keys.get(e.Key)
-		s.keys.keepHeld(ks)
-		if !s.share(ks, r.Key, k) {
-			ks.want = k
-		}
-		s.touch(ks, t)
-		return
-	}
-	if had {
+	moved := !had || old != e.Key // r.Key becomes an owner of e.Key
+	if had && moved {
 		s.release(r.Key, old, t)
 	}
 	ks := s.stateOf(e.Key)
@@ -320,11 +312,13 @@ func (s *state) put(r node.Record, t time.Time) {
 	if !s.share(ks, r.Key, k) {
 		ks.want = k
 	}
-	ks.owners++
-	if e.Key == r.Key {
-		ks.self = true
-	} else {
-		s.alias[r.Key] = e.Key
+	if moved {
+		ks.owners++
+		if e.Key == r.Key {
+			ks.self = true
+		} else {
+			s.alias[r.Key] = e.Key
+		}
 	}
 	s.touch(ks, t)
 }
@@ -345,8 +339,7 @@ func (s *state) release(k, tk node.Key, t time.Time) {
 	}
 	s.keys.keepHeld(ks)
 	s.unshare(ks, k)
-	if ks.owners--; ks.owners <= 0 {
-		s.keys.keepHeld(ks)
+	if ks.owners--; ks.owners <= 0 { // its held entry is kept already
 		ks.owners, ks.want = 0, keptEntry{}
 	}
 	s.touch(ks, t)
@@ -456,13 +449,7 @@ func (s *state) standby() bool {
 	if !ok {
 		s.term = 0
 		s.needFull, s.walked = false, false
-		for _, ref := range s.dirty {
-			if ks := s.keys.at(ref); ks != nil && ks.dirty {
-				ks.dirty = false
-				s.forget(ks)
-			}
-		}
-		s.dirty = s.dirty[:0]
+		s.takeDirty(s.forget)
 		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
 			s.retries.remove(ks)
 			ks.fail = nil

@@ -2,7 +2,8 @@ package nodetest
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/zclconf/go-cty/cty"
@@ -48,6 +49,11 @@ func (o *Output) apply(deltas []node.Delta) {
 		}
 	}
 	o.batches = append(o.batches, deltas)
+	o.signal()
+}
+
+// signal tells Changed's reader of a change.
+func (o *Output) signal() {
 	select {
 	case o.changed <- struct{}{}:
 	default:
@@ -80,10 +86,7 @@ func (o *Output) MarkSynced() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.synced = true
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
+	o.signal()
 }
 
 // Changed is signalled (without blocking, coalesced) after every change.
@@ -100,11 +103,7 @@ func (o *Output) Synced() bool {
 func (o *Output) State() map[node.Key]cty.Value {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make(map[node.Key]cty.Value, len(o.state))
-	for k, v := range o.state {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(o.state)
 }
 
 // Held implements node.Holder; values are as the Output keeps them,
@@ -131,11 +130,8 @@ func (o *Output) HeldRecords() []node.Record {
 func (o *Output) Keys() []node.Key {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]node.Key, 0, len(o.state))
-	for k := range o.state {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]node.Key, 0, len(o.state)), maps.Keys(o.state))
+	slices.Sort(out)
 	return out
 }
 

@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/zclconf/go-cty/cty"
@@ -85,22 +86,15 @@ func (m *MemSink) Open(_ context.Context, env node.Env, _ node.Mode) (node.Targe
 func (m *MemSink) State() map[node.Key]cty.Value {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[node.Key]cty.Value, len(m.state))
-	for k, v := range m.state {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m.state)
 }
 
 // Keys returns the sorted keys of the target.
 func (m *MemSink) Keys() []node.Key {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]node.Key, 0, len(m.state))
-	for k := range m.state {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]node.Key, 0, len(m.state)), maps.Keys(m.state))
+	slices.Sort(out)
 	return out
 }
 
@@ -202,21 +196,13 @@ var _ node.Chunked = (*scanTarget)(nil)
 // UpdateData implements node.Chunked: Update of the entries Prepare
 // made with these Data.
 func (t *scanTarget) UpdateData(ctx context.Context, data []byte, width int, errs []error) {
-	batch, at := t.byData(data, width, errs)
-	t.Update(ctx, batch)
-	for j, i := range at {
-		errs[i] = batch[j].Err
-	}
+	t.byData(ctx, t.Update, data, width, errs)
 }
 
 // DeleteData implements node.Chunked: Delete of the entries prepared or
 // read with these Data.
 func (t *scanTarget) DeleteData(ctx context.Context, data []byte, width int, errs []error) {
-	batch, at := t.byData(data, width, errs)
-	t.Delete(ctx, batch)
-	for j, i := range at {
-		errs[i] = batch[j].Err
-	}
+	t.byData(ctx, t.Delete, data, width, errs)
 }
 
 // ValueOf implements node.Chunked: the Value of the entry prepared or
@@ -227,9 +213,9 @@ func (t *scanTarget) ValueOf(d []byte) cty.Value {
 	return t.m.prepared[string(d)].Value
 }
 
-// byData returns the entries with the len(errs) Data in data, and the
-// index of each in errs; it fails those it never made.
-func (t *scanTarget) byData(data []byte, width int, errs []error) ([]node.Entry, []int) {
+// byData writes with op the entries with the len(errs) Data in data,
+// setting each one's outcome in errs; it fails those it never made.
+func (t *scanTarget) byData(ctx context.Context, op func(context.Context, []node.Entry), data []byte, width int, errs []error) {
 	batch := make([]node.Entry, 0, len(errs))
 	at := make([]int, 0, len(errs))
 	t.m.mu.Lock()
@@ -243,7 +229,10 @@ func (t *scanTarget) byData(data []byte, width int, errs []error) ([]node.Entry,
 		batch, at = append(batch, e), append(at, i)
 	}
 	t.m.mu.Unlock()
-	return batch, at
+	op(ctx, batch)
+	for j, i := range at {
+		errs[i] = batch[j].Err
+	}
 }
 
 // ScanActual implements node.Chunked over Actual's entries, one entry per

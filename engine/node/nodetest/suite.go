@@ -3,7 +3,7 @@ package nodetest
 import (
 	"context"
 	"errors"
-	"sort"
+	"slices"
 	"testing"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -66,7 +66,7 @@ func RunTargetSuite(t *testing.T, open func(t *testing.T) node.Target, records [
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := keys(actual), keys(es); !equal(got, want) {
+		if got, want := keys(actual), keys(es); !slices.Equal(got, want) {
 			t.Fatalf("Actual keys %v, want %v", got, want)
 		}
 		for _, a := range actual {
@@ -103,18 +103,6 @@ func keys(es []node.Entry) []string {
 	for i, e := range es {
 		out[i] = e.Key
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
