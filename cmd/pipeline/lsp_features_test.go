@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,6 +243,41 @@ func TestLSPCompletion(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLSPCompletionAfterPause completes after the server indexed a text
+// that does not parse (a pause in typing, a hover): the parser dropped the
+// block being typed in, and its declaration comes from the document's last
+// parse without errors; a block added since (the locals) still counts.
+func TestLSPCompletionAfterPause(t *testing.T) {
+	main := filepath.Join(copyExample(t, "flagship"), "main.hcl")
+	src := readString(t, main)
+	c := startLSP(t)
+	c.open(main, src)
+	c.waitDiags(main, func([]protocol.Diagnostic) bool { return true })
+	src += "\nlocals {\n  base = \"10.0.0.0/8\"\n}\n\nsink \"\n"
+	j := strings.Index(src, "  max_entries")
+	paused := src[:j] + "  type        = \"\n" + src[j:] // the parser skips the blocks after it
+	i := strings.Index(src, "  jetstream")
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"  subject   = record.value.", []string{"namespace", "pod"}},
+		{"  subject   = local.", []string{"base"}},
+	} {
+		c.change(main, paused)
+		var hover json.RawMessage
+		c.at(protocol.MethodTextDocumentHover, main, posOf(t, paused, "  type        = \"\n", 2), &hover) // indexes the broken text
+		text := src[:i] + tc.line + "\n" + src[i:]
+		c.change(main, text)
+		got := labels(c.complete(main, posOf(t, text, tc.line+"\n", len(tc.line))))
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s: %q missing from %v", tc.line, w, got)
+			}
+		}
 	}
 }
 

@@ -164,7 +164,7 @@ func (s *Server) keepParses(dir string, files map[string]*hcl.File, diags hcl.Di
 		if p := s.cache[name]; p == nil || !bytes.Equal(p.text.src, src) {
 			p = &parsed{name: name, text: newText(src)}
 			p.setBody(body)
-			s.cache[name] = p
+			s.cache[name], s.good[name] = p, p
 		}
 		s.mu.Unlock()
 	}

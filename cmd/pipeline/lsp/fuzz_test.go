@@ -27,7 +27,7 @@ func testServer() *Server {
 	return &Server{opts: Options{Registry: reg, Format: func(string, []byte) ([]byte, error) { return nil, nil },
 		Check: func(string, map[string][]byte) Checked { return Checked{} }},
 		funcs: schema.Functions(".", nil), docs: map[string][]byte{}, versions: map[string]int32{},
-		cache: map[string]*parsed{}, indexed: map[string]*workspace{}, dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}, kick: make(chan struct{}, 1)}
+		cache: map[string]*parsed{}, indexed: map[string]*workspace{}, good: map[string]*parsed{}, sound: map[string]*workspace{}, dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}, kick: make(chan struct{}, 1)}
 }
 
 const fuzzSeed = `variable "v" { default = "x" }

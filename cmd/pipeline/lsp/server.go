@@ -64,6 +64,8 @@ type Server struct {
 	versions  map[string]int32           // their versions
 	cache     map[string]*parsed         // last parse of each file read
 	indexed   map[string]*workspace      // last workspace of each document
+	good      map[string]*parsed         // last parse of each file without errors
+	sound     map[string]*workspace      // the declarations of good[name] alone
 	dirty     map[string]bool            // configuration directories to check
 	published map[string]map[string]bool // per directory, the files given diagnostics
 	built     map[string]map[string]any  // per directory, the nodes the last check that compiled built
@@ -78,6 +80,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 	s := &Server{opts: opts, funcs: schema.Functions(".", nil), log: opts.Logger,
 		kick: make(chan struct{}, 1), exit: make(chan struct{}),
 		docs: map[string][]byte{}, versions: map[string]int32{}, cache: map[string]*parsed{}, indexed: map[string]*workspace{},
+		good: map[string]*parsed{}, sound: map[string]*workspace{},
 		dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -317,17 +320,42 @@ func (s *Server) snapshot(u protocol.DocumentURI) (*workspace, *parsed) {
 // is not parsed again (tens of milliseconds for thousands of blocks) but
 // that parse stands for it (parsed.edited): the cursor's surroundings are
 // lexed from the current text, references and fields come from the blocks
-// as they were. The check after typing pauses refreshes the parse.
+// as they were. The check after typing pauses refreshes the parse. A parse
+// with errors may have dropped the block being typed in (the parser skips
+// a block it cannot read), so its declarations are filled from the
+// document's last parse without errors.
 func (s *Server) quickSnapshot(u protocol.DocumentURI) (*workspace, *parsed) {
 	name := docName(u)
 	s.mu.Lock()
 	src, open := s.docs[name]
 	old, last := s.cache[name], s.indexed[name]
 	s.mu.Unlock()
+	w, f := last, (*parsed)(nil)
 	if !open || old == nil || last == nil || last.file(name) != old || bytes.Equal(old.text.src, src) {
-		return s.snapshot(u)
+		w, f = s.snapshot(u)
+	} else {
+		f = old.edited(src)
 	}
-	return last, old.edited(src)
+	if wf := w.file(name); wf != nil && wf.broken {
+		if sound := s.soundOf(name); sound != nil {
+			w = w.filled(sound)
+		}
+	}
+	return w, f
+}
+
+// soundOf is the workspace of name's last parse without errors alone.
+func (s *Server) soundOf(name string) *workspace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, w := s.good[name], s.sound[name]
+	if g == nil || w != nil && w.files[0] == g {
+		return w
+	}
+	w = &workspace{dir: filepath.Dir(name), files: []*parsed{g}}
+	w.index()
+	s.sound[name] = w
+	return w
 }
 
 // parsed returns the parse of src, reusing the last one of the same text.
@@ -341,6 +369,9 @@ func (s *Server) parsed(name string, src []byte) *parsed {
 	p = parse(name, src)
 	s.mu.Lock()
 	s.cache[name] = p
+	if !p.broken {
+		s.good[name] = p
+	}
 	s.mu.Unlock()
 	return p
 }

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,9 @@ type parsed struct {
 	// spans are the ranges of the top-level blocks in text; only their
 	// byte offsets are read (cursorAt).
 	spans []hcl.Range
+	// broken says the text did not parse: body holds what the parser
+	// could read of it.
+	broken bool
 	// refList holds the references of body, found on first use (refs).
 	refsOnce sync.Once
 	refList  []ref
@@ -64,11 +68,12 @@ type workspace struct {
 
 // parse parses src, refusing input nested too deeply for the parser.
 func parse(name string, src []byte) *parsed {
-	p := &parsed{name: name, text: newText(src), body: &hclsyntax.Body{}}
+	p := &parsed{name: name, text: newText(src), body: &hclsyntax.Body{}, broken: true}
 	if schema.CheckNesting(src, name).HasErrors() {
 		return p
 	}
-	f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	p.broken = diags.HasErrors()
 	if f != nil {
 		if b, ok := f.Body.(*hclsyntax.Body); ok {
 			p.setBody(b)
@@ -217,6 +222,18 @@ func refTarget(tr hcl.Traversal) (string, hcl.Range, bool) {
 		key += "." + a.Name
 	}
 	return key, hcl.RangeBetween(tr[0].SourceRange(), tr[steps-1].SourceRange()), true
+}
+
+// filled is w with the declarations of an earlier workspace that w lacks.
+func (w *workspace) filled(from *workspace) *workspace {
+	out := *w
+	out.decls = maps.Clone(w.decls)
+	for k, d := range from.decls {
+		if _, ok := out.decls[k]; !ok {
+			out.decls[k] = d
+		}
+	}
+	return &out
 }
 
 // within reports whether off lies in r (ends included, so that a cursor
