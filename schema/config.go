@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // Kind is the top-level block kind of a graph node.
@@ -142,6 +143,7 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 	}
 	var parsed []*hcl.File
 	var total int64
+	blocks := 0 // top-level blocks parsed so far
 	for _, name := range files {
 		if st, err := os.Stat(name); err == nil {
 			if total += st.Size(); total > MaxConfigTotalBytes {
@@ -154,6 +156,13 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 		diags = append(diags, d...)
 		if f != nil {
 			parsed = append(parsed, f)
+			// Over the budget in blocks alone: the files after it are not
+			// parsed (build counts the local values too).
+			if b, ok := f.Body.(*hclsyntax.Body); ok {
+				if blocks += len(b.Blocks); blocks > MaxConfigBlocks {
+					return nil, append(diags, tooManyBlocks(f))
+				}
+			}
 		}
 	}
 	if diags.HasErrors() {

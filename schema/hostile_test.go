@@ -72,6 +72,23 @@ func TestConfigurationBudget(t *testing.T) {
 		t.Errorf("%d blocks: %v", MaxConfigBlocks+1, diags)
 	}
 
+	// Past the budget in blocks, the files after it are not parsed: the
+	// syntax error of the last one is never seen.
+	dir = t.TempDir()
+	b.Reset()
+	for i := range MaxConfigBlocks/2 + 1 {
+		fmt.Fprintf(&b, "variable \"v%d\" {}\n", i)
+	}
+	for i, src := range []string{b.String(), strings.ReplaceAll(b.String(), `"v`, `"w`), "locals {\n"} {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.hcl", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, diags = NewLoader().Load([]string{dir}, Options{Environ: []string{}})
+	if len(diags) != 1 || diags[0].Summary != "Too many blocks" || diags[0].Subject.Filename != filepath.Join(dir, "f1.hcl") {
+		t.Errorf("%d blocks in two files and a third that does not parse: %v", MaxConfigBlocks+2, diags)
+	}
+
 	dir = t.TempDir()
 	for i := range MaxConfigFiles + 1 {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d.hcl", i)), []byte(fmt.Sprintf("locals {\n  l%d = 1\n}\n", i)), 0o644); err != nil {
