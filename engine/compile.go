@@ -255,10 +255,14 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 	}
 	// A node in a cycle is kept (so later checks see it) but its input is cut.
 	if diags.HasErrors() {
+		pos := make(map[*Node]int, len(order))
+		for i, n := range order {
+			pos[n] = i
+		}
 		for _, n := range order {
 			kept, ranges := n.Inputs[:0], n.inputRanges[:0]
 			for i, in := range n.Inputs {
-				if slices.Index(order, in) <= slices.Index(order, n) { // a self-loop is kept
+				if pos[in] <= pos[n] { // a self-loop is kept
 					kept, ranges = append(kept, in), append(ranges, n.inputRanges[i])
 				}
 			}
