@@ -1,18 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
 
 // launched is a pipeline run started by a test.
 type launched struct {
-	addr   string       // where /metrics, /healthz and /readyz answer
-	stderr bytes.Buffer // its logs (json, info)
+	addr   string             // where /metrics, /healthz and /readyz answer
+	stderr nodetest.LogBuffer // its logs (json, info), read while the run writes them
 	cancel context.CancelFunc
 	done   chan error
 }
