@@ -104,9 +104,6 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			n.Inputs = append(n.Inputs, up)
 			n.inputRanges = append(n.inputRanges, n.elemRange(i))
 		}
-		if len(n.Inputs) > 0 {
-			n.Input = n.Inputs[0]
-		}
 	}
 	order, d := topoSort(all)
 	diags = append(diags, d...)
@@ -266,10 +263,7 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 					kept, ranges = append(kept, in), append(ranges, n.inputRanges[i])
 				}
 			}
-			n.Inputs, n.inputRanges, n.Input = kept, ranges, nil
-			if len(kept) > 0 {
-				n.Input = kept[0]
-			}
+			n.Inputs, n.inputRanges = kept, ranges
 		}
 	}
 	return order, diags

@@ -101,7 +101,7 @@ func (r *Runtime) inputOf(n *Node) *collection {
 	if f := r.fanins[n]; f != nil {
 		return f.out
 	}
-	return r.outs[n.Input]
+	return r.outs[n.Input()]
 }
 
 // runFanIns starts every union's goroutine on wg; they stop when ctx ends.

@@ -113,8 +113,7 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	for _, bt := range body.Blocks {
 		parts[bt.Name] = fp.blocks(bt, content)
 	}
-	switch {
-	case n.FanIn():
+	if len(n.Inputs) > 0 {
 		// Every input counts: a union whose second input is rebuilt is
 		// rebuilt too, with its consumer.
 		ins := make([]string, 0, 2*len(n.Inputs))
@@ -122,8 +121,6 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 			ins = append(ins, in.Address, in.Fingerprint)
 		}
 		parts["input"] = digest(ins...)
-	case n.Input != nil:
-		parts["input"] = digest(n.Input.Address, n.Input.Fingerprint)
 	}
 	if n.Projection != nil {
 		parts["projection"] = digest(n.Projection.String())

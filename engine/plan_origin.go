@@ -56,12 +56,8 @@ func (r *Runtime) originOf(n *Node, k node.Key) (string, bool) {
 			return "", false
 		}
 	}
-	ins := n.Inputs
-	if len(ins) == 0 && n.Input != nil {
-		ins = []*Node{n.Input}
-	}
-	for _, in := range ins {
-		if len(ins) > 1 && !r.outs[in].has(k) {
+	for _, in := range n.Inputs {
+		if n.FanIn() && !r.outs[in].has(k) {
 			continue
 		}
 		if s, ok := r.originOf(in, k); ok {

@@ -116,7 +116,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 	if sp.AppendOnly {
 		sp.Projected = 0 // an append-only target holds no state to count
 	}
-	for up := n.Input; up != nil; up = up.Input {
+	for up := n.Input(); up != nil; up = up.Input() {
 		if p, ok := up.Impl().(node.PendingLister); ok {
 			sp.Pending = append(sp.Pending, p.Pending()...)
 		}

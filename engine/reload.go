@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -187,19 +186,6 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	}
 	rec.Result = ReloadApplied
 	return r.noteLocked(rec)
-}
-
-// checkRunnable refuses what NewRuntime refuses.
-func checkRunnable(g *Graph) error {
-	if g == nil {
-		return errors.New("no graph")
-	}
-	for _, n := range g.Nodes {
-		if n.Impl() == nil {
-			return fmt.Errorf("%s: not built; validate the configuration first", n.Address)
-		}
-	}
-	return nil
 }
 
 // noteLocked completes rec and makes it visible: records, metrics,

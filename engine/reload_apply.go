@@ -42,9 +42,6 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 			for i, in := range n.Inputs {
 				n.Inputs[i] = merged.byAddr[in.Address] // a kept input is the running one
 			}
-			if n.Input != nil {
-				n.Input = merged.byAddr[n.Input.Address]
-			}
 		}
 		merged.Nodes = append(merged.Nodes, use)
 		merged.byAddr[n.Address] = use
@@ -417,15 +414,8 @@ func (r *Runtime) env(n *Node) node.Env {
 
 // forget deletes the engine's series of a removed node.
 func (m *Metrics) forget(addr string) {
-	l := prometheus.Labels{"node": addr}
-	m.records.DeletePartialMatch(l)
-	m.queueDepth.DeletePartialMatch(l)
-	m.overflows.DeletePartialMatch(l)
-	m.restarts.DeletePartialMatch(l)
-	m.reconcile.DeletePartialMatch(l)
-	m.latency.DeletePartialMatch(l)
-	m.skipped.DeletePartialMatch(l)
-	m.drift.DeletePartialMatch(l)
-	m.deltas.DeletePartialMatch(l)
-	m.writes.DeletePartialMatch(l)
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.records, m.queueDepth, m.overflows,
+		m.restarts, m.reconcile, m.latency, m.skipped, m.drift, m.deltas, m.writes} {
+		v.DeletePartialMatch(prometheus.Labels{"node": addr})
+	}
 }

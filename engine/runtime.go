@@ -55,10 +55,8 @@ type Runtime struct {
 
 // NewRuntime prepares g for running.
 func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
-	for _, n := range g.Nodes {
-		if n.Impl() == nil {
-			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
-		}
+	if err := checkRunnable(g); err != nil {
+		return nil, err
 	}
 	g.fingerprints() // GraphState reports them; a reload diffs them
 	if opts.Logger == nil {
@@ -88,6 +86,20 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		sl.mem = mem
 	}
 	return r, nil
+}
+
+// checkRunnable refuses a graph that did not build wholly: NewRuntime and
+// Reload run only built graphs.
+func checkRunnable(g *Graph) error {
+	if g == nil {
+		return errors.New("no graph")
+	}
+	for _, n := range g.Nodes {
+		if n.Impl() == nil {
+			return fmt.Errorf("%s: not built; validate the configuration first", n.Address)
+		}
+	}
+	return nil
 }
 
 // addLocked creates n's health, metrics, output collection and, for a
