@@ -57,7 +57,7 @@ func (r *Runtime) originOf(n *Node, k node.Key) (string, bool) {
 		}
 	}
 	for _, in := range n.Inputs {
-		if n.FanIn() && !r.outs[in].has(k) {
+		if _, held := r.outs[in].Held(k); n.FanIn() && !held {
 			continue
 		}
 		if s, ok := r.originOf(in, k); ok {
@@ -65,12 +65,4 @@ func (r *Runtime) originOf(n *Node, k node.Key) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// has reports whether the collection holds key k.
-func (c *collection) has(k node.Key) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.state[k]
-	return ok
 }
