@@ -186,17 +186,35 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 	return out
 }
 
-// originsOf names the source objects of the input keys of sink n in os,
-// sorted.
+// originsOf names the source objects of the input records of sink n in
+// os, sorted.
 func (r *Runtime) originsOf(n *Node, os []sinkloop.Owned) []string {
+	in := r.inputOf(n)
 	var out []string
 	for _, o := range os {
-		if o, ok := r.originOf(n, o.In); ok {
-			out = append(out, o)
+		if rec, ok := in.Held(o.In); ok && rec.Origin != nil {
+			out = append(out, r.originName(rec.Origin, o.In))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// originName names the source object of org, the provenance of input
+// key k: "pod shop/web-1", or the source's address when the source has no
+// node.Noun, and k when org names no object (a source whose records are
+// not objects passes its keys on).
+func (r *Runtime) originName(org *node.Origin, k node.Key) string {
+	noun := org.Source
+	if src := r.g.Node(org.Source); src != nil {
+		if nn, ok := src.Source.(node.Noun); ok {
+			noun = nn.Noun()
+		}
+	}
+	if org.Object != "" || org.Name != "" {
+		k = objectKey(org)
+	}
+	return noun + " " + k
 }
 
 // maskChange hides both values of a change whose new or old value is

@@ -47,7 +47,6 @@ type Runtime struct {
 	srcCtx  context.Context    // parent of the sources' contexts, set by Run
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
-	origins map[*Node]*origins // plan only (plan_origin.go)
 	taps    map[string]*tapHub // by address (tap.go)
 	clock   node.Clock         // nil: the wall clock; a config test's virtual clock
 	sandbox bool               // a config test drives the sources (sandbox.go)
@@ -292,9 +291,6 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	env := r.env(n)
 	r.mu.RLock()
 	out, in, stats, sl := r.outs[n], r.inputOf(n), r.stats[n], r.sinks[n]
-	if o := r.origins[n]; o != nil {
-		env.Origins = o.record
-	}
 	r.mu.RUnlock()
 	switch {
 	case n.Source != nil:

@@ -28,11 +28,6 @@ type Env struct {
 	Address string
 	// Decisions receives the node's decisions (see Decide); nil in tests.
 	Decisions Decider
-	// Origins is set by plan only: a transform whose output keys differ
-	// from its input keys (extract) calls it with each record key it
-	// yields and the key of the input record yielding it, so plan can say
-	// which source object an entry comes from. nil: call nothing.
-	Origins func(out, in Key)
 	// ConfigGeneration is the config generation the node was built for:
 	// during a reload, the one being loaded. 0 when unknown (plan, tests).
 	ConfigGeneration uint64
