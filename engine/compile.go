@@ -327,6 +327,7 @@ func onEveryCore(n int, f func(i int)) {
 func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var up *node.Upstream
+	mismatch := false
 	if n.Kind != node.KindSource {
 		// Without a usable input the constructor cannot run, but the body's
 		// own attributes are still checked so one run shows every problem.
@@ -340,29 +341,27 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 		if d := mixedInputs(n); d != nil {
 			return append(hcl.Diagnostics{d}, n.Spec.Body.Check(content)...)
 		}
-		if len(n.Spec.Accepts) > 0 && !slices.Contains(n.Spec.Accepts, up.Type) {
+		if mismatch = len(n.Spec.Accepts) > 0 && !slices.Contains(n.Spec.Accepts, up.Type); mismatch {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Type mismatch between nodes",
 				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
 					up.Address, up.Type, mismatchHint(n.Spec.Accepts, up.Type)),
 				Subject: n.InputRange.Ptr()})
-			if undecoded {
-				return append(diags, n.Spec.Body.Check(content)...)
-			}
-			// The node's own errors too, so one run shows all of them; the
-			// node is not used.
-			_, d := n.Spec.Build(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
-			for _, e := range d {
-				if e.Severity == hcl.DiagError {
-					diags = append(diags, e)
-				}
-			}
-			return diags
 		}
 	}
 	if undecoded {
-		return n.Spec.Body.Check(content)
+		return append(diags, n.Spec.Body.Check(content)...)
 	}
 	built, d := n.Spec.Build(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
+	if mismatch {
+		// The node's own errors too, so one run shows all of them; the
+		// node is not used.
+		for _, e := range d {
+			if e.Severity == hcl.DiagError {
+				diags = append(diags, e)
+			}
+		}
+		return diags
+	}
 	diags = append(diags, d...)
 	if d.HasErrors() || built.Impl() == nil {
 		return diags

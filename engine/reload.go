@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -160,15 +161,14 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	r.mu.RLock()
 	cur := r.g
 	r.mu.RUnlock()
+	err := checkRunnable(g)
 	switch {
 	case r.reload.closed:
-		rec.Result, rec.Error = ReloadRejected, "the pipeline is shutting down"
-		return r.noteLocked(rec)
+		err = errors.New("the pipeline is shutting down")
 	case notRunning:
-		rec.Result, rec.Error = ReloadRejected, "the pipeline is not running yet"
-		return r.noteLocked(rec)
+		err = errors.New("the pipeline is not running yet")
 	}
-	if err := checkRunnable(g); err != nil {
+	if err != nil {
 		rec.Result, rec.Error = ReloadRejected, err.Error()
 		return r.noteLocked(rec)
 	}
@@ -178,13 +178,12 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	d := DiffGraphs(cur, g)
 	rec.Nodes = d.Nodes
 	warnings := r.dec.watchReplaced()
-	err := r.apply(ctx, cur, g, d, timeout)
+	err = r.apply(ctx, cur, g, d, timeout)
 	rec.Warnings = warnings()
+	rec.Result = ReloadApplied
 	if err != nil {
 		rec.Result, rec.Error = ReloadRolledBack, err.Error()
-		return r.noteLocked(rec)
 	}
-	rec.Result = ReloadApplied
 	return r.noteLocked(rec)
 }
 
