@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -241,12 +242,7 @@ func (c *collection) subscribe(stats *nodeStats) *subscription {
 func (c *collection) unsubscribe(s *subscription) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, x := range c.subs {
-		if x == s {
-			c.subs = append(c.subs[:i], c.subs[i+1:]...)
-			return
-		}
-	}
+	c.subs = slices.DeleteFunc(c.subs, func(x *subscription) bool { return x == s })
 }
 
 // subscription is a consumer's bounded view of a collection. Its fields are

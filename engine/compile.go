@@ -175,11 +175,9 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) (*Node, hcl.Diagnostics)
 		}
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared node", Detail: detail, Subject: rng.Ptr()}}
 	}
-	for _, in := range n.Inputs {
-		if in == up {
-			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Duplicate input",
-				Detail: fmt.Sprintf("%s is listed twice in inputs; list each input once.", addr), Subject: rng.Ptr()}}
-		}
+	if slices.Contains(n.Inputs, up) {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Duplicate input",
+			Detail: fmt.Sprintf("%s is listed twice in inputs; list each input once.", addr), Subject: rng.Ptr()}}
 	}
 	up.Consumers = append(up.Consumers, n)
 	return up, nil
@@ -223,14 +221,8 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 		case 2:
 			return
 		case 1:
-			start := 0
-			for i, p := range path {
-				if p == n {
-					start = i
-				}
-			}
 			// path runs from consumer to input; print it the way data flows.
-			names := []string{n.Address}
+			names, start := []string{n.Address}, slices.Index(path, n)
 			for i := len(path) - 1; i >= start; i-- {
 				names = append(names, path[i].Address)
 			}
@@ -400,15 +392,9 @@ func mismatchHint(want []node.DataType, got node.DataType) string {
 // then looks unused only because of that error, so unused warnings wait
 // until the references are fixed.
 func brokenInputs(cfg *schema.Config, built []*Node) bool {
-	if len(built) < len(cfg.Nodes) {
-		return true
-	}
-	for _, n := range built {
-		if n.Kind != node.KindSource && len(n.Inputs) == 0 {
-			return true
-		}
-	}
-	return false
+	return len(built) < len(cfg.Nodes) || slices.ContainsFunc(built, func(n *Node) bool {
+		return n.Kind != node.KindSource && len(n.Inputs) == 0
+	})
 }
 
 // unused warns about sources and transforms nothing consumes.

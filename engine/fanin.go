@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,13 +142,8 @@ func (r *Runtime) stopFanIns(nodes []*Node, keep map[*fanIn]bool) {
 // and the same conflict rule. Its consumer may differ (a sink attribute
 // changed): the union is handed over with what it holds.
 func sameUnion(o, n *Node) bool {
-	if !o.FanIn() || len(o.Inputs) != len(n.Inputs) {
+	if !o.FanIn() || !slices.Equal(o.Inputs, n.Inputs) { // n's inputs are the merged graph's: equal only when kept
 		return false
-	}
-	for i := range o.Inputs {
-		if o.Inputs[i] != n.Inputs[i] { // n's inputs are the merged graph's: equal only when kept
-			return false
-		}
 	}
 	for _, a := range []string{node.OnConflictAttr.Name(), node.MergeAttr.Name()} {
 		if o.parts[a] != n.parts[a] {
@@ -233,10 +229,8 @@ func (f *fanIn) handle(i int, ev node.Event) {
 	}
 	if ev.Synced && !f.synced[i] {
 		f.synced[i] = true
-		for _, s := range f.synced {
-			if !s {
-				return
-			}
+		if slices.Contains(f.synced, false) {
+			return
 		}
 		f.out.MarkSynced()
 		f.log.Debug("every input synced", "count", len(f.synced))
