@@ -278,6 +278,10 @@ func (s *subscription) push(deltas []node.Delta, limit int) {
 	s.signal()
 }
 
+// waiting reports whether s holds deltas or a Reset its consumer has not
+// taken.
+func (s *subscription) waiting() bool { return len(s.queue) > 0 || s.dirty }
+
 func (s *subscription) signal() {
 	select {
 	case s.ready <- struct{}{}:

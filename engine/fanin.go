@@ -142,15 +142,9 @@ func (r *Runtime) stopFanIns(nodes []*Node, keep map[*fanIn]bool) {
 // and the same conflict rule. Its consumer may differ (a sink attribute
 // changed): the union is handed over with what it holds.
 func sameUnion(o, n *Node) bool {
-	if !o.FanIn() || !slices.Equal(o.Inputs, n.Inputs) { // n's inputs are the merged graph's: equal only when kept
-		return false
-	}
-	for _, a := range []string{node.OnConflictAttr.Name(), node.MergeAttr.Name()} {
-		if o.parts[a] != n.parts[a] {
-			return false
-		}
-	}
-	return true
+	rule, merge := node.OnConflictAttr.Name(), node.MergeAttr.Name()
+	return o.FanIn() && slices.Equal(o.Inputs, n.Inputs) && // n's inputs are the merged graph's: equal only when kept
+		o.parts[rule] == n.parts[rule] && o.parts[merge] == n.parts[merge]
 }
 
 // run merges the inputs' events until ctx ends.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -224,12 +225,7 @@ func (r *Runtime) quiet() bool {
 	defer r.mu.RUnlock()
 	for _, c := range r.collections() {
 		c.mu.Lock()
-		busy := false
-		for _, s := range c.subs {
-			if len(s.queue) > 0 || s.dirty {
-				busy = true
-			}
-		}
+		busy := slices.ContainsFunc(c.subs, (*subscription).waiting)
 		c.mu.Unlock()
 		if busy {
 			return false
