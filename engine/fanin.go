@@ -109,11 +109,7 @@ func (r *Runtime) inputOf(n *Node) *collection {
 // A plan runs them so; Run gives each a task (startFanInLocked).
 func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 	for _, f := range r.fanins {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.run(ctx)
-		}()
+		wg.Go(func() { f.run(ctx) })
 	}
 }
 
@@ -158,9 +154,7 @@ func (f *fanIn) run(ctx context.Context) {
 	defer wg.Wait()
 	for i, c := range f.ins {
 		sub := c.subscribe(nil)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer c.unsubscribe(sub)
 			for {
 				ev, err := sub.Next(ctx)
@@ -174,7 +168,7 @@ func (f *fanIn) run(ctx context.Context) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	for {
 		select {

@@ -199,9 +199,7 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 		if n.Kind == node.KindSink {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			err := r.runOnce(runCtx, n)
 			if runCtx.Err() == nil {
 				if err == nil {
@@ -209,7 +207,7 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 				}
 				errs <- err
 			}
-		}()
+		})
 	}
 	r.runFanIns(runCtx, &wg)
 	defer func() {
