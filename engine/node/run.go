@@ -221,28 +221,6 @@ type Target interface {
 	Close() error
 }
 
-// Events pumps in into a channel until ctx ends or Next fails, so a node can
-// select on its input and its timers together. The channel is closed when
-// the pump stops.
-func Events(ctx context.Context, in Input) <-chan Event {
-	ch := make(chan Event)
-	go func() {
-		defer close(ch)
-		for {
-			ev, err := in.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case ch <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return ch
-}
-
 // Consume calls handle with every event of in, in order, until ctx ends
 // (then it returns nil) or the input fails (an error naming address). It is
 // the whole loop of a transform that has no timers.
@@ -279,7 +257,24 @@ func ConsumeTimed(ctx context.Context, env Env, in Input, address string, handle
 	if p, ok := in.(Poller); ok {
 		return consumePolled(ctx, p, timer, handle, fire, arm)
 	}
-	events := Events(ctx, in)
+	// An input that cannot be polled (a test's) is pumped into a channel
+	// until ctx ends or Next fails, so that the loop selects on it and the
+	// timer together.
+	events := make(chan Event)
+	go func() {
+		defer close(events)
+		for {
+			ev, err := in.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
