@@ -54,19 +54,17 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 	}
 	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{},
 		handover: map[*Node]bool{}, unions: map[*Node]*fanIn{}}
+	held := claimSet(retired)
 	r.mu.RLock()
 	for _, n := range fresh {
 		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
 			st.unions[n] = r.fanins[o]
 		}
-	}
-	r.mu.RUnlock()
-	held := claimSet(retired)
-	for _, n := range fresh {
 		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
 			st.handover[n] = true
 		}
 	}
+	r.mu.RUnlock()
 	// One deadline bounds the whole stage: opening the new targets,
 	// waiting for them to be ready and for the new outputs to sync.
 	stage, cancel := context.WithTimeoutCause(ctx, timeout, errStageTimeout)
@@ -266,15 +264,13 @@ func (r *Runtime) unstage(st *staging) {
 // two loops write one target at once) and starts the new sinks; the
 // replaced sources and transforms stop last, once nothing consumes them.
 func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired []*Node, d GraphDiff) {
-	r.mu.RLock()
+	r.mu.Lock()
 	var oldRest []*task
 	for _, o := range retired {
 		if t := r.tasks[o]; t != nil && o.Kind != node.KindSink {
 			oldRest = append(oldRest, t)
 		}
 	}
-	r.mu.RUnlock()
-	r.mu.Lock()
 	r.g = merged
 	for _, o := range retired {
 		if r.fanins[o] != nil {

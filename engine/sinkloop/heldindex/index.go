@@ -10,11 +10,9 @@ import (
 
 // Index is a set of byte strings of one length, each with a reference
 // and a mark: whether the read in progress has seen it. The zero Index
-// is not usable; call New.
-//
-// Each entry has a position, and the entries are kept twice: in slots,
-// found by hash, and in positions, in the order of the last full read
-// (Settle lays them out so) followed by those put since.
+// is not usable; call New. Each entry is kept twice (see the package
+// doc): in slots, found by hash, and at a position, in the order of the
+// last full read followed by those put since.
 //
 // A slot is head bytes followed by the entry's bytes, padded to a
 // multiple of 8: the entry's position plus one (uint32; 0 marks an empty
