@@ -256,7 +256,6 @@ func (r *Runtime) unstage(st *staging) {
 	defer r.mu.Unlock()
 	for _, n := range st.nodes {
 		r.removeLocked(n)
-		r.forgetTapLocked(n.Address)
 	}
 }
 
@@ -312,7 +311,6 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 			}
 		}
 		r.removeLocked(o)
-		r.forgetTapLocked(o.Address)
 	}
 	r.mu.Unlock()
 	for _, s := range cleanups {
@@ -320,7 +318,8 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	}
 }
 
-// removeLocked forgets a node that no longer runs.
+// removeLocked forgets a node that no longer runs, and the tap hub of its
+// address when the running graph has no node there.
 func (r *Runtime) removeLocked(n *Node) {
 	delete(r.outs, n)
 	delete(r.healths, n)
@@ -329,6 +328,7 @@ func (r *Runtime) removeLocked(n *Node) {
 	delete(r.tasks, n)
 	delete(r.fanins, n)
 	delete(r.reload.staged, n)
+	r.forgetTapLocked(n.Address)
 }
 
 // clean deletes, for a removed sink with on_remove = "clean", the entries
