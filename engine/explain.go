@@ -187,20 +187,21 @@ func pathFrom(sink *Node, src, via string) []*Node {
 			return []*Node{n}
 		}
 		for _, in := range n.Inputs {
-			if n == sink && via != "" && in.Address != via {
-				continue
-			}
 			if p := walk(in); p != nil {
 				return append(p, n)
 			}
 		}
 		return nil
 	}
-	p := walk(sink)
-	if len(p) == 0 {
-		return nil
+	for _, in := range sink.Inputs {
+		if via != "" && in.Address != via {
+			continue
+		}
+		if p := walk(in); p != nil {
+			return p
+		}
 	}
-	return p[:len(p)-1]
+	return nil
 }
 
 // fanInHolders returns, for sink n with several inputs, the input whose

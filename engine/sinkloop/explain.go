@@ -62,10 +62,7 @@ func (l *Loop) inspect(ctx context.Context, q func(*state)) bool {
 func (s *state) describe(key node.Key, e *Entry) bool {
 	tk, ok := s.targetOf(key)
 	ik := key
-	if !ok {
-		if s.keys.get(key) == nil {
-			return false
-		}
+	if !ok { // a target key, or none the loop knows
 		tk, ik = key, s.inputKeyOf(key)
 	}
 	ks := s.keys.get(tk)
