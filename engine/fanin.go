@@ -156,11 +156,7 @@ func (f *fanIn) run(ctx context.Context) {
 		sub := c.subscribe(nil)
 		wg.Go(func() {
 			defer c.unsubscribe(sub)
-			for {
-				ev, err := sub.Next(ctx)
-				if err != nil {
-					return
-				}
+			for ev, err := sub.Next(ctx); err == nil; ev, err = sub.Next(ctx) {
 				f.inflight.Add(1) // before this pump asks again: a config test sees the event in flight
 				select {
 				case events <- tagged{i, ev}:

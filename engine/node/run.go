@@ -263,11 +263,7 @@ func ConsumeTimed(ctx context.Context, env Env, in Input, address string, handle
 	events := make(chan Event)
 	go func() {
 		defer close(events)
-		for {
-			ev, err := in.Next(ctx)
-			if err != nil {
-				return
-			}
+		for ev, err := in.Next(ctx); err == nil; ev, err = in.Next(ctx) {
 			select {
 			case events <- ev:
 			case <-ctx.Done():
