@@ -184,9 +184,7 @@ func (c *collection) isSynced() bool {
 // lookup returns one record of the state, its value built.
 func (c *collection) lookup(k node.Key) (node.Record, bool) {
 	r, ok := c.Held(k)
-	if ok {
-		r.Value = node.Unpack(r.Value)
-	}
+	r.Value = node.Unpack(r.Value) // the zero value when absent
 	return r, ok
 }
 

@@ -37,7 +37,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		if spec, ok := reg.Lookup(b.Kind, b.Type); ok {
 			key := string(b.Kind) + "." + b.Type
 			if bodies[key] == nil {
-				bodies[key] = &typeBody{Block: spec.FullBody()}
+				bodies[key] = &typeBody{spec: spec, Block: spec.FullBody()}
 				bodies[key].sensitive = bodies[key].HasSensitive()
 			}
 			fulls[i] = bodies[key]
@@ -57,8 +57,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			unknown[b.Address()] = true
 			continue
 		}
-		spec, _ := reg.Lookup(b.Kind, b.Type)
-		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
+		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: full.spec, Block: b}
 		diags = append(diags, d...)
 		// Views mask sensitive attributes' values (tokens) like sensitive
 		// variables. Without either, no value is sensitive.
@@ -121,9 +120,10 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	return g, schema.DropDerived(diags)
 }
 
-// typeBody is a node type's full body (node.Spec.FullBody), built once per
-// compile, and whether it declares a Sensitive attribute.
+// typeBody is a node type's spec and full body (node.Spec.FullBody), built
+// once per compile, and whether it declares a Sensitive attribute.
 type typeBody struct {
+	spec node.Spec
 	schema.Block
 	sensitive bool
 }

@@ -82,7 +82,7 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
 	}
 	switch {
-	case ks.attempts() > 0:
+	case e.Attempts > 0:
 		e.Status = "failing"
 	case e.Held && s.fullFailures > 0:
 		// What the loop last wrote may no longer be where readers look
