@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -19,23 +18,15 @@ import (
 	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
 
-// clients is what a watch needs from the API server. Run builds it from a
-// rest.Config; unit tests pass fakes.
+// clients is what a watch needs from the API server.
 type clients struct {
-	dynamic  dynamic.Interface
+	// rest lists and watches with the single-pass decoder (lister.go),
+	// fetches for store = "cached" and runs the health check.
+	rest     rest.Interface
 	metadata metadata.Interface // used with metadata_only
-	// rest lists and watches with the single-pass decoder; nil uses the
-	// dynamic client (fakes in unit tests).
-	rest rest.Interface
-	// readyz runs the active health check; nil disables it.
-	readyz func(ctx context.Context) error
 }
 
 func newClients(c connection) (clients, error) {
-	dyn, err := dynamic.NewForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return clients{}, fmt.Errorf("dynamic client: %w", err)
-	}
 	md, err := metadata.NewForConfigAndClient(c.cfg, c.hc)
 	if err != nil {
 		return clients{}, fmt.Errorf("metadata client: %w", err)
@@ -44,8 +35,7 @@ func newClients(c connection) (clients, error) {
 	if err != nil {
 		return clients{}, fmt.Errorf("rest client: %w", err)
 	}
-	readyz := func(ctx context.Context) error { return rc.Get().AbsPath("/readyz").Do(ctx).Error() }
-	return clients{dynamic: dyn, metadata: md, rest: rc, readyz: readyz}, nil
+	return clients{rest: rc, metadata: md}, nil
 }
 
 // newInformer builds the source's informer: client-go's controller with
@@ -54,12 +44,11 @@ func newClients(c connection) (clients, error) {
 // through two more goroutines (its listener's pop and run), a latency per
 // change (docs/data-path.md §7). The queue marks the informer synced only
 // once the last object of the initial list has been processed. Objects
-// come through our lister (lister.go) given a REST client, which decodes
-// each one straight into the object the cache keeps (record) as the
-// bytes arrive, so the cache never sees an intermediate unstructured
-// object and the conversion overlaps the transfer; else through the
-// dynamic client (fakes in unit tests), or as metadata with
-// metadata_only, converted by the queue (transform). Label and field
+// come through our lister (lister.go), which decodes each one straight
+// into the object the cache keeps (record) as the bytes arrive, so the
+// cache never sees an intermediate unstructured object and the
+// conversion overlaps the transfer; or as metadata with metadata_only,
+// converted by the queue (transform). Label and field
 // selectors (and name) are applied by the server. The initial state
 // comes as one LIST (resourceVersion "", see lister.List), or with
 // initial_sync = "watch_list" as a watch-list stream; see initialSync.
@@ -67,19 +56,15 @@ func (w *watcher) newInformer(cl clients, logger *logr.Logger) (cache.Store, cac
 	gvr, ns := w.res.gvr, w.res.namespace
 	var lw cache.ListerWatcher
 	var example runtime.Object
-	switch {
-	case w.src.opts.metadataOnly:
+	if w.src.opts.metadataOnly {
 		r := cl.metadata.Resource(gvr).Namespace(ns)
 		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.metadata), &metav1.PartialObjectMetadata{}
-	case cl.rest != nil:
+	} else {
 		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, record: w.record, hook: w.src.eventHook}
 		if w.src.proj != nil {
 			l.pb = wire.LayoutFor(w.res.gvk)
 		}
 		lw, example = w.initialSync(w.listWatch(listOf(l.List), l.Watch), l), &object{}
-	default:
-		r := cl.dynamic.Resource(gvr).Namespace(ns)
-		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.dynamic), &unstructured.Unstructured{}
 	}
 	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
@@ -191,8 +176,7 @@ func objectKey(obj any) (string, error) {
 // bookmark annotated k8s.io/initial-events-end (object.go keeps that
 // mark); the reflector reads it into a store of its own and replaces the
 // informer's with it, as after a LIST, then goes on watching on the same
-// stream. A client may say it cannot stream (client-go's fakes do). A
-// server that refuses the parameters (the WatchList feature off, an
+// stream. A server that refuses the parameters (the WatchList feature off, an
 // aggregated API that rejects them) fails the watch, and the reflector
 // lists instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
@@ -237,21 +221,19 @@ func (w *watcher) observe(ctx context.Context, err error) {
 
 // transform runs before an object enters the informer cache: metadata is
 // turned into an unstructured object, and that into the object the cache
-// keeps (record).
+// keeps (record). Our lister's objects are already what the cache keeps.
 func (w *watcher) transform(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return w.record(o), nil
-	case *metav1.PartialObjectMetadata:
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			return nil, fmt.Errorf("convert metadata of %s/%s: %w", o.Namespace, o.Name, err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetGroupVersionKind(w.res.gvk)
-		return w.record(u), nil
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil // tombstones and objects already transformed
 	}
-	return obj, nil // tombstones and objects already transformed
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, fmt.Errorf("convert metadata of %s/%s: %w", o.Namespace, o.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(w.res.gvk)
+	return w.record(u), nil
 }
 
 // record turns a decoded object into what the cache keeps (object.go),

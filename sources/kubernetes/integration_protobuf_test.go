@@ -104,8 +104,8 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 	p := &node.Paths{} // a new projection: decoders keep per-projection plans
 	p.Merge(projections[0])
 	p.Merge(projections[1])
-	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p}
-	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: wire.LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))}
+	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, record: keepWhole}
+	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: wire.LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod")), record: keepWhole}
 	l, err := listWhole(ctx, js)
 	if err != nil {
 		t.Fatal(err)
@@ -157,16 +157,19 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 		if want[i].Type != got[i].Type {
 			t.Fatalf("event %d: json %s protobuf %s", i, want[i].Type, got[i].Type)
 		}
-		wo, _ := want[i].Object.(*unstructured.Unstructured)
-		gobj, _ := got[i].Object.(*unstructured.Unstructured)
+		wo, _ := want[i].Object.(*object)
+		gobj, _ := got[i].Object.(*object)
 		if wo == nil || gobj == nil {
 			t.Fatalf("event %d: objects %T %T", i, want[i].Object, got[i].Object)
 		}
-		if d := cmp.Diff(wo.Object, gobj.Object); d != "" {
+		if d := cmp.Diff(wo.more.whole.Object, gobj.more.whole.Object); d != "" {
 			t.Fatalf("event %d %s (-json +protobuf):\n%s", i, want[i].Type, d)
 		}
 	}
 }
+
+// keepWhole is a lister's record that keeps each decoded object as it is.
+func keepWhole(u *unstructured.Unstructured) *object { return &object{more: &content{whole: u}} }
 
 // listWhole lists with l into unstructured objects, as they are decoded.
 func listWhole(ctx context.Context, l lister) (*unstructured.UnstructuredList, error) {

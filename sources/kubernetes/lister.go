@@ -39,8 +39,7 @@ type lister struct {
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
 	// record turns each listed or watched object into the object the
-	// cache keeps (watcher.record); without it (tests) Watch yields
-	// unstructured objects.
+	// cache keeps (watcher.record).
 	record func(*unstructured.Unstructured) *object
 	hook   func(watch.EventType) // Source.eventHook
 }
@@ -166,14 +165,7 @@ func (w *streamWatch) run() {
 			if w.l.hook != nil {
 				w.l.hook(typ)
 			}
-			ev = event(typ, obj)
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.l.record != nil {
-				if typ == watch.Bookmark {
-					ev.Object = bookmark(u)
-				} else {
-					ev.Object = w.l.record(u)
-				}
-			}
+			ev = w.l.event(typ, obj)
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			utilnet.IsProbableEOF(err) || errors.Is(err, context.Canceled):
 			return
@@ -200,17 +192,22 @@ func (w *streamWatch) stopped() bool {
 	}
 }
 
-// event builds a watch event; an ERROR event carries a metav1.Status, as
-// the reflector expects.
-func event(t watch.EventType, obj map[string]any) watch.Event {
-	if t != watch.Error {
-		return watch.Event{Type: t, Object: &unstructured.Unstructured{Object: obj}}
+// event builds a watch event: the object the cache keeps, a bookmark
+// (object.go), or for an ERROR event the metav1.Status the reflector
+// expects.
+func (l lister) event(t watch.EventType, obj map[string]any) watch.Event {
+	u := &unstructured.Unstructured{Object: obj}
+	switch t {
+	case watch.Error:
+		var st metav1.Status
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &st); err != nil {
+			st = apierrors.NewInternalError(fmt.Errorf("decode watch error: %w", err)).Status()
+		}
+		return errorEvent(st)
+	case watch.Bookmark:
+		return watch.Event{Type: t, Object: bookmark(u)}
 	}
-	var st metav1.Status
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &st); err != nil {
-		st = apierrors.NewInternalError(fmt.Errorf("decode watch error: %w", err)).Status()
-	}
-	return errorEvent(st)
+	return watch.Event{Type: t, Object: l.record(u)}
 }
 
 func errorEvent(st metav1.Status) watch.Event {

@@ -115,24 +115,24 @@ func TestTransform(t *testing.T) {
 
 // A relist delivers unchanged objects to no handler; in the cached store
 // their slim form must not carry a value that nobody would release.
-func TestTransformCachedRelist(t *testing.T) {
+func TestRecordCachedRelist(t *testing.T) {
 	s := mustBuild(t, "", "resource = \"pods\"\nstore = \"cached\"")
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	w := &watcher{src: s, store: store, res: resolved{gvr: podsGVR, gvk: podGVK}}
-	first, _ := w.transform(newPod("a", "1", nil))
-	if first.(*object).more.pending.Load() == nil {
+	first := w.record(newPod("a", "1", nil))
+	if first.more.pending.Load() == nil {
 		t.Fatal("a new object carries no value")
 	}
-	first.(*object).release()
+	first.release()
 	if err := store.Add(first); err != nil {
 		t.Fatal(err)
 	}
-	same, _ := w.transform(newPod("a", "1", nil))
-	if same.(*object).more.pending.Load() != nil {
+	same := w.record(newPod("a", "1", nil))
+	if same.more.pending.Load() != nil {
 		t.Error("an unchanged object carries a value")
 	}
-	changed, _ := w.transform(newPod("a", "2", nil))
-	if changed.(*object).more.pending.Load() == nil {
+	changed := w.record(newPod("a", "2", nil))
+	if changed.more.pending.Load() == nil {
 		t.Error("a changed object carries no value")
 	}
 }
