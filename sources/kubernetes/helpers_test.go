@@ -82,4 +82,3 @@ func batchKeys(batches [][]node.Delta) [][]string {
 	}
 	return out
 }
-

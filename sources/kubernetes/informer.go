@@ -11,32 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
-
-// clients is what a watch needs from the API server.
-type clients struct {
-	// rest lists and watches with the single-pass decoder (lister.go),
-	// fetches for store = "cached" and runs the health check.
-	rest     rest.Interface
-	metadata metadata.Interface // used with metadata_only
-}
-
-func newClients(c connection) (clients, error) {
-	md, err := metadata.NewForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return clients{}, fmt.Errorf("metadata client: %w", err)
-	}
-	rc, err := newRESTClient(c)
-	if err != nil {
-		return clients{}, fmt.Errorf("rest client: %w", err)
-	}
-	return clients{rest: rc, metadata: md}, nil
-}
 
 // newInformer builds the source's informer: client-go's controller with
 // a queue of its own, which calls the watcher from the goroutine popping
@@ -47,42 +26,32 @@ func newClients(c connection) (clients, error) {
 // come through our lister (lister.go), which decodes each one straight
 // into the object the cache keeps (record) as the bytes arrive, so the
 // cache never sees an intermediate unstructured object and the
-// conversion overlaps the transfer; or as metadata with metadata_only,
-// converted by the queue (transform). Label and field
-// selectors (and name) are applied by the server. The initial state
-// comes as one LIST (resourceVersion "", see lister.List), or with
-// initial_sync = "watch_list" as a watch-list stream; see initialSync.
-func (w *watcher) newInformer(cl clients, logger *logr.Logger) (cache.Store, cache.Controller) {
-	gvr, ns := w.res.gvr, w.res.namespace
-	var lw cache.ListerWatcher
-	var example runtime.Object
-	if w.src.opts.metadataOnly {
-		r := cl.metadata.Resource(gvr).Namespace(ns)
-		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.metadata), &metav1.PartialObjectMetadata{}
-	} else {
-		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, record: w.record, hook: w.src.eventHook}
-		if w.src.proj != nil {
-			l.pb = wire.LayoutFor(w.res.gvk)
-		}
-		lw, example = w.initialSync(w.listWatch(listOf(l.List), l.Watch), l), &object{}
+// conversion overlaps the transfer. Label and field selectors (and name)
+// are applied by the server. The initial state comes as one LIST
+// (resourceVersion "", see lister.List), or with initial_sync =
+// "watch_list" as a watch-list stream; see initialSync.
+func (w *watcher) newInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, metadataOnly: w.src.opts.metadataOnly,
+		record: w.record, hook: w.src.eventHook}
+	if l.proj != nil && !l.metadataOnly {
+		l.pb = wire.LayoutFor(w.res.gvk)
 	}
 	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
-		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
-	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: lw, ObjectType: example,
-		ObjectDescription: gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
+		KeyFunction: objectKey, KnownObjects: store})
+	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: w.initialSync(l), ObjectType: &object{},
+		ObjectDescription: l.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
 	return store, ctrl
 }
 
 // listWatch makes an informer's list and watch calls: the source's
 // selectors applied, and every outcome reported to the monitor (observe).
-func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+func (w *watcher) listWatch(l lister) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			w.tweak(&o)
 			w.lists.Add(1)
-			obj, err := list(ctx, o)
+			obj, err := l.List(ctx, o)
 			w.observe(ctx, err)
 			return obj, err
 		},
@@ -92,7 +61,7 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 			if stream {
 				w.streams.Add(1)
 			}
-			wi, err := watchFn(ctx, o)
+			wi, err := l.Watch(ctx, o)
 			if stream && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
 				// A server without watch-list: the reflector lists instead.
 				w.log.Debug("watch-list refused; listing", "err", err)
@@ -101,18 +70,6 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 			w.observe(ctx, err)
 			return wi, err
 		},
-	}
-}
-
-// listOf makes a typed list call an informer's (a nil list, never a nil
-// pointer in an interface, with an error).
-func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		l, err := list(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
 	}
 }
 
@@ -166,8 +123,8 @@ func objectKey(obj any) (string, error) {
 	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 }
 
-// initialSync chooses how the reflector reads the initial state of the
-// list and watch of client: one LIST (initial_sync = "list", the
+// initialSync chooses how the reflector reads the initial state through
+// l: one LIST (initial_sync = "list", the
 // default and the faster where measured: the server encodes one response
 // instead of an event per object; see docs/performance.md), or a
 // watch-list (initial_sync = "watch_list"): one watch
@@ -180,11 +137,11 @@ func objectKey(obj any) (string, error) {
 // aggregated API that rejects them) fails the watch, and the reflector
 // lists instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
-func (w *watcher) initialSync(lw *cache.ListWatch, client any) cache.ListerWatcher {
+func (w *watcher) initialSync(l lister) cache.ListerWatcher {
 	if !w.src.opts.watchList {
-		return listWatchNoStream{lw}
+		return listWatchNoStream{w.listWatch(l)}
 	}
-	return cache.ToListWatcherWithWatchListSemantics(lw, client)
+	return cache.ToListWatcherWithWatchListSemantics(w.listWatch(l), l)
 }
 
 // listWatchNoStream starts the informer with a LIST rather than a
@@ -219,26 +176,12 @@ func (w *watcher) observe(ctx context.Context, err error) {
 	}
 }
 
-// transform runs before an object enters the informer cache: metadata is
-// turned into an unstructured object, and that into the object the cache
-// keeps (record). Our lister's objects are already what the cache keeps.
-func (w *watcher) transform(obj any) (any, error) {
-	o, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil // tombstones and objects already transformed
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		return nil, fmt.Errorf("convert metadata of %s/%s: %w", o.Namespace, o.Name, err)
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(w.res.gvk)
-	return w.record(u), nil
-}
-
 // record turns a decoded object into what the cache keeps (object.go),
 // ignore_fields removed first, so that their memory is really released.
 func (w *watcher) record(u *unstructured.Unstructured) *object {
+	if w.src.opts.metadataOnly { // it came as a PartialObjectMetadata
+		u.SetGroupVersionKind(w.res.gvk)
+	}
 	w.src.pruner.Prune(u.Object)
 	switch {
 	case w.src.opts.cached:

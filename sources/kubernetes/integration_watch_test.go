@@ -206,4 +206,3 @@ func TestWatchRestartConverges(t *testing.T) {
 		t.Errorf("Run = %v", err)
 	}
 }
-

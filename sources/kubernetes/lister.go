@@ -38,19 +38,33 @@ type lister struct {
 	// pb, for a built-in resource read through a projection, asks for
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
+	// metadataOnly asks for PartialObjectMetadata (metadata_only): only
+	// apiVersion, kind and metadata cross the wire.
+	metadataOnly bool
 	// record turns each listed or watched object into the object the
 	// cache keeps (watcher.record).
 	record func(*unstructured.Unstructured) *object
 	hook   func(watch.EventType) // Source.eventHook
 }
 
-// acceptProtobuf asks for protobuf first when the resource has it.
-const acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
+// What a request accepts besides JSON: protobuf first when the resource
+// has it, and the metadata of objects (as client-go's metadata client asks).
+const (
+	acceptProtobuf     = "application/vnd.kubernetes.protobuf, application/json"
+	acceptMetadata     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+	acceptMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"
+)
 
+// newRESTClient makes the client a watch lists, watches, fetches and
+// checks health with.
 func newRESTClient(c connection) (rest.Interface, error) {
 	cfg := dynamic.ConfigFor(c.cfg)
-	cfg.AcceptContentTypes = "application/json" // protobuf only where get asks for it
-	return rest.UnversionedRESTClientForConfigAndClient(cfg, c.hc)
+	cfg.AcceptContentTypes = "application/json" // others only where get asks for them
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(cfg, c.hc)
+	if err != nil {
+		return nil, fmt.Errorf("rest client: %w", err)
+	}
+	return rc, nil
 }
 
 func (l lister) path() []string {
@@ -74,7 +88,7 @@ func (l lister) path() []string {
 // write made before the source started. The reflector's pager asks for
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
-func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
+func (l lister) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	list := &recordList{}
 	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
 		list.Items = append(list.Items, l.record(u))
@@ -112,13 +126,18 @@ func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*un
 // may be JSON where protobuf was asked for (wire.For reads either).
 func (l lister) get(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
-	if l.pb != nil {
+	switch {
+	case l.metadataOnly && opts.Watch:
+		req.SetHeader("Accept", acceptMetadata)
+	case l.metadataOnly:
+		req.SetHeader("Accept", acceptMetadataList)
+	case l.pb != nil:
 		req.SetHeader("Accept", acceptProtobuf)
 	}
 	return req.Stream(ctx)
 }
 
-// Watch implements the dynamic client's Watch.
+// Watch watches like the dynamic client's Watch.
 func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	body, err := l.get(ctx, opts)

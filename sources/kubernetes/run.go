@@ -40,9 +40,9 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	conn, res, err := s.connect(ctx, env.Logger)
 	defer conn.close()
 	if err == nil {
-		var cl clients
-		if cl, err = newClients(conn); err == nil {
-			return s.watch(ctx, env, out, mon, m, cl, res)
+		var rc rest.Interface
+		if rc, err = newRESTClient(conn); err == nil {
+			return s.watch(ctx, env, out, mon, m, rc, res)
 		}
 	}
 	if ctx.Err() != nil {
@@ -80,17 +80,17 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 }
 
 // watch runs the informer until ctx ends.
-func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
+func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, rc rest.Interface, res resolved) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
 		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
 	if len(s.keyer.Exprs()) == 0 {
 		w.index = kobject.NewIDIndex()
 	}
 	if s.opts.cached {
-		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl.rest))
+		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(rc))
 	}
 	logger := logr.FromSlogHandler(env.Logger.Handler())
-	store, ctrl := w.newInformer(cl, &logger)
+	store, ctrl := w.newInformer(rc, &logger)
 	w.store = store
 	s.setCurrent(w)
 	defer s.setCurrent(nil)
@@ -103,7 +103,7 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	defer cancel()
 	wg.Go(func() { ctrl.RunWithContext(ictx) })
 	if s.opts.healthCheck > 0 {
-		wg.Go(func() { w.checkLoop(ictx, cl.rest) })
+		wg.Go(func() { w.checkLoop(ictx, rc) })
 	}
 	return w.loop(ctx, ctrl.HasSyncedChecker().Done())
 }
