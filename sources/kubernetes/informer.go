@@ -92,17 +92,11 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 		for _, d := range deltas {
 			switch d.Type {
 			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
-				if old, exists, err := store.Get(d.Object); err == nil && exists {
-					if err := store.Update(d.Object); err != nil {
-						return err
-					}
-					w.upsert(d.Object, old)
-				} else {
-					if err := store.Add(d.Object); err != nil {
-						return err
-					}
-					w.upsert(d.Object, nil)
+				old, _, _ := store.Get(d.Object) // nil when new; a key error fails the Update too
+				if err := store.Update(d.Object); err != nil { // a store's Update adds
+					return err
 				}
+				w.upsert(d.Object, old)
 			case cache.Deleted:
 				if err := store.Delete(d.Object); err != nil {
 					return err

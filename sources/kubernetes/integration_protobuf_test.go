@@ -171,15 +171,20 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 // keepWhole is a lister's record that keeps each decoded object as it is.
 func keepWhole(u *unstructured.Unstructured) *object { return &object{more: &content{whole: u}} }
 
-// listWhole lists with l into unstructured objects, as they are decoded.
+// listWhole lists with l, keeping each object whole as it is decoded.
 func listWhole(ctx context.Context, l lister) (*unstructured.UnstructuredList, error) {
+	l.record = keepWhole
+	obj, err := l.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rl := obj.(*recordList)
 	list := &unstructured.UnstructuredList{}
-	head, err := l.list(ctx, metav1.ListOptions{}, func(u *unstructured.Unstructured) error {
-		list.Items = append(list.Items, *u)
-		return nil
-	})
-	list.Object = head
-	return list, err
+	list.SetResourceVersion(rl.ResourceVersion)
+	for _, it := range rl.Items {
+		list.Items = append(list.Items, *it.more.whole)
+	}
+	return list, nil
 }
 
 func paths(ps ...string) *node.Paths {

@@ -89,9 +89,18 @@ func (l lister) path() []string {
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
 func (l lister) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
+		opts.ResourceVersion = "" // a current snapshot, whole: see above
+		opts.Limit = 0
+	}
+	body, err := l.get(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
 	list := &recordList{}
-	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
-		list.Items = append(list.Items, l.record(u))
+	head, err := wire.For(bufio.NewReaderSize(body, wire.ReadBuffer), l.pb, l.proj).List(func(obj map[string]any) error {
+		list.Items = append(list.Items, l.record(&unstructured.Unstructured{Object: obj}))
 		return nil
 	})
 	if err != nil {
@@ -102,24 +111,6 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (runtime.Obje
 	list.ResourceVersion, list.Continue = h.GetResourceVersion(), h.GetContinue()
 	list.RemainingItemCount = h.GetRemainingItemCount()
 	return list, nil
-}
-
-// list lists, handing each item to each as it is decoded (as it arrives,
-// for protobuf), and returns the list's own fields.
-func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*unstructured.Unstructured) error) (map[string]any, error) {
-	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
-		opts.ResourceVersion = "" // see List
-		opts.Limit = 0
-	}
-	body, err := l.get(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	r := bufio.NewReaderSize(body, wire.ReadBuffer)
-	return wire.For(r, l.pb, l.proj).List(func(obj map[string]any) error {
-		return each(&unstructured.Unstructured{Object: obj})
-	})
 }
 
 // get sends a list or watch request and returns the response body, which
