@@ -92,8 +92,10 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 		for _, d := range deltas {
 			switch d.Type {
 			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
-				old, _, _ := store.Get(d.Object) // nil when new; a key error fails the Update too
-				if err := store.Update(d.Object); err != nil { // a store's Update adds
+				// A store's Update adds a new object, whose old is nil (a
+				// key error fails the Update too).
+				old, _, _ := store.Get(d.Object)
+				if err := store.Update(d.Object); err != nil {
 					return err
 				}
 				w.upsert(d.Object, old)
@@ -118,18 +120,18 @@ func objectKey(obj any) (string, error) {
 }
 
 // initialSync chooses how the reflector reads the initial state through
-// l: one LIST (initial_sync = "list", the
-// default and the faster where measured: the server encodes one response
-// instead of an event per object; see docs/performance.md), or a
-// watch-list (initial_sync = "watch_list"): one watch
-// with sendInitialEvents=true and resourceVersionMatch=NotOlderThan,
-// whose events the server streams from its watch cache, ending with a
-// bookmark annotated k8s.io/initial-events-end (object.go keeps that
-// mark); the reflector reads it into a store of its own and replaces the
-// informer's with it, as after a LIST, then goes on watching on the same
-// stream. A server that refuses the parameters (the WatchList feature off, an
-// aggregated API that rejects them) fails the watch, and the reflector
-// lists instead. client-go's WatchListClient feature gate
+// l: one LIST (initial_sync = "list", the default and the faster where
+// measured: the server encodes one response instead of an event per
+// object; see docs/performance.md), or a watch-list (initial_sync =
+// "watch_list"): one watch with sendInitialEvents=true and
+// resourceVersionMatch=NotOlderThan, whose events the server streams from
+// its watch cache, ending with a bookmark annotated
+// k8s.io/initial-events-end (object.go keeps that mark); the reflector
+// reads it into a store of its own and replaces the informer's with it,
+// as after a LIST, then goes on watching on the same stream. A server
+// that refuses the parameters (the WatchList feature off, an aggregated
+// API that rejects them) fails the watch, and the reflector lists
+// instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
 func (w *watcher) initialSync(l lister) cache.ListerWatcher {
 	if !w.src.opts.watchList {
