@@ -111,6 +111,10 @@ func (t *target) Prepare(r node.Record) (node.Entry, error) {
 	return node.Entry{Key: r.Key, Value: r.Value}, nil
 }
 
+// TakesPacked implements node.PackedInput: Prepare passes the value on
+// unread, so the sink keeps it packed and builds it only to print it.
+func (t *target) TakesPacked() {}
+
 func (t *target) Actual(context.Context) ([]node.Entry, error) { return nil, node.ErrNoActualState }
 
 func (t *target) Update(_ context.Context, batch []node.Entry) { t.write("upsert", batch) }
@@ -166,7 +170,8 @@ func (t *target) Close() error {
 }
 
 var (
-	_ node.Sink      = (*Sink)(nil)
-	_ node.Target    = (*target)(nil)
-	_ node.Describer = (*target)(nil)
+	_ node.Sink        = (*Sink)(nil)
+	_ node.Target      = (*target)(nil)
+	_ node.Describer   = (*target)(nil)
+	_ node.PackedInput = (*target)(nil)
 )
