@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,6 +106,20 @@ type target struct {
 	closer  io.Closer
 	secrets *redact.Redactor
 	path    string
+	// buf and enc make each json line in one buffer reused (under mu): a
+	// sink printing 100,000 records at start-up made a map and a copy of
+	// every line as garbage.
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// jsonLine is a line of format json, its fields in the order a map of
+// them was printed before (sorted); Value is nil for a delete.
+type jsonLine struct {
+	Key   string `json:"key"`
+	Op    string `json:"op"`
+	Time  string `json:"time"`
+	Value *any   `json:"value,omitempty"`
 }
 
 func (t *target) Prepare(r node.Record) (node.Entry, error) {
@@ -132,13 +147,17 @@ func (t *target) write(op string, batch []node.Entry) {
 		var err error
 		switch {
 		case t.json:
-			line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "key": key}
+			line := jsonLine{Key: key, Op: op, Time: time.Now().UTC().Format(time.RFC3339Nano)}
 			if op == "upsert" {
-				line["value"] = ctyconv.FromCty(value)
+				v := ctyconv.FromCty(value)
+				line.Value = &v
 			}
-			var b []byte
-			if b, err = json.Marshal(line); err == nil {
-				_, err = fmt.Fprintf(t.w, "%s\n", b)
+			if t.enc == nil {
+				t.enc = json.NewEncoder(&t.buf)
+			}
+			t.buf.Reset()
+			if err = t.enc.Encode(line); err == nil { // one line, as json.Marshal and a newline
+				_, err = t.w.Write(t.buf.Bytes())
 			}
 		case op == "upsert":
 			_, err = fmt.Fprintf(t.w, "+ %s %s\n", key, ctyconv.String(value))
