@@ -122,9 +122,8 @@ func (k keptEntry) same(o keptEntry) bool {
 	return k.entry("").Same(o.entry(""))
 }
 
-// entry is k as the entry at key, with its value if kept, built if packed
-// (enough to compare it, and to write it to a target not written in
-// chunks).
+// entry is k as the entry at key, with its value if kept (built if packed):
+// enough to compare it, and to write it to a target not written in chunks.
 func (k keptEntry) entry(key node.Key) node.Entry {
 	e := node.Entry{Key: key, Data: k.Data}
 	if k.value != nil {
