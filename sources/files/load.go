@@ -240,7 +240,7 @@ func parseObjects(f file) []document {
 
 // isJSON reports whether data is one JSON object or array, which reads as
 // one YAML document of the same value: it is decoded as JSON alone, as
-// kubectl does. Reading it as YAML first allocated about 30 KB per file
+// kubectl does. Reading it as YAML first allocated about 20 KB per file
 // of 80 bytes (docs/performance.md, F1).
 func isJSON(data []byte) bool {
 	data = bytes.TrimLeft(data, " \t\r\n")
