@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -41,9 +40,9 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	conn, res, err := s.connect(ctx, env.Logger)
 	defer conn.close()
 	if err == nil {
-		var cl clients
-		if cl, err = newClients(conn); err == nil {
-			return s.watch(ctx, env, out, mon, m, cl, res)
+		var rc rest.Interface
+		if rc, err = newRESTClient(conn); err == nil {
+			return s.watch(ctx, env, out, mon, m, rc, res)
 		}
 	}
 	if ctx.Err() != nil {
@@ -80,19 +79,18 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 	return conn, res, nil
 }
 
-// watch runs the informer until ctx ends. Unit tests call it with fake
-// clients.
-func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
+// watch runs the informer until ctx ends.
+func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, rc rest.Interface, res resolved) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
 		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
 	if len(s.keyer.Exprs()) == 0 {
 		w.index = kobject.NewIDIndex()
 	}
 	if s.opts.cached {
-		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
+		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(rc))
 	}
 	logger := logr.FromSlogHandler(env.Logger.Handler())
-	store, ctrl := w.newInformer(cl, &logger)
+	store, ctrl := w.newInformer(rc, &logger)
 	w.store = store
 	s.setCurrent(w)
 	defer s.setCurrent(nil)
@@ -104,8 +102,8 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { ctrl.RunWithContext(ictx) })
-	if cl.readyz != nil && s.opts.healthCheck > 0 {
-		wg.Go(func() { w.checkLoop(ictx, cl.readyz) })
+	if s.opts.healthCheck > 0 {
+		wg.Go(func() { w.checkLoop(ictx, rc) })
 	}
 	return w.loop(ctx, ctrl.HasSyncedChecker().Done())
 }
@@ -133,8 +131,9 @@ func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {
 	}
 }
 
-// checkLoop runs the active health check every health_check_interval.
-func (w *watcher) checkLoop(ctx context.Context, check func(context.Context) error) {
+// checkLoop runs the active health check (GET /readyz) every
+// health_check_interval.
+func (w *watcher) checkLoop(ctx context.Context, rc rest.Interface) {
 	interval := w.src.opts.healthCheck
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -145,7 +144,7 @@ func (w *watcher) checkLoop(ctx context.Context, check func(context.Context) err
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, interval)
-		err := check(cctx)
+		err := rc.Get().AbsPath("/readyz").Do(cctx).Error()
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -170,9 +169,18 @@ func (w *watcher) watchError(ctx context.Context, _ *cache.Reflector, err error)
 	}
 }
 
-func (w *watcher) fetcher(cl clients) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+// fetcher gets one object, whole, for the lookups of store = "cached".
+func (w *watcher) fetcher(rc rest.Interface) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
 	return func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-		return cl.dynamic.Resource(w.res.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		body, err := rc.Get().AbsPath(append(lister{gvr: w.res.gvr, ns: ns}.path(), name)...).DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			return nil, fmt.Errorf("decode %s/%s: %w", ns, name, err)
+		}
+		return u, nil
 	}
 }
 
