@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,9 @@ type clients struct {
 	rest rest.Interface
 	// readyz runs the active health check; nil disables it.
 	readyz func(ctx context.Context) error
+	// access checks that the run may list and watch (resolve.go's
+	// checkAccess); nil checks nothing.
+	access func(ctx context.Context) error
 }
 
 func newClients(c connection) (clients, error) {
@@ -99,6 +103,9 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 			w.lists.Add(1)
 			obj, err := list(ctx, o)
 			w.observe(ctx, err)
+			if err == nil {
+				w.sizeInitial(meta.LenList(obj))
+			}
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

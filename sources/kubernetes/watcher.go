@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,6 +202,17 @@ func (w *watcher) emit(deltas []node.Delta) {
 	w.out.Apply(deltas)
 }
 
+// sizeInitial makes room for the n records of the initial list before
+// the informer hands its objects over one by one, which grew the map a
+// dozen times on the sync's critical path.
+func (w *watcher) sizeInitial(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.synced && len(w.initial) == 0 {
+		w.initial = make(map[string]node.Record, n)
+	}
+}
+
 // markSynced publishes the complete initial state as one Replace (which
 // also removes what a previous run emitted and is gone now), then marks
 // the output synced.
@@ -214,7 +223,6 @@ func (w *watcher) markSynced() {
 	for _, r := range w.initial {
 		records = append(records, r)
 	}
-	slices.SortFunc(records, func(a, b node.Record) int { return strings.Compare(a.Key, b.Key) })
 	w.out.Replace(records)
 	w.out.MarkSynced()
 	w.synced, w.initial = true, nil
