@@ -169,10 +169,12 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 					w.upsert(d.Object, nil)
 				}
 			case cache.Deleted:
+				prev, _, _ := store.Get(d.Object)
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
-				w.remove(d.Object)
+				o, _ := prev.(*object)
+				w.remove(d.Object, o)
 			}
 		}
 		return nil

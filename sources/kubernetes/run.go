@@ -87,9 +87,9 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 // fails. Unit tests call it with fake clients.
 func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
-		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
+		index: keyIndex{kobject.NewIndex()}, initial: map[string]node.Record{}, skipped: map[string]string{}}
 	if len(s.keyer.Exprs()) == 0 {
-		w.index = kobject.NewIDIndex()
+		w.index = &idIndex{w: w}
 	}
 	if s.opts.cached {
 		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
