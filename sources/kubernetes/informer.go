@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
 
@@ -30,9 +31,6 @@ type clients struct {
 	rest rest.Interface
 	// readyz runs the active health check; nil disables it.
 	readyz func(ctx context.Context) error
-	// access checks that the run may list and watch (resolve.go's
-	// checkAccess); nil checks nothing.
-	access func(ctx context.Context) error
 }
 
 func newClients(c connection) (clients, error) {
@@ -103,8 +101,12 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 			w.lists.Add(1)
 			obj, err := list(ctx, o)
 			w.observe(ctx, err)
-			if err == nil {
-				w.sizeInitial(meta.LenList(obj))
+			if n := meta.LenList(obj); n > 0 { // room for the initial list's records
+				w.mu.Lock()
+				if !w.synced && len(w.initial) == 0 {
+					w.initial = make(map[string]node.Record, n)
+				}
+				w.mu.Unlock()
 			}
 			return obj, err
 		},
@@ -145,9 +147,10 @@ func (w *watcher) tweak(o *metav1.ListOptions) {
 }
 
 // process applies each change popped from the informer's queue to
-// its cache and hands it to the watcher, as client-go's informers do. The
-// queue sends no atomic replace or resync items (their options are off),
-// so every item is a list of an object's deltas.
+// its cache and hands it to the watcher with the object the cache held
+// before, as client-go's informers do. The queue sends no atomic replace
+// or resync items (their options are off), so every item is a list of an
+// object's deltas (added, updated, replaced, synced or deleted).
 func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 	return func(obj any, _ bool) error {
 		deltas, ok := obj.(cache.Deltas)
@@ -155,26 +158,17 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
 		}
 		for _, d := range deltas {
-			switch d.Type {
-			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
-				if old, exists, err := store.Get(d.Object); err == nil && exists {
-					if err := store.Update(d.Object); err != nil {
-						return err
-					}
-					w.upsert(d.Object, old)
-				} else {
-					if err := store.Add(d.Object); err != nil {
-						return err
-					}
-					w.upsert(d.Object, nil)
-				}
-			case cache.Deleted:
-				prev, _, _ := store.Get(d.Object)
+			cached, _, _ := store.Get(d.Object) // nil when new
+			prev, _ := cached.(*object)
+			if d.Type == cache.Deleted {
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
-				o, _ := prev.(*object)
-				w.remove(d.Object, o)
+				w.remove(d.Object, prev)
+			} else if err := store.Add(d.Object); err != nil { // Add is Update
+				return err
+			} else {
+				w.upsert(d.Object, prev)
 			}
 		}
 		return nil

@@ -27,12 +27,10 @@ var ErrNotRunning = errors.New("source is not running")
 
 // Run implements node.Source. It connects (validating certificate,
 // reachability and authentication in turn), resolves the resource through
-// discovery, then runs the informer until ctx ends, checking meanwhile
-// that it may list and watch the resource: the check's two round trips
-// then overlap the first LIST instead of delaying it. Failures of the
-// checks end the run with an error (health down; the engine retries);
-// failures after them are retried by the informer and reported as
-// degraded, then down.
+// discovery, then runs the informer until ctx ends, checking alongside its
+// first LIST that it may list and watch. Failures of the checks end the
+// run with an error (health down; the engine retries); failures after
+// them are retried by the informer and reported as degraded, then down.
 func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	m, err := newMetrics(env.Metrics)
 	if err != nil {
@@ -45,8 +43,8 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	if err == nil {
 		var cl clients
 		if cl, err = newClients(conn); err == nil {
-			cl.access = func(ctx context.Context) error { return s.checkAccess(ctx, conn, res, user) }
-			if err = s.watch(ctx, env, out, mon, m, cl, res); err == nil {
+			access := func(ctx context.Context) error { return s.checkAccess(ctx, conn, res, user) }
+			if err = s.watch(ctx, env, out, mon, m, cl, res, access); err == nil {
 				return nil
 			}
 		}
@@ -58,9 +56,8 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	return fmt.Errorf("%s: %w", s.address, err)
 }
 
-// connect builds the client configuration, validates the connection and
-// resolves the target; it returns the authenticated user's name, if the
-// server told it. The caller closes the connection, also on error.
+// connect validates the connection, resolves the target and names the
+// user (if the server says). The caller closes the connection, also on error.
 func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, string, error) {
 	cfg, err := kubeclient.RESTConfig(s.cluster)
 	if err != nil {
@@ -83,9 +80,10 @@ func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, res
 	return conn, res, user, nil
 }
 
-// watch runs the informer until ctx ends, or until the access check
-// fails. Unit tests call it with fake clients.
-func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
+// watch runs the informer until ctx ends, or until access (nil: no
+// check) fails. Unit tests call it with fake clients.
+func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved,
+	access func(context.Context) error) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
 		index: keyIndex{kobject.NewIndex()}, initial: map[string]node.Record{}, skipped: map[string]string{}}
 	if len(s.keyer.Exprs()) == 0 {
@@ -107,8 +105,8 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { ctrl.RunWithContext(ictx) })
-	if cl.access != nil {
-		if err := cl.access(ctx); err != nil {
+	if access != nil {
+		if err := access(ctx); err != nil {
 			return err // the informer is stopped by the deferred cancel
 		}
 	}

@@ -100,7 +100,7 @@ func startWith(t *testing.T, s *Source, out *nodetest.Output, client *dynfake.Fa
 		return true, w, nil
 	})
 	res := resolved{gvr: podsGVR, gvk: podGVK, namespaced: true}
-	go func() { r.done <- s.watch(ctx, env, out, mon, m, clients{dynamic: client}, res) }()
+	go func() { r.done <- s.watch(ctx, env, out, mon, m, clients{dynamic: client}, res, nil) }()
 	return r
 }
 

@@ -67,32 +67,22 @@ type idIndex struct {
 	n int
 }
 
-// keyed reports whether o is indexed: a cached object with a key.
-func keyed(o *object) bool {
-	if o == nil {
-		return false
-	}
-	_, err := o.key()
-	return err == nil
-}
-
 func (ix *idIndex) Put(id, _ string, prev *object) []kobject.Change {
-	had := keyed(prev)
-	if !had {
+	if !prev.keyed() {
 		ix.n++
 	}
-	return []kobject.Change{{Key: id, Winner: id, WinnerChanged: !had}}
+	return []kobject.Change{{Key: id, Winner: id, WinnerChanged: !prev.keyed()}}
 }
 
 func (ix *idIndex) Remove(id string, prev *object) []kobject.Change {
-	if !keyed(prev) {
+	if !prev.keyed() {
 		return nil
 	}
 	ix.n--
 	return []kobject.Change{{Key: id, WinnerChanged: true}}
 }
 
-func (ix *idIndex) Winner(key string) (string, bool) { return key, keyed(ix.w.cached(key)) }
+func (ix *idIndex) Winner(key string) (string, bool) { return key, ix.w.cached(key).keyed() }
 
 func (ix *idIndex) Len() int { return ix.n }
 
@@ -116,9 +106,10 @@ func (w *watcher) remove(obj any, prev *object) {
 	w.m.Objects.Set(float64(w.index.Len() + w.missing))
 }
 
-// upsert handles an add (old nil) or an update (informer.go's process).
-func (w *watcher) upsert(obj, old any) {
-	if old == nil {
+// upsert handles an add (prev nil) or an update of the cached object
+// prev (informer.go's process).
+func (w *watcher) upsert(obj any, prev *object) {
+	if prev == nil {
 		w.m.events.WithLabelValues("add").Inc()
 	} else {
 		w.m.events.WithLabelValues("update").Inc()
@@ -137,7 +128,6 @@ func (w *watcher) upsert(obj, old any) {
 	if w.cache != nil {
 		w.cache.invalidate(objID)
 	}
-	prev, _ := old.(*object)
 	if keyErr != nil {
 		w.emit(w.deltas(w.index.Remove(objID, prev), "", nil))
 		w.skip(objID, kobject.ReasonIndexMissing, keyErr)
@@ -146,7 +136,7 @@ func (w *watcher) upsert(obj, old any) {
 	w.unskip(objID)
 	var changes []kobject.Change
 	for _, ch := range w.index.Put(objID, key, prev) {
-		if ch.Winner == objID && !ch.WinnerChanged && old != nil && it.sameAs(old) {
+		if ch.Winner == objID && !ch.WinnerChanged && prev != nil && it.sameAs(prev) {
 			continue // nothing changed but resourceVersion or ignored fields
 		}
 		changes = append(changes, ch)
@@ -245,17 +235,6 @@ func (w *watcher) emit(deltas []node.Delta) {
 		}
 	}
 	w.out.Apply(deltas)
-}
-
-// sizeInitial makes room for the n records of the initial list before
-// the informer hands its objects over one by one, which grew the map a
-// dozen times on the sync's critical path.
-func (w *watcher) sizeInitial(n int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.synced && len(w.initial) == 0 {
-		w.initial = make(map[string]node.Record, n)
-	}
 }
 
 // markSynced publishes the complete initial state as one Replace (which
