@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,6 +249,7 @@ func (w *watcher) markSynced() {
 	for _, r := range w.initial {
 		records = append(records, r)
 	}
+	slices.SortFunc(records, func(a, b node.Record) int { return strings.Compare(a.Key, b.Key) })
 	w.out.Replace(records)
 	w.out.MarkSynced()
 	w.synced, w.initial = true, nil
