@@ -208,9 +208,8 @@ func TestWatchSyncAndEvents(t *testing.T) {
 			t.Errorf("events{%s} = %v, want %v", typ, got, n)
 		}
 	}
-	if got := testutil.ToFloat64(s.current.m.Objects); got != 2 {
-		t.Errorf("objects = %v, want 2", got)
-	}
+	// The gauge is set after the delete is published.
+	waitFor(t, "objects = 2", func() bool { return testutil.ToFloat64(s.current.m.Objects) == 2 })
 	obj, ok, err := s.Lookup(ctx, "shop/b")
 	if err != nil || !ok || obj.GetLabels()["tier"] != "db" || obj.GetManagedFields() != nil {
 		t.Errorf("Lookup(shop/b) = %v, %v, %v", obj, ok, err)
