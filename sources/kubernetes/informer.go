@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
 
@@ -53,6 +55,13 @@ func (w *watcher) listWatch(l lister) *cache.ListWatch {
 			w.lists.Add(1)
 			obj, err := l.List(ctx, o)
 			w.observe(ctx, err)
+			if n := meta.LenList(obj); n > 0 { // room for the initial list's records
+				w.mu.Lock()
+				if !w.synced && len(w.initial) == 0 {
+					w.initial = make(map[string]node.Record, n)
+				}
+				w.mu.Unlock()
+			}
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -80,9 +89,10 @@ func (w *watcher) tweak(o *metav1.ListOptions) {
 }
 
 // process applies each change popped from the informer's queue to
-// its cache and hands it to the watcher, as client-go's informers do. The
-// queue sends no atomic replace or resync items (their options are off),
-// so every item is a list of an object's deltas.
+// its cache and hands it to the watcher with the object the cache held
+// before, as client-go's informers do. The queue sends no atomic replace
+// or resync items (their options are off), so every item is a list of an
+// object's deltas (added, updated, replaced, synced or deleted).
 func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 	return func(obj any, _ bool) error {
 		deltas, ok := obj.(cache.Deltas)
@@ -90,20 +100,17 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
 		}
 		for _, d := range deltas {
-			switch d.Type {
-			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
-				// A store's Update adds a new object, whose old is nil (a
-				// key error fails the Update too).
-				old, _, _ := store.Get(d.Object)
-				if err := store.Update(d.Object); err != nil {
-					return err
-				}
-				w.upsert(d.Object, old)
-			case cache.Deleted:
+			cached, _, _ := store.Get(d.Object) // nil when new
+			prev, _ := cached.(*object)
+			if d.Type == cache.Deleted {
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
-				w.remove(d.Object)
+				w.remove(d.Object, prev)
+			} else if err := store.Add(d.Object); err != nil { // Add is Update
+				return err
+			} else {
+				w.upsert(d.Object, prev)
 			}
 		}
 		return nil

@@ -56,9 +56,8 @@ func TestWatchSyncAndEvents(t *testing.T) {
 			t.Errorf("events{%s} = %v, want %v", typ, got, n)
 		}
 	}
-	if got := testutil.ToFloat64(w.m.Objects); got != 2 {
-		t.Errorf("objects = %v, want 2", got)
-	}
+	// The gauge is set after the change is published.
+	waitFor(t, "objects = 2", func() bool { return testutil.ToFloat64(w.m.Objects) == 2 })
 	ctx := context.Background()
 	obj, ok, err := l.src.Lookup(ctx, ns+"/b")
 	if err != nil || !ok || obj.GetLabels()["tier"] != "db" || obj.GetManagedFields() != nil {
@@ -121,9 +120,8 @@ func TestWatchIndexBy(t *testing.T) {
 	if diff := cmp.Diff([]string{"api", "db"}, l.keys()); diff != "" {
 		t.Errorf("keys (-want +got)\n%s", diff)
 	}
-	if got := testutil.ToFloat64(w.m.Objects); got != 2 {
-		t.Errorf("objects = %v, want 2", got)
-	}
+	// The gauge is set after the change is published.
+	waitFor(t, "objects = 2", func() bool { return testutil.ToFloat64(w.m.Objects) == 2 })
 }
 
 func TestWatchCachedStore(t *testing.T) {

@@ -26,10 +26,10 @@ var ErrNotRunning = errors.New("source is not running")
 
 // Run implements node.Source. It connects (validating certificate,
 // reachability and authentication in turn), resolves the resource through
-// discovery, checks that it may list and watch it, then runs the informer
-// until ctx ends. Failures before the watch starts end the run with an
-// error (health down; the engine retries); failures after it are retried
-// by the informer and reported as degraded, then down.
+// discovery, then runs the informer until ctx ends, checking alongside its
+// first LIST that it may list and watch. Failures of the checks end the
+// run with an error (health down; the engine retries); failures after
+// them are retried by the informer and reported as degraded, then down.
 func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	m, err := newMetrics(env.Metrics)
 	if err != nil {
@@ -37,12 +37,15 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	}
 	mon := newMonitor(env.Health, env.Logger, m, s.opts.disconnectAfter)
 	mon.tick(time.Now())
-	conn, res, err := s.connect(ctx, env.Logger)
+	conn, res, user, err := s.connect(ctx, env.Logger)
 	defer conn.close()
 	if err == nil {
 		var rc rest.Interface
 		if rc, err = newRESTClient(conn); err == nil {
-			return s.watch(ctx, env, out, mon, m, rc, res)
+			access := func(ctx context.Context) error { return s.checkAccess(ctx, conn, res, user) }
+			if err = s.watch(ctx, env, out, mon, m, rc, res, access); err == nil {
+				return nil
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -52,39 +55,38 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	return fmt.Errorf("%s: %w", s.address, err)
 }
 
-// connect builds the client configuration, validates the connection and
-// resolves the target. The caller closes the connection, also on error.
-func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, error) {
+// connect validates the connection, resolves the target and names the
+// user (if the server says). The caller closes the connection, also on error.
+func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, string, error) {
 	cfg, err := kubeclient.RESTConfig(s.cluster)
 	if err != nil {
-		return connection{}, resolved{}, err
+		return connection{}, resolved{}, "", err
 	}
 	cfg.WarningHandler = warningLogger{log}
 	conn, err := newConnection(cfg)
 	if err != nil {
-		return conn, resolved{}, err
+		return conn, resolved{}, "", err
 	}
 	user, err := checkConnection(ctx, conn)
 	if err != nil {
-		return conn, resolved{}, err
+		return conn, resolved{}, "", err
 	}
 	res, err := s.resolve(conn)
 	if err != nil {
-		return conn, resolved{}, err
-	}
-	if err := s.checkAccess(ctx, conn, res, user); err != nil {
-		return conn, resolved{}, err
+		return conn, resolved{}, "", err
 	}
 	log.Info("connected", "host", cfg.Host, "user", user, "resource", res.gvr.String(), "namespace", res.namespace)
-	return conn, res, nil
+	return conn, res, user, nil
 }
 
-// watch runs the informer until ctx ends.
-func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, rc rest.Interface, res resolved) error {
+// watch runs the informer until ctx ends, or until access, checked
+// alongside the first LIST, fails.
+func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, rc rest.Interface, res resolved,
+	access func(context.Context) error) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
-		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
+		index: keyIndex{kobject.NewIndex()}, initial: map[string]node.Record{}, skipped: map[string]string{}}
 	if len(s.keyer.Exprs()) == 0 {
-		w.index = kobject.NewIDIndex()
+		w.index = &idIndex{w: w}
 	}
 	if s.opts.cached {
 		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(rc))
@@ -102,6 +104,9 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { ctrl.RunWithContext(ictx) })
+	if err := access(ctx); err != nil {
+		return err // the informer is stopped by the deferred cancel
+	}
 	if s.opts.healthCheck > 0 {
 		wg.Go(func() { w.checkLoop(ictx, rc) })
 	}
