@@ -72,6 +72,7 @@ func (s *sink) run(ctx context.Context, env node.Env, dec *decisions) error {
 	defer dec.detach(s.n.Address)
 	sub := s.in.subscribe(s.stats)
 	defer s.in.unsubscribe(sub)
+	_, sub.packed = target.(node.PackedInput)
 	return s.Run(ctx, target, sub)
 }
 

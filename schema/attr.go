@@ -138,6 +138,23 @@ func (a *Attr[T]) Get(c *Content) (T, hcl.Range, hcl.Diagnostics) {
 	return v, rng, append(diags, d...)
 }
 
+// Read is Get for a decoder that gathers every diagnostic in one list: it
+// appends the attribute's diagnostics to diags and returns the value.
+func (a *Attr[T]) Read(c *Content, diags *hcl.Diagnostics) T {
+	v, _, d := a.Get(c)
+	*diags = append(*diags, d...)
+	return v
+}
+
+// Range returns where the attribute's value is written, or the block's
+// range when it is absent (the range Get returns).
+func (a *Attr[T]) Range(c *Content) hcl.Range {
+	if attr, ok := c.Attrs[a.info.Name]; ok {
+		return attr.Expr.Range()
+	}
+	return c.Range
+}
+
 // Check implements Attribute.
 func (a *Attr[T]) Check(c *Content) hcl.Diagnostics {
 	_, _, diags := a.Get(c)

@@ -57,24 +57,19 @@ func decodeCluster(blk *hcl.Block, ctx *hcl.EvalContext, dir string) (*Cluster, 
 	get := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	var d hcl.Diagnostics
 	var rng hcl.Range
-	c.Kubeconfig, _, d = clusterKubeconfig.Get(content)
-	get(d)
-	c.Context, _, d = clusterContext.Get(content)
-	get(d)
-	c.InCluster, _, d = clusterInCluster.Get(content)
-	get(d)
+	c.Kubeconfig = clusterKubeconfig.Read(content, &diags)
+	c.Context = clusterContext.Read(content, &diags)
+	c.InCluster = clusterInCluster.Read(content, &diags)
 	c.Endpoint, rng, d = clusterEndpoint.Get(content)
 	get(d)
 	if c.Endpoint != "" {
 		diags = append(diags, checkEndpoint(c.Endpoint, rng)...)
 	}
-	ca, _, d := clusterCACert.Get(content)
-	get(d)
+	ca := clusterCACert.Read(content, &diags)
 	if ca != "" {
 		c.CACert, c.CACertFile = splitPEM(ca, dir)
 	}
-	c.TokenFile, _, d = clusterTokenFile.Get(content)
-	get(d)
+	c.TokenFile = clusterTokenFile.Read(content, &diags)
 	if c.TokenFile != "" && !filepath.IsAbs(c.TokenFile) {
 		c.TokenFile = filepath.Join(dir, c.TokenFile)
 	}

@@ -59,10 +59,8 @@ func decodeLeaderElection(blk *hcl.Block, cfg *Config) (*LeaderElection, hcl.Dia
 			add(d)
 		}
 	}
-	le.Namespace, _, d = leaderNamespace.Get(content)
-	add(d)
-	le.LeaseName, _, d = leaderLeaseName.Get(content)
-	add(d)
+	le.Namespace = leaderNamespace.Read(content, &diags)
+	le.LeaseName = leaderLeaseName.Read(content, &diags)
 	var durRange, renewRange, retryRange hcl.Range
 	le.LeaseDuration, durRange, d = leaderLeaseDuration.Get(content)
 	timing = append(timing, d...)

@@ -117,6 +117,9 @@ func Expand(a any) cty.Value {
 // as it evaluates it. So a packed record stays packed on its way, and a
 // large snapshot is never built whole. Such a transform compares values
 // only with RawEquals, which compares two packed values by Packed.Same.
+// A sink's target may implement it too: its Prepare passes the record's
+// value on unread, and the sink loop keeps it packed and builds it where
+// it writes, shows or compares an entry (a log keeps no built value).
 type PackedInput interface{ TakesPacked() }
 
 // Upsert returns an upsert delta.

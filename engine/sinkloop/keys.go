@@ -110,20 +110,24 @@ func (s *state) keep(e *node.Entry) keptEntry {
 }
 
 // same is node.Entry.Same of the two entries: by their bytes when they
-// carry them (Data), as every entry of an encoding target does.
+// carry them (Data), as every entry of an encoding target does; two
+// packed values (node.PackedInput) by node.Packed.Same, unbuilt.
 func (k keptEntry) same(o keptEntry) bool {
 	if k.Data != nil || o.Data != nil {
 		return bytes.Equal(k.Data, o.Data)
 	}
+	if k.value != nil && o.value != nil && node.IsPacked(*k.value) && node.IsPacked(*o.value) {
+		return k.value.RawEquals(*o.value)
+	}
 	return k.entry("").Same(o.entry(""))
 }
 
-// entry is k as the entry at key, with its value if kept (enough to
-// compare it, and to write it to a target not written in chunks).
+// entry is k as the entry at key, with its value if kept (built if packed):
+// enough to compare it, and to write it to a target not written in chunks.
 func (k keptEntry) entry(key node.Key) node.Entry {
 	e := node.Entry{Key: key, Data: k.Data}
 	if k.value != nil {
-		e.Value = *k.value
+		e.Value = node.Unpack(*k.value)
 	}
 	return e
 }

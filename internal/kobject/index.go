@@ -95,36 +95,3 @@ func (ix *Index) Winner(key string) (string, bool) {
 
 // Len returns the number of indexed objects (duplicates included).
 func (ix *Index) Len() int { return len(ix.keyOf) }
-
-// IDIndex is Index for objects whose key is their id (the default
-// namespace/name key): no two objects claim one key, so it keeps the set
-// of ids only, a fraction of Index's two maps.
-type IDIndex struct{ ids map[string]struct{} }
-
-// NewIDIndex returns an empty IDIndex.
-func NewIDIndex() *IDIndex { return &IDIndex{ids: map[string]struct{}{}} }
-
-// Put is Index.Put for a key equal to id.
-func (ix *IDIndex) Put(id, _ string) []Change {
-	_, had := ix.ids[id]
-	ix.ids[id] = struct{}{}
-	return []Change{{Key: id, Winner: id, WinnerChanged: !had}}
-}
-
-// Remove is Index.Remove.
-func (ix *IDIndex) Remove(id string) []Change {
-	if _, had := ix.ids[id]; !had {
-		return nil
-	}
-	delete(ix.ids, id)
-	return []Change{{Key: id, WinnerChanged: true}}
-}
-
-// Winner is Index.Winner.
-func (ix *IDIndex) Winner(key string) (string, bool) {
-	_, ok := ix.ids[key]
-	return key, ok
-}
-
-// Len is Index.Len.
-func (ix *IDIndex) Len() int { return len(ix.ids) }

@@ -136,32 +136,6 @@ func TestIndex(t *testing.T) {
 	}
 }
 
-// TestIDIndex checks that IDIndex answers as Index does when every key is
-// its object's id.
-func TestIDIndex(t *testing.T) {
-	ix, id := NewIndex(), NewIDIndex()
-	for i, s := range []struct{ op, id string }{
-		{"put", "a/1"}, {"put", "a/1"}, {"put", "b/2"}, {"remove", "a/1"}, {"remove", "a/1"}, {"put", "a/1"}, {"remove", "b/2"},
-	} {
-		var want, got []Change
-		if s.op == "put" {
-			want, got = ix.Put(s.id, s.id), id.Put(s.id, s.id)
-		} else {
-			want, got = ix.Remove(s.id), id.Remove(s.id)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("step %d %s %s: (-Index +IDIndex)\n%s", i, s.op, s.id, diff)
-		}
-		for _, k := range []string{"a/1", "b/2"} {
-			w1, ok1 := ix.Winner(k)
-			w2, ok2 := id.Winner(k)
-			if ok1 != ok2 || ok1 && w1 != w2 || ix.Len() != id.Len() {
-				t.Fatalf("step %d: Winner(%s) %q %v, want %q %v; Len %d, want %d", i, k, w2, ok2, w1, ok1, id.Len(), ix.Len())
-			}
-		}
-	}
-}
-
 func TestSameContent(t *testing.T) {
 	a, b := pod(), pod()
 	b["metadata"].(map[string]any)["resourceVersion"] = "8"

@@ -77,8 +77,7 @@ func DecodeSelector(c *schema.Content) (labels.Selector, hcl.Diagnostics) {
 
 func decodeRequirement(c *schema.Content) (*labels.Requirement, hcl.Diagnostics) {
 	key, keyRange, diags := requirementKey.Get(c)
-	op, _, d := requirementOperator.Get(c)
-	diags = append(diags, d...)
+	op := requirementOperator.Read(c, &diags)
 	values, valuesRange, d := requirementValues.Get(c)
 	diags = append(diags, d...)
 	if diags.HasErrors() {

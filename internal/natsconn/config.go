@@ -127,20 +127,20 @@ func (c Config) safeURLs() string {
 func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 	var cfg Config
 	var diags hcl.Diagnostics
-	cfg.URLs = get(c, urlAttr, &diags)
-	cfg.Name = get(c, nameAttr, &diags)
-	cfg.CredentialsFile = filePath(dir, get(c, credsAttr, &diags))
-	cfg.NKeySeedFile = filePath(dir, get(c, nkeyAttr, &diags))
-	cfg.Token = get(c, tokenAttr, &diags)
-	cfg.User = get(c, userAttr, &diags)
-	cfg.Password = get(c, passwordAttr, &diags)
-	cfg.CAFile = filePath(dir, get(c, caAttr, &diags))
-	cfg.CertFile = filePath(dir, get(c, certAttr, &diags))
-	cfg.KeyFile = filePath(dir, get(c, keyAttr, &diags))
-	cfg.ConnectTimeout = get(c, timeoutAttr, &diags)
-	cfg.ReconnectWait = get(c, waitAttr, &diags)
-	cfg.MaxReconnects = int(get(c, maxRecAttr, &diags))
-	cfg.ReconnectBuffer = int(get(c, bufAttr, &diags))
+	cfg.URLs = urlAttr.Read(c, &diags)
+	cfg.Name = nameAttr.Read(c, &diags)
+	cfg.CredentialsFile = filePath(dir, credsAttr.Read(c, &diags))
+	cfg.NKeySeedFile = filePath(dir, nkeyAttr.Read(c, &diags))
+	cfg.Token = tokenAttr.Read(c, &diags)
+	cfg.User = userAttr.Read(c, &diags)
+	cfg.Password = passwordAttr.Read(c, &diags)
+	cfg.CAFile = filePath(dir, caAttr.Read(c, &diags))
+	cfg.CertFile = filePath(dir, certAttr.Read(c, &diags))
+	cfg.KeyFile = filePath(dir, keyAttr.Read(c, &diags))
+	cfg.ConnectTimeout = timeoutAttr.Read(c, &diags)
+	cfg.ReconnectWait = waitAttr.Read(c, &diags)
+	cfg.MaxReconnects = int(maxRecAttr.Read(c, &diags))
+	cfg.ReconnectBuffer = int(bufAttr.Read(c, &diags))
 	certRange := c.Range
 	if a, ok := c.Attrs[certAttr.Name()]; ok {
 		certRange = a.Range
@@ -150,8 +150,8 @@ func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 			Detail: "Set both cert_file and key_file for mutual TLS, or neither.", Subject: certRange.Ptr()})
 	}
 	for _, sub := range embeddedBlock.Get(c) {
-		e := &Embedded{Listen: get(sub, listenAttr, &diags), StoreDir: filePath(dir, get(sub, storeAttr, &diags)),
-			ServerName: get(sub, serverNameAttr, &diags)}
+		e := &Embedded{Listen: listenAttr.Read(sub, &diags), StoreDir: filePath(dir, storeAttr.Read(sub, &diags)),
+			ServerName: serverNameAttr.Read(sub, &diags)}
 		diags = append(diags, checkListen(e.Listen, sub)...)
 		cfg.Embedded = e
 	}
@@ -164,13 +164,6 @@ func Decode(c *schema.Content, dir string) (Config, hcl.Diagnostics) {
 		cfg.URLs = []string{"nats://" + cfg.Embedded.Listen}
 	}
 	return cfg, diags
-}
-
-// get reads attribute a of c, keeping its diagnostics in diags.
-func get[T any](c *schema.Content, a *schema.Attr[T], diags *hcl.Diagnostics) T {
-	v, _, d := a.Get(c)
-	*diags = append(*diags, d...)
-	return v
 }
 
 // filePath resolves a file path relative to the configuration directory.
@@ -195,10 +188,7 @@ func checkListen(listen string, sub *schema.Content) hcl.Diagnostics {
 	if err == nil {
 		return nil
 	}
-	rng := sub.Range
-	if a, ok := sub.Attrs[listenAttr.Name()]; ok {
-		rng = a.Expr.Range()
-	}
 	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid listen address",
-		Detail: fmt.Sprintf("listen must be host:port, such as \"127.0.0.1:4222\" or \"0.0.0.0:4222\" (%v).", err), Subject: rng.Ptr()}}
+		Detail:  fmt.Sprintf("listen must be host:port, such as \"127.0.0.1:4222\" or \"0.0.0.0:4222\" (%v).", err),
+		Subject: listenAttr.Range(sub).Ptr()}}
 }

@@ -91,9 +91,7 @@ func decodeEvents(b node.Build) (*eventsConfig, hcl.Diagnostics) {
 	c := blocks[0]
 	var diags hcl.Diagnostics
 	ec := &eventsConfig{ops: map[string]bool{}}
-	ns, _, d := eventsNamespaceAttr.Get(c)
-	diags = append(diags, d...)
-	ec.namespace = ns
+	ec.namespace = eventsNamespaceAttr.Read(c, &diags)
 	ops, rng, d := eventsOpsAttr.Get(c)
 	diags = append(diags, d...)
 	valid := make([]string, 0, len(eventReasons))

@@ -73,8 +73,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	var c config
 	var d hcl.Diagnostics
 	var rng hcl.Range
-	c.path, _, d = pathAttr.Get(b.Content)
-	get(d)
+	c.path = pathAttr.Read(b.Content, &diags)
 	c.maxSize, rng, d = maxSizeAttr.Get(b.Content)
 	get(d)
 	if c.maxSize < 1024 && !d.HasErrors() {
@@ -88,12 +87,9 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 			Detail: "Write 0 to keep every file, or the number of rotated files to keep.", Subject: rng.Ptr()}})
 	}
 	c.maxFiles = int(n)
-	c.maxAge, _, d = maxAgeAttr.Get(b.Content)
-	get(d)
-	c.values, _, d = includeValuesAttr.Get(b.Content)
-	get(d)
-	mode, _, d := fsyncAttr.Get(b.Content)
-	get(d)
+	c.maxAge = maxAgeAttr.Read(b.Content, &diags)
+	c.values = includeValuesAttr.Read(b.Content, &diags)
+	mode := fsyncAttr.Read(b.Content, &diags)
 	c.fsync = fsyncModes[mode]
 	c.interval, rng, d = fsyncIntervalAttr.Get(b.Content)
 	get(d)
@@ -101,8 +97,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 		get(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for fsync_interval",
 			Detail: "The flush period must be positive, such as \"1s\".", Subject: rng.Ptr()}})
 	}
-	fail, _, d := failAttr.Get(b.Content)
-	get(d)
+	fail := failAttr.Read(b.Content, &diags)
 	c.closed = fail == "closed"
 	paths, rng, d := redactAttr.Get(b.Content)
 	get(d)
@@ -115,8 +110,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 		}
 		c.redact = append(c.redact, jp)
 	}
-	c.checkpoint, _, d = checkpointAttr.Get(b.Content)
-	get(d)
+	c.checkpoint = checkpointAttr.Read(b.Content, &diags)
 	c.events, d = decodeEvents(b)
 	get(d)
 	c.resolve(b)

@@ -93,8 +93,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	maxEntries, maxRange, maxDiags := maxEntriesAttr.Get(c)
 	diags = append(diags, maxDiags...)
-	mismatch, _, d := onMismatchAttr.Get(c)
-	diags = append(diags, d...)
+	mismatch := onMismatchAttr.Read(c, &diags)
 	flagList, flagsRange, d := mapFlagsAttr.Get(c)
 	diags = append(diags, d...)
 	s.recreate = mismatch == "recreate"

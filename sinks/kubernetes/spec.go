@@ -97,31 +97,25 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 			add(checkOwnerNamespace(s.ownerRef, s.obj, b.Content.Ctx))
 		}
 	}
-	s.manager, _, d = managerAttr.Get(b.Content)
-	add(d)
+	s.manager = managerAttr.Read(b.Content, &diags)
 	if s.manager == "" {
 		s.manager = "pipeline." + b.Name
 	}
-	s.force, _, d = forceAttr.Get(b.Content)
-	add(d)
-	s.label, _, d = labelAttr.Get(b.Content)
-	add(d)
-	s.value, _, d = valueAttr.Get(b.Content)
-	add(d)
+	s.force = forceAttr.Read(b.Content, &diags)
+	s.label = labelAttr.Read(b.Content, &diags)
+	s.value = valueAttr.Read(b.Content, &diags)
 	if s.value == "" {
 		s.value = "pipeline." + b.Name
 	}
 	add(checkLabel(s.label, s.value, b.Content))
-	s.namespaces, _, d = namespacesAttr.Get(b.Content)
-	add(d)
+	s.namespaces = namespacesAttr.Read(b.Content, &diags)
 	sort.Strings(s.namespaces)
 	if ns := s.obj.namespace; ns != "" && len(s.namespaces) > 0 && !contains(s.namespaces, ns) {
 		add(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Namespace not allowed",
 			Detail:  fmt.Sprintf("The object's namespace %q is not one of namespaces (%s). Add it there, or write the object elsewhere.", ns, strings.Join(s.namespaces, ", ")),
 			Subject: s.obj.namespaceRange.Ptr()}})
 	}
-	s.status, _, d = statusAttr.Get(b.Content)
-	add(d)
+	s.status = statusAttr.Read(b.Content, &diags)
 	n, rng, d := inFlightAttr.Get(b.Content)
 	add(d)
 	if !d.HasErrors() && (n < 1 || n > 256) {
@@ -129,8 +123,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 			Detail: "max_in_flight must be between 1 and 256.", Subject: rng.Ptr()}})
 	}
 	s.inFlight = int(n)
-	s.timeout, _, d = timeoutAttr.Get(b.Content)
-	add(d)
+	s.timeout = timeoutAttr.Read(b.Content, &diags)
 	return s, diags
 }
 

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,11 +106,29 @@ type target struct {
 	closer  io.Closer
 	secrets *redact.Redactor
 	path    string
+	// buf and enc make each json line in one buffer reused (under mu): a
+	// sink printing 100,000 records at start-up made a map and a copy of
+	// every line as garbage.
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// jsonLine is a line of format json, its fields in the order a map of
+// them was printed before (sorted); Value is nil for a delete.
+type jsonLine struct {
+	Key   string `json:"key"`
+	Op    string `json:"op"`
+	Time  string `json:"time"`
+	Value *any   `json:"value,omitempty"`
 }
 
 func (t *target) Prepare(r node.Record) (node.Entry, error) {
 	return node.Entry{Key: r.Key, Value: r.Value}, nil
 }
+
+// TakesPacked implements node.PackedInput: Prepare passes the value on
+// unread, so the sink keeps it packed and builds it only to print it.
+func (t *target) TakesPacked() {}
 
 func (t *target) Actual(context.Context) ([]node.Entry, error) { return nil, node.ErrNoActualState }
 
@@ -128,13 +147,17 @@ func (t *target) write(op string, batch []node.Entry) {
 		var err error
 		switch {
 		case t.json:
-			line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "key": key}
+			line := jsonLine{Key: key, Op: op, Time: time.Now().UTC().Format(time.RFC3339Nano)}
 			if op == "upsert" {
-				line["value"] = ctyconv.FromCty(value)
+				v := ctyconv.FromCty(value)
+				line.Value = &v
 			}
-			var b []byte
-			if b, err = json.Marshal(line); err == nil {
-				_, err = fmt.Fprintf(t.w, "%s\n", b)
+			if t.enc == nil {
+				t.enc = json.NewEncoder(&t.buf)
+			}
+			t.buf.Reset()
+			if err = t.enc.Encode(line); err == nil { // one line, as json.Marshal and a newline
+				_, err = t.w.Write(t.buf.Bytes())
 			}
 		case op == "upsert":
 			_, err = fmt.Fprintf(t.w, "+ %s %s\n", key, ctyconv.String(value))
@@ -166,7 +189,8 @@ func (t *target) Close() error {
 }
 
 var (
-	_ node.Sink      = (*Sink)(nil)
-	_ node.Target    = (*target)(nil)
-	_ node.Describer = (*target)(nil)
+	_ node.Sink        = (*Sink)(nil)
+	_ node.Target      = (*target)(nil)
+	_ node.Describer   = (*target)(nil)
+	_ node.PackedInput = (*target)(nil)
 )

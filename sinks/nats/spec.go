@@ -63,10 +63,8 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s.conn = conn
 	add := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	var d hcl.Diagnostics
-	s.subject, _, d = subjectAttr.Get(b.Content)
-	add(d)
-	s.jetstream, _, d = jetstreamAttr.Get(b.Content)
-	add(d)
+	s.subject = subjectAttr.Read(b.Content, &diags)
+	s.jetstream = jetstreamAttr.Read(b.Content, &diags)
 	n, rng, d := inFlightAttr.Get(b.Content)
 	add(d)
 	if !d.HasErrors() && (n < 1 || n > 1<<16) {
@@ -74,7 +72,6 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 			Detail: "max_in_flight must be between 1 and 65536.", Subject: rng.Ptr()}})
 	}
 	s.inFlight = int(n)
-	s.ackTimeout, _, d = ackTimeoutAttr.Get(b.Content)
-	add(d)
+	s.ackTimeout = ackTimeoutAttr.Read(b.Content, &diags)
 	return s, diags
 }

@@ -82,14 +82,11 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 			Detail: "key_prefix: " + why + ". Use letters, digits and - _ / = . such as \"v1.\".", Subject: prefixRange.Ptr()}})
 	}
 	s.bucket, s.prefix = bucket, prefix
-	s.create, _, d = createAttr.Get(b.Content)
-	add(d)
+	s.create = createAttr.Read(b.Content, &diags)
 	s.cfg, d = bucketConfig(b.Content, bucket)
 	add(d)
-	s.purgeDeletes, _, d = purgeAttr.Get(b.Content)
-	add(d)
-	s.timeout, _, d = timeoutAttr.Get(b.Content)
-	add(d)
+	s.purgeDeletes = purgeAttr.Read(b.Content, &diags)
+	s.timeout = timeoutAttr.Read(b.Content, &diags)
 	return s, diags
 }
 
@@ -107,16 +104,12 @@ func bucketConfig(c *schema.Content, bucket string) (jetstream.KeyValueConfig, h
 	cfg := jetstream.KeyValueConfig{Bucket: bucket, Storage: jetstream.FileStorage}
 	cfg.History = uint8(intIn(historyAttr, 1, 64))
 	cfg.Replicas = int(intIn(replicaAttr, 1, 5))
-	storage, _, d := storageAttr.Get(c)
-	diags = append(diags, d...)
+	storage := storageAttr.Read(c, &diags)
 	if storage == "memory" {
 		cfg.Storage = jetstream.MemoryStorage
 	}
-	ttl, _, d := ttlAttr.Get(c)
-	diags = append(diags, d...)
-	cfg.TTL = ttl
-	maxBytes, _, d := maxAttr.Get(c)
-	diags = append(diags, d...)
+	cfg.TTL = ttlAttr.Read(c, &diags)
+	maxBytes := maxAttr.Read(c, &diags)
 	cfg.MaxBytes = maxBytes
 	if maxBytes == 0 {
 		cfg.MaxBytes = -1

@@ -64,8 +64,11 @@ func parseJSON(f file) []document {
 }
 
 // parseYAML reads every YAML document; a document that is a sequence holds
-// one item per element.
+// one item per element. A file that is JSON is read as JSON (isJSON).
 func parseYAML(f file) []document {
+	if isJSON(f.data) {
+		return parseJSON(f)
+	}
 	return yamlDocs(f, func(where string, raw []byte) []document {
 		err := schema.CheckDataDepth(raw)
 		var js []byte

@@ -3,9 +3,10 @@ package files
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
@@ -34,15 +35,128 @@ func packed(x any) (cty.Value, error) {
 	return ctyconv.ToCty(x) // a scalar, or what JSON cannot hold: converting says why
 }
 
-// Value implements node.Packed.
+// Value implements node.Packed. It reads p straight into cty values,
+// those that decoding it (utiljson) and converting the result
+// (ctyconv.ToCty) give, without the maps of the decoded form: extract
+// builds every record it evaluates, and those maps were about a third of
+// what that allocated (docs/performance.md, F1).
 func (p packedJSON) Value() cty.Value {
-	var x any
-	if err := utiljson.Unmarshal(p, &x); err == nil {
-		if v, err := ctyconv.ToCty(x); err == nil {
-			return v
-		}
+	r := jsonReader{b: p}
+	if v, ok := r.value(); ok && r.i == len(p) {
+		return v
 	}
 	return cty.NullVal(cty.DynamicPseudoType) // not reached: p was marshalled from such a value
+}
+
+// jsonReader reads the compact JSON that encoding/json writes.
+type jsonReader struct {
+	b []byte
+	i int
+}
+
+// next consumes c if it is the next byte.
+func (r *jsonReader) next(c byte) bool {
+	if r.i < len(r.b) && r.b[r.i] == c {
+		r.i++
+		return true
+	}
+	return false
+}
+
+func (r *jsonReader) value() (cty.Value, bool) {
+	switch {
+	case r.next('{'):
+		if r.next('}') {
+			return cty.EmptyObjectVal, true
+		}
+		attrs := map[string]cty.Value{}
+		for {
+			k, ok := r.str()
+			if !ok || !r.next(':') {
+				return cty.NilVal, false
+			}
+			if attrs[k], ok = r.value(); !ok {
+				return cty.NilVal, false
+			}
+			if r.next('}') {
+				return cty.ObjectVal(attrs), true
+			}
+			if !r.next(',') {
+				return cty.NilVal, false
+			}
+		}
+	case r.next('['):
+		if r.next(']') {
+			return cty.EmptyTupleVal, true
+		}
+		var elems []cty.Value
+		for {
+			v, ok := r.value()
+			if !ok {
+				return cty.NilVal, false
+			}
+			elems = append(elems, v)
+			if r.next(']') {
+				return cty.TupleVal(elems), true
+			}
+			if !r.next(',') {
+				return cty.NilVal, false
+			}
+		}
+	case r.i < len(r.b) && r.b[r.i] == '"':
+		s, ok := r.str()
+		return cty.StringVal(s), ok
+	case r.literal("true"):
+		return cty.True, true
+	case r.literal("false"):
+		return cty.False, true
+	case r.literal("null"):
+		return cty.NullVal(cty.DynamicPseudoType), true
+	}
+	start := r.i
+	for r.i < len(r.b) && strings.IndexByte("+-.0123456789Ee", r.b[r.i]) >= 0 {
+		r.i++
+	}
+	n := string(r.b[start:r.i])
+	if !strings.Contains(n, ".") { // an integer is an int64 where it fits, as utiljson decodes it
+		if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+			return cty.NumberIntVal(i), true
+		}
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	return cty.NumberFloatVal(f), err == nil && start < r.i
+}
+
+// literal consumes text if it comes next.
+func (r *jsonReader) literal(text string) bool {
+	if len(r.b)-r.i >= len(text) && string(r.b[r.i:r.i+len(text)]) == text {
+		r.i += len(text)
+		return true
+	}
+	return false
+}
+
+// str reads a string; one with escapes (rare) is decoded by encoding/json.
+func (r *jsonReader) str() (string, bool) {
+	if !r.next('"') {
+		return "", false
+	}
+	start, escaped := r.i, false
+	for ; r.i < len(r.b) && r.b[r.i] != '"'; r.i++ {
+		if r.b[r.i] == '\\' {
+			escaped = true
+			r.i++
+		}
+	}
+	if !r.next('"') {
+		return "", false
+	}
+	if !escaped {
+		return string(r.b[start : r.i-1]), true
+	}
+	var s string
+	err := json.Unmarshal(r.b[start-1:r.i], &s)
+	return s, err == nil
 }
 
 // Same implements node.Packed: the JSON of equal values is equal, as

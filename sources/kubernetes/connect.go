@@ -72,6 +72,7 @@ type connection struct {
 	cfg    *rest.Config
 	hc     *http.Client
 	dialer *connrotation.Dialer
+	dc     *discovery.DiscoveryClient // for the checks and resolve
 }
 
 // newConnection builds the run's HTTP client. The custom dialer also keeps
@@ -86,7 +87,11 @@ func newConnection(cfg *rest.Config) (connection, error) {
 	if err != nil {
 		return connection{}, &ConnectError{Phase: PhaseCertificate, Host: cfg.Host, Err: err}
 	}
-	return connection{cfg: cfg, hc: hc, dialer: d}, nil
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return connection{}, &ConnectError{Phase: PhaseCertificate, Host: cfg.Host, Err: err}
+	}
+	return connection{cfg: cfg, hc: hc, dialer: d, dc: dc}, nil
 }
 
 // close closes every connection of the run.
@@ -105,13 +110,9 @@ func checkConnection(ctx context.Context, c connection) (string, error) {
 	fail := func(p Phase, err error) (string, error) {
 		return "", &ConnectError{Phase: p, Host: c.cfg.Host, Err: err}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return fail(PhaseCertificate, err)
-	}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	if _, err := dc.RESTClient().Get().AbsPath("/version").Do(cctx).Raw(); err != nil {
+	if _, err := c.dc.RESTClient().Get().AbsPath("/version").Do(cctx).Raw(); err != nil {
 		return fail(classify(err), explain(err))
 	}
 	ac, err := authnclient.NewForConfigAndClient(c.cfg, c.hc)

@@ -1,7 +1,8 @@
 // Package kubernetes implements source "kubernetes": it watches the objects
 // of any resource of a Kubernetes API server (custom resources included)
-// through client-go's dynamic or metadata informers and publishes them as a
-// collection of records keyed by namespace/name or by index_by JSONPaths.
+// through a client-go informer over its own lister (or the metadata client,
+// with metadata_only) and publishes them as a collection of records keyed
+// by namespace/name or by index_by JSONPaths.
 //
 // The package owns connecting (cluster blocks, connection validation in
 // phases), resource resolution through discovery, the informer lifecycle,

@@ -7,46 +7,17 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/sources/kubernetes/wire"
 )
-
-// clients is what a watch needs from the API server. Run builds it from a
-// rest.Config; unit tests pass fakes.
-type clients struct {
-	dynamic  dynamic.Interface
-	metadata metadata.Interface // used with metadata_only
-	// rest lists and watches with the single-pass decoder; nil uses the
-	// dynamic client (fakes in unit tests).
-	rest rest.Interface
-	// readyz runs the active health check; nil disables it.
-	readyz func(ctx context.Context) error
-}
-
-func newClients(c connection) (clients, error) {
-	dyn, err := dynamic.NewForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return clients{}, fmt.Errorf("dynamic client: %w", err)
-	}
-	md, err := metadata.NewForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return clients{}, fmt.Errorf("metadata client: %w", err)
-	}
-	rc, err := newRESTClient(c)
-	if err != nil {
-		return clients{}, fmt.Errorf("rest client: %w", err)
-	}
-	readyz := func(ctx context.Context) error { return rc.Get().AbsPath("/readyz").Do(ctx).Error() }
-	return clients{dynamic: dyn, metadata: md, rest: rc, readyz: readyz}, nil
-}
 
 // newInformer builds the source's informer: client-go's controller with
 // a queue of its own, which calls the watcher from the goroutine popping
@@ -54,51 +25,43 @@ func newClients(c connection) (clients, error) {
 // through two more goroutines (its listener's pop and run), a latency per
 // change (docs/data-path.md §7). The queue marks the informer synced only
 // once the last object of the initial list has been processed. Objects
-// come through our lister (lister.go) given a REST client, which decodes
-// each one straight into the object the cache keeps (record) as the
-// bytes arrive, so the cache never sees an intermediate unstructured
-// object and the conversion overlaps the transfer; else through the
-// dynamic client (fakes in unit tests), or as metadata with
-// metadata_only, converted by the queue (transform). Label and field
-// selectors (and name) are applied by the server. The initial state
-// comes as one LIST (resourceVersion "", see lister.List), or with
-// initial_sync = "watch_list" as a watch-list stream; see initialSync.
-func (w *watcher) newInformer(cl clients, logger *logr.Logger) (cache.Store, cache.Controller) {
-	gvr, ns := w.res.gvr, w.res.namespace
-	var lw cache.ListerWatcher
-	var example runtime.Object
-	switch {
-	case w.src.opts.metadataOnly:
-		r := cl.metadata.Resource(gvr).Namespace(ns)
-		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.metadata), &metav1.PartialObjectMetadata{}
-	case cl.rest != nil:
-		l := lister{rc: cl.rest, gvr: gvr, ns: ns, proj: w.src.proj, record: w.record, hook: w.src.eventHook}
-		if w.src.proj != nil {
-			l.pb = wire.LayoutFor(w.res.gvk)
-		}
-		lw, example = w.initialSync(w.listWatch(listOf(l.List), l.Watch), l), &object{}
-	default:
-		r := cl.dynamic.Resource(gvr).Namespace(ns)
-		lw, example = w.initialSync(w.listWatch(listOf(r.List), r.Watch), cl.dynamic), &unstructured.Unstructured{}
+// come through our lister (lister.go), which decodes each one straight
+// into the object the cache keeps (record) as the bytes arrive, so the
+// cache never sees an intermediate unstructured object and the
+// conversion overlaps the transfer. Label and field selectors (and name)
+// are applied by the server. The initial state comes as one LIST
+// (resourceVersion "", see lister.List), or with initial_sync =
+// "watch_list" as a watch-list stream; see initialSync.
+func (w *watcher) newInformer(rc rest.Interface, logger *logr.Logger) (cache.Store, cache.Controller) {
+	l := lister{rc: rc, gvr: w.res.gvr, ns: w.res.namespace, proj: w.src.proj, metadataOnly: w.src.opts.metadataOnly,
+		record: w.record, hook: w.src.eventHook}
+	if l.proj != nil && !l.metadataOnly {
+		l.pb = wire.LayoutFor(w.res.gvk)
 	}
 	store := cache.NewStore(objectKey)
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
-		KeyFunction: objectKey, KnownObjects: store, Transformer: w.transform})
-	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: lw, ObjectType: example,
-		ObjectDescription: gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
+		KeyFunction: objectKey, KnownObjects: store})
+	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: w.initialSync(l), ObjectType: &object{},
+		ObjectDescription: l.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
 	return store, ctrl
 }
 
 // listWatch makes an informer's list and watch calls: the source's
 // selectors applied, and every outcome reported to the monitor (observe).
-func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+func (w *watcher) listWatch(l lister) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			w.tweak(&o)
 			w.lists.Add(1)
-			obj, err := list(ctx, o)
+			obj, err := l.List(ctx, o)
 			w.observe(ctx, err)
+			if n := meta.LenList(obj); n > 0 { // room for the initial list's records
+				w.mu.Lock()
+				if !w.synced && len(w.initial) == 0 {
+					w.initial = make(map[string]node.Record, n)
+				}
+				w.mu.Unlock()
+			}
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -107,7 +70,7 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 			if stream {
 				w.streams.Add(1)
 			}
-			wi, err := watchFn(ctx, o)
+			wi, err := l.Watch(ctx, o)
 			if stream && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
 				// A server without watch-list: the reflector lists instead.
 				w.log.Debug("watch-list refused; listing", "err", err)
@@ -119,18 +82,6 @@ func (w *watcher) listWatch(list func(context.Context, metav1.ListOptions) (runt
 	}
 }
 
-// listOf makes a typed list call an informer's (a nil list, never a nil
-// pointer in an interface, with an error).
-func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		l, err := list(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
-}
-
 // tweak applies the source's selectors to a list or watch request.
 func (w *watcher) tweak(o *metav1.ListOptions) {
 	o.LabelSelector = w.src.target.labelSelector
@@ -138,9 +89,10 @@ func (w *watcher) tweak(o *metav1.ListOptions) {
 }
 
 // process applies each change popped from the informer's queue to
-// its cache and hands it to the watcher, as client-go's informers do. The
-// queue sends no atomic replace or resync items (their options are off),
-// so every item is a list of an object's deltas.
+// its cache and hands it to the watcher with the object the cache held
+// before, as client-go's informers do. The queue sends no atomic replace
+// or resync items (their options are off), so every item is a list of an
+// object's deltas (added, updated, replaced, synced or deleted).
 func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 	return func(obj any, _ bool) error {
 		deltas, ok := obj.(cache.Deltas)
@@ -148,24 +100,17 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
 		}
 		for _, d := range deltas {
-			switch d.Type {
-			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
-				if old, exists, err := store.Get(d.Object); err == nil && exists {
-					if err := store.Update(d.Object); err != nil {
-						return err
-					}
-					w.upsert(d.Object, old)
-				} else {
-					if err := store.Add(d.Object); err != nil {
-						return err
-					}
-					w.upsert(d.Object, nil)
-				}
-			case cache.Deleted:
+			cached, _, _ := store.Get(d.Object) // nil when new
+			prev, _ := cached.(*object)
+			if d.Type == cache.Deleted {
 				if err := store.Delete(d.Object); err != nil {
 					return err
 				}
-				w.remove(d.Object)
+				w.remove(d.Object, prev)
+			} else if err := store.Add(d.Object); err != nil { // Add is Update
+				return err
+			} else {
+				w.upsert(d.Object, prev)
 			}
 		}
 		return nil
@@ -181,26 +126,25 @@ func objectKey(obj any) (string, error) {
 	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 }
 
-// initialSync chooses how the reflector reads the initial state of the
-// list and watch of client: one LIST (initial_sync = "list", the
-// default and the faster where measured: the server encodes one response
-// instead of an event per object; see docs/performance.md), or a
-// watch-list (initial_sync = "watch_list"): one watch
-// with sendInitialEvents=true and resourceVersionMatch=NotOlderThan,
-// whose events the server streams from its watch cache, ending with a
-// bookmark annotated k8s.io/initial-events-end (object.go keeps that
-// mark); the reflector reads it into a store of its own and replaces the
-// informer's with it, as after a LIST, then goes on watching on the same
-// stream. A client may say it cannot stream (client-go's fakes do). A
-// server that refuses the parameters (the WatchList feature off, an
-// aggregated API that rejects them) fails the watch, and the reflector
-// lists instead. client-go's WatchListClient feature gate
+// initialSync chooses how the reflector reads the initial state through
+// l: one LIST (initial_sync = "list", the default and the faster where
+// measured: the server encodes one response instead of an event per
+// object; see docs/performance.md), or a watch-list (initial_sync =
+// "watch_list"): one watch with sendInitialEvents=true and
+// resourceVersionMatch=NotOlderThan, whose events the server streams from
+// its watch cache, ending with a bookmark annotated
+// k8s.io/initial-events-end (object.go keeps that mark); the reflector
+// reads it into a store of its own and replaces the informer's with it,
+// as after a LIST, then goes on watching on the same stream. A server
+// that refuses the parameters (the WatchList feature off, an aggregated
+// API that rejects them) fails the watch, and the reflector lists
+// instead. client-go's WatchListClient feature gate
 // (KUBE_FEATURE_WatchListClient=false) also turns the stream off.
-func (w *watcher) initialSync(lw *cache.ListWatch, client any) cache.ListerWatcher {
+func (w *watcher) initialSync(l lister) cache.ListerWatcher {
 	if !w.src.opts.watchList {
-		return listWatchNoStream{lw}
+		return listWatchNoStream{w.listWatch(l)}
 	}
-	return cache.ToListWatcherWithWatchListSemantics(lw, client)
+	return cache.ToListWatcherWithWatchListSemantics(w.listWatch(l), l)
 }
 
 // listWatchNoStream starts the informer with a LIST rather than a
@@ -235,28 +179,12 @@ func (w *watcher) observe(ctx context.Context, err error) {
 	}
 }
 
-// transform runs before an object enters the informer cache: metadata is
-// turned into an unstructured object, and that into the object the cache
-// keeps (record).
-func (w *watcher) transform(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return w.record(o), nil
-	case *metav1.PartialObjectMetadata:
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			return nil, fmt.Errorf("convert metadata of %s/%s: %w", o.Namespace, o.Name, err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetGroupVersionKind(w.res.gvk)
-		return w.record(u), nil
-	}
-	return obj, nil // tombstones and objects already transformed
-}
-
 // record turns a decoded object into what the cache keeps (object.go),
 // ignore_fields removed first, so that their memory is really released.
 func (w *watcher) record(u *unstructured.Unstructured) *object {
+	if w.src.opts.metadataOnly { // it came as a PartialObjectMetadata
+		u.SetGroupVersionKind(w.res.gvk)
+	}
 	w.src.pruner.Prune(u.Object)
 	switch {
 	case w.src.opts.cached:

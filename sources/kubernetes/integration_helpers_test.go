@@ -86,12 +86,18 @@ func (k *kube) pod(t *testing.T, ns, name string, labels map[string]string) *cor
 
 func (k *kube) relabel(t *testing.T, ns, name string, labels map[string]string) {
 	t.Helper()
+	k.update(t, ns, name, func(p *corev1.Pod) { p.Labels = labels })
+}
+
+// update changes a pod with change, read-modify-write.
+func (k *kube) update(t *testing.T, ns, name string, change func(*corev1.Pod)) {
+	t.Helper()
 	ctx := context.Background()
 	p, err := k.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Labels = labels
+	change(p)
 	if _, err := k.cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +161,13 @@ func startOn(t *testing.T, cluster, body string, proj *node.Paths, hook func(wat
 	if proj != nil {
 		s.Project(proj)
 	}
-	l := &live{src: s, out: nodetest.NewOutput(), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	return run(t, s, nodetest.NewOutput())
+}
+
+// run runs s into out (a restart passes the previous run's out).
+func run(t *testing.T, s *Source, out *nodetest.Output) *live {
+	t.Helper()
+	l := &live{src: s, out: out, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	env, health := nodetest.Env(t, l.reg)
 	l.health = health
 	ctx, cancel := context.WithCancel(context.Background())

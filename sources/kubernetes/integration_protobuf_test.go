@@ -104,8 +104,8 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 	p := &node.Paths{} // a new projection: decoders keep per-projection plans
 	p.Merge(projections[0])
 	p.Merge(projections[1])
-	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p}
-	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: wire.LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod"))}
+	js := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, record: keepWhole}
+	pl := lister{rc: rc, gvr: podsGVR, ns: k.ns, proj: p, pb: wire.LayoutFor(corev1.SchemeGroupVersion.WithKind("Pod")), record: keepWhole}
 	l, err := listWhole(ctx, js)
 	if err != nil {
 		t.Fatal(err)
@@ -157,26 +157,34 @@ func TestProtobufSameAsJSONOnServer(t *testing.T) {
 		if want[i].Type != got[i].Type {
 			t.Fatalf("event %d: json %s protobuf %s", i, want[i].Type, got[i].Type)
 		}
-		wo, _ := want[i].Object.(*unstructured.Unstructured)
-		gobj, _ := got[i].Object.(*unstructured.Unstructured)
+		wo, _ := want[i].Object.(*object)
+		gobj, _ := got[i].Object.(*object)
 		if wo == nil || gobj == nil {
 			t.Fatalf("event %d: objects %T %T", i, want[i].Object, got[i].Object)
 		}
-		if d := cmp.Diff(wo.Object, gobj.Object); d != "" {
+		if d := cmp.Diff(wo.more.whole.Object, gobj.more.whole.Object); d != "" {
 			t.Fatalf("event %d %s (-json +protobuf):\n%s", i, want[i].Type, d)
 		}
 	}
 }
 
-// listWhole lists with l into unstructured objects, as they are decoded.
+// keepWhole is a lister's record that keeps each decoded object as it is.
+func keepWhole(u *unstructured.Unstructured) *object { return &object{more: &content{whole: u}} }
+
+// listWhole lists with l, keeping each object whole as it is decoded.
 func listWhole(ctx context.Context, l lister) (*unstructured.UnstructuredList, error) {
+	l.record = keepWhole
+	obj, err := l.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rl := obj.(*recordList)
 	list := &unstructured.UnstructuredList{}
-	head, err := l.list(ctx, metav1.ListOptions{}, func(u *unstructured.Unstructured) error {
-		list.Items = append(list.Items, *u)
-		return nil
-	})
-	list.Object = head
-	return list, err
+	list.SetResourceVersion(rl.ResourceVersion)
+	for _, it := range rl.Items {
+		list.Items = append(list.Items, *it.more.whole)
+	}
+	return list, nil
 }
 
 func paths(ps ...string) *node.Paths {

@@ -213,7 +213,8 @@ func TestMetadataOnly(t *testing.T) {
 	defer l.stop()
 	l.synced(t)
 	v := l.out.State()[k.ns+"/p"]
-	if attr(v, "metadata", "labels", "app") != cty.StringVal("web") || attr(v, "kind") != cty.StringVal("Pod") {
+	if attr(v, "metadata", "labels", "app") != cty.StringVal("web") || attr(v, "kind") != cty.StringVal("Pod") ||
+		attr(v, "apiVersion") != cty.StringVal("v1") {
 		t.Errorf("metadata record lacks labels or kind: %#v", v)
 	}
 	if attr(v, "spec") != cty.NilVal {

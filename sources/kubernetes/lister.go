@@ -38,20 +38,33 @@ type lister struct {
 	// pb, for a built-in resource read through a projection, asks for
 	// protobuf (wire.Layout); responses in JSON are still decoded.
 	pb *wire.Layout
+	// metadataOnly asks for PartialObjectMetadata (metadata_only): only
+	// apiVersion, kind and metadata cross the wire.
+	metadataOnly bool
 	// record turns each listed or watched object into the object the
-	// cache keeps (watcher.record); without it (tests) Watch yields
-	// unstructured objects.
+	// cache keeps (watcher.record).
 	record func(*unstructured.Unstructured) *object
 	hook   func(watch.EventType) // Source.eventHook
 }
 
-// acceptProtobuf asks for protobuf first when the resource has it.
-const acceptProtobuf = "application/vnd.kubernetes.protobuf, application/json"
+// What a request accepts besides JSON: protobuf first when the resource
+// has it, and the metadata of objects (as client-go's metadata client asks).
+const (
+	acceptProtobuf     = "application/vnd.kubernetes.protobuf, application/json"
+	acceptMetadata     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+	acceptMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"
+)
 
+// newRESTClient makes the client a watch lists, watches, fetches and
+// checks health with.
 func newRESTClient(c connection) (rest.Interface, error) {
 	cfg := dynamic.ConfigFor(c.cfg)
-	cfg.AcceptContentTypes = "application/json" // protobuf only where get asks for it
-	return rest.UnversionedRESTClientForConfigAndClient(cfg, c.hc)
+	cfg.AcceptContentTypes = "application/json" // others only where get asks for them
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(cfg, c.hc)
+	if err != nil {
+		return nil, fmt.Errorf("rest client: %w", err)
+	}
+	return rc, nil
 }
 
 func (l lister) path() []string {
@@ -75,10 +88,19 @@ func (l lister) path() []string {
 // write made before the source started. The reflector's pager asks for
 // pages of 500 along with "0", which the server ignores for "0" but honours
 // for "": the limit goes too, or 10,000 pods take 20 sequential round trips.
-func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*recordList, error) {
+func (l lister) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
+		opts.ResourceVersion = "" // a current snapshot, whole: see above
+		opts.Limit = 0
+	}
+	body, err := l.get(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
 	list := &recordList{}
-	head, err := l.list(ctx, opts, func(u *unstructured.Unstructured) error {
-		list.Items = append(list.Items, l.record(u))
+	head, err := wire.For(bufio.NewReaderSize(body, wire.ReadBuffer), l.pb, l.proj).List(func(obj map[string]any) error {
+		list.Items = append(list.Items, l.record(&unstructured.Unstructured{Object: obj}))
 		return nil
 	})
 	if err != nil {
@@ -91,35 +113,22 @@ func (l lister) List(ctx context.Context, opts metav1.ListOptions) (*recordList,
 	return list, nil
 }
 
-// list lists, handing each item to each as it is decoded (as it arrives,
-// for protobuf), and returns the list's own fields.
-func (l lister) list(ctx context.Context, opts metav1.ListOptions, each func(*unstructured.Unstructured) error) (map[string]any, error) {
-	if opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" && opts.Continue == "" {
-		opts.ResourceVersion = "" // see List
-		opts.Limit = 0
-	}
-	body, err := l.get(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	r := bufio.NewReaderSize(body, wire.ReadBuffer)
-	return wire.For(r, l.pb, l.proj).List(func(obj map[string]any) error {
-		return each(&unstructured.Unstructured{Object: obj})
-	})
-}
-
 // get sends a list or watch request and returns the response body, which
 // may be JSON where protobuf was asked for (wire.For reads either).
 func (l lister) get(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	req := l.rc.Get().AbsPath(l.path()...).VersionedParams(&opts, metav1.ParameterCodec)
-	if l.pb != nil {
+	switch {
+	case l.metadataOnly && opts.Watch:
+		req.SetHeader("Accept", acceptMetadata)
+	case l.metadataOnly:
+		req.SetHeader("Accept", acceptMetadataList)
+	case l.pb != nil:
 		req.SetHeader("Accept", acceptProtobuf)
 	}
 	return req.Stream(ctx)
 }
 
-// Watch implements the dynamic client's Watch.
+// Watch watches like the dynamic client's Watch.
 func (l lister) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	body, err := l.get(ctx, opts)
@@ -166,14 +175,7 @@ func (w *streamWatch) run() {
 			if w.l.hook != nil {
 				w.l.hook(typ)
 			}
-			ev = event(typ, obj)
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok && w.l.record != nil {
-				if typ == watch.Bookmark {
-					ev.Object = bookmark(u)
-				} else {
-					ev.Object = w.l.record(u)
-				}
-			}
+			ev = w.l.event(typ, obj)
 		case w.stopped() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			utilnet.IsProbableEOF(err) || errors.Is(err, context.Canceled):
 			return
@@ -200,17 +202,22 @@ func (w *streamWatch) stopped() bool {
 	}
 }
 
-// event builds a watch event; an ERROR event carries a metav1.Status, as
-// the reflector expects.
-func event(t watch.EventType, obj map[string]any) watch.Event {
-	if t != watch.Error {
-		return watch.Event{Type: t, Object: &unstructured.Unstructured{Object: obj}}
+// event builds a watch event: the object the cache keeps, a bookmark
+// (object.go), or for an ERROR event the metav1.Status the reflector
+// expects.
+func (l lister) event(t watch.EventType, obj map[string]any) watch.Event {
+	u := &unstructured.Unstructured{Object: obj}
+	switch t {
+	case watch.Error:
+		var st metav1.Status
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &st); err != nil {
+			st = apierrors.NewInternalError(fmt.Errorf("decode watch error: %w", err)).Status()
+		}
+		return errorEvent(st)
+	case watch.Bookmark:
+		return watch.Event{Type: t, Object: bookmark(u)}
 	}
-	var st metav1.Status
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &st); err != nil {
-		st = apierrors.NewInternalError(fmt.Errorf("decode watch error: %w", err)).Status()
-	}
-	return errorEvent(st)
+	return watch.Event{Type: t, Object: l.record(u)}
 }
 
 func errorEvent(st metav1.Status) watch.Event {

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -32,7 +31,8 @@ func TestListerPath(t *testing.T) {
 func TestStreamWatch(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions()...)
 	pr, pw := io.Pipe()
-	w := &streamWatch{body: pr, ch: make(chan watch.Event), done: make(chan struct{})}
+	record := (&watcher{src: mustBuild(t, "", `resource = "pods"`)}).record
+	w := &streamWatch{l: lister{record: record}, body: pr, ch: make(chan watch.Event), done: make(chan struct{})}
 	go w.run()
 	go func() {
 		io.WriteString(pw, `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","generation":3}}}`+"\n")
@@ -47,11 +47,11 @@ func TestStreamWatch(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("%d events", len(got))
 	}
-	a := got[0].Object.(*unstructured.Unstructured)
+	a := got[0].Object.(*object).more.whole
 	if got[0].Type != watch.Added || a.GetName() != "a" || a.GetGeneration() != 3 {
 		t.Errorf("first event %v %v", got[0].Type, a)
 	}
-	if b := got[1].Object.(*unstructured.Unstructured); got[1].Type != watch.Bookmark || b.GetResourceVersion() != "9" {
+	if b := got[1].Object.(*object); got[1].Type != watch.Bookmark || b.org.ResourceVersion != "9" || b.kind != &initialEventsEnd {
 		t.Errorf("bookmark %v", got[1])
 	}
 	st, ok := got[2].Object.(*metav1.Status)

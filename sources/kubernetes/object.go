@@ -188,6 +188,9 @@ func bookmark(u *unstructured.Unstructured) *object {
 	return o
 }
 
+// keyed reports whether o (nil: none) has a record key.
+func (o *object) keyed() bool { return o != nil && !errors.Is(o.failed(), kobject.ErrMissing) }
+
 // key returns the record key; the error wraps kobject.ErrMissing.
 func (o *object) key() (string, error) {
 	if err := o.failed(); errors.Is(err, kobject.ErrMissing) {
@@ -220,12 +223,11 @@ func (o *object) release() {
 	}
 }
 
-// sameAs reports whether old has the same content apart from its
+// sameAs reports whether p has the same content apart from its
 // resourceVersion (a packed value leaves it out).
-func (o *object) sameAs(old any) bool {
-	p, ok := old.(*object)
+func (o *object) sameAs(p *object) bool {
 	switch {
-	case !ok || o.failed() != nil || p.failed() != nil || o.projected() != p.projected():
+	case o.failed() != nil || p.failed() != nil || o.projected() != p.projected():
 		return false
 	case o.projected():
 		return o.packed.Same(&p.packed)

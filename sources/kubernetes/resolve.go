@@ -42,11 +42,7 @@ func (r resolved) describe() string {
 // resolve finds the resource's group, version, kind and scope through
 // discovery, so any resource works, custom resources included.
 func (s *Source) resolve(c connection) (resolved, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.cfg, c.hc)
-	if err != nil {
-		return resolved{}, fmt.Errorf("discovery client: %w", err)
-	}
-	cached := memory.NewMemCacheClient(dc)
+	cached := memory.NewMemCacheClient(c.dc)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	mapping, err := s.mapping(mapper)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -27,10 +26,10 @@ var ErrNotRunning = errors.New("source is not running")
 
 // Run implements node.Source. It connects (validating certificate,
 // reachability and authentication in turn), resolves the resource through
-// discovery, checks that it may list and watch it, then runs the informer
-// until ctx ends. Failures before the watch starts end the run with an
-// error (health down; the engine retries); failures after it are retried
-// by the informer and reported as degraded, then down.
+// discovery, then runs the informer until ctx ends, checking alongside its
+// first LIST that it may list and watch. Failures of the checks end the
+// run with an error (health down; the engine retries); failures after
+// them are retried by the informer and reported as degraded, then down.
 func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	m, err := newMetrics(env.Metrics)
 	if err != nil {
@@ -38,12 +37,15 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	}
 	mon := newMonitor(env.Health, env.Logger, m, s.opts.disconnectAfter)
 	mon.tick(time.Now())
-	conn, res, err := s.connect(ctx, env.Logger)
+	conn, res, user, err := s.connect(ctx, env.Logger)
 	defer conn.close()
 	if err == nil {
-		var cl clients
-		if cl, err = newClients(conn); err == nil {
-			return s.watch(ctx, env, out, mon, m, cl, res)
+		var rc rest.Interface
+		if rc, err = newRESTClient(conn); err == nil {
+			access := func(ctx context.Context) error { return s.checkAccess(ctx, conn, res, user) }
+			if err = s.watch(ctx, env, out, mon, m, rc, res, access); err == nil {
+				return nil
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -53,46 +55,44 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	return fmt.Errorf("%s: %w", s.address, err)
 }
 
-// connect builds the client configuration, validates the connection and
-// resolves the target. The caller closes the connection, also on error.
-func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, error) {
+// connect validates the connection, resolves the target and names the
+// user (if the server says). The caller closes the connection, also on error.
+func (s *Source) connect(ctx context.Context, log *slog.Logger) (connection, resolved, string, error) {
 	cfg, err := kubeclient.RESTConfig(s.cluster)
 	if err != nil {
-		return connection{}, resolved{}, err
+		return connection{}, resolved{}, "", err
 	}
 	cfg.WarningHandler = warningLogger{log}
 	conn, err := newConnection(cfg)
 	if err != nil {
-		return conn, resolved{}, err
+		return conn, resolved{}, "", err
 	}
 	user, err := checkConnection(ctx, conn)
 	if err != nil {
-		return conn, resolved{}, err
+		return conn, resolved{}, "", err
 	}
 	res, err := s.resolve(conn)
 	if err != nil {
-		return conn, resolved{}, err
-	}
-	if err := s.checkAccess(ctx, conn, res, user); err != nil {
-		return conn, resolved{}, err
+		return conn, resolved{}, "", err
 	}
 	log.Info("connected", "host", cfg.Host, "user", user, "resource", res.gvr.String(), "namespace", res.namespace)
-	return conn, res, nil
+	return conn, res, user, nil
 }
 
-// watch runs the informer until ctx ends. Unit tests call it with fake
-// clients.
-func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, cl clients, res resolved) error {
+// watch runs the informer until ctx ends, or until access, checked
+// alongside the first LIST, fails.
+func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *monitor, m *metrics, rc rest.Interface, res resolved,
+	access func(context.Context) error) error {
 	w := &watcher{src: s, log: env.Logger, out: out, m: m, mon: mon, ctx: ctx, res: res,
-		index: kobject.NewIndex(), initial: map[string]node.Record{}, skipped: map[string]string{}}
+		index: keyIndex{kobject.NewIndex()}, initial: map[string]node.Record{}, skipped: map[string]string{}}
 	if len(s.keyer.Exprs()) == 0 {
-		w.index = kobject.NewIDIndex()
+		w.index = &idIndex{w: w}
 	}
 	if s.opts.cached {
-		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(cl))
+		w.cache = newObjectCache(s.opts.cacheTTL, s.pruner, w.fetcher(rc))
 	}
 	logger := logr.FromSlogHandler(env.Logger.Handler())
-	store, ctrl := w.newInformer(cl, &logger)
+	store, ctrl := w.newInformer(rc, &logger)
 	w.store = store
 	s.setCurrent(w)
 	defer s.setCurrent(nil)
@@ -104,8 +104,11 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { ctrl.RunWithContext(ictx) })
-	if cl.readyz != nil && s.opts.healthCheck > 0 {
-		wg.Go(func() { w.checkLoop(ictx, cl.readyz) })
+	if err := access(ctx); err != nil {
+		return err // the informer is stopped by the deferred cancel
+	}
+	if s.opts.healthCheck > 0 {
+		wg.Go(func() { w.checkLoop(ictx, rc) })
 	}
 	return w.loop(ctx, ctrl.HasSyncedChecker().Done())
 }
@@ -133,8 +136,9 @@ func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {
 	}
 }
 
-// checkLoop runs the active health check every health_check_interval.
-func (w *watcher) checkLoop(ctx context.Context, check func(context.Context) error) {
+// checkLoop runs the active health check (GET /readyz) every
+// health_check_interval.
+func (w *watcher) checkLoop(ctx context.Context, rc rest.Interface) {
 	interval := w.src.opts.healthCheck
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -145,7 +149,7 @@ func (w *watcher) checkLoop(ctx context.Context, check func(context.Context) err
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, interval)
-		err := check(cctx)
+		err := rc.Get().AbsPath("/readyz").Do(cctx).Error()
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -170,9 +174,18 @@ func (w *watcher) watchError(ctx context.Context, _ *cache.Reflector, err error)
 	}
 }
 
-func (w *watcher) fetcher(cl clients) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+// fetcher gets one object, whole, for the lookups of store = "cached".
+func (w *watcher) fetcher(rc rest.Interface) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
 	return func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-		return cl.dynamic.Resource(w.res.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		body, err := rc.Get().AbsPath(append(lister{gvr: w.res.gvr, ns: ns}.path(), name)...).DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			return nil, fmt.Errorf("decode %s/%s: %w", ns, name, err)
+		}
+		return u, nil
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -87,52 +87,45 @@ func TestResolveNamespace(t *testing.T) {
 	}
 }
 
-func TestTransform(t *testing.T) {
+// TestRecordMetadataOnly: with metadata_only the lister reads
+// PartialObjectMetadata; the cache keeps it as an object of the watched
+// kind, ignore_fields removed.
+func TestRecordMetadataOnly(t *testing.T) {
 	s := mustBuild(t, "", "resource = \"pods\"\nmetadata_only = true\nignore_fields = [\"{.metadata.managedFields}\"]")
 	w := &watcher{src: s, res: resolved{gvr: podsGVR, gvk: podGVK}}
-	md := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "shop", Labels: map[string]string{"app": "web"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
-	out, err := w.transform(md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := out.(*object)
-	if !ok || o.more == nil || o.more.whole == nil {
-		t.Fatalf("transform = %#v, want an object holding the whole object", out)
+	md := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+		"metadata": map[string]any{"name": "a", "namespace": "shop", "labels": map[string]any{"app": "web"},
+			"managedFields": []any{map[string]any{"manager": "x"}}}}}
+	o := w.record(md)
+	if o.more == nil || o.more.whole == nil {
+		t.Fatalf("record = %#v, want an object holding the whole object", o)
 	}
 	u := o.more.whole
 	if u.GetKind() != "Pod" || u.GetAPIVersion() != "v1" || u.GetLabels()["app"] != "web" || u.GetManagedFields() != nil {
-		t.Fatalf("transform = %#v", u)
-	}
-	if again, _ := w.transform(o); again != o {
-		t.Error("transform is not idempotent on transformed objects")
-	}
-	tomb := "not an object"
-	if got, _ := w.transform(tomb); got != tomb {
-		t.Error("transform changed a foreign value")
+		t.Fatalf("record holds %#v", u)
 	}
 }
 
 // A relist delivers unchanged objects to no handler; in the cached store
 // their slim form must not carry a value that nobody would release.
-func TestTransformCachedRelist(t *testing.T) {
+func TestRecordCachedRelist(t *testing.T) {
 	s := mustBuild(t, "", "resource = \"pods\"\nstore = \"cached\"")
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	w := &watcher{src: s, store: store, res: resolved{gvr: podsGVR, gvk: podGVK}}
-	first, _ := w.transform(newPod("a", "1", nil))
-	if first.(*object).more.pending.Load() == nil {
+	first := w.record(newPod("a", "1", nil))
+	if first.more.pending.Load() == nil {
 		t.Fatal("a new object carries no value")
 	}
-	first.(*object).release()
+	first.release()
 	if err := store.Add(first); err != nil {
 		t.Fatal(err)
 	}
-	same, _ := w.transform(newPod("a", "1", nil))
-	if same.(*object).more.pending.Load() != nil {
+	same := w.record(newPod("a", "1", nil))
+	if same.more.pending.Load() != nil {
 		t.Error("an unchanged object carries a value")
 	}
-	changed, _ := w.transform(newPod("a", "2", nil))
-	if changed.(*object).more.pending.Load() == nil {
+	changed := w.record(newPod("a", "2", nil))
+	if changed.more.pending.Load() == nil {
 		t.Error("a changed object carries no value")
 	}
 }

@@ -74,13 +74,6 @@ func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
 		Detail: fmt.Sprintf(format, args...), Subject: rng.Ptr()})
 }
 
-// get reads attribute a, keeping its diagnostics.
-func get[T any](d *decoder, a *schema.Attr[T]) (T, hcl.Range) {
-	v, rng, diags := a.Get(d.c)
-	d.add(diags)
-	return v, rng
-}
-
 func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	d := &decoder{c: b.Content}
 	s := &Source{address: b.Address, nsFile: serviceAccountNamespace}
@@ -142,37 +135,36 @@ func (d *decoder) cluster(cfg *schema.Config) *schema.Cluster {
 
 func (d *decoder) target() target {
 	var t target
-	var resRange, kindRange, avRange, grpRange, verRange hcl.Range
-	t.resource, resRange = get(d, resourceAttr)
-	t.group, grpRange = get(d, groupAttr)
-	t.version, verRange = get(d, versionAttr)
-	t.apiVersion, avRange = get(d, apiVersionAttr)
-	t.kind, kindRange = get(d, kindAttr)
+	t.resource = resourceAttr.Read(d.c, &d.diags)
+	t.group = groupAttr.Read(d.c, &d.diags)
+	t.version = versionAttr.Read(d.c, &d.diags)
+	t.apiVersion = apiVersionAttr.Read(d.c, &d.diags)
+	t.kind = kindAttr.Read(d.c, &d.diags)
 	switch {
 	case t.resource == "" && t.kind == "":
 		d.errorf(d.c.Range, "Missing resource", "Set resource (a plural name such as \"pods\", with optional group and version) or api_version and kind.")
 	case t.resource != "" && t.kind != "":
-		d.errorf(kindRange, "Conflicting resource and kind", "Set resource or api_version + kind, not both.")
+		d.errorf(kindAttr.Range(d.c), "Conflicting resource and kind", "Set resource or api_version + kind, not both.")
 	case t.resource != "":
 		if strings.ToLower(t.resource) != t.resource || strings.ContainsAny(t.resource, "/ ") {
-			d.errorf(resRange, "Invalid resource", "resource is the lower-case plural name, such as \"pods\" or \"deployments\"; for a kind write api_version and kind.")
+			d.errorf(resourceAttr.Range(d.c), "Invalid resource", "resource is the lower-case plural name, such as \"pods\" or \"deployments\"; for a kind write api_version and kind.")
 		}
 		if t.apiVersion != "" {
-			d.errorf(avRange, "Conflicting resource and api_version", "With resource, use group and version instead of api_version.")
+			d.errorf(apiVersionAttr.Range(d.c), "Conflicting resource and api_version", "With resource, use group and version instead of api_version.")
 		}
 	default:
 		if t.group != "" || t.version != "" {
-			rng := grpRange
+			rng := groupAttr.Range(d.c)
 			if t.group == "" {
-				rng = verRange
+				rng = versionAttr.Range(d.c)
 			}
 			d.errorf(rng, "Conflicting kind and group",
 				"With kind, write the group and version in api_version, such as \"apps/v1\".")
 		}
 		if t.apiVersion == "" {
-			d.errorf(kindRange, "Missing api_version", "kind needs api_version, such as \"v1\" or \"apps/v1\".")
+			d.errorf(kindAttr.Range(d.c), "Missing api_version", "kind needs api_version, such as \"v1\" or \"apps/v1\".")
 		} else if _, err := kschema.ParseGroupVersion(t.apiVersion); err != nil {
-			d.errorf(avRange, "Invalid api_version", "%s. Write \"v1\" or \"GROUP/VERSION\".", err)
+			d.errorf(apiVersionAttr.Range(d.c), "Invalid api_version", "%s. Write \"v1\" or \"GROUP/VERSION\".", err)
 		}
 	}
 	d.namespace(&t)
@@ -180,43 +172,38 @@ func (d *decoder) target() target {
 }
 
 func (d *decoder) namespace(t *target) {
-	t.namespace, _ = get(d, namespaceAttr)
-	own, ownRange := get(d, ownNamespaceAttr)
-	t.ownNamespace = own
-	if own && t.namespace != "" {
-		d.errorf(ownRange, "Conflicting namespace settings", "Set namespace or namespaced_watch = true, not both.")
+	t.namespace = namespaceAttr.Read(d.c, &d.diags)
+	t.ownNamespace = ownNamespaceAttr.Read(d.c, &d.diags)
+	if t.ownNamespace && t.namespace != "" {
+		d.errorf(ownNamespaceAttr.Range(d.c), "Conflicting namespace settings", "Set namespace or namespaced_watch = true, not both.")
 	}
-	var nameRange hcl.Range
-	t.name, nameRange = get(d, nameAttr)
+	t.name = nameAttr.Read(d.c, &d.diags)
 	if nameAttr.Has(d.c) && t.name == "" {
-		d.errorf(nameRange, "Empty name", "name must name one object; remove it to watch every object.")
+		d.errorf(nameAttr.Range(d.c), "Empty name", "name must name one object; remove it to watch every object.")
 	}
 }
 
 func (d *decoder) options() options {
 	var o options
-	o.metadataOnly, _ = get(d, metadataOnlyAttr)
-	store, storeRange := get(d, storeAttr)
-	o.cached = store == "cached"
+	o.metadataOnly = metadataOnlyAttr.Read(d.c, &d.diags)
+	o.cached = storeAttr.Read(d.c, &d.diags) == "cached"
 	if o.cached && o.metadataOnly {
-		d.errorf(storeRange, "Conflicting store and metadata_only",
+		d.errorf(storeAttr.Range(d.c), "Conflicting store and metadata_only",
 			"store = \"cached\" keeps only names and keys to save memory; with metadata_only the objects are already that small. Remove one of them.")
 	}
-	var rng hcl.Range
-	o.cacheTTL, rng = get(d, cacheTTLAttr)
+	o.cacheTTL = cacheTTLAttr.Read(d.c, &d.diags)
 	if o.cacheTTL <= 0 {
-		d.errorf(rng, "Invalid cache_ttl", "cache_ttl must be positive.")
+		d.errorf(cacheTTLAttr.Range(d.c), "Invalid cache_ttl", "cache_ttl must be positive.")
 	}
-	initial, _ := get(d, initialSyncAttr)
-	o.watchList = initial == "watch_list"
-	o.syncChanges, _ = get(d, syncChangesAttr)
-	o.disconnectAfter, rng = get(d, disconnectAfterAttr)
+	o.watchList = initialSyncAttr.Read(d.c, &d.diags) == "watch_list"
+	o.syncChanges = syncChangesAttr.Read(d.c, &d.diags)
+	o.disconnectAfter = disconnectAfterAttr.Read(d.c, &d.diags)
 	if o.disconnectAfter <= 0 {
-		d.errorf(rng, "Invalid disconnect_after", "disconnect_after must be positive.")
+		d.errorf(disconnectAfterAttr.Range(d.c), "Invalid disconnect_after", "disconnect_after must be positive.")
 	}
-	o.healthCheck, rng = get(d, healthCheckAttr)
+	o.healthCheck = healthCheckAttr.Read(d.c, &d.diags)
 	if o.healthCheck < 0 {
-		d.errorf(rng, "Invalid health_check_interval", "health_check_interval must be zero (off) or positive.")
+		d.errorf(healthCheckAttr.Range(d.c), "Invalid health_check_interval", "health_check_interval must be zero (off) or positive.")
 	}
 	return o
 }

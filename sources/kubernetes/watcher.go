@@ -46,18 +46,52 @@ type watcher struct {
 	lists, streams atomic.Int32
 }
 
-// index maps objects to record keys (kobject.Index, or kobject.IDIndex
-// when every key is namespace/name).
+// index maps objects to record keys: kobject.Index (keyIndex), or
+// idIndex when every key is namespace/name. Put and Remove are given the
+// object's version the cache held before the event (nil: none).
 type index interface {
-	Put(id, key string) []kobject.Change
-	Remove(id string) []kobject.Change
+	Put(id, key string, prev *object) []kobject.Change
+	Remove(id string, prev *object) []kobject.Change
 	Winner(key string) (string, bool)
 	Len() int
 }
 
-// remove handles a delete (informer.go's process). A label change that
-// moves an object out of the selector arrives here too.
-func (w *watcher) remove(obj any) {
+type keyIndex struct{ *kobject.Index }
+
+func (ix keyIndex) Put(id, key string, _ *object) []kobject.Change { return ix.Index.Put(id, key) }
+func (ix keyIndex) Remove(id string, _ *object) []kobject.Change   { return ix.Index.Remove(id) }
+
+// idIndex is the index of objects whose key is their id: no two objects
+// claim one key, and the informer's cache holds every object by its id
+// already, so it counts them instead of keeping a set of ids of its own.
+type idIndex struct {
+	w *watcher
+	n int
+}
+
+func (ix *idIndex) Put(id, _ string, prev *object) []kobject.Change {
+	if !prev.keyed() {
+		ix.n++
+	}
+	return []kobject.Change{{Key: id, Winner: id, WinnerChanged: !prev.keyed()}}
+}
+
+func (ix *idIndex) Remove(id string, prev *object) []kobject.Change {
+	if !prev.keyed() {
+		return nil
+	}
+	ix.n--
+	return []kobject.Change{{Key: id, WinnerChanged: true}}
+}
+
+func (ix *idIndex) Winner(key string) (string, bool) { return key, ix.w.cached(key).keyed() }
+
+func (ix *idIndex) Len() int { return ix.n }
+
+// remove handles a delete (informer.go's process) of the cached object
+// prev. A label change that moves an object out of the selector arrives
+// here too.
+func (w *watcher) remove(obj any, prev *object) {
 	w.m.events.WithLabelValues("delete").Inc()
 	objID, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -70,13 +104,14 @@ func (w *watcher) remove(obj any) {
 		w.cache.invalidate(objID)
 	}
 	w.unskip(objID)
-	w.emit(w.deltas(w.index.Remove(objID), "", nil))
+	w.emit(w.deltas(w.index.Remove(objID, prev), "", nil))
 	w.m.Objects.Set(float64(w.index.Len() + w.missing))
 }
 
-// upsert handles an add (old nil) or an update (informer.go's process).
-func (w *watcher) upsert(obj, old any) {
-	if old == nil {
+// upsert handles an add (prev nil) or an update of the cached object
+// prev (informer.go's process).
+func (w *watcher) upsert(obj any, prev *object) {
+	if prev == nil {
 		w.m.events.WithLabelValues("add").Inc()
 	} else {
 		w.m.events.WithLabelValues("update").Inc()
@@ -96,14 +131,14 @@ func (w *watcher) upsert(obj, old any) {
 		w.cache.invalidate(objID)
 	}
 	if keyErr != nil {
-		w.emit(w.deltas(w.index.Remove(objID), "", nil))
+		w.emit(w.deltas(w.index.Remove(objID, prev), "", nil))
 		w.skip(objID, kobject.ReasonIndexMissing, keyErr)
 		return
 	}
 	w.unskip(objID)
 	var changes []kobject.Change
-	for _, ch := range w.index.Put(objID, key) {
-		if ch.Winner == objID && !ch.WinnerChanged && old != nil && it.sameAs(old) {
+	for _, ch := range w.index.Put(objID, key, prev) {
+		if ch.Winner == objID && !ch.WinnerChanged && prev != nil && it.sameAs(prev) {
 			continue // nothing changed but resourceVersion or ignored fields
 		}
 		changes = append(changes, ch)

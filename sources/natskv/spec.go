@@ -45,8 +45,7 @@ func newSource(b node.Build) (node.Source, hcl.Diagnostics) {
 	s := &Source{address: b.Address}
 	conn, diags := natsconn.Decode(b.Content, b.Config.Dir)
 	s.conn = conn
-	bucket, _, d := bucketAttr.Get(b.Content)
-	diags = append(diags, d...)
+	bucket := bucketAttr.Read(b.Content, &diags)
 	prefix, rng, d := prefixAttr.Get(b.Content)
 	diags = append(diags, d...)
 	if why := natsconn.ValidPrefix(prefix); why != "" {

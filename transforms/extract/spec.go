@@ -63,9 +63,7 @@ func newTransform(b node.Build) (node.Transform, hcl.Diagnostics) {
 		attr *schema.Attr[hcl.Expression]
 		dst  *hcl.Expression
 	}{{whereAttr, &t.where}, {forEachAttr, &t.forEach}, {keyAttr, &t.key}, {valueAttr, &t.value}} {
-		e, _, d := x.attr.Get(&c)
-		diags = append(diags, d...)
-		*x.dst = e
+		*x.dst = x.attr.Read(&c, &diags)
 	}
 	if t.forEach == nil {
 		diags = append(diags, eachWithoutForEach(t.key)...)

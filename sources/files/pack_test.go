@@ -1,0 +1,41 @@
+package files
+
+import (
+	"encoding/json"
+	"testing"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/pipeline/pipeline/internal/ctyconv"
+)
+
+// TestPackedValue: a packed record builds the value that decoding its
+// JSON and converting the result gives, for every kind of JSON value.
+func TestPackedValue(t *testing.T) {
+	for _, doc := range []string{
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"v":"a"},"name":"p000001","namespace":"ns"}}`,
+		`{"a":[],"b":{},"c":null,"d":true,"e":false,"f":[1,"x",[2,{"g":null}]]}`,
+		`{"n":[0,-0,1,-1,1.5,-2.25,1e21,1e+21,1E-7,9223372036854775807,9223372036854775808,-9223372036854775809,12345678901234567890123,0.1]}`,
+		`{"s":"a\"b\\c\/d\n\t\u003c\u0026\u003e","e\u0301":"e\u0301","emoji":"\ud83d\ude00","k\"ey":"é"}`,
+		`[{"a":1},{"a":"1"}]`,
+		`[]`, `{}`, `"x"`, `1`, `null`,
+	} {
+		var x any
+		if err := utiljson.Unmarshal([]byte(doc), &x); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		want, err := ctyconv.ToCty(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(x) // what the source packs
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range [][]byte{[]byte(doc), b} {
+			if got := packedJSON(in).Value(); !got.RawEquals(want) {
+				t.Errorf("%s:\n got %#v\nwant %#v", in, got, want)
+			}
+		}
+	}
+}
