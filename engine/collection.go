@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -183,9 +184,7 @@ func (c *collection) isSynced() bool {
 // lookup returns one record of the state, its value built.
 func (c *collection) lookup(k node.Key) (node.Record, bool) {
 	r, ok := c.Held(k)
-	if ok {
-		r.Value = node.Unpack(r.Value)
-	}
+	r.Value = node.Unpack(r.Value) // the zero value when absent
 	return r, ok
 }
 
@@ -241,12 +240,7 @@ func (c *collection) subscribe(stats *nodeStats) *subscription {
 func (c *collection) unsubscribe(s *subscription) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, x := range c.subs {
-		if x == s {
-			c.subs = append(c.subs[:i], c.subs[i+1:]...)
-			return
-		}
-	}
+	c.subs = slices.DeleteFunc(c.subs, func(x *subscription) bool { return x == s })
 }
 
 // subscription is a consumer's bounded view of a collection. Its fields are
@@ -281,6 +275,10 @@ func (s *subscription) push(deltas []node.Delta, limit int) {
 	s.stats.queue(len(s.queue))
 	s.signal()
 }
+
+// waiting reports whether s holds deltas or a Reset its consumer has not
+// taken.
+func (s *subscription) waiting() bool { return len(s.queue) > 0 || s.dirty }
 
 func (s *subscription) signal() {
 	select {

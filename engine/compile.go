@@ -37,7 +37,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 		if spec, ok := reg.Lookup(b.Kind, b.Type); ok {
 			key := string(b.Kind) + "." + b.Type
 			if bodies[key] == nil {
-				bodies[key] = &typeBody{Block: spec.FullBody()}
+				bodies[key] = &typeBody{spec: spec, Block: spec.FullBody()}
 				bodies[key].sensitive = bodies[key].HasSensitive()
 			}
 			fulls[i] = bodies[key]
@@ -57,8 +57,7 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			unknown[b.Address()] = true
 			continue
 		}
-		spec, _ := reg.Lookup(b.Kind, b.Type)
-		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: spec, Block: b}
+		n := &Node{Address: b.Address(), Kind: b.Kind, Type: b.Type, Name: b.Name, Spec: full.spec, Block: b}
 		diags = append(diags, d...)
 		// Views mask sensitive attributes' values (tokens) like sensitive
 		// variables. Without either, no value is sensitive.
@@ -104,9 +103,6 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			n.Inputs = append(n.Inputs, up)
 			n.inputRanges = append(n.inputRanges, n.elemRange(i))
 		}
-		if len(n.Inputs) > 0 {
-			n.Input = n.Inputs[0]
-		}
 	}
 	order, d := topoSort(all)
 	diags = append(diags, d...)
@@ -124,9 +120,10 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 	return g, schema.DropDerived(diags)
 }
 
-// typeBody is a node type's full body (node.Spec.FullBody), built once per
-// compile, and whether it declares a Sensitive attribute.
+// typeBody is a node type's spec and full body (node.Spec.FullBody), built
+// once per compile, and whether it declares a Sensitive attribute.
 type typeBody struct {
+	spec node.Spec
 	schema.Block
 	sensitive bool
 }
@@ -178,11 +175,9 @@ func (g *Graph) resolveInput(n *Node, tr hcl.Traversal) (*Node, hcl.Diagnostics)
 		}
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared node", Detail: detail, Subject: rng.Ptr()}}
 	}
-	for _, in := range n.Inputs {
-		if in == up {
-			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Duplicate input",
-				Detail: fmt.Sprintf("%s is listed twice in inputs; list each input once.", addr), Subject: rng.Ptr()}}
-		}
+	if slices.Contains(n.Inputs, up) {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Duplicate input",
+			Detail: fmt.Sprintf("%s is listed twice in inputs; list each input once.", addr), Subject: rng.Ptr()}}
 	}
 	up.Consumers = append(up.Consumers, n)
 	return up, nil
@@ -226,14 +221,8 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 		case 2:
 			return
 		case 1:
-			start := 0
-			for i, p := range path {
-				if p == n {
-					start = i
-				}
-			}
 			// path runs from consumer to input; print it the way data flows.
-			names := []string{n.Address}
+			names, start := []string{n.Address}, slices.Index(path, n)
 			for i := len(path) - 1; i >= start; i-- {
 				names = append(names, path[i].Address)
 			}
@@ -266,10 +255,7 @@ func topoSort(nodes []*Node) ([]*Node, hcl.Diagnostics) {
 					kept, ranges = append(kept, in), append(ranges, n.inputRanges[i])
 				}
 			}
-			n.Inputs, n.inputRanges, n.Input = kept, ranges, nil
-			if len(kept) > 0 {
-				n.Input = kept[0]
-			}
+			n.Inputs, n.inputRanges = kept, ranges
 		}
 	}
 	return order, diags
@@ -333,6 +319,7 @@ func onEveryCore(n int, f func(i int)) {
 func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var up *node.Upstream
+	mismatch := false
 	if n.Kind != node.KindSource {
 		// Without a usable input the constructor cannot run, but the body's
 		// own attributes are still checked so one run shows every problem.
@@ -346,29 +333,27 @@ func (g *Graph) build(n *Node, content *schema.Content, undecoded bool) hcl.Diag
 		if d := mixedInputs(n); d != nil {
 			return append(hcl.Diagnostics{d}, n.Spec.Body.Check(content)...)
 		}
-		if len(n.Spec.Accepts) > 0 && !slices.Contains(n.Spec.Accepts, up.Type) {
+		if mismatch = len(n.Spec.Accepts) > 0 && !slices.Contains(n.Spec.Accepts, up.Type); mismatch {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Type mismatch between nodes",
 				Detail: fmt.Sprintf("%s accepts %s, but its input %s emits %s. %s", n.Address, joinTypes(n.Spec.Accepts),
 					up.Address, up.Type, mismatchHint(n.Spec.Accepts, up.Type)),
 				Subject: n.InputRange.Ptr()})
-			if undecoded {
-				return append(diags, n.Spec.Body.Check(content)...)
-			}
-			// The node's own errors too, so one run shows all of them; the
-			// node is not used.
-			_, d := n.Spec.Build(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
-			for _, e := range d {
-				if e.Severity == hcl.DiagError {
-					diags = append(diags, e)
-				}
-			}
-			return diags
 		}
 	}
 	if undecoded {
-		return n.Spec.Body.Check(content)
+		return append(diags, n.Spec.Body.Check(content)...)
 	}
 	built, d := n.Spec.Build(node.Build{Address: n.Address, Name: n.Name, Content: content, Input: up, Config: g.Config})
+	if mismatch {
+		// The node's own errors too, so one run shows all of them; the
+		// node is not used.
+		for _, e := range d {
+			if e.Severity == hcl.DiagError {
+				diags = append(diags, e)
+			}
+		}
+		return diags
+	}
 	diags = append(diags, d...)
 	if d.HasErrors() || built.Impl() == nil {
 		return diags
@@ -407,15 +392,9 @@ func mismatchHint(want []node.DataType, got node.DataType) string {
 // then looks unused only because of that error, so unused warnings wait
 // until the references are fixed.
 func brokenInputs(cfg *schema.Config, built []*Node) bool {
-	if len(built) < len(cfg.Nodes) {
-		return true
-	}
-	for _, n := range built {
-		if n.Kind != node.KindSource && len(n.Inputs) == 0 {
-			return true
-		}
-	}
-	return false
+	return len(built) < len(cfg.Nodes) || slices.ContainsFunc(built, func(n *Node) bool {
+		return n.Kind != node.KindSource && len(n.Inputs) == 0
+	})
 }
 
 // unused warns about sources and transforms nothing consumes.

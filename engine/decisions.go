@@ -80,9 +80,6 @@ func (d *decisions) setGates(g *Graph) {
 	d.gates.Store(&gates)
 }
 
-// gateSet returns the current gates; the map is never changed after.
-func (d *decisions) gateSet() map[string]node.Gate { return *d.gates.Load() }
-
 // setGeneration stamps later decisions with the config generation.
 func (d *decisions) setGeneration(gen uint64) {
 	d.mu.Lock()
@@ -152,7 +149,7 @@ func (d *decisions) waitGates(ctx context.Context, addr string, h *health, log *
 	if writes == 0 {
 		return true
 	}
-	gates := d.gateSet()
+	gates := *d.gates.Load() // a reload swaps the map, never changes it
 	if _, self := gates[addr]; self {
 		return true
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -46,12 +47,7 @@ type GraphDiff struct {
 
 // Changed reports whether applying the diff changes anything.
 func (d GraphDiff) Changed() bool {
-	for _, n := range d.Nodes {
-		if n.Action != Kept {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(d.Nodes, func(n NodeDiff) bool { return n.Action != Kept })
 }
 
 // Count returns how many nodes get each action.

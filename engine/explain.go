@@ -85,13 +85,13 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 		if n.Kind != node.KindSink || loops[n] == nil {
 			continue
 		}
-		e, ok := r.sinkEntry(ctx, n, loops[n], key)
-		if !ok {
-			continue
-		}
 		r.mu.RLock()
 		in, f := r.inputOf(n), r.fanins[n]
 		r.mu.RUnlock()
+		e, ok := sinkEntry(ctx, n, loops[n], in, key)
+		if !ok {
+			continue
+		}
 		if rec, ok := in.lookup(e.InputKey); ok {
 			e.Origin = rec.Origin
 			if f != nil {
@@ -122,8 +122,8 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 }
 
 // sinkEntry asks sink n's loop about key; ok is false when it neither
-// holds nor wants it.
-func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sink, key node.Key) (SinkEntry, bool) {
+// holds nor wants it. in is the sink's input.
+func sinkEntry(ctx context.Context, n *Node, s *sink, in *collection, key node.Key) (SinkEntry, bool) {
 	ctx, cancel := context.WithTimeout(ctx, explainWait)
 	defer cancel()
 	e, found, answered := s.Explain(ctx, key)
@@ -132,9 +132,6 @@ func (r *Runtime) sinkEntry(ctx context.Context, n *Node, s *sink, key node.Key)
 	}
 	// The loop is not running (its target failed to open) or is stuck in
 	// a write: the input still says whether it wants the key.
-	r.mu.RLock()
-	in := r.inputOf(n)
-	r.mu.RUnlock()
 	if _, ok := in.lookup(key); ok {
 		return SinkEntry{Sink: n.Address, Entry: sinkloop.Entry{InputKey: key, TargetKey: key, Wanted: true, Status: "sink not running"}}, true
 	}
@@ -190,20 +187,21 @@ func pathFrom(sink *Node, src, via string) []*Node {
 			return []*Node{n}
 		}
 		for _, in := range n.Inputs {
-			if n == sink && via != "" && in.Address != via {
-				continue
-			}
 			if p := walk(in); p != nil {
 				return append(p, n)
 			}
 		}
 		return nil
 	}
-	p := walk(sink)
-	if len(p) == 0 {
-		return nil
+	for _, in := range sink.Inputs {
+		if via != "" && in.Address != via {
+			continue
+		}
+		if p := walk(in); p != nil {
+			return p
+		}
 	}
-	return p[:len(p)-1]
+	return nil
 }
 
 // fanInHolders returns, for sink n with several inputs, the input whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,18 +102,14 @@ func (r *Runtime) inputOf(n *Node) *collection {
 	if f := r.fanins[n]; f != nil {
 		return f.out
 	}
-	return r.outs[n.Input]
+	return r.outs[n.Input()]
 }
 
 // runFanIns starts every union's goroutine on wg; they stop when ctx ends.
 // A plan runs them so; Run gives each a task (startFanInLocked).
 func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
 	for _, f := range r.fanins {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.run(ctx)
-		}()
+		wg.Go(func() { f.run(ctx) })
 	}
 }
 
@@ -141,20 +138,9 @@ func (r *Runtime) stopFanIns(nodes []*Node, keep map[*fanIn]bool) {
 // and the same conflict rule. Its consumer may differ (a sink attribute
 // changed): the union is handed over with what it holds.
 func sameUnion(o, n *Node) bool {
-	if !o.FanIn() || len(o.Inputs) != len(n.Inputs) {
-		return false
-	}
-	for i := range o.Inputs {
-		if o.Inputs[i] != n.Inputs[i] { // n's inputs are the merged graph's: equal only when kept
-			return false
-		}
-	}
-	for _, a := range []string{node.OnConflictAttr.Name(), node.MergeAttr.Name()} {
-		if o.parts[a] != n.parts[a] {
-			return false
-		}
-	}
-	return true
+	rule, merge := node.OnConflictAttr.Name(), node.MergeAttr.Name()
+	return o.FanIn() && slices.Equal(o.Inputs, n.Inputs) && // n's inputs are the merged graph's: equal only when kept
+		o.parts[rule] == n.parts[rule] && o.parts[merge] == n.parts[merge]
 }
 
 // run merges the inputs' events until ctx ends.
@@ -168,15 +154,9 @@ func (f *fanIn) run(ctx context.Context) {
 	defer wg.Wait()
 	for i, c := range f.ins {
 		sub := c.subscribe(nil)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer c.unsubscribe(sub)
-			for {
-				ev, err := sub.Next(ctx)
-				if err != nil {
-					return
-				}
+			for ev, err := sub.Next(ctx); err == nil; ev, err = sub.Next(ctx) {
 				f.inflight.Add(1) // before this pump asks again: a config test sees the event in flight
 				select {
 				case events <- tagged{i, ev}:
@@ -184,7 +164,7 @@ func (f *fanIn) run(ctx context.Context) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	for {
 		select {
@@ -233,10 +213,8 @@ func (f *fanIn) handle(i int, ev node.Event) {
 	}
 	if ev.Synced && !f.synced[i] {
 		f.synced[i] = true
-		for _, s := range f.synced {
-			if !s {
-				return
-			}
+		if slices.Contains(f.synced, false) {
+			return
 		}
 		f.out.MarkSynced()
 		f.log.Debug("every input synced", "count", len(f.synced))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -15,7 +16,6 @@ import (
 // and for a fan-in its conflict rule. Exactly one of input and inputs is
 // set; inputs holds at least one reference.
 func readInputs(n *Node, content *schema.Content) ([]hcl.Traversal, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
 	one, many := node.InputAttr.Has(content), node.InputsAttr.Has(content)
 	switch {
 	case one && many:
@@ -30,35 +30,21 @@ func readInputs(n *Node, content *schema.Content) ([]hcl.Traversal, hcl.Diagnost
 	case one:
 		tr, rng, d := node.InputAttr.Get(content)
 		n.InputRange, n.elemRanges = rng, []hcl.Range{rng}
-		diags = append(diags, d...)
-		readConflictRule(n, content)
-		diags = append(diags, conflictRuleDiags(n, content, false)...)
-		return []hcl.Traversal{tr}, diags
+		return []hcl.Traversal{tr}, append(d, readConflictRule(n, content, false)...)
 	}
 	trs, rng, d := node.InputsAttr.Get(content)
 	n.InputRange = rng
-	diags = append(diags, d...)
 	if d.HasErrors() {
-		return []hcl.Traversal{nil}, diags
+		return []hcl.Traversal{nil}, d
 	}
 	if len(trs) == 0 {
-		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty inputs",
+		return nil, append(d, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty inputs",
 			Detail: "inputs lists no node. List at least one source or transform.", Subject: rng.Ptr()})
 	}
 	for _, tr := range trs {
 		n.elemRanges = append(n.elemRanges, tr.SourceRange())
 	}
-	readConflictRule(n, content)
-	return trs, append(diags, conflictRuleDiags(n, content, len(trs) > 1)...)
-}
-
-// readConflictRule stores on_conflict and merge on n; conflictRuleDiags
-// reports their problems.
-func readConflictRule(n *Node, content *schema.Content) {
-	n.OnConflict, _, _ = node.OnConflictAttr.Get(content)
-	if node.MergeAttr.Has(content) {
-		n.Merge, _, _ = node.MergeAttr.Get(content)
-	}
+	return trs, append(d, readConflictRule(n, content, len(trs) > 1)...)
 }
 
 // sameValue compares two values ignoring marks (a sensitive value equals
@@ -69,12 +55,14 @@ func sameValue(a, b cty.Value) bool {
 	return a.RawEquals(b)
 }
 
-// conflictRuleDiags checks on_conflict and merge: both may not be set, and
-// they mean something only with several inputs.
-func conflictRuleDiags(n *Node, content *schema.Content, fanIn bool) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	diags = append(diags, node.OnConflictAttr.Check(content)...)
-	diags = append(diags, node.MergeAttr.Check(content)...)
+// readConflictRule stores on_conflict and merge on n and checks them:
+// both may not be set, and they mean something only with several inputs.
+func readConflictRule(n *Node, content *schema.Content, fanIn bool) hcl.Diagnostics {
+	n.OnConflict, _, _ = node.OnConflictAttr.Get(content)
+	if node.MergeAttr.Has(content) {
+		n.Merge, _, _ = node.MergeAttr.Get(content)
+	}
+	diags := slices.Concat(node.OnConflictAttr.Check(content), node.MergeAttr.Check(content))
 	hasRule, hasMerge := node.OnConflictAttr.Has(content), node.MergeAttr.Has(content)
 	if hasRule && hasMerge {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Conflicting conflict rules",

@@ -113,8 +113,7 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	for _, bt := range body.Blocks {
 		parts[bt.Name] = fp.blocks(bt, content)
 	}
-	switch {
-	case n.FanIn():
+	if len(n.Inputs) > 0 {
 		// Every input counts: a union whose second input is rebuilt is
 		// rebuilt too, with its consumer.
 		ins := make([]string, 0, 2*len(n.Inputs))
@@ -122,8 +121,6 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 			ins = append(ins, in.Address, in.Fingerprint)
 		}
 		parts["input"] = digest(ins...)
-	case n.Input != nil:
-		parts["input"] = digest(n.Input.Address, n.Input.Fingerprint)
 	}
 	if n.Projection != nil {
 		parts["projection"] = digest(n.Projection.String())
@@ -206,13 +203,14 @@ func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string
 			evaluable = false
 		}
 	}
-	sensitive := p.usesSensitive(vars)
 	if evaluable {
 		if v, diags := e.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
-			// The mark also covers what a local computed from a secret.
-			return "value:" + valueText(v), nil, sensitive || schema.IsSensitive(v)
+			// A sensitive variable's value is marked, and so is what a
+			// local computes from it.
+			return "value:" + valueText(v), nil, schema.IsSensitive(v)
 		}
 	}
+	sensitive := false
 	var refs []string
 	for _, tr := range vars {
 		root := tr.RootName()
@@ -237,24 +235,6 @@ func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string
 		}
 	}
 	return "expr:" + tokensText(e.Range(), p.cfg), refs, sensitive
-}
-
-// usesSensitive reports whether an expression reads a sensitive variable.
-func (p *printer) usesSensitive(vars []hcl.Traversal) bool {
-	if p.cfg == nil {
-		return false
-	}
-	for _, tr := range vars {
-		if tr.RootName() != "var" || len(tr) < 2 {
-			continue
-		}
-		if a, ok := tr[1].(hcl.TraverseAttr); ok {
-			if v := p.cfg.Variables[a.Name]; v != nil && v.Sensitive {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // clusterDigest digests everything a client built from the cluster block

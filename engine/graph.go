@@ -33,9 +33,6 @@ type Node struct {
 	// Built holds the node.Source, node.Transform or node.Sink the spec
 	// built, in the field of Kind; all are nil when the node did not build.
 	node.Built
-	// Input is the upstream node of a transform or sink: its only input,
-	// or the first of Inputs.
-	Input *Node
 	// Inputs are every upstream node, in the order of `inputs` (one
 	// element for `input`). More than one makes a fan-in: the engine
 	// consumes their union (engine/fanin.go).
@@ -67,6 +64,15 @@ type Node struct {
 	// the node did not build, and until DiffGraphs or NewRuntime computed it.
 	Fingerprint string
 	parts       map[string]string // digest of each part of the definition
+}
+
+// Input is the upstream node of a transform or sink: its only input, or
+// the first of Inputs; nil when it has none.
+func (n *Node) Input() *Node {
+	if len(n.Inputs) == 0 {
+		return nil
+	}
+	return n.Inputs[0]
 }
 
 // Node returns the node with the given address, or nil.

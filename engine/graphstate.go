@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"sort"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -42,18 +43,13 @@ type NodeState struct {
 func (r *Runtime) GraphState() GraphState {
 	var out GraphState
 	r.mu.RLock()
-	nodes := r.g.Nodes
-	outs := make([]*collection, len(nodes))
-	sinks := make([]*sink, len(nodes))
-	for i, n := range nodes {
-		outs[i], sinks[i] = r.outs[n], r.sinks[n]
-	}
+	nodes, outs, sinks := r.g.Nodes, maps.Clone(r.outs), maps.Clone(r.sinks)
 	r.mu.RUnlock()
-	for i, n := range nodes {
+	for _, n := range nodes {
 		ns := NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.parts}
-		if c := outs[i]; c != nil {
+		if c := outs[n]; c != nil {
 			ns.Records, ns.Synced = c.len(), c.isSynced()
-		} else if s := sinks[i]; s != nil {
+		} else if s := sinks[n]; s != nil {
 			ns.Synced = s.Started()
 		}
 		if p, ok := n.Impl().(node.PendingLister); ok {

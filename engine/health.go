@@ -39,10 +39,7 @@ func (h *health) set(own bool, s node.State, detail string) {
 }
 
 func (h *health) effectiveLocked() (node.State, string) {
-	if h.eng > h.own {
-		return h.eng, h.engMsg
-	}
-	if h.own == h.eng && h.engMsg != "" && h.ownMsg == "" {
+	if h.eng > h.own || (h.eng == h.own && h.engMsg != "" && h.ownMsg == "") { // worse, or as bad and saying why
 		return h.eng, h.engMsg
 	}
 	return h.own, h.ownMsg

@@ -25,9 +25,9 @@ func newStartupMemory(sinks int) *startupMemory {
 }
 
 // sinkStarted is called once by each sink loop after its first full
-// reconcile over a synced input.
+// reconcile over a synced input; a nil m (a reload's new sink) does nothing.
 func (m *startupMemory) sinkStarted() {
-	if m.waiting.Add(-1) == 0 {
+	if m != nil && m.waiting.Add(-1) == 0 {
 		m.free()
 	}
 }

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"maps"
-	"runtime/debug"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -63,11 +63,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	}
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_build_info",
 		Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
-	goVersion := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		goVersion = bi.GoVersion
-	}
-	info.WithLabelValues(version, goVersion).Set(1)
+	info.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, result := range []ReloadResult{ReloadApplied, ReloadRejected, ReloadRolledBack} {
 		m.reloads.WithLabelValues(string(result)) // exported at 0 from the start
 	}

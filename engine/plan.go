@@ -77,7 +77,8 @@ type PlannedChange struct {
 	Before, After string
 	// Origins name the source objects of the input records wanting the
 	// key ("pod shop/web-1"; two input records may map to one target key),
-	// sorted; empty for a delete or when a transform lost track.
+	// sorted, from the records' provenance (node.Origin); empty for a
+	// delete.
 	Origins []string
 	// Sensitive is set when a value of the change is secret: Before,
 	// After and the entries' values then hold schema.Mask.
@@ -158,7 +159,6 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.traceOrigins()
 	inputs, sources, err := r.syncUpstream(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", PhaseSync, err)
@@ -199,9 +199,7 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 		if n.Kind == node.KindSink {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			err := r.runOnce(runCtx, n)
 			if runCtx.Err() == nil {
 				if err == nil {
@@ -209,7 +207,7 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 				}
 				errs <- err
 			}
-		}()
+		})
 	}
 	r.runFanIns(runCtx, &wg)
 	defer func() {

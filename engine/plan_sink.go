@@ -34,29 +34,17 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 	if desc != nil {
 		sp.Target = desc.Describe()
 	}
-	desired := make(map[node.Key]node.Entry, len(input))
-	origins := make(map[node.Key][]node.Key, len(input))
-	var shared map[node.Key][]sinkloop.Owned // target keys two input keys map to
+	owners := make(map[node.Key][]sinkloop.Owned, len(input)) // by target key: the input keys mapping to it
 	for _, rec := range input {
 		e, err := target.Prepare(rec)
 		if err != nil {
 			sp.Skipped = append(sp.Skipped, SkippedRecord{Key: rec.Key, Err: err.Error()})
 			continue
 		}
-		if first, dup := desired[e.Key]; !dup {
-			desired[e.Key] = e
-		} else {
-			if shared == nil {
-				shared = map[node.Key][]sinkloop.Owned{}
-			}
-			if len(shared[e.Key]) == 0 {
-				shared[e.Key] = []sinkloop.Owned{{In: origins[e.Key][0], Entry: first}}
-			}
-			shared[e.Key] = append(shared[e.Key], sinkloop.Owned{In: rec.Key, Entry: e})
-		}
-		origins[e.Key] = append(origins[e.Key], rec.Key)
+		owners[e.Key] = append(owners[e.Key], sinkloop.Owned{In: rec.Key, Entry: e})
 	}
-	for tk, os := range shared { // the sink loop's decision
+	desired := make(map[node.Key]node.Entry, len(owners))
+	for tk, os := range owners { // the sink loop's decision
 		i, why := sinkloop.PickOwner(n.OnConflict, os)
 		desired[tk] = os[i].Entry
 		if why != "" {
@@ -88,7 +76,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 			sp.Projected--
 		}
 		if c.Action != reconcile.Delete {
-			pc.Origins = r.originsOf(n, origins[c.Key])
+			pc.Origins = r.originsOf(n, owners[c.Key])
 		}
 		if !maskChange(&pc) && desc != nil {
 			if c.Action != reconcile.Create {
@@ -116,7 +104,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 	if sp.AppendOnly {
 		sp.Projected = 0 // an append-only target holds no state to count
 	}
-	for up := n.Input; up != nil; up = up.Input {
+	for up := n.Input(); up != nil; up = up.Input() {
 		if p, ok := up.Impl().(node.PendingLister); ok {
 			sp.Pending = append(sp.Pending, p.Pending()...)
 		}
@@ -198,16 +186,35 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 	return out
 }
 
-// originsOf names the source objects of input keys ks of sink n, sorted.
-func (r *Runtime) originsOf(n *Node, ks []node.Key) []string {
+// originsOf names the source objects of the input records of sink n in
+// os, sorted.
+func (r *Runtime) originsOf(n *Node, os []sinkloop.Owned) []string {
+	in := r.inputOf(n)
 	var out []string
-	for _, k := range ks {
-		if o, ok := r.originOf(n, k); ok {
-			out = append(out, o)
+	for _, o := range os {
+		if rec, ok := in.Held(o.In); ok && rec.Origin != nil {
+			out = append(out, r.originName(rec.Origin, o.In))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// originName names the source object of org, the provenance of input
+// key k: "pod shop/web-1", or the source's address when the source has no
+// node.Noun, and k when org names no object (a source whose records are
+// not objects passes its keys on).
+func (r *Runtime) originName(org *node.Origin, k node.Key) string {
+	noun := org.Source
+	if src := r.g.Node(org.Source); src != nil {
+		if nn, ok := src.Source.(node.Noun); ok {
+			noun = nn.Noun()
+		}
+	}
+	if org.Object != "" || org.Name != "" {
+		k = objectKey(org)
+	}
+	return noun + " " + k
 }
 
 // maskChange hides both values of a change whose new or old value is

@@ -265,7 +265,8 @@ func TestPlanPending(t *testing.T) {
 }
 
 // TestPlanFanIn: a sink with several inputs plans the union, each entry
-// with the source it comes from.
+// with the source it comes from, named by the object its provenance
+// names when it names one.
 func TestPlanFanIn(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	a, b := newScriptSource(), newScriptSource()
@@ -274,7 +275,10 @@ source "script" "a" {}
 source "script" "b" {}
 sink "mem" "m" { inputs = [source.script.a, source.script.b] }
 `, map[string]any{"source.script.a": a, "source.script.b": b, "sink.mem.m": nodetest.NewMemSink()})
-	a.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "x", Value: cty.StringVal("1")}}); o.MarkSynced() }
+	a.ops <- func(o node.Output) {
+		o.Replace([]node.Record{{Key: "x", Value: cty.StringVal("1"), Origin: &node.Origin{Source: "source.script.a", Namespace: "shop", Name: "web-1"}}})
+		o.MarkSynced()
+	}
 	b.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "y", Value: cty.StringVal("2")}}); o.MarkSynced() }
 	p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
 	if err != nil {
@@ -284,7 +288,7 @@ sink "mem" "m" { inputs = [source.script.a, source.script.b] }
 	for _, c := range p.Sinks[0].Changes {
 		got = append(got, fmt.Sprintf("%c %s %v", c.Action, c.Key, c.Origins))
 	}
-	if d := cmp.Diff([]string{"+ x [source.script.a x]", "+ y [source.script.b y]"}, got); d != "" {
+	if d := cmp.Diff([]string{"+ x [source.script.a shop/web-1]", "+ y [source.script.b y]"}, got); d != "" {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
 }

@@ -161,15 +161,14 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	r.mu.RLock()
 	cur := r.g
 	r.mu.RUnlock()
+	err := checkRunnable(g)
 	switch {
 	case r.reload.closed:
-		rec.Result, rec.Error = ReloadRejected, "the pipeline is shutting down"
-		return r.noteLocked(rec)
+		err = errors.New("the pipeline is shutting down")
 	case notRunning:
-		rec.Result, rec.Error = ReloadRejected, "the pipeline is not running yet"
-		return r.noteLocked(rec)
+		err = errors.New("the pipeline is not running yet")
 	}
-	if err := checkRunnable(g); err != nil {
+	if err != nil {
 		rec.Result, rec.Error = ReloadRejected, err.Error()
 		return r.noteLocked(rec)
 	}
@@ -179,27 +178,13 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	d := DiffGraphs(cur, g)
 	rec.Nodes = d.Nodes
 	warnings := r.dec.watchReplaced()
-	err := r.apply(ctx, cur, g, d, timeout)
+	err = r.apply(ctx, cur, g, d, timeout)
 	rec.Warnings = warnings()
+	rec.Result = ReloadApplied
 	if err != nil {
 		rec.Result, rec.Error = ReloadRolledBack, err.Error()
-		return r.noteLocked(rec)
 	}
-	rec.Result = ReloadApplied
 	return r.noteLocked(rec)
-}
-
-// checkRunnable refuses what NewRuntime refuses.
-func checkRunnable(g *Graph) error {
-	if g == nil {
-		return errors.New("no graph")
-	}
-	for _, n := range g.Nodes {
-		if n.Impl() == nil {
-			return fmt.Errorf("%s: not built; validate the configuration first", n.Address)
-		}
-	}
-	return nil
 }
 
 // noteLocked completes rec and makes it visible: records, metrics,

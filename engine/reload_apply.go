@@ -42,9 +42,6 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 			for i, in := range n.Inputs {
 				n.Inputs[i] = merged.byAddr[in.Address] // a kept input is the running one
 			}
-			if n.Input != nil {
-				n.Input = merged.byAddr[n.Input.Address]
-			}
 		}
 		merged.Nodes = append(merged.Nodes, use)
 		merged.byAddr[n.Address] = use
@@ -57,19 +54,17 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 	}
 	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{},
 		handover: map[*Node]bool{}, unions: map[*Node]*fanIn{}}
+	held := claimSet(retired)
 	r.mu.RLock()
 	for _, n := range fresh {
 		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
 			st.unions[n] = r.fanins[o]
 		}
-	}
-	r.mu.RUnlock()
-	held := claimSet(retired)
-	for _, n := range fresh {
 		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
 			st.handover[n] = true
 		}
 	}
+	r.mu.RUnlock()
 	// One deadline bounds the whole stage: opening the new targets,
 	// waiting for them to be ready and for the new outputs to sync.
 	stage, cancel := context.WithTimeoutCause(ctx, timeout, errStageTimeout)
@@ -261,7 +256,6 @@ func (r *Runtime) unstage(st *staging) {
 	defer r.mu.Unlock()
 	for _, n := range st.nodes {
 		r.removeLocked(n)
-		r.forgetTapLocked(n.Address)
 	}
 }
 
@@ -269,15 +263,13 @@ func (r *Runtime) unstage(st *staging) {
 // two loops write one target at once) and starts the new sinks; the
 // replaced sources and transforms stop last, once nothing consumes them.
 func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired []*Node, d GraphDiff) {
-	r.mu.RLock()
+	r.mu.Lock()
 	var oldRest []*task
 	for _, o := range retired {
 		if t := r.tasks[o]; t != nil && o.Kind != node.KindSink {
 			oldRest = append(oldRest, t)
 		}
 	}
-	r.mu.RUnlock()
-	r.mu.Lock()
 	r.g = merged
 	for _, o := range retired {
 		if r.fanins[o] != nil {
@@ -319,7 +311,6 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 			}
 		}
 		r.removeLocked(o)
-		r.forgetTapLocked(o.Address)
 	}
 	r.mu.Unlock()
 	for _, s := range cleanups {
@@ -327,7 +318,8 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	}
 }
 
-// removeLocked forgets a node that no longer runs.
+// removeLocked forgets a node that no longer runs, and the tap hub of its
+// address when the running graph has no node there.
 func (r *Runtime) removeLocked(n *Node) {
 	delete(r.outs, n)
 	delete(r.healths, n)
@@ -336,6 +328,7 @@ func (r *Runtime) removeLocked(n *Node) {
 	delete(r.tasks, n)
 	delete(r.fanins, n)
 	delete(r.reload.staged, n)
+	r.forgetTapLocked(n.Address)
 }
 
 // clean deletes, for a removed sink with on_remove = "clean", the entries
@@ -417,15 +410,8 @@ func (r *Runtime) env(n *Node) node.Env {
 
 // forget deletes the engine's series of a removed node.
 func (m *Metrics) forget(addr string) {
-	l := prometheus.Labels{"node": addr}
-	m.records.DeletePartialMatch(l)
-	m.queueDepth.DeletePartialMatch(l)
-	m.overflows.DeletePartialMatch(l)
-	m.restarts.DeletePartialMatch(l)
-	m.reconcile.DeletePartialMatch(l)
-	m.latency.DeletePartialMatch(l)
-	m.skipped.DeletePartialMatch(l)
-	m.drift.DeletePartialMatch(l)
-	m.deltas.DeletePartialMatch(l)
-	m.writes.DeletePartialMatch(l)
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.records, m.queueDepth, m.overflows,
+		m.restarts, m.reconcile, m.latency, m.skipped, m.drift, m.deltas, m.writes} {
+		v.DeletePartialMatch(prometheus.Labels{"node": addr})
+	}
 }

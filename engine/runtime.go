@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -47,7 +48,6 @@ type Runtime struct {
 	srcCtx  context.Context    // parent of the sources' contexts, set by Run
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
-	origins map[*Node]*origins // plan only (plan_origin.go)
 	taps    map[string]*tapHub // by address (tap.go)
 	clock   node.Clock         // nil: the wall clock; a config test's virtual clock
 	sandbox bool               // a config test drives the sources (sandbox.go)
@@ -55,10 +55,8 @@ type Runtime struct {
 
 // NewRuntime prepares g for running.
 func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
-	for _, n := range g.Nodes {
-		if n.Impl() == nil {
-			return nil, fmt.Errorf("%s: not built; validate the configuration first", n.Address)
-		}
+	if err := checkRunnable(g); err != nil {
+		return nil, err
 	}
 	g.fingerprints() // GraphState reports them; a reload diffs them
 	if opts.Logger == nil {
@@ -88,6 +86,20 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		sl.mem = mem
 	}
 	return r, nil
+}
+
+// checkRunnable refuses a graph that did not build wholly: NewRuntime and
+// Reload run only built graphs.
+func checkRunnable(g *Graph) error {
+	if g == nil {
+		return errors.New("no graph")
+	}
+	for _, n := range g.Nodes {
+		if n.Impl() == nil {
+			return fmt.Errorf("%s: not built; validate the configuration first", n.Address)
+		}
+	}
+	return nil
 }
 
 // addLocked creates n's health, metrics, output collection and, for a
@@ -213,12 +225,7 @@ func (r *Runtime) quiet() bool {
 	defer r.mu.RUnlock()
 	for _, c := range r.collections() {
 		c.mu.Lock()
-		busy := false
-		for _, s := range c.subs {
-			if len(s.queue) > 0 || s.dirty {
-				busy = true
-			}
-		}
+		busy := slices.ContainsFunc(c.subs, (*subscription).waiting)
 		c.mu.Unlock()
 		if busy {
 			return false
@@ -280,9 +287,6 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	env := r.env(n)
 	r.mu.RLock()
 	out, in, stats, sl := r.outs[n], r.inputOf(n), r.stats[n], r.sinks[n]
-	if o := r.origins[n]; o != nil {
-		env.Origins = o.record
-	}
 	r.mu.RUnlock()
 	switch {
 	case n.Source != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -169,10 +170,7 @@ func (sb *Sandbox) atRest() bool {
 	}
 	for c, readers := range sb.readers {
 		c.mu.Lock()
-		rest := len(c.subs) >= readers
-		for _, s := range c.subs {
-			rest = rest && len(s.queue) == 0 && !s.dirty && !s.busy
-		}
+		rest := len(c.subs) >= readers && !slices.ContainsFunc(c.subs, func(s *subscription) bool { return s.waiting() || s.busy })
 		c.mu.Unlock()
 		if !rest {
 			return false

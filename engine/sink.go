@@ -42,11 +42,8 @@ func (r *Runtime) newSinkLocked(n *Node) *sink {
 		Drift:   func(count int) { dec.noteDrift(n.Address, count) },
 		Tapping: s.tap.active,
 		Tapped:  s.tapped, // tap.go
-		Started: func() {
-			if s.mem != nil {
-				s.mem.sinkStarted()
-			}
-		},
+		// s.mem is set once every sink of the first graph is made.
+		Started: func() { s.mem.sinkStarted() },
 		Held: func(count int) {
 			if s.stats != nil {
 				s.stats.records.Set(float64(count))

@@ -219,8 +219,8 @@ var validChecks = map[string]func(t *testing.T, g *engine.Graph){
 		var got []string
 		for _, n := range g.Nodes {
 			in := ""
-			if n.Input != nil {
-				in = n.Input.Address + " -> "
+			if n.Input() != nil {
+				in = n.Input().Address + " -> "
 			}
 			got = append(got, fmt.Sprintf("%s%s (%s)", in, n.Address, n.Emits))
 		}
@@ -340,7 +340,7 @@ func checkLanguage(t *testing.T, g *engine.Graph) {
 	}
 	for _, addr := range []string{"sink.log.out", "sink.audit.trail", "sink.nats.events", "sink.nats_kv.state"} {
 		n := g.Node(addr)
-		if n == nil || n.Sink == nil || n.Input == nil || n.Input.Address != "source.static.values" {
+		if n == nil || n.Sink == nil || n.Input() == nil || n.Input().Address != "source.static.values" {
 			t.Errorf("%s is not built from source.static.values: %+v", addr, n)
 		}
 	}

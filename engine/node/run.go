@@ -28,11 +28,6 @@ type Env struct {
 	Address string
 	// Decisions receives the node's decisions (see Decide); nil in tests.
 	Decisions Decider
-	// Origins is set by plan only: a transform whose output keys differ
-	// from its input keys (extract) calls it with each record key it
-	// yields and the key of the input record yielding it, so plan can say
-	// which source object an entry comes from. nil: call nothing.
-	Origins func(out, in Key)
 	// ConfigGeneration is the config generation the node was built for:
 	// during a reload, the one being loaded. 0 when unknown (plan, tests).
 	ConfigGeneration uint64
@@ -226,28 +221,6 @@ type Target interface {
 	Close() error
 }
 
-// Events pumps in into a channel until ctx ends or Next fails, so a node can
-// select on its input and its timers together. The channel is closed when
-// the pump stops.
-func Events(ctx context.Context, in Input) <-chan Event {
-	ch := make(chan Event)
-	go func() {
-		defer close(ch)
-		for {
-			ev, err := in.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case ch <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return ch
-}
-
 // Consume calls handle with every event of in, in order, until ctx ends
 // (then it returns nil) or the input fails (an error naming address). It is
 // the whole loop of a transform that has no timers.
@@ -284,7 +257,20 @@ func ConsumeTimed(ctx context.Context, env Env, in Input, address string, handle
 	if p, ok := in.(Poller); ok {
 		return consumePolled(ctx, p, timer, handle, fire, arm)
 	}
-	events := Events(ctx, in)
+	// An input that cannot be polled (a test's) is pumped into a channel
+	// until ctx ends or Next fails, so that the loop selects on it and the
+	// timer together.
+	events := make(chan Event)
+	go func() {
+		defer close(events)
+		for ev, err := in.Next(ctx); err == nil; ev, err = in.Next(ctx) {
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():

@@ -153,10 +153,7 @@ func (s Spec) checkConstructors() error {
 // checkOutputs says what is wrong with s.Outputs: each case needs an
 // attribute, values and an output, and Output must be one of them.
 func (s Spec) checkOutputs() error {
-	if len(s.Outputs) == 0 {
-		return nil
-	}
-	found := false
+	found := len(s.Outputs) == 0 // no cases: Output alone
 	for _, c := range s.Outputs {
 		if c.Attr == "" || len(c.Values) == 0 || c.Output == "" {
 			return fmt.Errorf("incomplete output case %+v", c)

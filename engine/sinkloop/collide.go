@@ -26,10 +26,10 @@ type Owned struct {
 // entry the target key gets, and why the key is in conflict ("" when it is
 // not). Plan and the loop both decide with it.
 func PickOwner(rule string, os []Owned) (int, string) {
-	sort.Slice(os, func(i, j int) bool { return os[i].In < os[j].In })
 	if len(os) < 2 {
 		return 0, ""
 	}
+	sort.Slice(os, func(i, j int) bool { return os[i].In < os[j].In })
 	switch rule {
 	case node.ConflictFirst:
 		return 0, ""

@@ -62,10 +62,7 @@ func (l *Loop) inspect(ctx context.Context, q func(*state)) bool {
 func (s *state) describe(key node.Key, e *Entry) bool {
 	tk, ok := s.targetOf(key)
 	ik := key
-	if !ok {
-		if s.keys.get(key) == nil {
-			return false
-		}
+	if !ok { // a target key, or none the loop knows
 		tk, ik = key, s.inputKeyOf(key)
 	}
 	ks := s.keys.get(tk)
@@ -85,7 +82,7 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
 	}
 	switch {
-	case ks.attempts() > 0:
+	case e.Attempts > 0:
 		e.Status = "failing"
 	case e.Held && s.fullFailures > 0:
 		// What the loop last wrote may no longer be where readers look

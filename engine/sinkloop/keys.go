@@ -172,14 +172,6 @@ type keyFailure struct {
 	heapIdx   int
 }
 
-// attempts is the number of failed writes since the key's last success.
-func (ks *keyState) attempts() int {
-	if ks.fail == nil {
-		return 0
-	}
-	return ks.fail.attempts
-}
-
 // waiting reports whether the key waits in the retry heap.
 func (ks *keyState) waiting() bool { return ks.fail != nil && ks.fail.heapIdx >= 0 }
 

@@ -213,11 +213,7 @@ func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) erro
 			// whose outcome apply dropped must not be repeated.
 			return nil
 		}
-		for {
-			ev, ok := in.Poll()
-			if !ok {
-				break
-			}
+		for ev, ok := in.Poll(); ok; ev, ok = in.Poll() {
 			s.handle(ev)
 		}
 		if s.standby() {

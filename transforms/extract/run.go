@@ -157,11 +157,6 @@ func (r *runner) yields(k node.Key, obj cty.Value) []yield {
 	}
 	if err == nil {
 		delete(r.failing, k)
-		if r.env.Origins != nil {
-			for _, y := range ys {
-				r.env.Origins(y.key, k)
-			}
-		}
 		return ys
 	}
 	r.errs.Inc()

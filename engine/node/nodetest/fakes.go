@@ -70,7 +70,7 @@ func (o *Output) Replace(records []node.Record) {
 		v := node.Unpack(r.Value)
 		want[r.Key] = v
 		if old, ok := o.state[r.Key]; !ok || !old.RawEquals(v) {
-			deltas = append(deltas, node.Delta{Key: r.Key, Value: v})
+			deltas = append(deltas, node.Delta{Key: r.Key, Value: v, Origin: r.Origin})
 		}
 	}
 	for k := range o.state {

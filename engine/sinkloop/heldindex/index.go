@@ -10,11 +10,9 @@ import (
 
 // Index is a set of byte strings of one length, each with a reference
 // and a mark: whether the read in progress has seen it. The zero Index
-// is not usable; call New.
-//
-// Each entry has a position, and the entries are kept twice: in slots,
-// found by hash, and in positions, in the order of the last full read
-// (Settle lays them out so) followed by those put since.
+// is not usable; call New. Each entry is kept twice (see the package
+// doc): in slots, found by hash, and at a position, in the order of the
+// last full read followed by those put since.
 //
 // A slot is head bytes followed by the entry's bytes, padded to a
 // multiple of 8: the entry's position plus one (uint32; 0 marks an empty
@@ -263,15 +261,7 @@ func (x *Index) Ref(data []byte) (uint32, bool) {
 func (x *Index) Mark(data []byte, gen uint32) bool {
 	x.begin(gen)
 	i, found := x.find(data)
-	if !found {
-		return false
-	}
-	p := x.pos(i)
-	if x.marked(p) {
-		return false
-	}
-	x.marks[p/64] |= 1 << (p % 64)
-	return true
+	return found && x.mark(x.pos(i))
 }
 
 // begin starts the read numbered gen unless it is the one in progress.
@@ -287,6 +277,15 @@ func (x *Index) begin(gen uint32) {
 }
 
 func (x *Index) marked(p int) bool { return x.marks[p/64]&(1<<(p%64)) != 0 }
+
+// mark marks position p and reports whether it was not marked already.
+func (x *Index) mark(p int) bool {
+	if x.marked(p) {
+		return false
+	}
+	x.marks[p/64] |= 1 << (p % 64)
+	return true
+}
 
 // MarkMany is Mark for the entries laid end to end in data, width bytes
 // each: it sets first[i] to what Mark would report for the i-th, for
@@ -396,8 +395,7 @@ func (x *Index) markAt(p int, first []bool, i int, move bool) {
 	if move {
 		x.cursor = p + 1
 	}
-	if !x.marked(p) {
-		x.marks[p/64] |= 1 << (p % 64)
+	if x.mark(p) {
 		first[i] = true
 		x.order = append(x.order, uint32(p))
 	}
@@ -505,7 +503,7 @@ func (x *Index) Delete(data []byte) bool {
 	x.refs[p] = gone
 	x.dead++
 	if x.Len() == 0 {
-		*x = Index{seed: x.seed, key: x.key, width: -1, gen: x.gen, homes: x.homes[:0]}
+		x.setWidth(-1) // the next Put sets it again
 		return true
 	}
 	for j := i; ; {
@@ -603,7 +601,7 @@ func (x *Index) slot(i uint64) []byte {
 	return x.slots[o : o+x.size : o+x.size]
 }
 
-// setWidth sets the entry length of an empty index.
+// setWidth empties the index and sets its entry length (-1: none yet).
 func (x *Index) setWidth(w int) {
 	*x = Index{seed: x.seed, key: x.key, width: w, size: head + (w+7)&^7, gen: x.gen, homes: x.homes[:0]}
 }
