@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -220,15 +218,13 @@ func clusterKey(c *schema.Cluster) string {
 }
 
 // startReloads runs the reloader, the watcher (unless --watch=false) and
-// the SIGHUP handler until ctx ends; the returned function waits for them.
-func startReloads(ctx context.Context, r *reloader, f reloadFlags) (wait func()) {
+// the handler of hup (SIGHUP) until ctx ends; the returned function waits
+// for them.
+func startReloads(ctx context.Context, r *reloader, f reloadFlags, hup <-chan os.Signal) (wait func()) {
 	loaded := r.lastHash // the running configuration's, before run may change it
 	var wg sync.WaitGroup
 	wg.Go(func() { r.run(ctx) })
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	wg.Go(func() {
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():

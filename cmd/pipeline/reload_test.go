@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -263,6 +264,29 @@ func (s gatedSource) Run(ctx context.Context, _ node.Env, out node.Output) error
 	return nil
 }
 
+// TestSignalWhileStarting: a SIGHUP that arrives before the reloader runs
+// (here: once the HTTP server listens) is kept and reloads, instead of
+// ending the process as the signal's default action would.
+func TestSignalWhileStarting(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "p.hcl")
+	saveFile(t, cfg, staticConfig(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var logs nodetest.LogBuffer
+	go func() {
+		done <- runPipeline(ctx, io.Discard, &logs, []string{cfg}, runFlags{listen: "127.0.0.1:0", logFormat: "json",
+			logLevel: "info", onListen: func(string) { must(t, syscall.Kill(os.Getpid(), syscall.SIGHUP)) }})
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `"msg":"reload requested by SIGHUP"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload after a SIGHUP sent while starting:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestReloadSignalDuringReload: a SIGHUP that arrives while a reload is in
 // progress is applied after it, never dropped.
 func TestReloadSignalDuringReload(t *testing.T) {
@@ -285,7 +309,10 @@ func TestReloadSignalDuringReload(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = rt.Run(ctx); close(done) }()
 	rl := newReloader([]string{cfg}, schema.Options{}, reg, rt, l, redact.New(nil), logger, 10*time.Second)
-	wait := startReloads(ctx, rl, reloadFlags{})
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	wait := startReloads(ctx, rl, reloadFlags{}, hup)
 	defer func() { cancel(); wait(); <-done }()
 
 	saveFile(t, cfg, staticConfig(2)+"source \"gated\" \"g\" {}\nsink \"log\" \"g\" {\n  input = source.gated.g\n  path = \"g.log\"\n}\n")

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -196,12 +197,24 @@ func tailOf(l *nodetest.LogBuffer) string {
 	return s[max(0, len(s)-4000):]
 }
 
+// startPipeline starts `pipeline run` on cfg and waits until it runs (its
+// "running" log line, logged once its SIGHUP handler is set): a signal sent
+// before the process reaches its main function ends it, as it ends any
+// program that has not set up its handlers yet.
 func startPipeline(t *testing.T, bin, cfg string) *exec.Cmd {
 	t.Helper()
+	started := strings.Count(robustLogs.String(), "msg=running")
 	cmd := exec.Command(bin, "run", "--listen", "127.0.0.1:0", cfg)
 	cmd.Stdout, cmd.Stderr = &robustLogs, &robustLogs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for strings.Count(robustLogs.String(), "msg=running") == started {
+		if time.Now().After(deadline) {
+			t.Fatalf("pipeline run did not start within a minute:\n%s", tailOf(&robustLogs))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return cmd
 }

@@ -78,6 +78,12 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	if f.queueLimit < 0 {
 		return fmt.Errorf("--queue-limit %d: give a number of deltas, or 0 for the default %d", f.queueLimit, engine.DefaultQueueLimit)
 	}
+	// SIGHUP asks for a reload. It is caught from the start: one sent while
+	// the configuration loads waits for the reloader instead of ending the
+	// process (the signal's default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
 		writeDiagsText(stderr, l.files, l.diags)
@@ -142,7 +148,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	if con != nil {
 		rl.onApplied = con.SetGraph
 	}
-	defer startReloads(rctx, rl, f.reload)()
+	defer startReloads(rctx, rl, f.reload, hup)()
 	defer stopReloads()
 	return rt.Run(ctx)
 }
