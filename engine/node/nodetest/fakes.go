@@ -130,7 +130,9 @@ func (o *Output) HeldRecords() []node.Record {
 func (o *Output) Keys() []node.Key {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return slices.Sorted(maps.Keys(o.state))
+	out := slices.AppendSeq(make([]node.Key, 0, len(o.state)), maps.Keys(o.state))
+	slices.Sort(out)
+	return out
 }
 
 // Batches returns the batches applied so far.

@@ -93,7 +93,9 @@ func (m *MemSink) State() map[node.Key]cty.Value {
 func (m *MemSink) Keys() []node.Key {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Sorted(maps.Keys(m.state))
+	out := slices.AppendSeq(make([]node.Key, 0, len(m.state)), maps.Keys(m.state))
+	slices.Sort(out)
+	return out
 }
 
 // Set writes an entry behind the engine's back (drift).
