@@ -215,6 +215,7 @@ var variants = []struct{ name, extra string }{
 	{"memory", ""},
 	{"projected", projectFlagship},
 	{"projected-list", projectFlagship + "initial_sync = \"list\""},
+	{"projected-watch-list", projectFlagship + "initial_sync = \"watch_list\""},
 	{"memory-ignore-managedFields", `ignore_fields = ["{.metadata.managedFields}"]`},
 	{"metadata-only", "metadata_only = true"},
 	{"metadata-only-ignore-managedFields", "metadata_only = true\nignore_fields = [\"{.metadata.managedFields}\"]"},
