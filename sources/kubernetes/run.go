@@ -35,7 +35,7 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.address, err)
 	}
-	mon := newMonitor(env.Health, env.Logger, m, s.opts.disconnectAfter)
+	mon := &monitor{health: env.Health, log: env.Logger, m: m, disconnectAfter: s.opts.disconnectAfter}
 	mon.tick(time.Now())
 	conn, res, user, err := s.connect(ctx, env.Logger)
 	defer conn.close()
