@@ -114,11 +114,7 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 }
 
 func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {
-	every := time.Second
-	if d := w.src.opts.disconnectAfter / 2; d < every {
-		every = d
-	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(min(time.Second, w.src.opts.disconnectAfter/2))
 	defer tick.Stop()
 	for {
 		select {
