@@ -295,9 +295,12 @@ func (l *recordList) DeepCopyObject() runtime.Object {
 	return c
 }
 
-// meta.Accessor finds the metadata at run time; the other interfaces
-// objects implement are checked where they are used.
-var _ metav1.ObjectMetaAccessor = (*object)(nil)
+var (
+	_ runtime.Object            = (*object)(nil)
+	_ metav1.ObjectMetaAccessor = (*object)(nil)
+	_ node.Packed               = (*object)(nil)
+	_ runtime.Object            = (*recordList)(nil)
+)
 
 // interner holds one copy of what the objects of a source share: their
 // type and namespace. It keeps at most maxInterned of each (a source
