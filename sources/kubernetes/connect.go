@@ -150,3 +150,5 @@ func classify(err error) Phase {
 	}
 	return PhaseReachability // refused, timed out, reset, or the server failed to answer
 }
+
+var _ error = (*ConnectError)(nil)
