@@ -18,17 +18,17 @@ var errSyntax = errors.New("malformed JSON")
 // float64).
 type projector struct{ data []byte }
 
-// seq walks the object or list at i (after white space), open and close
-// being its brackets: for each element it calls elem with the element's
-// index, which must return the index after the element. It returns the
-// index after the closing bracket.
-func (d projector) seq(i int, open, close byte, elem func(j int) (int, error)) (int, error) {
+// seq walks the object or list at i (after white space), opening and
+// closing being its brackets: for each element it calls elem with the
+// element's index, which must return the index after the element. It
+// returns the index after the closing bracket.
+func (d projector) seq(i int, opening, closing byte, elem func(j int) (int, error)) (int, error) {
 	i = d.ws(i)
-	if i >= len(d.data) || d.data[i] != open {
-		return i, fmt.Errorf("%w: '%c' expected at byte %d", errSyntax, open, i)
+	if i >= len(d.data) || d.data[i] != opening {
+		return i, fmt.Errorf("%w: '%c' expected at byte %d", errSyntax, opening, i)
 	}
 	i = d.ws(i + 1)
-	if i < len(d.data) && d.data[i] == close {
+	if i < len(d.data) && d.data[i] == closing {
 		return i + 1, nil
 	}
 	for {
@@ -43,10 +43,10 @@ func (d projector) seq(i int, open, close byte, elem func(j int) (int, error)) (
 		switch d.data[j] {
 		case ',':
 			i = j + 1
-		case close:
+		case closing:
 			return j + 1, nil
 		default:
-			return j, fmt.Errorf("%w: ',' or '%c' expected at byte %d", errSyntax, close, j)
+			return j, fmt.Errorf("%w: ',' or '%c' expected at byte %d", errSyntax, closing, j)
 		}
 	}
 }
