@@ -231,7 +231,7 @@ func (c *collection) snapshotLocked() []node.Record {
 func (c *collection) subscribe(stats *nodeStats) *subscription {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := &subscription{c: c, dirty: true, first: true, ready: make(chan struct{}, 1), stats: stats}
+	s := &subscription{c: c, dirty: true, ready: make(chan struct{}, 1), stats: stats}
 	s.ready <- struct{}{}
 	c.subs = append(c.subs, s)
 	return s
@@ -249,7 +249,6 @@ type subscription struct {
 	c          *collection
 	queue      []node.Delta
 	dirty      bool
-	first      bool
 	sentSynced bool
 	ready      chan struct{}
 	stats      *nodeStats
@@ -308,7 +307,7 @@ func (s *subscription) take() (node.Event, bool) {
 	switch {
 	case s.dirty:
 		ev.Reset, ev.Snapshot = true, c.snapshotLocked()
-		s.dirty, s.queue, s.first = false, nil, false
+		s.dirty, s.queue = false, nil
 		s.stats.in(len(ev.Snapshot))
 	case len(s.queue) > 0:
 		ev.Deltas, s.queue = s.queue, nil

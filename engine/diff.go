@@ -73,33 +73,31 @@ func (d GraphDiff) Action(addr string) (Action, bool) {
 // nil (everything is added). A node whose input is rebuilt is rebuilt too,
 // since its input's fingerprint is part of its own. DiffGraphs does no I/O.
 func DiffGraphs(old, new *Graph) GraphDiff {
+	if old == nil {
+		old = &Graph{} // everything is added
+	}
+	if new == nil {
+		new = &Graph{} // everything is removed
+	}
 	old.fingerprints()
 	new.fingerprints()
 	var d GraphDiff
-	if new != nil {
-		for _, n := range new.Nodes {
-			nd := NodeDiff{Address: n.Address, Kind: n.Kind, Action: Added}
-			var o *Node
-			if old != nil {
-				o = old.Node(n.Address)
+	for _, n := range new.Nodes {
+		nd := NodeDiff{Address: n.Address, Kind: n.Kind, Action: Added}
+		if o := old.Node(n.Address); o != nil {
+			nd.Action, nd.Changed = Kept, changedParts(o, n)
+			if o.Fingerprint != n.Fingerprint || n.Fingerprint == "" {
+				nd.Action = Rebuilt
 			}
-			if o != nil {
-				nd.Action, nd.Changed = Kept, changedParts(o, n)
-				if o.Fingerprint != n.Fingerprint || n.Fingerprint == "" {
-					nd.Action = Rebuilt
-				}
-			}
-			if n.Kind == node.KindSource && nd.Action != Kept {
-				d.Relist = append(d.Relist, n.Address)
-			}
-			d.Nodes = append(d.Nodes, nd)
 		}
+		if n.Kind == node.KindSource && nd.Action != Kept {
+			d.Relist = append(d.Relist, n.Address)
+		}
+		d.Nodes = append(d.Nodes, nd)
 	}
-	if old != nil {
-		for _, o := range old.Nodes {
-			if new == nil || new.Node(o.Address) == nil {
-				d.Nodes = append(d.Nodes, NodeDiff{Address: o.Address, Kind: o.Kind, Action: Removed})
-			}
+	for _, o := range old.Nodes {
+		if new.Node(o.Address) == nil {
+			d.Nodes = append(d.Nodes, NodeDiff{Address: o.Address, Kind: o.Kind, Action: Removed})
 		}
 	}
 	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Address < d.Nodes[j].Address })

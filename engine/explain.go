@@ -157,10 +157,7 @@ func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key, via string,
 }
 
 func (r *Runtime) stage(n *Node, k node.Key, rec node.Record, ok bool) Stage {
-	st := Stage{Node: n.Address, Key: k, Present: ok}
-	if ok {
-		st.Value = rec.Value
-	}
+	st := Stage{Node: n.Address, Key: k, Present: ok, Value: rec.Value} // rec is zero when !ok
 	if p, isPending := n.Impl().(node.PendingDue); isPending {
 		st.PendingDelete, _ = p.PendingDue(k)
 	}

@@ -105,14 +105,6 @@ func (r *Runtime) inputOf(n *Node) *collection {
 	return r.outs[n.Input()]
 }
 
-// runFanIns starts every union's goroutine on wg; they stop when ctx ends.
-// A plan runs them so; Run gives each a task (startFanInLocked).
-func (r *Runtime) runFanIns(ctx context.Context, wg *sync.WaitGroup) {
-	for _, f := range r.fanins {
-		wg.Go(func() { f.run(ctx) })
-	}
-}
-
 // startFanInLocked runs f until its task stops or the other nodes' context
 // ends.
 func (r *Runtime) startFanInLocked(f *fanIn) { f.task = startTask(r.restCtx, f.run) }

@@ -98,13 +98,8 @@ func (n *Node) FanIn() bool { return len(n.Inputs) > 1 }
 // upstream describes n's input for its constructor; ok is false when an
 // input did not resolve or did not build (that error is reported).
 func upstream(n *Node) (*node.Upstream, bool) {
-	if len(n.Inputs) == 0 {
+	if len(n.Inputs) == 0 || slices.ContainsFunc(n.Inputs, func(in *Node) bool { return in.Emits == "" }) {
 		return nil, false
-	}
-	for _, in := range n.Inputs {
-		if in.Emits == "" {
-			return nil, false
-		}
 	}
 	return &node.Upstream{Address: n.Inputs[0].Address, Type: n.Inputs[0].Emits}, true
 }

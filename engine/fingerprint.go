@@ -197,12 +197,7 @@ func (p *printer) blocks(bt *schema.BlockType, c *schema.Content) string {
 // compile-time values it refers to, and whether any of them is sensitive.
 func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string, bool) {
 	vars := e.Variables()
-	evaluable := ctx != nil
-	for _, tr := range vars {
-		if ctx == nil || ctx.Variables[tr.RootName()] == cty.NilVal {
-			evaluable = false
-		}
-	}
+	evaluable := ctx != nil && !slices.ContainsFunc(vars, func(tr hcl.Traversal) bool { return ctx.Variables[tr.RootName()] == cty.NilVal })
 	if evaluable {
 		if v, diags := e.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
 			// A sensitive variable's value is marked, and so is what a

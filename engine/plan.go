@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -209,7 +210,9 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 			}
 		})
 	}
-	r.runFanIns(runCtx, &wg)
+	for _, f := range r.fanins { // under Run, each has a task instead (startFanInLocked)
+		wg.Go(func() { f.run(runCtx) })
+	}
 	defer func() {
 		stop()
 		wg.Wait()
@@ -260,12 +263,7 @@ func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node
 func (r *Runtime) sourceStates() ([]SourceState, bool) {
 	// Synced first, counts after: once synced, a count read later is the
 	// synced state's (or newer), never an earlier, partial one.
-	done := true
-	for _, n := range r.g.Nodes {
-		if n.Kind == node.KindSink && !r.inputOf(n).isSynced() {
-			done = false
-		}
-	}
+	done := !slices.ContainsFunc(r.g.Nodes, func(n *Node) bool { return n.Kind == node.KindSink && !r.inputOf(n).isSynced() })
 	var out []SourceState
 	for _, n := range r.g.Nodes {
 		if n.Kind == node.KindSource {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,8 +116,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 // planFile plans a target that renders one file: one change of the file,
 // with its diff, or none.
 func planFile(ctx context.Context, sp *SinkPlan, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
-	entries := slices.AppendSeq(make([]node.Entry, 0, len(desired)), maps.Values(desired))
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	entries := slices.SortedFunc(maps.Values(desired), func(a, b node.Entry) int { return cmp.Compare(a.Key, b.Key) })
 	f, err := fp.PlanFile(ctx, entries)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -109,15 +110,10 @@ func claimSet(nodes []*Node) map[string]bool {
 	return out
 }
 
+// overlaps reports whether n claims one of claims (see claimSet).
 func overlaps(n *Node, claims map[string]bool) bool {
-	if c, ok := n.Impl().(claimer); ok {
-		for _, cl := range c.Claims() {
-			if claims[cl.What+"\x00"+cl.Name] {
-				return true
-			}
-		}
-	}
-	return false
+	c, ok := n.Impl().(claimer)
+	return ok && slices.ContainsFunc(c.Claims(), func(cl node.Claim) bool { return claims[cl.What+"\x00"+cl.Name] })
 }
 
 // errStageTimeout ends a reload's stage that took longer than its timeout.

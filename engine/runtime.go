@@ -66,7 +66,8 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 		opts.DrainTimeout = 5 * time.Second
 	}
 	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
-		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sink{}, tasks: map[*Node]*task{}, dec: newDecisions(g, opts.Logger)}
+		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sink{}, tasks: map[*Node]*task{},
+		taps: map[string]*tapHub{}, dec: newDecisions(g, opts.Logger)}
 	r.reload.init(opts.Metrics)
 	for _, n := range g.Nodes {
 		if n.Kind != node.KindSink {

@@ -1,11 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -72,9 +72,7 @@ func (m *memTarget) Close() error { return nil }
 func (m *memTarget) entries() []node.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := slices.AppendSeq(make([]node.Entry, 0, len(m.state)), maps.Values(m.state))
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
+	return slices.SortedFunc(maps.Values(m.state), func(a, b node.Entry) int { return cmp.Compare(a.Key, b.Key) })
 }
 
 func (m *memTarget) takeWrites() []AppliedEntry {

@@ -159,9 +159,6 @@ func (r *Runtime) Tap(addr string, buffer int) (*Tap, error) {
 // if need be. The port is live when n belongs to the running graph; a node
 // staged by a reload goes live at the swap (setTapsLive).
 func (r *Runtime) tapPortLocked(n *Node) *tapPort {
-	if r.taps == nil {
-		r.taps = map[string]*tapHub{}
-	}
 	h := r.taps[n.Address]
 	if h == nil {
 		h = &tapHub{addr: n.Address, taps: map[*Tap]struct{}{}, clock: r.now}

@@ -47,18 +47,13 @@ const (
 	Down                  // not working (disconnected, cannot open the target)
 )
 
+var stateNames = [...]string{Pending: "pending", Healthy: "healthy", Degraded: "degraded", Down: "down"}
+
 func (s State) String() string {
-	switch s {
-	case Pending:
-		return "pending"
-	case Healthy:
-		return "healthy"
-	case Degraded:
-		return "degraded"
-	case Down:
-		return "down"
+	if s < 0 || int(s) >= len(stateNames) {
+		return "unknown"
 	}
-	return "unknown"
+	return stateNames[s]
 }
 
 // Health receives health reports. Set is cheap and safe for concurrent use.

@@ -117,6 +117,3 @@ func (s *state) decideShared(ks *keyState, m map[node.Key]keptEntry) {
 	}
 	s.shared.clashes[ks.key] = why
 }
-
-// sharedConflict returns why target key tk is in conflict, if it is.
-func (s *state) sharedConflict(tk node.Key) string { return s.shared.clashes[tk] }

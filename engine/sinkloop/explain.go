@@ -71,7 +71,7 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 	}
 	e.InputKey, e.TargetKey = ik, tk
 	e.Wanted, e.Held = ks.owners > 0, ks.held()
-	e.Conflict = s.sharedConflict(tk)
+	e.Conflict = s.shared.clashes[tk] // why tk is in conflict, if it is
 	if e.Wanted {
 		e.Want = s.shown(tk, ks.want).Value
 	}

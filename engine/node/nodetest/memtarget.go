@@ -258,33 +258,33 @@ func (t *scanTarget) ScanActual(ctx context.Context, known func(data []byte, wid
 }
 
 func (t *memTarget) Update(_ context.Context, batch []node.Entry) {
-	m := t.m
-	if m.BeforeUpdate != nil {
-		m.BeforeUpdate()
+	if t.m.BeforeUpdate != nil {
+		t.m.BeforeUpdate()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := range batch {
-		if m.FailKey != nil && m.FailKey(batch[i].Key) {
-			batch[i].Err = errInjected
-			continue
-		}
-		m.updates++
-		m.state[batch[i].Key] = batch[i].Value
-	}
+	t.write(batch, func(e node.Entry) {
+		t.m.updates++
+		t.m.state[e.Key] = e.Value
+	})
 }
 
 func (t *memTarget) Delete(_ context.Context, batch []node.Entry) {
-	m := t.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	t.write(batch, func(e node.Entry) {
+		t.m.deletes++
+		delete(t.m.state, e.Key)
+	})
+}
+
+// write applies op under m.mu to every entry of batch whose key FailKey
+// lets through, and fails the others.
+func (t *memTarget) write(batch []node.Entry, op func(node.Entry)) {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
 	for i := range batch {
-		if m.FailKey != nil && m.FailKey(batch[i].Key) {
+		if t.m.FailKey != nil && t.m.FailKey(batch[i].Key) {
 			batch[i].Err = errInjected
 			continue
 		}
-		m.deletes++
-		delete(m.state, batch[i].Key)
+		op(batch[i])
 	}
 }
 
