@@ -176,11 +176,8 @@ func Relevant(paths []string) func(string) bool {
 	}
 	return func(name string) bool {
 		name = filepath.Clean(name)
-		if files[name] {
-			return true
-		}
-		if _, watched := dirs[name]; watched {
-			return true
+		if _, watched := dirs[name]; watched || files[name] {
+			return true // a configuration file or a watched directory itself
 		}
 		dir, base := filepath.Dir(name), filepath.Base(name)
 		all, watched := dirs[dir]

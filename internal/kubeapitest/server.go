@@ -298,15 +298,11 @@ func stopProcess(ctx context.Context, p *proc) error {
 	}
 }
 
-func (s *Server) httpClient() *http.Client {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(s.CAPEM)
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-}
-
 // waitReady polls /readyz and then waits for the default namespace.
 func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
-	c := s.httpClient()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.CAPEM)
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer c.CloseIdleConnections()
 	deadline := time.Now().Add(limit)
 	last := errors.New("not ready")

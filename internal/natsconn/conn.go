@@ -90,7 +90,7 @@ func Dial(cfg Config, opt Options) (*Conn, error) {
 	if cfg.Embedded != nil {
 		var err error
 		if ns, err = acquire(cfg.Embedded); err != nil {
-			c.unregisterMetrics()
+			c.releaseAll() // c.embedded is not set yet
 			return nil, err
 		}
 		c.embedded = cfg.Embedded.Listen
@@ -122,15 +122,12 @@ func (c *Conn) registerMetrics() error {
 	return nil
 }
 
-func (c *Conn) unregisterMetrics() {
+// releaseAll unregisters the metrics and releases the embedded server.
+func (c *Conn) releaseAll() {
 	if c.opt.Metrics != nil {
 		c.opt.Metrics.Unregister(c.connected)
 		c.opt.Metrics.Unregister(c.reconnects)
 	}
-}
-
-func (c *Conn) releaseAll() {
-	c.unregisterMetrics()
 	if c.embedded != "" {
 		release(c.embedded)
 	}

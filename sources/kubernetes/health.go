@@ -76,10 +76,6 @@ type monitor struct {
 	reported  bool
 }
 
-func newMonitor(h node.Health, log *slog.Logger, m *metrics, disconnectAfter time.Duration) *monitor {
-	return &monitor{health: h, log: log, m: m, disconnectAfter: disconnectAfter}
-}
-
 // ok records a successful list or watch call.
 func (mo *monitor) ok() {
 	mo.mu.Lock()

@@ -26,7 +26,7 @@ func TestMonitor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mon := newMonitor(env.Health, env.Logger, m, 30*time.Second)
+		mon := &monitor{health: env.Health, log: env.Logger, m: m, disconnectAfter: 30 * time.Second}
 		status := func() float64 { return testutil.ToFloat64(m.status) }
 		step := func(what string, wantState node.State, wantStatus float64) {
 			t.Helper()

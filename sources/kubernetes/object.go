@@ -306,27 +306,16 @@ var (
 // type and namespace. It keeps at most maxInterned of each (a source
 // watching more namespaces keeps the others' copies per object).
 type interner struct {
-	mu    sync.Mutex
-	strs  map[string]string
-	boxes map[string]any // the namespaces as record values hold them
-	kinds map[metav1.TypeMeta]*metav1.TypeMeta
+	mu         sync.Mutex
+	namespaces map[string]any // boxed once: record values hold the box, objects its string
+	kinds      map[metav1.TypeMeta]*metav1.TypeMeta
 }
 
 // box returns the one interface value holding namespace ns.
 func (in *interner) box(ns string) any {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	b, ok := in.boxes[ns]
-	if !ok {
-		b = ns
-		if in.boxes == nil {
-			in.boxes = map[string]any{}
-		}
-		if len(in.boxes) < maxInterned {
-			in.boxes[ns] = b
-		}
-	}
-	return b
+	return internIn(&in.namespaces, ns, func(ns string) any { return ns })
 }
 
 const maxInterned = 4096
@@ -334,23 +323,23 @@ const maxInterned = 4096
 func (in *interner) intern(apiVersion, kind, namespace string) (*metav1.TypeMeta, string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.strs == nil {
-		in.strs, in.kinds = map[string]string{}, map[metav1.TypeMeta]*metav1.TypeMeta{}
-	}
-	tm := metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
-	k, ok := in.kinds[tm]
+	k := internIn(&in.kinds, metav1.TypeMeta{APIVersion: apiVersion, Kind: kind},
+		func(tm metav1.TypeMeta) *metav1.TypeMeta { return &tm })
+	return k, internIn(&in.namespaces, namespace, func(ns string) any { return ns }).(string)
+}
+
+// internIn returns m's value for k, made by mk and kept while m holds
+// fewer than maxInterned.
+func internIn[K comparable, V any](m *map[K]V, k K, mk func(K) V) V {
+	v, ok := (*m)[k]
 	if !ok {
-		k = &tm
-		if len(in.kinds) < maxInterned {
-			in.kinds[tm] = k
+		v = mk(k)
+		if *m == nil {
+			*m = map[K]V{}
+		}
+		if len(*m) < maxInterned {
+			(*m)[k] = v
 		}
 	}
-	ns, ok := in.strs[namespace]
-	if !ok {
-		ns = namespace
-		if len(in.strs) < maxInterned {
-			in.strs[ns] = ns
-		}
-	}
-	return k, ns
+	return v
 }

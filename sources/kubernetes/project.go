@@ -46,11 +46,10 @@ func (s *Source) Project(p *node.Paths) hcl.Diagnostics {
 	for _, path := range s.keyer.Prefixes() {
 		proj.Add(path...)
 	}
+	s.proj = proj
 	if proj.Whole() {
 		s.proj = nil
-		return diags
 	}
-	s.proj = proj
 	return diags
 }
 

@@ -70,11 +70,7 @@ func (s *Source) mapping(mapper meta.RESTMapper) (*meta.RESTMapping, error) {
 	if version == "" && t.group == "" {
 		version = "v1"
 	}
-	gvr, err := mapper.ResourceFor(kschema.GroupVersionResource{Group: t.group, Version: version, Resource: t.resource})
-	if err != nil {
-		return nil, err
-	}
-	gvk, err := mapper.KindFor(gvr)
+	gvk, err := mapper.KindFor(kschema.GroupVersionResource{Group: t.group, Version: version, Resource: t.resource})
 	if err != nil {
 		return nil, err
 	}

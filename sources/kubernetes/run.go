@@ -35,7 +35,7 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.address, err)
 	}
-	mon := newMonitor(env.Health, env.Logger, m, s.opts.disconnectAfter)
+	mon := &monitor{health: env.Health, log: env.Logger, m: m, disconnectAfter: s.opts.disconnectAfter}
 	mon.tick(time.Now())
 	conn, res, user, err := s.connect(ctx, env.Logger)
 	defer conn.close()
@@ -114,11 +114,7 @@ func (s *Source) watch(ctx context.Context, env node.Env, out node.Output, mon *
 }
 
 func (w *watcher) loop(ctx context.Context, synced <-chan struct{}) error {
-	every := time.Second
-	if d := w.src.opts.disconnectAfter / 2; d < every {
-		every = d
-	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(min(time.Second, w.src.opts.disconnectAfter/2))
 	defer tick.Stop()
 	for {
 		select {

@@ -132,25 +132,17 @@ func (s *Source) ObjectFields(path []string) []string {
 		}
 	}
 	for _, f := range path {
-		var below []reflect.Type
-		for _, t := range types {
-			c, _, ok, anything := child(t, f)
-			if anything {
-				return nil
-			}
-			if ok {
-				below = append(below, c)
-			}
+		below, _, open := descend(types, f)
+		if open {
+			return nil
 		}
 		types = below
 	}
+	_, names, _ := descend(types, "")
 	var out []string
-	for _, t := range types {
-		_, names, _, _ := child(t, "")
-		for _, n := range names {
-			if !s.ignored(append(append([]string(nil), path...), n)) {
-				out = append(out, n)
-			}
+	for _, n := range names {
+		if !s.ignored(append(append([]string(nil), path...), n)) {
+			out = append(out, n)
 		}
 	}
 	slices.Sort(out)
@@ -176,19 +168,7 @@ func walkMissing(types []reflect.Type, p *node.Paths, prefix []string, missing f
 	for _, f := range p.Fields() {
 		sub, _ := p.Field(f)
 		path := append(append([]string(nil), prefix...), f)
-		var below []reflect.Type
-		var known []string
-		open := false // some type accepts anything here
-		for _, t := range types {
-			c, names, ok, anything := child(t, f)
-			known = append(known, names...)
-			switch {
-			case anything:
-				open = true
-			case ok:
-				below = append(below, c)
-			}
-		}
+		below, known, open := descend(types, f)
 		switch {
 		case open:
 		case len(below) == 0:
@@ -197,6 +177,22 @@ func walkMissing(types []reflect.Type, p *node.Paths, prefix []string, missing f
 			walkMissing(below, sub, path, missing)
 		}
 	}
+}
+
+// descend returns the types of field f of objects of types, the fields
+// they have, and whether some type accepts anything there.
+func descend(types []reflect.Type, f string) (below []reflect.Type, known []string, open bool) {
+	for _, t := range types {
+		c, names, ok, anything := child(t, f)
+		known = append(known, names...)
+		switch {
+		case anything:
+			open = true
+		case ok:
+			below = append(below, c)
+		}
+	}
+	return below, known, open
 }
 
 // child returns the type of field f of objects of type t, the fields t
@@ -244,9 +240,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				for n, c := range jsonFields(ft) {
-					out[n] = c
-				}
+				maps.Copy(out, jsonFields(ft))
 			}
 			continue
 		}

@@ -18,29 +18,22 @@ var errSyntax = errors.New("malformed JSON")
 // float64).
 type projector struct{ data []byte }
 
-// members walks the object starting at i (after white space): for each
-// member it calls member with the key and the index of the value, which
-// must return the index after the value. It returns the index after the
-// object.
-func (d projector) members(i int, member func(key string, j int) (int, error)) (int, error) {
+// seq walks the object or list at i (after white space), opening and
+// closing being its brackets: for each element it calls elem with the
+// element's index, which must return the index after the element. It
+// returns the index after the closing bracket.
+func (d projector) seq(i int, opening, closing byte, elem func(j int) (int, error)) (int, error) {
 	i = d.ws(i)
-	if i >= len(d.data) || d.data[i] != '{' {
-		return i, fmt.Errorf("%w: object expected at byte %d", errSyntax, i)
+	if i >= len(d.data) || d.data[i] != opening {
+		return i, fmt.Errorf("%w: '%c' expected at byte %d", errSyntax, opening, i)
 	}
 	i = d.ws(i + 1)
-	if i < len(d.data) && d.data[i] == '}' {
+	if i < len(d.data) && d.data[i] == closing {
 		return i + 1, nil
 	}
 	for {
-		key, j, err := d.str(d.ws(i))
+		j, err := elem(d.ws(i))
 		if err != nil {
-			return j, err
-		}
-		j = d.ws(j)
-		if j >= len(d.data) || d.data[j] != ':' {
-			return j, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
-		}
-		if j, err = member(key, d.ws(j+1)); err != nil {
 			return j, err
 		}
 		j = d.ws(j)
@@ -50,12 +43,30 @@ func (d projector) members(i int, member func(key string, j int) (int, error)) (
 		switch d.data[j] {
 		case ',':
 			i = j + 1
-		case '}':
+		case closing:
 			return j + 1, nil
 		default:
-			return j, fmt.Errorf("%w: ',' or '}' expected at byte %d", errSyntax, j)
+			return j, fmt.Errorf("%w: ',' or '%c' expected at byte %d", errSyntax, closing, j)
 		}
 	}
+}
+
+// members walks the object starting at i (after white space): for each
+// member it calls member with the key and the index of the value, which
+// must return the index after the value. It returns the index after the
+// object.
+func (d projector) members(i int, member func(key string, j int) (int, error)) (int, error) {
+	return d.seq(i, '{', '}', func(j int) (int, error) {
+		key, j, err := d.str(j)
+		if err != nil {
+			return j, err
+		}
+		j = d.ws(j)
+		if j >= len(d.data) || d.data[j] != ':' {
+			return j, fmt.Errorf("%w: ':' expected at byte %d", errSyntax, j)
+		}
+		return member(key, d.ws(j+1))
+	})
 }
 
 // object decodes the object starting at i keeping only p's paths, and
@@ -225,31 +236,14 @@ func (d projector) items(i int, p *node.Paths) ([]map[string]any, int, error) {
 		end, err := d.skip(i)
 		return nil, end, err
 	}
-	if i >= len(d.data) || d.data[i] != '[' {
-		return nil, i, fmt.Errorf("%w: items must be a list", errSyntax)
-	}
 	var out []map[string]any
-	i = d.ws(i + 1)
-	if i < len(d.data) && d.data[i] == ']' {
-		return out, i + 1, nil
-	}
-	for {
-		obj, j, err := d.object(i, p)
-		if err != nil {
-			return nil, j, err
-		}
+	end, err := d.seq(i, '[', ']', func(j int) (int, error) {
+		obj, j, err := d.object(j, p)
 		out = append(out, obj)
-		j = d.ws(j)
-		if j >= len(d.data) {
-			return nil, j, fmt.Errorf("%w: unexpected end of items", errSyntax)
-		}
-		switch d.data[j] {
-		case ',':
-			i = j + 1
-		case ']':
-			return out, j + 1, nil
-		default:
-			return nil, j, fmt.Errorf("%w: ',' or ']' expected at byte %d", errSyntax, j)
-		}
+		return j, err
+	})
+	if err != nil {
+		return nil, end, err
 	}
+	return out, end, nil
 }
