@@ -129,13 +129,15 @@ func (d projector) str(i int) (string, int, error) {
 }
 
 // plainString returns the index of the closing quote of the string at i
-// and whether the string has no escapes.
+// and whether the string is plain: printable ASCII without escapes, its
+// bytes its value. JSON decoding replaces invalid UTF-8 and refuses
+// control characters, so any other string is left to the decoder.
 func (d projector) plainString(i int) (int, bool) {
 	for j := i + 1; j < len(d.data); j++ {
-		switch d.data[j] {
-		case '"':
+		switch c := d.data[j]; {
+		case c == '"':
 			return j, true
-		case '\\':
+		case c == '\\' || c < 0x20 || c >= 0x80:
 			return 0, false
 		}
 	}
