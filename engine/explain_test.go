@@ -10,8 +10,8 @@ import (
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
 
-// TestExplainStatuses: explain reports a failing entry with its attempts
-// and error, an applied one with the fan-in input it came from, a conflict
+// TestExplainStatuses: explain reports a refused entry as wanted and not
+// in the target, with its attempts and error, an applied one with the fan-in input it came from, a conflict
 // per key, and for an absent key the nodes that still hold it.
 func TestExplainStatuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestExplainStatuses(t *testing.T) {
 		time.Sleep(time.Second) // let a retry fail too
 		synctest.Wait()
 		ex = h.rt.Explain(ctx, "bad")
-		if len(ex.Entries) != 1 || ex.Entries[0].Status != "failing" || ex.Entries[0].Attempts == 0 || ex.Entries[0].LastError == "" {
+		if len(ex.Entries) != 1 || ex.Entries[0].Status != "wanted, not in the target" || ex.Entries[0].Attempts == 0 || ex.Entries[0].LastError == "" {
 			t.Fatalf("explain bad: %+v", ex)
 		}
 		if ex.Entries[0].Origin == nil || ex.Entries[0].Origin.Source != "source.script.a" {

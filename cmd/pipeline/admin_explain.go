@@ -26,24 +26,31 @@ type explainView struct {
 }
 
 type entryView struct {
-	Sink        string      `json:"sink"`
-	InputKey    string      `json:"input_key"`
-	TargetKey   string      `json:"target_key"`
-	Status      string      `json:"status"`
-	Wanted      bool        `json:"wanted"`
-	Held        bool        `json:"held"`
-	Want        any         `json:"want,omitempty"`
-	Have        any         `json:"have,omitempty"`
-	Attempts    int         `json:"attempts,omitempty"`
-	LastError   string      `json:"last_error,omitempty"`
-	LastErrorAt *time.Time  `json:"last_error_at,omitempty"`
-	RetryAt     *time.Time  `json:"retry_at,omitempty"`
-	Origin      *originView `json:"origin,omitempty"`
-	Path        []stageView `json:"path,omitempty"`
-	Input       string      `json:"input,omitempty"`        // fan-in: the input whose record the sink has
-	OtherInputs []string    `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
-	Conflict    string      `json:"conflict,omitempty"`
-	Detail      []string    `json:"detail,omitempty"`
+	Sink      string `json:"sink"`
+	InputKey  string `json:"input_key"`
+	TargetKey string `json:"target_key"`
+	Status    string `json:"status"`
+	Wanted    bool   `json:"wanted"`
+	Want      any    `json:"want,omitempty"`
+	Written   bool   `json:"written"`         // the loop last wrote Wrote and the target answered ok
+	Wrote     any    `json:"wrote,omitempty"` // what it last wrote
+	InTarget  bool   `json:"in_target"`       // the target held an entry at the key when read
+	Actual    any    `json:"actual,omitempty"`
+	// ActualReadAt is when the target was read at the key (absent for an
+	// append-only target, which cannot be read); ReadError why that read
+	// failed.
+	ActualReadAt *time.Time  `json:"actual_read_at,omitempty"`
+	ReadError    string      `json:"read_error,omitempty"`
+	Attempts     int         `json:"attempts,omitempty"`
+	LastError    string      `json:"last_error,omitempty"`
+	LastErrorAt  *time.Time  `json:"last_error_at,omitempty"`
+	RetryAt      *time.Time  `json:"retry_at,omitempty"`
+	Origin       *originView `json:"origin,omitempty"`
+	Path         []stageView `json:"path,omitempty"`
+	Input        string      `json:"input,omitempty"`        // fan-in: the input whose record the sink has
+	OtherInputs  []string    `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
+	Conflict     string      `json:"conflict,omitempty"`
+	Detail       []string    `json:"detail,omitempty"`
 }
 
 type originView struct {
@@ -102,7 +109,8 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 	v := explainView{Key: secrets.String(ex.Key), Entries: []entryView{}, Absent: len(ex.Entries) == 0}
 	for _, e := range ex.Entries {
 		ev := entryView{Sink: e.Sink, InputKey: secrets.String(e.InputKey), TargetKey: secrets.String(e.TargetKey),
-			Status: e.Status, Wanted: e.Wanted, Held: e.Held, Want: maskValue(e.Want, secrets), Have: maskValue(e.Have, secrets),
+			Status: e.Status, Wanted: e.Wanted, Want: maskValue(e.Want, secrets), Written: e.Written, Wrote: maskValue(e.Wrote, secrets),
+			InTarget: e.InTarget, Actual: maskValue(e.Actual, secrets), ActualReadAt: timePtr(e.ActualAt), ReadError: secrets.String(e.ReadError),
 			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
 			RetryAt: timePtr(e.RetryAt), Input: e.Input, OtherInputs: e.OtherInputs, Conflict: secrets.String(e.Conflict)}
 		for _, l := range e.Detail {
@@ -113,9 +121,6 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 		}
 		for _, st := range e.Path {
 			ev.Path = append(ev.Path, viewStage(st, secrets))
-		}
-		for _, d := range e.Detail {
-			ev.Detail = append(ev.Detail, secrets.String(d))
 		}
 		v.Entries = append(v.Entries, ev)
 	}

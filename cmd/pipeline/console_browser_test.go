@@ -210,7 +210,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	waitJS(t, ctx, "explain path drawn", `['source.files.pods','transform.extract.pod_ips','transform.grace_period.drain','sink.log.changes']
 		.every(a => document.querySelector('g.node[data-addr="'+a+'"]').classList.contains('onpath')) &&
-		`+nodeSel("sink.log.changes")+`.dataset.explain === 'applied' &&
+		`+nodeSel("sink.log.changes")+`.dataset.explain === 'appended' &&
 		document.querySelectorAll('path.edge.onpath').length >= 3 &&
 		document.getElementById('explain').textContent.includes('backend-3')`, 5*time.Second)
 

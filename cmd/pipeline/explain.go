@@ -20,10 +20,12 @@ func newExplainCmd() *cobra.Command {
 		Use:   "explain [--against ADDR] [--json] KEY",
 		Short: "Ask a running instance why KEY is, or is not, in its sinks",
 		Long: "explain asks a running `pipeline run` (its read-only admin endpoint, --listen) about KEY: the sink\n" +
-			"entries that hold it with their status (applied, pending, failing with the last error, waiting for\n" +
-			"sync), where the record came from (the object or file:line), its value at each stage, and a pending\n" +
-			"grace-period deletion with its due time. For a key no sink holds it shows where the record stops\n" +
-			"and which selectors and conditions decide what reaches the sinks.\n\n" +
+			"entries that want or hold it, each with what the sink wants, what it last wrote, and what the target\n" +
+			"holds at KEY (read for this answer, with the time of the read); the status compares the want with\n" +
+			"that read: applied, wanted and not in the target (with the last error of a refused write), waiting\n" +
+			"for sync, .... It shows where the record came from (the object or file:line), its value at each\n" +
+			"stage, and a pending grace-period deletion with its due time. For a key no sink holds it shows where\n" +
+			"the record stops and which selectors and conditions decide what reaches the sinks.\n\n" +
 			"Exit status: 0 when a sink holds or wants KEY, 2 when none does, 1 on error.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,7 +109,7 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 			}
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "  entry    want %s, have %s\n", jsonText(e.Want, e.Wanted), jsonText(e.Have, e.Held))
+		writeEntryTruth(w, e)
 		if e.Attempts > 0 {
 			fmt.Fprintf(w, "  error    %s (attempts %d)\n", e.LastError, e.Attempts)
 		}
@@ -117,6 +119,24 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 		for _, d := range e.Detail {
 			fmt.Fprintf(w, "  target   %s\n", d)
 		}
+	}
+}
+
+// writeEntryTruth writes what the sink wants at the key, what it last
+// wrote there, and what the target held there when read, with the time
+// of that read.
+func writeEntryTruth(w io.Writer, e entryView) {
+	fmt.Fprintf(w, "  want     %s\n", jsonText(e.Want, e.Wanted))
+	if e.Written {
+		fmt.Fprintf(w, "  wrote    %s\n", jsonText(e.Wrote, true))
+	}
+	switch {
+	case e.ReadError != "":
+		fmt.Fprintf(w, "  actual   unknown: %s\n", e.ReadError)
+	case e.ActualReadAt == nil:
+		fmt.Fprintln(w, "  actual   not readable (an append-only target)")
+	default:
+		fmt.Fprintf(w, "  actual   %s  read at %s\n", jsonText(e.Actual, e.InTarget), e.ActualReadAt.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -102,7 +102,7 @@ func testExplainChain(t *testing.T, steps []chainStep) {
 		t.Fatalf("not ready: %+v", r)
 	}
 
-	want := []string{"sink.log.out  " + key + "  applied", "origin   source.files.pods", "pods.yaml", "stage    source.files.pods  shop/backend-2 = {"}
+	want := []string{"sink.log.out  " + key + "  appended", "origin   source.files.pods", "pods.yaml", "stage    source.files.pods  shop/backend-2 = {"}
 	for _, s := range steps {
 		want = append(want, "stage    "+s.name+"  "+key+" = {")
 	}

@@ -181,6 +181,17 @@ type Chunked interface {
 	ValueOf(d []byte) cty.Value
 }
 
+// KeyReader is implemented by a target that can read the entry at one key
+// without reading them all (a BPF map's lookup). Explain reads the target
+// at the key it is asked about through it; a target without it is read
+// whole (Actual). ReadEntry reads the entry at e's key (e as Prepare or
+// Actual gave it) and returns it as Actual would, with ok false when the
+// target holds nothing there. It is called on the sink loop's goroutine
+// and writes nothing.
+type KeyReader interface {
+	ReadEntry(ctx context.Context, e Entry) (actual Entry, ok bool, err error)
+}
+
 // Readier is implemented by a target whose Open returns before it can
 // write (a NATS connection still dialling, a bucket not bound yet). Ready
 // blocks until the target can write, or until ctx ends, and then returns

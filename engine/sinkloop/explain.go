@@ -2,6 +2,7 @@ package sinkloop
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -9,19 +10,37 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// Entry is a loop's view of one key, for explain.
+// Entry is a loop's view of one key, for explain: what the input wants
+// there, what the loop last wrote there and the target's answer, and
+// what the target held there when read (explain reads it: ActualAt).
+// Its status compares want with that read, never with the loop's memory
+// of its writes.
 type Entry struct {
 	InputKey  node.Key // the key of the record the sink's input holds
 	TargetKey node.Key // the key in the target (10.0.0.7 -> 10.0.0.7/32)
 	Wanted    bool     // the input wants the entry
-	Held      bool     // the target holds it, as far as the loop knows
 	Want      cty.Value
-	Have      cty.Value
-	// Status is "applied", "pending" (a write is due), "failing" (with
-	// Attempts and LastError), "waiting for input sync" (a delete that
-	// may happen only once every input synced), "kept" (not wanted, but
-	// prune is off), "unknown: …" (the last full read of the target
-	// failed) or "sink not running".
+	// Wrote is the entry this run last wrote at the key with the
+	// target's answer ok (Written); a failed write is in Attempts and
+	// LastError instead.
+	Written bool
+	Wrote   cty.Value
+	// InTarget and Actual are what the target held at the key when read
+	// at ActualAt; ReadError says why it could not be read (ActualAt is
+	// then the time of the attempt). An append-only target cannot be
+	// read (node.ErrNoActualState): ActualAt stays zero.
+	InTarget  bool
+	Actual    cty.Value
+	ActualAt  time.Time
+	ReadError string
+	// Status is "applied" (the target holds what is wanted, compared
+	// entry to entry), "wanted, not in the target" (refused, lost or not
+	// written yet), "wanted, the target holds another value", "appended"
+	// (an append-only target accepted the wanted entry), "pending" (a
+	// write is due), "waiting for input sync" (not wanted, and deleted
+	// only once every input synced), "kept" (not wanted, but prune is
+	// off), "not in the target" (not wanted, and gone), "unknown: …" (the
+	// target could not be read) or "sink not running".
 	Status      string
 	Attempts    int
 	LastError   string
@@ -37,11 +56,12 @@ type Entry struct {
 }
 
 // Explain describes key, as an input key or a target key, between two
-// rounds of the running loop. found is false when the loop neither holds
-// nor wants it; answered is false when ctx ended first (the loop is not
-// running, or is stuck in a write).
+// rounds of the running loop, reading the target at that key (bounded by
+// ctx). found is false when the loop neither holds nor wants it;
+// answered is false when ctx ended first (the loop is not running, or is
+// stuck in a write).
 func (l *Loop) Explain(ctx context.Context, key node.Key) (e Entry, found, answered bool) {
-	answered = l.inspect(ctx, func(s *state) { found = s.describe(key, &e) })
+	answered = l.inspect(ctx, func(s *state) { found = s.describe(ctx, key, &e) })
 	return e, found, answered
 }
 
@@ -58,8 +78,9 @@ func (l *Loop) inspect(ctx context.Context, q func(*state)) bool {
 	}
 }
 
-// describe fills e from the loop's state.
-func (s *state) describe(key node.Key, e *Entry) bool {
+// describe fills e from the loop's state and a read of the target at the
+// key.
+func (s *state) describe(ctx context.Context, key node.Key, e *Entry) bool {
 	tk, ok := s.targetOf(key)
 	ik := key
 	if !ok { // a target key, or none the loop knows
@@ -70,39 +91,92 @@ func (s *state) describe(key node.Key, e *Entry) bool {
 		return false
 	}
 	e.InputKey, e.TargetKey = ik, tk
-	e.Wanted, e.Held = ks.owners > 0, ks.held()
+	e.Wanted = ks.owners > 0
 	e.Conflict = s.shared.clashes[tk] // why tk is in conflict, if it is
+	var want node.Entry
 	if e.Wanted {
-		e.Want = s.shown(tk, ks.want).Value
+		want = s.shown(tk, ks.want)
+		e.Want = want.Value
 	}
-	if e.Held {
-		e.Have = s.shown(tk, s.keys.heldOf(ks)).Value
+	if ks.written() {
+		e.Written, e.Wrote = true, s.shown(tk, s.keys.heldOf(ks)).Value
 	}
 	if f := ks.fail; f != nil {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
 	}
-	switch {
-	case e.Attempts > 0:
-		e.Status = "failing"
-	case e.Held && s.fullFailures > 0:
-		// What the loop last wrote may no longer be where readers look
-		// (a pin now names another map): it cannot say "applied".
-		e.Status = "unknown: the last read of the target failed"
-	case e.Wanted && e.Held && s.keys.heldOf(ks).same(ks.want):
-		e.Status = "applied"
-	case e.Wanted:
-		e.Status = "pending"
-	case e.Held && !s.synced:
-		e.Status = "waiting for input sync"
-	case e.Held && !s.deletable(ks):
-		e.Status = "kept"
-	default:
-		e.Status = "pending"
+	probe := want
+	if !e.Wanted {
+		probe = s.shown(tk, s.keys.heldOf(ks)) // its key's bytes, for a target read by key
 	}
+	actual, in, err := s.readKey(ctx, probe)
+	e.ActualAt = time.Now()
+	appendOnly := errors.Is(err, node.ErrNoActualState)
+	switch {
+	case appendOnly:
+		e.ActualAt = time.Time{}
+	case err != nil:
+		e.ReadError = err.Error()
+	default:
+		e.InTarget = in
+		if in {
+			e.Actual = actual.Value
+		}
+	}
+	e.Status = s.status(ks, e, want, actual, appendOnly)
 	if x, ok := s.target.(node.Explainer); ok {
 		e.Detail = x.Explain(tk)
 	}
 	return true
+}
+
+// status is the key's status from what the target held when read: want
+// and that read compared entry to entry (node.Entry.Same, as plan
+// compares them).
+func (s *state) status(ks *keyState, e *Entry, want, actual node.Entry, appendOnly bool) string {
+	switch {
+	case e.ReadError != "":
+		return "unknown: reading the target failed"
+	case appendOnly && e.Wanted && e.Written && e.Attempts == 0 && s.keys.heldOf(ks).same(ks.want):
+		return "appended"
+	case appendOnly:
+		return "pending"
+	case e.Wanted && e.InTarget && actual.Same(want):
+		return "applied"
+	case e.Wanted && e.InTarget:
+		return "wanted, the target holds another value"
+	case e.Wanted:
+		return "wanted, not in the target"
+	case !e.InTarget:
+		return "not in the target"
+	case !s.synced:
+		return "waiting for input sync"
+	case !s.deletable(ks):
+		return "kept"
+	}
+	return "pending"
+}
+
+// readKey reads the target at e's key: through node.KeyReader when the
+// target has it (and e carries the key's bytes, for a target that reads
+// by them), else in a full read (Actual). It returns
+// node.ErrNoActualState for an append-only target.
+func (s *state) readKey(ctx context.Context, e node.Entry) (node.Entry, bool, error) {
+	if s.appendOnly {
+		return node.Entry{}, false, node.ErrNoActualState
+	}
+	if r, ok := s.target.(node.KeyReader); ok && (e.Data != nil || s.chunked == nil) {
+		return r.ReadEntry(ctx, e)
+	}
+	all, err := s.target.Actual(ctx)
+	if err != nil {
+		return node.Entry{}, false, err
+	}
+	for _, a := range all {
+		if a.Key == e.Key {
+			return a, true, nil
+		}
+	}
+	return node.Entry{}, false, nil
 }
 
 // inputKeyOf finds the input key that maps to target key tk (linear in

@@ -75,6 +75,9 @@ func TestPerCPU(t *testing.T) {
 				if a, _ := tg.Actual(context.Background()); len(a) != 0 || es[0].Err != nil {
 					t.Fatalf("after delete: %v, %v", a, es[0].Err)
 				}
+				if e, ok, err := tg.ReadEntry(context.Background(), es[0]); ok || err != nil {
+					t.Fatalf("ReadEntry after delete: %v, %v, %v", e, ok, err)
+				}
 			})
 		}
 	}
@@ -107,9 +110,10 @@ func checkActual(t *testing.T, tg *Target, key string, value cty.Value) {
 	checkScan(t, tg)
 }
 
-// checkScan checks ScanActual against Actual: knowing nothing, it hands
-// over the entries Actual reads; knowing each by its bytes, none. Each
-// entry's Data identifies its key, as node.Chunked requires.
+// checkScan checks ScanActual and ReadEntry against Actual: knowing
+// nothing, ScanActual hands over the entries Actual reads; knowing each by
+// its bytes, none; ReadEntry of each reads it as Actual does. Each entry's
+// Data identifies its key, as node.Chunked requires.
 func checkScan(t *testing.T, tg *Target) {
 	t.Helper()
 	actual, err := tg.Actual(context.Background())
@@ -122,6 +126,12 @@ func checkScan(t *testing.T, tg *Target) {
 	}
 	if len(byData) != len(actual) {
 		t.Fatalf("%d entries read share %d Data: Data must identify the key", len(actual), len(byData))
+	}
+	for _, a := range actual {
+		e, ok, err := tg.ReadEntry(context.Background(), a)
+		if err != nil || !ok || e.Key != a.Key || !e.Value.RawEquals(a.Value) || !bytes.Equal(e.Data, a.Data) {
+			t.Fatalf("ReadEntry(%s) = %s %#v %x, %v, %v; Actual read %#v %x", a.Key, e.Key, e.Value, e.Data, ok, err, a.Value, a.Data)
+		}
 	}
 	var added []node.Entry
 	add := func(e node.Entry) { added = append(added, e) }

@@ -2,12 +2,16 @@ package ebpfmap
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -161,4 +165,39 @@ func allZero(b []byte) bool {
 func byteSlab(size, n int) (any, []byte) {
 	sl := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
 	return sl.Interface(), unsafe.Slice((*byte)(sl.UnsafePointer()), size*n)
+}
+
+// ReadEntry implements node.KeyReader: one lookup of the entry at e's
+// key (the key bytes its Data starts with), built as Actual builds it.
+// It writes no entry (a removed pin is pinned again, as by a full read).
+func (t *Target) ReadEntry(ctx context.Context, e node.Entry) (node.Entry, bool, error) {
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
+	if len(e.Data) < ks {
+		return node.Entry{}, false, fmt.Errorf("read map %s: entry %q carries no key bytes", t.s.pin, e.Key)
+	}
+	if t.m == nil || ctx.Err() != nil {
+		return node.Entry{}, false, ctx.Err()
+	}
+	if err := t.checkPin(); err != nil {
+		return node.Entry{}, false, err
+	}
+	k := e.Data[:ks:ks]
+	vals, vb := byteSlab(vs, t.ncpu)
+	var err error
+	if t.ncpu > 1 {
+		err = t.m.Lookup(k, vals)
+	} else {
+		err = t.m.Lookup(k, &vb)
+	}
+	switch {
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+		return node.Entry{}, false, nil
+	case err != nil:
+		return node.Entry{}, false, fmt.Errorf("read map %s: %w", t.s.pin, err)
+	case t.isArr && allZero(vb):
+		return node.Entry{}, false, nil // an array slot holding zeros is an absent entry
+	}
+	var out node.Entry
+	(&reader{t: t}).build(k, vb, func(b node.Entry) { out = b })
+	return out, true, nil
 }

@@ -365,4 +365,5 @@ var (
 	_ node.Sink      = (*Sink)(nil)
 	_ node.Target    = (*Target)(nil)
 	_ node.Committer = (*Target)(nil)
+	_ node.KeyReader = (*Target)(nil)
 )

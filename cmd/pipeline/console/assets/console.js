@@ -380,11 +380,29 @@ async function explain(key) {
   for (const e of ex.entries) {
     const head = h("div", "sinkentry", undefined, box);
     h("strong", "", e.sink + " ", head);
-    h("span", e.status === "applied" ? "status-applied" : e.status === "failing" ? "status-failing" : "status-other", e.status, head);
+    h("span", accepted(e.status) ? "status-applied" : e.wanted && !e.in_target ? "status-failing" : "status-other", e.status, head);
     if (e.target_key && e.target_key !== e.input_key) head.append(` as ${e.target_key}`);
+    h("div", "pos", truthLine(e), box);
     if (e.last_error) h("div", "diag", `${e.attempts} attempts: ${e.last_error}`, box);
     if (e.conflict) h("div", "diag", e.conflict, box);
   }
+}
+
+// accepted reports whether a status says the target has the wanted entry:
+// applied (read back and compared), or appended (an append-only target
+// took it).
+function accepted(status) { return status === "applied" || status === "appended"; }
+
+// truthLine is what the sink wants at the key, what it last wrote, and what
+// the target held there when read, with the time of that read.
+function truthLine(e) {
+  const want = e.wanted ? JSON.stringify(e.want) : "(none)";
+  const wrote = e.written ? ` · wrote ${JSON.stringify(e.wrote)}` : "";
+  let actual;
+  if (e.read_error) actual = `target unknown: ${e.read_error}`;
+  else if (!e.actual_read_at) actual = "target not readable (append-only)";
+  else actual = `target ${e.in_target ? JSON.stringify(e.actual) : "(none)"} read ${new Date(e.actual_read_at).toLocaleTimeString()}`;
+  return `want ${want}${wrote} · ${actual}`;
 }
 
 function stageLine(st, box) {
@@ -425,7 +443,7 @@ function drawExplain(ex) {
   for (const e of ex.entries || []) {
     stages(e.path, e.sink);
     notes.set(e.sink, e.status);
-    kinds.set(e.sink, e.status === "applied" ? "" : "pending");
+    kinds.set(e.sink, accepted(e.status) ? "" : "pending");
   }
   stages(ex.seen, "");
   for (const [addr, n] of ui.nodes) {
