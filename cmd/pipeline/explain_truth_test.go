@@ -12,6 +12,11 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/sinkloop"
+	"github.com/pipeline/pipeline/internal/redact"
 )
 
 // TestExplainEntryDeletedByHand: an entry deleted by hand from a real
@@ -97,5 +102,16 @@ sink "ebpf_map" "allowed" {
 
 	if out, code := planCLI("plan", filepath.Join(dir, "p.hcl")); code != 2 || !strings.Contains(out, "10.1.0.3") {
 		t.Errorf("plan after the delete: exit %d, want 2 with a create of 10.1.0.3:\n%s", code, out)
+	}
+}
+
+// TestExplainDetailOnce: a target's detail lines about a key (a rendered
+// file's lines) are listed once in the answer.
+func TestExplainDetailOnce(t *testing.T) {
+	ex := engine.Explanation{Key: "a", Entries: []engine.SinkEntry{{Sink: "sink.template.cfg",
+		Entry: sinkloop.Entry{InputKey: "a", TargetKey: "a", Status: "applied", Detail: []string{"line 3: server a 10.0.0.1:80"}}}}}
+	v := viewExplanation(ex, redact.New(nil))
+	if d := cmp.Diff([]string{"line 3: server a 10.0.0.1:80"}, v.Entries[0].Detail); d != "" {
+		t.Errorf("detail (-want +got):\n%s", d)
 	}
 }
