@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
-	"github.com/pipeline/pipeline/engine/sinkloop"
+	"github.com/pipeline/pipeline/internal/backoff"
 )
 
 // RunOptions configure a Runtime.
@@ -259,7 +259,7 @@ func (r *Runtime) supervise(ctx context.Context, n *Node) {
 		if time.Since(started) > time.Minute {
 			attempt = 0
 		}
-		wait := sinkloop.Backoff(attempt)
+		wait := backoff.Delay(attempt)
 		attempt++
 		h.mu.Lock()
 		h.restarts++

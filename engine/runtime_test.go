@@ -20,6 +20,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/engine/sinkloop"
+	"github.com/pipeline/pipeline/internal/backoff"
 )
 
 const chain = `
@@ -283,24 +284,63 @@ func TestFailedEntriesRetried(t *testing.T) {
 
 // startFailingBad starts the chain over a sink (encoded: written by its
 // Data) whose writes of key "bad" fail while failing holds, and syncs
-// the input with "gut" and "bad" (of one length: one batch of Data).
-func startFailingBad(t *testing.T, encoded bool) (h *harness, sink *nodetest.MemSink, failing *atomic.Bool) {
+// the input with "gut" and "bad" (of one length: one batch of Data). The
+// times of the failed writes go to fails.
+func startFailingBad(t *testing.T, encoded bool) (h *harness, sink *nodetest.MemSink, failing *atomic.Bool, fails *writeTimes) {
 	sink = nodetest.NewMemSink()
 	sink.Encoded = encoded
 	failing = new(atomic.Bool)
 	failing.Store(true)
-	sink.FailKey = func(k node.Key) bool { return k == "bad" && failing.Load() }
+	fails = failWrites(sink, func(k node.Key) bool { return k == "bad" && failing.Load() })
 	h = start(t, true, 0, sink)
 	h.send(func(o node.Output) {
 		o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
 		o.MarkSynced()
 	})
-	return h, sink, failing
+	return h, sink, failing, fails
+}
+
+// writeTimes are the times of a sink's failed writes.
+type writeTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+// failWrites makes sink's writes of the keys fail says fail, recording
+// their times.
+func failWrites(sink *nodetest.MemSink, fail func(node.Key) bool) *writeTimes {
+	w := &writeTimes{}
+	sink.FailKey = func(k node.Key) bool {
+		if !fail(k) {
+			return false
+		}
+		w.mu.Lock()
+		w.at = append(w.at, time.Now())
+		w.mu.Unlock()
+		return true
+	}
+	return w
+}
+
+// onSchedule fails t unless the failed writes came at the retry times of
+// internal/backoff: the wait before each retry within its step, and
+// above half of it (the jitter). It returns how many failed.
+func (w *writeTimes) onSchedule(t *testing.T) int {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := 1; i < len(w.at); i++ {
+		step, gap := backoff.Default.Step(i-1), w.at[i].Sub(w.at[i-1])
+		if gap <= step/2 || gap > step {
+			t.Errorf("retry %d came %v after the failure before it; want in (%v, %v]", i, gap, step/2, step)
+		}
+	}
+	return len(w.at)
 }
 
 func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	synctest.Test(t, func(t *testing.T) {
-		h, sink, failing := startFailingBad(t, encoded)
+		h, sink, failing, fails := startFailingBad(t, encoded)
 		synctest.Wait()
 		if d := cmp.Diff([]string{"gut"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
@@ -334,7 +374,11 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		}
 		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("gut", time.Now())}) })
 		synctest.Wait()
-		h.checkWrites(t, "after the retry and a delete", map[string]float64{"upsert/ok": 2, "upsert/error": 4, "delete/ok": 1}) // failed at 0, 0.1, 0.3 and 0.7 s
+		// Failed at 0 and about 0.1, 0.3 and 0.7 s (and perhaps 1 s).
+		if n := fails.onSchedule(t); n < 4 || n > 5 {
+			t.Errorf("%d failed writes in the first second, want 4 or 5", n)
+		}
+		h.checkWrites(t, "after the retry and a delete", map[string]float64{"upsert/ok": 2, "upsert/error": float64(len(fails.at)), "delete/ok": 1})
 		if !h.rt.Readiness().Ready {
 			t.Fatalf("not ready after recovery: %+v", h.rt.Readiness())
 		}
@@ -352,7 +396,7 @@ func TestFailedEntryRetriedOnSchedule(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sink := nodetest.NewMemSink()
 				sink.Encoded = encoded
-				sink.FailKey = func(k node.Key) bool { return k == "bad" }
+				fails := failWrites(sink, func(k node.Key) bool { return k == "bad" })
 				h := start(t, true, 0, sink)
 				h.send(func(o node.Output) {
 					o.Replace([]node.Record{{Key: "gut", Value: str("1")}, {Key: "bad", Value: str("2")}})
@@ -363,7 +407,12 @@ func TestFailedEntryRetriedOnSchedule(t *testing.T) {
 				h.checkWrites(t, "after the sync", map[string]float64{"upsert/ok": 1, "upsert/error": 1})
 				time.Sleep(time.Second)
 				synctest.Wait()
-				h.checkWrites(t, "a second on", map[string]float64{"upsert/ok": 1, "upsert/error": 4}) // failed at 0, 0.1, 0.3 and 0.7 s
+				// Failed at 0 and about 0.1, 0.3 and 0.7 s (and perhaps 1 s),
+				// the sync adding no write.
+				if n := fails.onSchedule(t); n < 4 || n > 5 {
+					t.Errorf("%d failed writes in the first second, want 4 or 5", n)
+				}
+				h.checkWrites(t, "a second on", map[string]float64{"upsert/ok": 1, "upsert/error": float64(len(fails.at))})
 				h.shutdown()
 			})
 		})
@@ -377,16 +426,30 @@ func TestFullPassRetriesWaitingKeys(t *testing.T) {
 	for _, encoded := range []bool{false, true} {
 		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h, sink, failing := startFailingBad(t, encoded)
-				// Retries at 0.1, 0.3, 0.7 ... 25.5 and 51.1 s fail; the next
-				// is due at 81.1 s.
-				time.Sleep(55 * time.Second)
-				synctest.Wait()
+				h, sink, failing, _ := startFailingBad(t, encoded)
+				// The retries fail until a resync (every minute) comes
+				// before the next retry is due: the resync writes the key.
+				start := time.Now()
+				for minute := 1; ; minute++ {
+					resync := start.Add(time.Duration(minute) * time.Minute)
+					time.Sleep(time.Until(resync.Add(-time.Second)))
+					synctest.Wait()
+					ex := h.rt.Explain(context.Background(), "bad")
+					if len(ex.Entries) != 1 || ex.Entries[0].RetryAt.IsZero() {
+						t.Fatalf("explain bad: %+v", ex.Entries)
+					}
+					if ex.Entries[0].RetryAt.After(resync.Add(time.Second)) {
+						break
+					}
+					if minute == 20 {
+						t.Fatal("no resync in 20 minutes came a second before a retry")
+					}
+				}
 				failing.Store(false)
-				time.Sleep(6 * time.Second) // the resync at 60 s
+				time.Sleep(1500 * time.Millisecond) // the resync
 				synctest.Wait()
 				if d := cmp.Diff([]string{"bad", "gut"}, sink.Keys()); d != "" {
-					t.Fatalf("the resync at 60 s did not retry the failing key (-want +got):\n%s", d)
+					t.Fatalf("the resync did not retry the failing key (-want +got):\n%s", d)
 				}
 				h.shutdown()
 			})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/backoff"
 )
 
 // batch is one round's writes: the upserts and the deletes, each with the
@@ -217,7 +218,7 @@ func (s *state) outcome(ks *keyState, err error, del bool) bool {
 		}
 		f := ks.fail
 		f.lastErr, f.lastErrAt = err.Error(), now
-		f.retryAt = now.Add(Backoff(f.attempts))
+		f.retryAt = now.Add(backoff.Delay(f.attempts))
 		f.attempts++
 		s.retries.schedule(ks)
 		s.log.Warn("write failed; will retry", "op", op, "key", ks.key, "err", err, "attempt", f.attempts)
@@ -268,11 +269,4 @@ func (s *state) armRetry(t *time.Timer) {
 		next = time.Now().Add(time.Hour)
 	}
 	t.Reset(time.Until(next))
-}
-
-// Backoff is exponential from 100ms to 30s: the wait before the next
-// attempt of a failed write, full read or node run (100ms doubled once
-// per earlier attempt; the ninth doubling passes 30s).
-func Backoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(max(attempt, 0), 9), 30*time.Second)
 }

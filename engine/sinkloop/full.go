@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/backoff"
 )
 
 // FullChunk is the most entries a full reconcile hands its target at once.
@@ -22,7 +23,7 @@ func (s *state) full(ctx context.Context) {
 		s.cfg.Health(node.Degraded, "read target: "+err.Error())
 		s.cfg.Settled()
 		s.log.Warn("full reconcile failed", "err", err)
-		s.fullRetry = time.Now().Add(Backoff(s.fullFailures))
+		s.fullRetry = time.Now().Add(backoff.Delay(s.fullFailures))
 		s.fullFailures++
 		return
 	}

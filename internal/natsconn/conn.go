@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/internal/backoff"
 )
 
 // Status is the state of a connection.
@@ -247,15 +249,10 @@ func (c *Conn) supervise(ns *server.Server) {
 			select {
 			case <-c.stop:
 				return
-			case <-time.After(backoff(attempt)):
+			case <-time.After(backoff.Delay(attempt)):
 			}
 		}
 	}
-}
-
-func backoff(attempt int) time.Duration {
-	d := 250 * time.Millisecond << min(attempt, 7)
-	return min(d, 30*time.Second)
 }
 
 // setConn makes nc the current connection. It reports false, having

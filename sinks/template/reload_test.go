@@ -15,8 +15,9 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// A failed reload is retried with backoff (1s, 2s, 4s ...) until it
-// succeeds, and the target is degraded meanwhile.
+// A failed reload is retried with backoff (1s, 2s, 4s ..., each at random
+// in its upper half) until it succeeds, and the target is degraded
+// meanwhile.
 func TestReloadRetriedWithBackoff(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ready")
 	synctest.Test(t, func(t *testing.T) {
@@ -25,12 +26,12 @@ func TestReloadRetriedWithBackoff(t *testing.T) {
 		if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "reload failed") {
 			t.Fatalf("health %v %q after a failed reload", f.health.State(), f.health.Detail)
 		}
-		time.Sleep(999 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
 		if n := f.count("pipeline_sink_template_reloads_total", "result", "failed"); n != 1 {
 			t.Fatalf("retried before its backoff: failed = %v", n)
 		}
-		time.Sleep(time.Millisecond) // 1s: the first retry, which fails
+		time.Sleep(500 * time.Millisecond) // 1s: the first retry came, and failed
 		synctest.Wait()
 		if n := f.count("pipeline_sink_template_reloads_total", "result", "failed"); n != 2 {
 			t.Fatalf("failed = %v after 1s, want 2", n)
@@ -56,8 +57,8 @@ func TestReloadRetriedWithBackoff(t *testing.T) {
 
 func TestReloadBackoff(t *testing.T) {
 	for attempt, want := range map[int]time.Duration{0: time.Second, 1: 2 * time.Second, 3: 8 * time.Second, 9: 5 * time.Minute, 100: 5 * time.Minute} {
-		if got := reloadBackoff(attempt); got != want {
-			t.Errorf("reloadBackoff(%d) = %v, want %v", attempt, got, want)
+		if got := reloadBackoff.Delay(attempt); got <= want/2 || got > want {
+			t.Errorf("reloadBackoff.Delay(%d) = %v, want in (%v, %v]", attempt, got, want/2, want)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/backoff"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -330,9 +331,10 @@ func (t *Target) runReload(ctx context.Context) string {
 	}
 	t.met.reloads.WithLabelValues("failed").Inc()
 	t.reload.pending = true
-	t.reload.due = t.env.Now().Add(reloadBackoff(t.reload.attempts))
+	wait := reloadBackoff.Delay(t.reload.attempts)
+	t.reload.due = t.env.Now().Add(wait)
 	t.reload.attempts++
-	t.problem("reload", err, "reload failed; retrying in "+reloadBackoff(t.reload.attempts-1).String())
+	t.problem("reload", err, "reload failed; retrying in "+wait.Round(time.Millisecond).String())
 	select {
 	case t.wake <- struct{}{}:
 	default:
@@ -340,14 +342,9 @@ func (t *Target) runReload(ctx context.Context) string {
 	return "failed"
 }
 
-// reloadBackoff is exponential from 1s to 5m.
-func reloadBackoff(attempt int) time.Duration {
-	d := time.Second
-	for i := 0; i < attempt && d < 5*time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, 5*time.Minute)
-}
+// reloadBackoff is the wait between failed reloads: from 1s to 5m, as
+// a reload command is heavier than a write.
+var reloadBackoff = backoff.Policy{Base: time.Second, Cap: 5 * time.Minute}
 
 // retryLoop retries a failed reload when its backoff is due.
 func (t *Target) retryLoop(ctx context.Context) {

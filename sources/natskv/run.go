@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/backoff"
 	"github.com/pipeline/pipeline/internal/natsconn"
 )
 
@@ -67,7 +67,7 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff(attempt)):
+		case <-time.After(backoff.Delay(attempt)):
 		}
 		attempt++
 	}
@@ -82,13 +82,6 @@ func (r *run) report(s natsconn.Status, detail string) {
 		r.env.Health.Set(node.Degraded, detail)
 	}
 	// Connected: healthy again once the new watch delivered its state.
-}
-
-// backoff is the pause before watch attempt+1, at random in its upper
-// half: the agents of a hub that failed together do not retry together.
-func backoff(attempt int) time.Duration {
-	d := min(100*time.Millisecond<<min(attempt, 8), 10*time.Second)
-	return d/2 + rand.N(d/2)
 }
 
 // watch runs one watch: initial values until the nil marker (then Replace
