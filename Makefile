@@ -81,7 +81,7 @@ FUZZ_TARGETS := \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
 	./cmd/pipeline/lsp:FuzzHandlers \
-	./schema:FuzzQuickNesting
+	./schema:FuzzCheckNesting
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \

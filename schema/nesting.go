@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -41,24 +42,23 @@ func CheckNesting(src []byte, filename string) hcl.Diagnostics {
 }
 
 // checkNesting is CheckNesting with the nesting limit and the first
-// prefix the lexer reads given. It also returns where src may be parsed in
-// pieces, when the quick scan knows (see quickNesting).
+// prefix the lexer reads given. It also returns cuts, where src may be
+// parsed in pieces (parseInPieces): the offsets just after a newline
+// outside every bracket, string, template and heredoc that follows a
+// top-level item.
 func checkNesting(src []byte, filename string, limit, prefix int) (hcl.Diagnostics, []int) {
 	if len(src) > MaxConfigBytes {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too large",
 			Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, len(src), MaxConfigBytes),
 			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}, nil
 	}
-	ok, lexed, cuts := quickNesting(src, limit)
-	if ok {
-		return nil, cuts // the common case, without the lexer's tokens (see quicknest.go)
-	}
 	// The lexer keeps every token, about 100 bytes each, so a long file is
 	// lexed in growing prefixes: a limit is found in the first prefix that
-	// holds it, and a file within the limits costs at most two lexings.
-	for size := min(len(lexed), prefix); ; size = min(2*size, len(lexed)) {
-		if diags, done := checkTokens(lexed[:size], size == len(lexed), filename, limit); done {
-			return diags, nil
+	// holds it (a file nested 500,000 deep is not lexed whole), and a file
+	// within the limits costs at most two lexings.
+	for size := min(len(src), prefix); ; size = min(2*size, len(src)) {
+		if diags, cuts, done := checkTokens(src[:size], size == len(src), filename, limit); done {
+			return diags, cuts
 		}
 	}
 }
@@ -74,41 +74,55 @@ const prefixMargin = 256
 
 // checkTokens lexes src, the start of a file or all of it (whole), and
 // returns the diagnostic for the first token over a limit; done is false
-// when src is a prefix without such a token.
-func checkTokens(src []byte, whole bool, filename string, limit int) (diags hcl.Diagnostics, done bool) {
+// when src is a prefix without such a token. For a whole file within the
+// limits it returns its cuts (checkNesting).
+func checkTokens(src []byte, whole bool, filename string, limit int) (diags hcl.Diagnostics, cuts []int, done bool) {
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // lexing errors are the parser's to report
 	n := newNestCounter(limit)
+	item := false // a top-level item started since the last cut
 	for i, tok := range tokens {
 		if !whole && tok.Range.End.Byte > len(src)-prefixMargin {
-			return nil, false
+			return nil, nil, false
 		}
 		if i == MaxConfigTokens {
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
 				Detail:  fmt.Sprintf("%s holds more than %d tokens (names, literals, operators), the most a configuration file may hold. Split it, or move data into files read by a source (source \"files\").", filename, MaxConfigTokens),
-				Subject: &rng}}, true
+				Subject: &rng}}, nil, true
 		}
 		switch n.add(tok.Type, tok.Bytes) {
 		case nestOK:
+			if whole && n.depth == 0 {
+				switch {
+				case tok.Type == hclsyntax.TokenIdent:
+					item = true
+				case item && (tok.Type == hclsyntax.TokenNewline || tok.Type == hclsyntax.TokenComment && bytes.HasSuffix(tok.Bytes, []byte("\n"))):
+					cuts = append(cuts, tok.Range.End.Byte)
+					item = false
+				}
+			}
 			continue
 		case nestNumber:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
-				Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}, true
+				Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}, nil, true
 		case nestOperators:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expression too long",
 				Detail:  fmt.Sprintf("More than %d operators are chained in one expression here. Split it, for example with locals.", MaxOperators),
-				Subject: &rng}}, true
+				Subject: &rng}}, nil, true
 		case nestDeep:
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration nested too deeply",
 				Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations, template directives and unary operators nest more than %d levels deep here. "+
 					"Flatten the expression, for example with locals.", limit),
-				Subject: &rng}}, true
+				Subject: &rng}}, nil, true
 		}
 	}
-	return nil, whole
+	if !whole {
+		return nil, nil, false
+	}
+	return nil, cuts, true
 }
 
 // nestResult is what one more token does to a nestCounter.
