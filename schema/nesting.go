@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -37,92 +38,131 @@ const MaxConfigTokens = 1_000_000
 // MaxNesting. ParseSource and Load call it; fmt and -var values call it
 // before their own parse.
 func CheckNesting(src []byte, filename string) hcl.Diagnostics {
-	diags, _ := checkNesting(src, filename, MaxNesting, lexPrefix)
+	diags, _ := checkNesting(src, filename, MaxNesting, lexChunk)
 	return diags
 }
 
-// checkNesting is CheckNesting with the nesting limit and the first
-// prefix the lexer reads given. It also returns cuts, where src may be
+// checkNesting is CheckNesting with the nesting limit and the size of the
+// chunks the lexer reads given. It also returns cuts, where src may be
 // parsed in pieces (parseInPieces): the offsets just after a newline
 // outside every bracket, string, template and heredoc that follows a
 // top-level item.
-func checkNesting(src []byte, filename string, limit, prefix int) (hcl.Diagnostics, []int) {
+//
+// The lexer keeps every token of what it lexes, about 100 bytes each, so
+// src is lexed a chunk at a time, each chunk starting at the last cut the
+// one before found, where the lexer is in its initial state: each byte is
+// lexed about once, a limit is found in the chunk that holds it (a file
+// nested 500,000 deep is not lexed whole), and the tokens held at once
+// are a chunk's. A chunk without a cut is lexed again twice as long.
+func checkNesting(src []byte, filename string, limit, chunk int) (hcl.Diagnostics, []int) {
 	if len(src) > MaxConfigBytes {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too large",
 			Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, len(src), MaxConfigBytes),
 			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}, nil
 	}
-	// The lexer keeps every token, about 100 bytes each, so a long file is
-	// lexed in growing prefixes: a limit is found in the first prefix that
-	// holds it (a file nested 500,000 deep is not lexed whole), and a file
-	// within the limits costs at most two lexings.
-	for size := min(len(src), prefix); ; size = min(2*size, len(src)) {
-		if diags, cuts, done := checkTokens(src[:size], size == len(src), filename, limit); done {
-			return diags, cuts
+	c := &nestCheck{src: src, filename: filename, n: newNestCounter(limit), at: hcl.InitialPos}
+	c.save()
+	for size := chunk; ; {
+		from := c.at.Byte
+		end := min(from+size, len(src))
+		if diags, done := c.lex(end); done {
+			if diags.HasErrors() {
+				return diags, nil
+			}
+			return nil, c.cuts
+		}
+		if c.at.Byte == from {
+			size *= 2 // no cut in the chunk
+		} else {
+			size = chunk
 		}
 	}
 }
 
-// lexPrefix is the first prefix of a file checkNesting lexes.
-const lexPrefix = 1 << 20
+// lexChunk is the size of the chunks checkNesting lexes.
+const lexChunk = 64 << 10
 
-// prefixMargin is how far before the end of a prefix a token must end to
+// prefixMargin is how far before the end of a chunk a token must end to
 // be lexed as in the whole file: the lexer looks ahead a few bytes (a
 // number's exponent, a heredoc's marker line), and the last token may be
 // cut.
 const prefixMargin = 256
 
-// checkTokens lexes src, the start of a file or all of it (whole), and
-// returns the diagnostic for the first token over a limit; done is false
-// when src is a prefix without such a token. For a whole file within the
-// limits it returns its cuts (checkNesting).
-func checkTokens(src []byte, whole bool, filename string, limit int) (diags hcl.Diagnostics, cuts []int, done bool) {
-	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // lexing errors are the parser's to report
-	n := newNestCounter(limit)
+// nestCheck is checkNesting's state: the tokens counted and followed up to
+// the last cut (at), and the cuts found.
+type nestCheck struct {
+	src      []byte
+	filename string
+	n        *nestCounter
+	tokens   int
+	at       hcl.Pos
+	cuts     []int
+	// saved is the counter and the token count at the cut at, where the
+	// next chunk starts.
+	saved       nestCounter
+	savedTokens int
+}
+
+// save records the state at the cut at.
+func (c *nestCheck) save() {
+	c.saved, c.savedTokens = *c.n, c.tokens
+	c.saved.ops = slices.Clone(c.n.ops)
+}
+
+// lex lexes src from the last cut to end and follows its tokens. done is
+// true with the diagnostic of the first token over a limit, or at the end
+// of src; otherwise the state is that at the chunk's last cut (at).
+func (c *nestCheck) lex(end int) (diags hcl.Diagnostics, done bool) {
+	whole := end == len(c.src)
+	// Lexing errors are the parser's to report.
+	tokens, _ := hclsyntax.LexConfig(c.src[c.at.Byte:end], c.filename, c.at)
 	item := false // a top-level item started since the last cut
-	for i, tok := range tokens {
-		if !whole && tok.Range.End.Byte > len(src)-prefixMargin {
-			return nil, nil, false
+	for _, tok := range tokens {
+		if !whole && tok.Range.End.Byte > end-prefixMargin {
+			*c.n, c.tokens = c.saved, c.savedTokens
+			c.n.ops = slices.Clone(c.saved.ops)
+			return nil, false
 		}
-		if i == MaxConfigTokens {
+		if c.tokens == MaxConfigTokens {
 			rng := tok.Range
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too long",
-				Detail:  fmt.Sprintf("%s holds more than %d tokens (names, literals, operators), the most a configuration file may hold. Split it, or move data into files read by a source (source \"files\").", filename, MaxConfigTokens),
-				Subject: &rng}}, nil, true
+				Detail:  fmt.Sprintf("%s holds more than %d tokens (names, literals, operators), the most a configuration file may hold. Split it, or move data into files read by a source (source \"files\").", c.filename, MaxConfigTokens),
+				Subject: &rng}}, true
 		}
-		switch n.add(tok.Type, tok.Bytes) {
-		case nestOK:
-			if whole && n.depth == 0 {
-				switch {
-				case tok.Type == hclsyntax.TokenIdent:
-					item = true
-				case item && (tok.Type == hclsyntax.TokenNewline || tok.Type == hclsyntax.TokenComment && bytes.HasSuffix(tok.Bytes, []byte("\n"))):
-					cuts = append(cuts, tok.Range.End.Byte)
-					item = false
-				}
+		c.tokens++
+		if r := c.n.add(tok.Type, tok.Bytes); r != nestOK {
+			return c.n.diagnostic(r, tok.Range), true
+		}
+		if c.n.depth == 0 {
+			switch {
+			case tok.Type == hclsyntax.TokenIdent:
+				item = true
+			case item && (tok.Type == hclsyntax.TokenNewline || tok.Type == hclsyntax.TokenComment && bytes.HasSuffix(tok.Bytes, []byte("\n"))):
+				c.cuts = append(c.cuts, tok.Range.End.Byte)
+				c.at = tok.Range.End
+				c.save()
+				item = false
 			}
-			continue
-		case nestNumber:
-			rng := tok.Range
-			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
-				Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}, nil, true
-		case nestOperators:
-			rng := tok.Range
-			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expression too long",
-				Detail:  fmt.Sprintf("More than %d operators are chained in one expression here. Split it, for example with locals.", MaxOperators),
-				Subject: &rng}}, nil, true
-		case nestDeep:
-			rng := tok.Range
-			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration nested too deeply",
-				Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations, template directives and unary operators nest more than %d levels deep here. "+
-					"Flatten the expression, for example with locals.", limit),
-				Subject: &rng}}, nil, true
 		}
 	}
-	if !whole {
-		return nil, nil, false
+	return nil, true
+}
+
+// diagnostic is the error diagnostic of result r (not nestOK) at rng.
+func (n *nestCounter) diagnostic(r nestResult, rng hcl.Range) hcl.Diagnostics {
+	switch r {
+	case nestNumber:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number",
+			Detail: sentenceOf(n.err) + " Write a smaller number, or read large data with a source.", Subject: &rng}}
+	case nestOperators:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expression too long",
+			Detail:  fmt.Sprintf("More than %d operators are chained in one expression here. Split it, for example with locals.", MaxOperators),
+			Subject: &rng}}
 	}
-	return nil, cuts, true
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration nested too deeply",
+		Detail: fmt.Sprintf("Brackets, braces, parentheses, interpolations, template directives and unary operators nest more than %d levels deep here. "+
+			"Flatten the expression, for example with locals.", n.limit),
+		Subject: &rng}}
 }
 
 // nestResult is what one more token does to a nestCounter.

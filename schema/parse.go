@@ -24,7 +24,7 @@ const pieceBytes = 1 << 10
 // at its own position: the slices stay small, and the pieces are parsed
 // on every processor at once (docs/performance.md).
 func ParseConfig(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	diags, cuts := checkNesting(src, filename, MaxNesting, lexPrefix)
+	diags, cuts := checkNesting(src, filename, MaxNesting, lexChunk)
 	if diags.HasErrors() {
 		return nil, diags
 	}

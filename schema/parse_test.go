@@ -20,7 +20,7 @@ import (
 // has none). It reports whether the pieces were taken.
 func samePieces(t *testing.T, name string, src []byte, size int) bool {
 	t.Helper()
-	diags, cuts := checkNesting(src, name, MaxNesting, lexPrefix)
+	diags, cuts := checkNesting(src, name, MaxNesting, lexChunk)
 	if diags.HasErrors() {
 		return false
 	}
@@ -74,7 +74,7 @@ func TestParseInPieces(t *testing.T) {
 		}
 		joined := append(bytes.Clone(all.Bytes()), src...)
 		_, d := hclsyntax.ParseConfig(joined, name, hcl.InitialPos)
-		if nd, _ := checkNesting(src, name, MaxNesting, lexPrefix); len(d) == 0 && !nd.HasErrors() && bytes.HasSuffix(src, []byte("\n")) {
+		if nd, _ := checkNesting(src, name, MaxNesting, lexChunk); len(d) == 0 && !nd.HasErrors() && bytes.HasSuffix(src, []byte("\n")) {
 			all.Write(src) // a file within the limits that parses after the others
 		}
 	}
