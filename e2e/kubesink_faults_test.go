@@ -238,7 +238,7 @@ func TestKubeSinkServerFaults(t *testing.T) {
 		t.Errorf("%d requests answered 429, want at least 11 (client-go's 10 retries after the first)", n)
 	}
 	ex := r.rt.Explain(context.Background(), cKey)
-	if len(ex.Entries) != 1 || ex.Entries[0].Status != "failing" || ex.Entries[0].Attempts < 1 ||
+	if len(ex.Entries) != 1 || ex.Entries[0].Status != "wanted, not in the target" || ex.Entries[0].Attempts < 1 ||
 		!strings.Contains(strings.Join(ex.Entries[0].Detail, "\n"), "last apply: failed") ||
 		!strings.Contains(ex.Entries[0].LastError, "injected by the test") {
 		t.Errorf("explain %s while 429: %+v", c, ex.Entries)
