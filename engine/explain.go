@@ -15,8 +15,8 @@ import (
 )
 
 // Explanation answers "why is this key in my targets, or why not?" for a
-// running instance (`pipeline explain KEY`). Values are as the engine
-// holds them; views mask sensitive ones.
+// running instance (`pipeline explain KEY`). What a target holds is read
+// from it for the answer (sinkloop.Entry); views mask sensitive values.
 type Explanation struct {
 	Key string
 	// Entries are the sink entries that hold or want Key (as an input key
@@ -70,7 +70,8 @@ type Gate struct {
 const explainWait = 2 * time.Second
 
 // Explain explains key. It only reads: each sink loop answers between two
-// of its rounds, and collections are read under their locks.
+// of its rounds, reading its target at the key, and collections are read
+// under their locks.
 func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	ex := Explanation{Key: key}
 	// A reload swaps the graph and its loops and collections under r.mu:
