@@ -19,10 +19,10 @@ const pieceBytes = 1 << 10
 //
 // The HCL lexer keeps every token of a file (about 100 bytes each) in one
 // slice, grown as it goes, while the parser needs only the tokens of the
-// item it is on. So a file the quick nesting scan knows is parsed in
-// pieces of whole top-level items (parseInPieces), each lexed on its own
-// at its own position: the slices stay small, and the pieces are parsed
-// on every processor at once (docs/performance.md).
+// item it is on. So a file is parsed in pieces of whole top-level items,
+// cut where the nesting check saw an item end (parseInPieces), each lexed
+// on its own at its own position: the slices stay small, and the pieces
+// are parsed on every processor at once (docs/performance.md).
 func ParseConfig(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	diags, cuts := checkNesting(src, filename, MaxNesting, lexChunk)
 	if diags.HasErrors() {
@@ -36,7 +36,7 @@ func ParseConfig(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 
 // parseInPieces parses src in pieces of at least size bytes, cut at cuts,
 // offsets where a top-level item starts after a newline outside every
-// bracket, string and template (quickNesting), and merges the pieces'
+// bracket, string, template and heredoc (checkNesting), and merges the pieces'
 // bodies into the first one, whose file is returned. The lexer is in its
 // initial state at such an offset and the parser between two items, so
 // the pieces hold exactly the tokens and items of the whole file, with
