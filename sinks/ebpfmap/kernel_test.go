@@ -434,3 +434,31 @@ func TestUnpreparedEntryRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestReadEntryLPMExact: a lookup in an LPM trie finds the longest prefix
+// that covers the key, so ReadEntry of a prefix deleted by hand must not
+// answer with a shorter prefix that covers it: the deleted one is not in
+// the map.
+func TestReadEntryLPMExact(t *testing.T) {
+	dir := requireBPF(t)
+	tg, _ := open(t, fmt.Sprintf("pin = %q\ntype = \"lpm_trie\"\nkey { type = \"ipv4_prefix\" }\n%s", dir+"/lpm", u8Value))
+	es := put(t, tg, rec("10.0.0.0/8", cty.EmptyObjectVal), rec("10.1.0.0/16", cty.EmptyObjectVal))
+	for _, e := range es {
+		if e.Err != nil {
+			t.Fatal(e.Err)
+		}
+	}
+	if a, ok, err := tg.ReadEntry(context.Background(), es[1]); !ok || err != nil || a.Key != "10.1.0.0/16" {
+		t.Fatalf("ReadEntry(10.1.0.0/16) before the delete = %v, %v, %v", a, ok, err)
+	}
+	key, _ := tg.split(es[1])
+	if err := tg.m.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok, err := tg.ReadEntry(context.Background(), es[1]); ok || err != nil {
+		t.Fatalf("ReadEntry(10.1.0.0/16) after deleting it by hand = %v, %v, %v; want not held (10.0.0.0/8 only covers it)", a, ok, err)
+	}
+	if _, ok, err := tg.ReadEntry(context.Background(), es[0]); !ok || err != nil {
+		t.Fatalf("ReadEntry(10.0.0.0/8) = %v, %v", ok, err)
+	}
+}

@@ -170,6 +170,8 @@ func byteSlab(size, n int) (any, []byte) {
 // ReadEntry implements node.KeyReader: one lookup of the entry at e's
 // key (the key bytes its Data starts with), built as Actual builds it.
 // It writes no entry (a removed pin is pinned again, as by a full read).
+// An LPM trie's lookup finds the longest prefix covering the key, not
+// the key: there the map is read whole (readExact).
 func (t *Target) ReadEntry(ctx context.Context, e node.Entry) (node.Entry, bool, error) {
 	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)
 	if len(e.Data) < ks {
@@ -182,6 +184,9 @@ func (t *Target) ReadEntry(ctx context.Context, e node.Entry) (node.Entry, bool,
 		return node.Entry{}, false, err
 	}
 	k := e.Data[:ks:ks]
+	if t.s.spec.Type == ebpf.LPMTrie {
+		return t.readExact(ctx, k)
+	}
 	vals, vb := byteSlab(vs, t.ncpu)
 	var err error
 	if t.ncpu > 1 {
@@ -200,4 +205,24 @@ func (t *Target) ReadEntry(ctx context.Context, e node.Entry) (node.Entry, bool,
 	var out node.Entry
 	(&reader{t: t}).build(k, vb, func(b node.Entry) { out = b })
 	return out, true, nil
+}
+
+// readExact reads the map whole for the entry whose key bytes are k.
+func (t *Target) readExact(ctx context.Context, k []byte) (node.Entry, bool, error) {
+	ks, vs := int(t.s.spec.KeySize), int(t.s.spec.ValueSize)*t.ncpu
+	var out node.Entry
+	found := false
+	r := &reader{t: t}
+	err := t.readAll(ctx, func(n int, keys, vals []byte) {
+		for i := 0; i < n && !found; i++ {
+			if bytes.Equal(keys[i*ks:(i+1)*ks], k) {
+				r.build(keys[i*ks:(i+1)*ks], vals[i*vs:(i+1)*vs], func(b node.Entry) { out = b })
+				found = true
+			}
+		}
+	})
+	if err != nil {
+		return node.Entry{}, false, fmt.Errorf("read map %s: %w", t.s.pin, err)
+	}
+	return out, found, nil
 }
