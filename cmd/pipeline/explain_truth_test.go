@@ -80,6 +80,7 @@ sink "ebpf_map" "allowed" {
 		!strings.Contains(out, "  actual   (none)  read at ") || strings.Contains(out, "applied") {
 		t.Errorf("explain after the delete: exit %d:\n%s", code, out)
 	}
+	t.Logf("explain after the delete:\n%s", out)
 
 	// The console's key panel reads the same answer.
 	resp, err := http.Get("http://" + addr + "/explain?key=10.1.0.3")
