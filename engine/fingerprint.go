@@ -111,7 +111,14 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 		parts[info.Name] = fp.attr(info, content)
 	}
 	for _, bt := range body.Blocks {
-		parts[bt.Name] = fp.blocks(bt, content)
+		d := fp.blocks(bt, content)
+		if a, ok := parts[bt.Name]; ok {
+			// An attribute and a block of one name are two spellings of
+			// one setting (selector = "..." or selector { ... }): both
+			// count, under the name the user wrote.
+			d = digest("attr", a, "blocks", d)
+		}
+		parts[bt.Name] = d
 	}
 	if len(n.Inputs) > 0 {
 		// Every input counts: a union whose second input is rebuilt is
