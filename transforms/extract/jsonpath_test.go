@@ -64,6 +64,11 @@ func TestJSONPathFuncErrors(t *testing.T) {
 	if _, err := f.Call([]cty.Value{cty.EmptyObjectVal, cty.StringVal("{.a[")}); err == nil {
 		t.Fatal("known object, bad template: no error")
 	}
+	for _, src := range []string{"{range .a[*]}{.b}", "{.a}{end}", "{range .a[*]}{range .b}{end}"} {
+		if _, err := f.Call([]cty.Value{cty.DynamicVal, cty.StringVal(src)}); err == nil || !strings.Contains(err.Error(), "invalid JSONPath") {
+			t.Errorf("%s: %v, want invalid JSONPath (a range and its end unpaired)", src, err)
+		}
+	}
 	if v, err := f.Call([]cty.Value{cty.NullVal(cty.DynamicPseudoType), cty.StringVal("{.a}")}); err != nil || !v.IsNull() {
 		t.Fatalf("null object: %v, %v", v, err)
 	}
