@@ -245,6 +245,11 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	if !strings.Contains(line, want) || !strings.Contains(line, name) {
 		t.Errorf("%s: changing %s: plan --against says %q, want %q naming %s\n%s", addr, p, line, want, name, text.String())
 	}
+	for _, n := range reloadJSON(rp).Nodes {
+		if n.Address == addr && !slices.Contains(n.Changed, name) && !slices.Contains(n.InPlace, name) {
+			t.Errorf("%s: changing %s: plan --against --json: changed %v, in place %v, want %s in one", addr, p, n.Changed, n.InPlace, name)
+		}
+	}
 }
 
 // nodeBlock is the block of the node under test with body.
