@@ -34,6 +34,9 @@ type NodeDiff struct {
 	// node or that node's definition), "projection" (what the graph reads
 	// of a source's objects). Empty for other actions.
 	Changed []string `json:"changed,omitempty"`
+	// InPlace names the attributes of a kept node whose new values the
+	// running node takes without a restart (on_remove), sorted.
+	InPlace []string `json:"in_place,omitempty"`
 }
 
 // GraphDiff compares two compiled graphs node by node.
@@ -45,9 +48,10 @@ type GraphDiff struct {
 	Relist []string
 }
 
-// Changed reports whether applying the diff changes anything.
+// Changed reports whether applying the diff changes anything, an
+// attribute applied in place included.
 func (d GraphDiff) Changed() bool {
-	return slices.ContainsFunc(d.Nodes, func(n NodeDiff) bool { return n.Action != Kept })
+	return slices.ContainsFunc(d.Nodes, func(n NodeDiff) bool { return n.Action != Kept || len(n.InPlace) > 0 })
 }
 
 // Count returns how many nodes get each action.
@@ -85,9 +89,11 @@ func DiffGraphs(old, new *Graph) GraphDiff {
 	for _, n := range new.Nodes {
 		nd := NodeDiff{Address: n.Address, Kind: n.Kind, Action: Added}
 		if o := old.Node(n.Address); o != nil {
-			nd.Action, nd.Changed = Kept, changedParts(o, n)
+			nd.Action = Kept
 			if o.Fingerprint != n.Fingerprint || n.Fingerprint == "" {
-				nd.Action = Rebuilt
+				nd.Action, nd.Changed = Rebuilt, changedParts(o, n)
+			} else {
+				nd.InPlace = inPlaceParts(o, n)
 			}
 		}
 		if n.Kind == node.KindSource && nd.Action != Kept {
@@ -115,6 +121,21 @@ func changedParts(o, n *Node) []string {
 	}
 	for k := range o.parts {
 		if _, ok := n.parts[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// inPlaceParts lists the parts of a kept node whose digests differ: only
+// attributes applied in place can (the others are in the fingerprint). A
+// part the old node lacks (an instance of a version that did not record
+// it) is not known to have changed.
+func inPlaceParts(o, n *Node) []string {
+	var out []string
+	for k, v := range n.parts {
+		if ov, ok := o.parts[k]; ok && ov != v {
 			out = append(out, k)
 		}
 	}

@@ -17,7 +17,8 @@ import (
 func diffRegistry() *node.Registry {
 	src := schema.Block{
 		Attrs: []schema.Attribute{schema.String("path"), schema.Int("qps").Default(50, "50"),
-			schema.String("token").Sensitive(), schema.Ref("cluster", "cluster")},
+			schema.String("token").Sensitive(), schema.Ref("cluster", "cluster"),
+			schema.String("match")}, // also a block: two spellings of one setting, as selector is
 		Blocks: []*schema.BlockType{schema.Nested("match", schema.Block{Attrs: []schema.Attribute{schema.StringList("values")}}).Repeated()},
 	}
 	tr := schema.Block{Attrs: []schema.Attribute{schema.Expr("key", "record")}}
@@ -137,6 +138,10 @@ func TestDiffGraphs(t *testing.T) {
 		{name: "nested block", config: edit(`["x", "y"]`, `["x"]`), relist: []string{"source.script.a"}, want: []row{
 			{"sink.mem.m", Rebuilt, []string{"input"}}, {"sink.mem.n", Kept, nil},
 			{"source.script.a", Rebuilt, []string{"match"}}, {"source.script.b", Kept, nil}, {"transform.pass.t", Rebuilt, []string{"input"}}}},
+		{name: "attribute named as a block", config: edit("source \"script\" \"b\" {}", "source \"script\" \"b\" {\n  match = \"app=web\"\n}"),
+			relist: []string{"source.script.b"}, want: []row{
+				{"sink.mem.m", Kept, nil}, {"sink.mem.n", Rebuilt, []string{"input"}},
+				{"source.script.a", Kept, nil}, {"source.script.b", Rebuilt, []string{"match"}}, {"transform.pass.t", Kept, nil}}},
 		{name: "rewired input", config: strings.Replace(edit("input = source.script.b", "input = transform.pass.t"), "source \"script\" \"b\" {}", "", 1), want: []row{
 			{"sink.mem.m", Kept, nil}, {"sink.mem.n", Rebuilt, []string{"input"}},
 			{"source.script.a", Kept, nil}, {"source.script.b", Removed, nil}, {"transform.pass.t", Kept, nil}}},

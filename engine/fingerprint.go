@@ -35,9 +35,11 @@ import (
 // key: `pipeline run` writes its key to a file only its user can read, and
 // `pipeline plan --against` on the same machine uses it (UseFingerprintKey).
 
-// engineOnlyAttrs are common attributes the engine reads when it removes a
-// node, not while it runs: changing one alone keeps the node running.
-var engineOnlyAttrs = map[string]bool{node.OnRemoveAttr.Info().Name: true}
+// inPlaceAttrs are common attributes the engine reads when it removes a
+// node, not while it runs: a reload hands a new value to the running node
+// (reload_apply.go), which keeps running. Each has a part, so a diff names
+// its change (NodeDiff.InPlace), but no share in the fingerprint.
+var inPlaceAttrs = map[string]bool{node.OnRemoveAttr.Info().Name: true}
 
 var fingerprintKey = func() []byte {
 	k := make([]byte, FingerprintKeySize)
@@ -105,13 +107,20 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	body := n.Spec.FullBody()
 	for _, a := range body.Attrs {
 		info := a.Info()
-		if info.Name == node.InputAttr.Info().Name || engineOnlyAttrs[info.Name] {
+		if info.Name == node.InputAttr.Info().Name {
 			continue
 		}
 		parts[info.Name] = fp.attr(info, content)
 	}
 	for _, bt := range body.Blocks {
-		parts[bt.Name] = fp.blocks(bt, content)
+		d := fp.blocks(bt, content)
+		if a, ok := parts[bt.Name]; ok {
+			// An attribute and a block of one name are two spellings of
+			// one setting (selector = "..." or selector { ... }): both
+			// count, under the name the user wrote.
+			d = digest("attr", a, "blocks", d)
+		}
+		parts[bt.Name] = d
 	}
 	if len(n.Inputs) > 0 {
 		// Every input counts: a union whose second input is rebuilt is
@@ -127,7 +136,9 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	}
 	all := make([]string, 0, 2*len(parts))
 	for _, k := range slices.Sorted(maps.Keys(parts)) {
-		all = append(all, k, parts[k])
+		if !inPlaceAttrs[k] {
+			all = append(all, k, parts[k])
+		}
 	}
 	n.parts, n.Fingerprint = parts, digest(all...)
 }

@@ -46,7 +46,7 @@ func (r *Runtime) GraphState() GraphState {
 	nodes, outs, sinks := r.g.Nodes, maps.Clone(r.outs), maps.Clone(r.sinks)
 	r.mu.RUnlock()
 	for _, n := range nodes {
-		ns := NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.parts}
+		ns := n.state()
 		if c := outs[n]; c != nil {
 			ns.Records, ns.Synced = c.len(), c.isSynced()
 		} else if s := sinks[n]; s != nil {
@@ -59,6 +59,23 @@ func (r *Runtime) GraphState() GraphState {
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
 	return out
+}
+
+// State returns what a running instance of g would show of its graph
+// before it ran: its fingerprints, no records. Tests compare plans of a
+// reload with it without starting anything.
+func (g *Graph) State() GraphState {
+	g.fingerprints()
+	var out GraphState
+	for _, n := range g.Nodes {
+		out.Nodes = append(out.Nodes, n.state())
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
+	return out
+}
+
+func (n *Node) state() NodeState {
+	return NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.parts}
 }
 
 // Graph rebuilds the nodes of a GraphState (address, kind, type and

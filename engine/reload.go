@@ -243,8 +243,11 @@ func reloadDetail(rec ReloadRecord) string {
 	case ReloadApplied:
 		var changed []string
 		for _, n := range rec.Nodes {
-			if n.Action != Kept {
+			switch {
+			case n.Action != Kept:
 				changed = append(changed, string(n.Action)+" "+n.Address)
+			case len(n.InPlace) > 0:
+				changed = append(changed, "kept "+n.Address+" with "+strings.Join(n.InPlace, ", ")+" applied in place")
 			}
 		}
 		if len(changed) == 0 {

@@ -37,7 +37,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 		use := n
 		if a, _ := d.Action(n.Address); a == Kept {
 			use = cur.Node(n.Address) // the running instance, with its state
-			use.OnRemove = n.OnRemove // read by a later removal only; see engineOnlyAttrs
+			use.OnRemove = n.OnRemove // read by a later removal only; see inPlaceAttrs
 		} else {
 			fresh = append(fresh, n)
 			for i, in := range n.Inputs {

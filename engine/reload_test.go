@@ -434,6 +434,15 @@ func TestReloadRemovedSink(t *testing.T) {
 				if a := actions(rec)["sink.mem.n"]; a != Kept {
 					t.Fatalf("changing on_remove alone: %s, want kept", a)
 				}
+				for _, nd := range rec.Nodes {
+					var want []string
+					if nd.Address == "sink.mem.n" {
+						want = []string{"on_remove"}
+					}
+					if d := cmp.Diff(want, nd.InPlace); d != "" {
+						t.Errorf("%s: applied in place (-want +got):\n%s", nd.Address, d)
+					}
+				}
 				rec = h.reload(reloadConfig("", "1m", ""))
 				synctest.Wait()
 				if a := actions(rec)["sink.mem.n"]; a != Removed || rec.Result != ReloadApplied {

@@ -63,15 +63,16 @@ func (v textPlan) writeReload(b *strings.Builder, rp *reloadPlan) {
 	fmt.Fprintf(b, "%s\n", v.paint("\x1b[1m", "Reload of the instance at "+rp.against+":"))
 	kept := 0
 	for _, n := range rp.diff.Nodes {
-		if n.Action == engine.Kept {
+		switch {
+		case n.Action == engine.Kept && len(n.InPlace) == 0:
 			kept++
-			continue
+		case n.Action == engine.Kept:
+			fmt.Fprintf(b, "  = %s  kept, applied in place (%s)\n", n.Address, strings.Join(n.InPlace, ", "))
+		case len(n.Changed) > 0:
+			fmt.Fprintf(b, "  %s %s  %s (%s)\n", reloadMarks[n.Action], n.Address, n.Action, strings.Join(n.Changed, ", "))
+		default:
+			fmt.Fprintf(b, "  %s %s  %s\n", reloadMarks[n.Action], n.Address, n.Action)
 		}
-		line := fmt.Sprintf("  %s %s  %s", reloadMarks[n.Action], n.Address, n.Action)
-		if len(n.Changed) > 0 {
-			line += " (" + strings.Join(n.Changed, ", ") + ")"
-		}
-		fmt.Fprintln(b, line)
 	}
 	fmt.Fprintf(b, "  = %d nodes unchanged, kept running with their state\n", kept)
 	if rp.keyErr != nil {
@@ -109,6 +110,9 @@ type nodeDiffDoc struct {
 	Kind    string   `json:"kind"`
 	Action  string   `json:"action"`
 	Changed []string `json:"changed"`
+	// InPlace names the attributes of a kept node applied to it without
+	// a restart.
+	InPlace []string `json:"in_place"`
 }
 
 func reloadJSON(rp *reloadPlan) *reloadDoc {
@@ -117,9 +121,12 @@ func reloadJSON(rp *reloadPlan) *reloadDoc {
 	}
 	d := &reloadDoc{Against: rp.against, Nodes: []nodeDiffDoc{}, Relist: rp.diff.Relist, SecretsCompared: rp.keyErr == nil}
 	for _, n := range rp.diff.Nodes {
-		nd := nodeDiffDoc{Address: n.Address, Kind: string(n.Kind), Action: string(n.Action), Changed: n.Changed}
+		nd := nodeDiffDoc{Address: n.Address, Kind: string(n.Kind), Action: string(n.Action), Changed: n.Changed, InPlace: n.InPlace}
 		if nd.Changed == nil {
 			nd.Changed = []string{}
+		}
+		if nd.InPlace == nil {
+			nd.InPlace = []string{}
 		}
 		d.Nodes = append(d.Nodes, nd)
 	}

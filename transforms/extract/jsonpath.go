@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"reflect"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -44,14 +43,10 @@ func withJSONPath(ctx *hcl.EvalContext) *hcl.EvalContext {
 
 // template is one parsed JSONPath template.
 type template struct {
-	jp *jsonpath.JSONPath
+	steps []step
 	// text is set when the template prints text (literal text around the
 	// braces, or range): the function then returns the printed string.
 	text bool
-	// reuse is false for templates with range: client-go's FindResults
-	// rewrites the parse tree while it walks a range, so such a template is
-	// parsed again for every call.
-	reuse bool
 	// fields is set for a template that is one action made of field names
 	// only ({.status.podIP}): eval then walks the value itself instead of
 	// converting the whole value to Go first.
@@ -64,23 +59,14 @@ func parseTemplate(src string) (*template, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &template{reuse: true}
-	t.fields = fieldChain(p.Root)
-	for _, n := range p.Root.Nodes {
-		list, ok := n.(*jsonpath.ListNode)
-		if !ok {
-			t.text = true // literal text between actions
-			continue
-		}
-		for _, inner := range list.Nodes {
-			if id, ok := inner.(*jsonpath.IdentifierNode); ok && (id.Name == "range" || id.Name == "end") {
-				t.text, t.reuse = true, false
-			}
-		}
-	}
-	t.jp = jsonpath.New("jsonpath").AllowMissingKeys(true)
-	if err := t.jp.Parse(src); err != nil {
+	t := &template{fields: fieldChain(p.Root)}
+	if t.steps, err = compileSteps(p.Root.Nodes); err != nil {
 		return nil, err
+	}
+	for _, s := range t.steps {
+		if _, ok := s.node.(*jsonpath.ListNode); !ok || s.isRange {
+			t.text = true // literal text between actions, or a range
+		}
 	}
 	return t, nil
 }
@@ -138,9 +124,8 @@ func walkFields(v cty.Value, fields []string) (cty.Value, error) {
 	return ctyconv.ToCty(ctyconv.FromCty(v))
 }
 
-// templates caches parsed templates. A parsed JSONPath keeps state while it
-// evaluates, so evaluations are serialised by mu (one transform runs on one
-// goroutine; the lock is uncontended).
+// templates caches parsed templates; mu guards the cache. A parsed
+// template is read-only while it evaluates, so evaluations run unlocked.
 type templates struct {
 	mu    sync.Mutex
 	cache map[string]*template
@@ -157,7 +142,7 @@ func (ts *templates) get(src string) (*template, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.reuse && len(ts.cache) < maxTemplates {
+	if len(ts.cache) < maxTemplates {
 		ts.cache[src] = t
 	}
 	return t, nil
@@ -166,8 +151,8 @@ func (ts *templates) get(src string) (*template, error) {
 // eval runs a template against a value.
 func (ts *templates) eval(src string, v cty.Value) (cty.Value, error) {
 	ts.mu.Lock()
-	defer ts.mu.Unlock()
 	t, err := ts.get(src)
+	ts.mu.Unlock()
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -177,24 +162,25 @@ func (ts *templates) eval(src string, v cty.Value) (cty.Value, error) {
 	return t.evalGo(ctyconv.FromCty(v))
 }
 
-// evalGo runs t against a Go value, as client-go's JSONPath does.
+// evalGo runs t against a Go value, with client-go's rules but for the
+// order of a map's keys, which are visited sorted (jsonpath_eval.go).
 func (t *template) evalGo(data any) (cty.Value, error) {
-	if t.text {
-		var buf bytes.Buffer
-		if err := t.jp.Execute(&buf, data); err != nil {
-			return cty.NilVal, err
-		}
-		return cty.StringVal(buf.String()), nil
-	}
-	results, err := t.jp.FindResults(data)
+	results, err := findResults(t.steps, data)
 	if err != nil {
 		return cty.NilVal, err
 	}
+	if t.text {
+		var buf bytes.Buffer
+		for _, set := range results {
+			if err := printResults(&buf, set); err != nil {
+				return cty.NilVal, err
+			}
+		}
+		return cty.StringVal(buf.String()), nil
+	}
 	var vals []any
 	for _, set := range results {
-		for _, r := range set {
-			vals = append(vals, plain(r))
-		}
+		vals = append(vals, set...)
 	}
 	switch len(vals) {
 	case 0:
@@ -236,18 +222,4 @@ func jsonPathFunc() function.Function {
 			return v, nil
 		},
 	})
-}
-
-// plain unwraps a reflect.Value found by jsonpath into a JSON-like Go value.
-func plain(v reflect.Value) any {
-	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return nil
-		}
-		v = v.Elem()
-	}
-	if !v.IsValid() || !v.CanInterface() {
-		return nil
-	}
-	return v.Interface()
 }

@@ -35,7 +35,8 @@ func Spec() node.Spec {
 			"`jsonpath(value, \"{.status.podIP}\")` evaluates a client-go (kubectl) JSONPath template: it returns the " +
 			"matched value (a string for a string field), a list when the template matches several values " +
 			"(`{.status.podIPs[*].ip}`), and null when nothing matches. A template with text outside the braces, or with " +
-			"`{range}`, returns the printed text, as `kubectl -o jsonpath` does. A literal template is checked when the " +
+			"`{range}`, returns the printed text, as `kubectl -o jsonpath` does. `*` and `..` visit a map's keys in sorted order " +
+			"(`{.metadata.labels.*}` lists the values by label name), so one object always gives one answer. A literal template is checked when the " +
 			"configuration loads. Missing object fields are errors in plain expressions: write `try(object.spec.nodeName, \"\")` " +
 			"or use jsonpath() where a field may be absent.\n\n" +
 			"An expression error on one object (a missing attribute, a key of the wrong type) is logged with the object's key " +
