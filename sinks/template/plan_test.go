@@ -60,8 +60,14 @@ func TestExplainLines(t *testing.T) {
 		t.Errorf("explain of an unknown key: %q", got)
 	}
 	_ = os.RemoveAll(f.path[:strings.LastIndex(f.path, "/")])
-	f.put("web-c", server("10.0.0.3", 80), full)
-	if got := f.tg.Explain("web-c"); len(got) < 2 || !strings.Contains(got[0], "write failed") {
+	batch := []node.Entry{{Key: "web-c", Value: server("10.0.0.3", 80)}}
+	f.tg.Update(context.Background(), batch)
+	if batch[0].Err == nil || !strings.Contains(batch[0].Err.Error(), "no such file or directory") {
+		t.Errorf("the entry of a failing write: %v, want its error", batch[0].Err)
+	}
+	// Why it failed is the entry's error, shown once; explain says
+	// where its lines would be, and that the file does not hold them.
+	if got := f.tg.Explain("web-c"); len(got) != 1 || !strings.Contains(got[0], "(rendered, not in the file):4:   server web-c") {
 		t.Errorf("explain with a failing write: %q", got)
 	}
 }
