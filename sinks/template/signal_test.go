@@ -85,8 +85,9 @@ func TestStalePidNotSignalled(t *testing.T) {
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- sleep.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = sleep.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = sleep.Process.Kill(); <-exited })
 	f := open(t, serversTmpl+"reload_signal = \"SIGUSR2\"\npid_file = \"DIR/pid\"\nreload_interval = \"0s\"")
 	if err := os.WriteFile(filepath.Join(filepath.Dir(f.path), "pid"), fmt.Appendf(nil, "%d\n", sleep.Process.Pid), 0o644); err != nil {
@@ -94,8 +95,8 @@ func TestStalePidNotSignalled(t *testing.T) {
 	}
 	f.put("a", server("10.0.0.1", 80), full)
 	select {
-	case err := <-exited:
-		t.Fatalf("the stale pid's process was signalled: %v", err)
+	case <-exited:
+		t.Fatalf("the stale pid's process was signalled: %v", waitErr)
 	case <-time.After(300 * time.Millisecond):
 	}
 	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "runs sleep, not haproxy") {
