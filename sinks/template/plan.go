@@ -38,8 +38,16 @@ func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePla
 	return fp, nil
 }
 
+// diffLimit bounds the text plan diffs: difflib's matching grows with the
+// product of the two sides' lines, so a larger file gets its sizes only.
+const diffLimit = 4 << 20
+
 // unifiedDiff is the diff from a to b with three lines of context.
 func unifiedDiff(path, a, b string) string {
+	if len(a) > diffLimit || len(b) > diffLimit {
+		return fmt.Sprintf("--- %s\n+++ %s (rendered)\n(no diff: %d bytes on disk, %d rendered; a diff is shown up to %d bytes)\n",
+			path, path, len(a), len(b), diffLimit)
+	}
 	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
 		FromFile: path, ToFile: path + " (rendered)", Context: 3})
 	if err != nil {

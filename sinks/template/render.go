@@ -131,7 +131,7 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 var errTooLarge = errors.New("render too large")
 
 func (s *Sink) tooLarge() error {
-	return fmt.Errorf("%w: more than max_size (%d bytes); the file is kept", errTooLarge, s.maxSize)
+	return fmt.Errorf("%w: more than max_size (%d bytes)", errTooLarge, s.maxSize)
 }
 
 func convertString(v cty.Value) (string, error) {

@@ -159,7 +159,7 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 func (t *Target) registerMetrics() error {
 	t.met = metrics{
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_renders_total",
-			Help: "Renders of the file by result: written, unchanged (equal to the file on disk), error (template error), refused (check_command failed)."}, []string{"result"}),
+			Help: "Renders of the file by result: written, unchanged (equal to the file on disk), error (template error), refused (check_command failed, or over max_size)."}, []string{"result"}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_checks_total",
 			Help: "Runs of check_command by result (ok, failed)."}, []string{"result"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_reloads_total",
@@ -311,10 +311,11 @@ func (t *Target) rendered() (*rendering, error) {
 	rend, err := t.s.renderRecords(t.records(), len(t.secret) > 0)
 	if err != nil {
 		t.last, t.renderErr = nil, err
-		t.met.renders.WithLabelValues("error").Inc()
+		result := "error"
 		if errors.Is(err, errTooLarge) {
-			t.met.renders.WithLabelValues("refused").Inc()
+			result = "refused" // refused like a failed check
 		}
+		t.met.renders.WithLabelValues(result).Inc()
 		return nil, t.problem("render", err, "render failed; the file is kept")
 	}
 	t.renderErr = nil

@@ -1,9 +1,13 @@
-# Nested loops over 10,000 records ask for more than a gigabyte: the
+# Nested loops over 20,000 records ask for more than a gigabyte: the
 # render stops at max_size (64 MiB by default) and plan fails with it.
 # run: plan -> 1
 # summary: more than max_size
+locals {
+  big = [@@repeat 20000 "x",@@]
+}
+
 source "static" "s" {
-  records = { for i in range(10000) : format("k%05d", i) => { i = i } }
+  records = { for i, x in local.big : format("k%05d", i) => { x = x } }
 }
 
 sink "template" "t" {
