@@ -57,6 +57,10 @@ type Target struct {
 	// last read or written; nil when the file holds none of our renders
 	// (missing, edited by someone else, or not read yet).
 	disk *fileState
+	// unsettled are the keys held changed at since disk.entries was
+	// last made equal to held: a write updates disk.entries at them
+	// rather than copying every entry.
+	unsettled map[node.Key]struct{}
 	// ours says the file held one of our renders since the last write, so
 	// finding it different means someone else changed it.
 	ours bool
@@ -138,7 +142,7 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
 	if t.plan {
 		return t, nil
 	}
@@ -218,6 +222,7 @@ func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 			continue
 		}
 		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
+		t.unsettled[e.Key] = struct{}{}
 		t.recs[e.Key] = t.s.newRecord(e)
 		if schema.IsSensitive(e.Value) {
 			t.secret[e.Key] = true
@@ -244,6 +249,7 @@ func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
 	for _, e := range batch {
 		if _, ok := t.held[e.Key]; ok {
 			delete(t.held, e.Key)
+			t.unsettled[e.Key] = struct{}{}
 			delete(t.recs, e.Key)
 			delete(t.secret, e.Key)
 			t.order = nil
@@ -371,7 +377,21 @@ func (t *Target) write(ctx context.Context, full bool) error {
 
 // settled records that the file holds rend (digest), the render of held.
 func (t *Target) settled(rend *rendering, digest string) {
-	t.disk = &fileState{data: rend.data, digest: digest, entries: maps.Clone(t.held)}
+	var entries map[node.Key]node.Entry
+	if t.disk == nil {
+		entries = maps.Clone(t.held)
+	} else {
+		entries = t.disk.entries
+		for k := range t.unsettled {
+			if e, ok := t.held[k]; ok {
+				entries[k] = e
+			} else {
+				delete(entries, k)
+			}
+		}
+	}
+	clear(t.unsettled)
+	t.disk = &fileState{data: rend.data, digest: digest, entries: entries}
 	t.ours, t.refused = true, nil
 	t.problem("check", nil, "")
 	t.problem("write", nil, "")
