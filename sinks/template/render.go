@@ -108,6 +108,14 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 			return out, nil
 		}
 	}
+	data, ok, over := streamTemplate(s.tmpl, ctx, s.maxSize)
+	if over {
+		return out, s.tooLarge()
+	}
+	if ok {
+		out.data = data
+		return out, nil
+	}
 	v, diags := s.tmpl.Value(ctx)
 	if diags.HasErrors() {
 		return out, fmt.Errorf("render: %s", diagText(diags))
