@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pipeline/pipeline/internal/atomicfile"
 )
 
 type fsyncMode int
@@ -320,8 +322,9 @@ func (t *trail) checkpointPath() string {
 	return t.cfg.path + ".checkpoint"
 }
 
-// writeCheckpoint replaces the checkpoint atomically: a temporary file in
-// the same directory, synced, then renamed over the old one.
+// writeCheckpoint replaces the checkpoint atomically (internal/atomicfile:
+// a temporary file in the same directory, synced, renamed over the old
+// one, and the directory synced, unless fsync is never).
 func (t *trail) writeCheckpoint() error {
 	c := Checkpoint{Seq: t.seq, Hash: hex.EncodeToString(t.head[:]), Count: t.seq - t.first + 1,
 		File: filepath.Base(t.cfg.path), Time: t.now().UTC()}
@@ -329,24 +332,8 @@ func (t *trail) writeCheckpoint() error {
 	if err != nil {
 		return err
 	}
-	path := t.checkpointPath()
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil && t.cfg.fsync != fsyncNever {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	opt := atomicfile.Options{Mode: 0o600, UID: -1, GID: -1, NoSync: t.cfg.fsync == fsyncNever}
+	if err := atomicfile.Write(t.checkpointPath(), append(b, '\n'), opt); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	return nil

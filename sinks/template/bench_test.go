@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/internal/atomicfile"
 )
 
 // benchBackends is the size of the T1 row's configuration.
@@ -117,7 +118,7 @@ func (f *floorRun) run(b *testing.B, i int) {
 		b.Fatal(err)
 	}
 	if f.sync {
-		if err := syncDir(f.dir); err != nil {
+		if err := atomicfile.SyncDir(f.dir); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,6 +31,19 @@ type writer func(buf *bytes.Buffer, ctx *hcl.EvalContext, env *fastEnv) bool
 type fastEnv struct {
 	recs []record
 	slot []int
+	// limit is max_size; over is set when the render grew past it, which
+	// stops it at once (not a reason to ask HCL).
+	limit int64
+	over  bool
+}
+
+// full reports whether buf grew past the render's limit, and says so in
+// env.
+func (env *fastEnv) full(buf *bytes.Buffer) bool {
+	if int64(buf.Len()) > env.limit {
+		env.over = true
+	}
+	return env.over
 }
 
 // cell is the text of one record path of one record; ok false when the
@@ -163,7 +176,7 @@ func (c *fastCompiler) forLoop(e *hclsyntax.TemplateJoinExpr) writer {
 				vars[f.KeyVar] = k
 			}
 			vars[f.ValVar] = el
-			if !body(buf, child, env) {
+			if !body(buf, child, env) || env.full(buf) {
 				return false
 			}
 		}
@@ -194,7 +207,7 @@ func (c *fastCompiler) recordsLoop(f *hclsyntax.ForExpr) writer {
 		for i := range env.recs {
 			env.slot[slot] = i
 			vars[f.ValVar] = env.recs[i].obj
-			if !body(buf, child, env) {
+			if !body(buf, child, env) || env.full(buf) {
 				return false
 			}
 		}

@@ -29,6 +29,10 @@ func TestFastMatchesHCL(t *testing.T) {
 		`"%{ for r in records }%{ for r in [1, 2] }${r}%{ endfor }${r.key}%{ endfor }"`,
 		`"%{ for r in records }${r.value.missing}%{ endfor }"`, // an error: both fail
 		`"%{ for r in records }${r.value}%{ endfor }"`,         // an object: HCL's error
+		`"%{ for k, v in {b = 1, a = 2} }${k}${v}%{ endfor }%{ for r in records ~} ${r.key} %{~ endfor }"`,
+		`"%{ for r in records }%{ if r.value.up }${format("%5s", r.key)}%{ else }${r.value.nope}%{ endif }%{ endfor }"`,
+		`"%{ for r in records }${r.value.w * 2}${jsonencode([r.key])}%{ endfor }"`,
+		`"${upper("x")}"`,
 		`<<-EOT
 		%{ for r in records ~}
 		  server ${r.key} ${r.value.ip}:${r.value.port}
@@ -44,6 +48,20 @@ func TestFastMatchesHCL(t *testing.T) {
 		}
 		if !bytes.Equal(fast.data, slow.data) {
 			t.Errorf("%s:\nfast %q\nHCL  %q", tmpl, fast.data, slow.data)
+		}
+		// The streaming render (slow, above) writes what HCL's own
+		// evaluation of the whole template gives.
+		objs := make([]cty.Value, len(entries))
+		for i, e := range entries {
+			objs[i] = recordObject(e)
+		}
+		ctx := s.ctx.NewChild()
+		ctx.Variables = map[string]cty.Value{"records": cty.TupleVal(objs)}
+		v, diags := s.tmpl.Value(ctx)
+		if diags.HasErrors() != (serr != nil) {
+			t.Errorf("%s: HCL %v, streaming %v", tmpl, diags, serr)
+		} else if serr == nil && v.AsString() != string(slow.data) {
+			t.Errorf("%s:\nstreaming %q\nHCL       %q", tmpl, slow.data, v.AsString())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -21,10 +22,11 @@ func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePla
 	if err != nil {
 		return fp, err
 	}
-	cur, existed, err := readCurrent(t.s.path)
+	d, err := readRegular(t.s.path, t.s.maxSize)
 	if err != nil {
 		return fp, err
 	}
+	cur, existed := d.data, d.existed
 	fp.Exists = existed
 	if existed && string(cur) == string(rend.data) {
 		return fp, nil
@@ -36,8 +38,16 @@ func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePla
 	return fp, nil
 }
 
+// diffLimit bounds the text plan diffs: difflib's matching grows with the
+// product of the two sides' lines, so a larger file gets its sizes only.
+const diffLimit = 4 << 20
+
 // unifiedDiff is the diff from a to b with three lines of context.
 func unifiedDiff(path, a, b string) string {
+	if len(a) > diffLimit || len(b) > diffLimit {
+		return fmt.Sprintf("--- %s\n+++ %s (rendered)\n(no diff: %d bytes on disk, %d rendered; a diff is shown up to %d bytes)\n",
+			path, path, len(a), len(b), diffLimit)
+	}
 	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
 		FromFile: path, ToFile: path + " (rendered)", Context: 3})
 	if err != nil {
@@ -53,17 +63,18 @@ const explainLines = 20
 
 // Explain implements node.Explainer: which lines of the rendered file key
 // produced (the lines the render has and a render without the key does
-// not), and what keeps the file from being written, masked.
+// not), marked as not in the file when the file does not hold that
+// render, and a failing reload, masked. Why the file does not hold the
+// render (render error, check refused, write failed) is the entries'
+// own error, which explain shows beside this: it is not repeated here.
 func (t *Target) Explain(key node.Key) []string {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	red := t.redactor()
 	var out []string
-	for _, stage := range []string{"render", "check", "write", "reload"} {
-		if msg, ok := t.problems[stage]; ok {
-			out = append(out, fmt.Sprintf("%s %s failed: %s", t.s.path, stage, msg))
-		}
+	if msg, ok := t.problems["reload"]; ok {
+		out = append(out, fmt.Sprintf("%s reload failed: %s", t.s.path, msg))
 	}
+	t.mu.Unlock()
 	if _, ok := t.held[key]; !ok || t.last == nil {
 		return out
 	}
@@ -74,26 +85,26 @@ func (t *Target) Explain(key node.Key) []string {
 			without = append(without, records[i])
 		}
 	}
-	full, err := t.s.renderRecords(records, len(t.secret) > 0)
-	if err != nil {
-		return out
-	}
 	less, err := t.s.renderRecords(without, len(t.secret) > 0)
 	if err != nil {
 		return append(out, fmt.Sprintf("the file renders without %s only with an error: %s", key, red.String(err.Error())))
 	}
-	a, b := difflib.SplitLines(string(less.data)), difflib.SplitLines(string(full.data))
+	where := t.s.path
+	if t.disk == nil || !bytes.Equal(t.disk.data, t.last.data) {
+		where += " (rendered, not in the file)"
+	}
+	a, b := difflib.SplitLines(string(less.data)), difflib.SplitLines(string(t.last.data))
 	var lines []string
 	for _, op := range difflib.NewMatcher(a, b).GetOpCodes() {
 		if op.Tag != 'i' && op.Tag != 'r' {
 			continue
 		}
 		for j := op.J1; j < op.J2; j++ {
-			lines = append(lines, fmt.Sprintf("%s:%d: %s", t.s.path, j+1, red.String(strings.TrimRight(b[j], "\n"))))
+			lines = append(lines, fmt.Sprintf("%s:%d: %s", where, j+1, red.String(strings.TrimRight(b[j], "\n"))))
 		}
 	}
 	if len(lines) == 0 {
-		return append(out, fmt.Sprintf("%s: the key changes no line of the file", t.s.path))
+		return append(out, fmt.Sprintf("%s: the key changes no line of the file", where))
 	}
 	if len(lines) > explainLines {
 		lines = append(lines[:explainLines], fmt.Sprintf("... and %d more lines", len(lines)-explainLines))

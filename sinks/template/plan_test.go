@@ -2,9 +2,11 @@ package template
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -60,8 +62,30 @@ func TestExplainLines(t *testing.T) {
 		t.Errorf("explain of an unknown key: %q", got)
 	}
 	_ = os.RemoveAll(f.path[:strings.LastIndex(f.path, "/")])
-	f.put("web-c", server("10.0.0.3", 80), full)
-	if got := f.tg.Explain("web-c"); len(got) < 2 || !strings.Contains(got[0], "write failed") {
+	batch := []node.Entry{{Key: "web-c", Value: server("10.0.0.3", 80)}}
+	f.tg.Update(context.Background(), batch)
+	if batch[0].Err == nil || !strings.Contains(batch[0].Err.Error(), "no such file or directory") {
+		t.Errorf("the entry of a failing write: %v, want its error", batch[0].Err)
+	}
+	// Why it failed is the entry's error, shown once; explain says
+	// where its lines would be, and that the file does not hold them.
+	if got := f.tg.Explain("web-c"); len(got) != 1 || !strings.Contains(got[0], "(rendered, not in the file):4:   server web-c") {
 		t.Errorf("explain with a failing write: %q", got)
 	}
+}
+
+// Plan of a large file shows its sizes instead of a diff, whose matching
+// would grow with the product of the two sides' lines.
+func TestPlanLargeFileNoDiff(t *testing.T) {
+	f := open(t, `template = "%{ for a in records }%{ for b in records }${a.key}-${b.key}\n%{ endfor }%{ endfor }"`)
+	entries := make([]node.Entry, 1000)
+	for i := range entries {
+		entries[i] = node.Entry{Key: node.Key(fmt.Sprintf("k%04d", i)), Value: cty.EmptyObjectVal}
+	}
+	within(t, 20*time.Second, "PlanFile", func() {
+		got, err := f.tg.PlanFile(context.Background(), entries)
+		if err != nil || !got.Changed || !strings.Contains(got.Diff, "(no diff: 0 bytes on disk") {
+			t.Errorf("plan of a %d-line render: %v %.200q", len(entries)*len(entries), err, got.Diff)
+		}
+	})
 }

@@ -2,12 +2,11 @@ package template
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,31 +62,6 @@ func TestReloadBackoff(t *testing.T) {
 	}
 }
 
-// reload_signal sends the signal to the process named by pid_file.
-func TestReloadSignal(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	if err := os.WriteFile(pidFile, fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan os.Signal, 1)
-	signal.Notify(got, syscall.SIGUSR2)
-	defer signal.Stop(got)
-	f := open(t, serversTmpl+fmt.Sprintf("reload_signal = \"SIGUSR2\"\npid_file = %q\nreload_interval = \"0s\"", pidFile))
-	f.put("a", server("10.0.0.1", 80), full)
-	select {
-	case <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no SIGUSR2 received")
-	}
-	if err := os.WriteFile(pidFile, []byte("garbage\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.put("b", server("10.0.0.2", 80), synced)
-	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "not a process id") {
-		t.Errorf("health %v %q with a bad pid file", f.health.State(), f.health.Detail)
-	}
-}
-
 // A check or reload command that runs too long is stopped and fails.
 func TestCommandTimeout(t *testing.T) {
 	start := time.Now()
@@ -103,8 +77,9 @@ func TestCommandTimeout(t *testing.T) {
 // Output kept from a command is bounded.
 func TestOutputBounded(t *testing.T) {
 	err := runCommand(context.Background(), []string{"sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x; exit 1"}, "/x", 10*time.Second)
-	if err == nil || len(err.Error()) > outputLimit+200 || !strings.Contains(err.Error(), "truncated") {
-		t.Errorf("error of %d bytes", len(err.Error()))
+	var ce *cmdError
+	if !errors.As(err, &ce) || len(ce.output) > outputLimit+200 || !strings.Contains(ce.output, "truncated") {
+		t.Errorf("error %v", err)
 	}
 }
 

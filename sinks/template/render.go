@@ -2,6 +2,7 @@ package template
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,6 +19,9 @@ import (
 type rendering struct {
 	data    []byte
 	secrets []string
+	// sensitive says the bytes may hold a sensitive value: a record's or
+	// one of the configuration's sensitive variables.
+	sensitive bool
 }
 
 // render evaluates the template over entries, which must be sorted by key.
@@ -92,13 +96,25 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	ctx := s.ctx.NewChild()
 	ctx.Variables = map[string]cty.Value{"records": records}
 	if s.fast != nil && len(out.secrets) == 0 {
-		buf := bytes.NewBuffer(make([]byte, 0, s.sizeHint.Load()))
-		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots)}
-		if s.fast(buf, ctx, env) {
+		buf := bytes.NewBuffer(make([]byte, 0, min(s.sizeHint.Load(), s.maxSize)))
+		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots), limit: s.maxSize}
+		ok := s.fast(buf, ctx, env)
+		if env.over || (ok && int64(buf.Len()) > s.maxSize) {
+			return out, s.tooLarge()
+		}
+		if ok {
 			out.data = buf.Bytes()
 			s.sizeHint.Store(int64(len(out.data)))
 			return out, nil
 		}
+	}
+	data, ok, over := streamTemplate(s.tmpl, ctx, s.maxSize)
+	if over {
+		return out, s.tooLarge()
+	}
+	if ok {
+		out.data = data
+		return out, nil
 	}
 	v, diags := s.tmpl.Value(ctx)
 	if diags.HasErrors() {
@@ -112,8 +128,18 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	if err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
+	if int64(len(sv)) > s.maxSize {
+		return out, s.tooLarge()
+	}
 	out.data = []byte(sv)
 	return out, nil
+}
+
+// errTooLarge is a render that grew past max_size.
+var errTooLarge = errors.New("render too large")
+
+func (s *Sink) tooLarge() error {
+	return fmt.Errorf("%w: more than max_size (%d bytes)", errTooLarge, s.maxSize)
 }
 
 func convertString(v cty.Value) (string, error) {

@@ -33,19 +33,25 @@ var (
 	groupAttr = schema.String("group").Default("", `""`).
 			Doc("Group of the file, a group name or a numeric id; empty keeps the writer's.")
 	backupAttr = schema.Bool("backup").Default(false, "false").
-			Doc("Keep the file replaced by each write as PATH.bak.")
+			Doc("Keep the file replaced by each write as PATH.bak, with the replaced file's mode and owner. When PATH is a symbolic link, PATH.bak is a link to the same place, never a copy of what it points at.")
+	maxSizeAttr = schema.Size("max_size").Default(64<<20, `"64MiB"`).
+			Doc("Largest render written. A render that grows past it stops at once and is refused like a failed check: the file is kept, and the entries are reported as failing. It also bounds how much of the file on disk is read.")
 	checkAttr = schema.StringList("check_command").Default(nil, "[]").
-			Doc("Command run on each candidate before the swap: a list (argv, no shell) in which `{{path}}` stands for the candidate's path. A non-zero exit keeps the current file; the command's output (its first 4 KiB) shows in the log, /readyz (degraded) and `explain`, and pipeline_sink_template_checks_total{result=\"failed\"} counts it. The same candidate is not checked again: the next change is.").
+			Doc("Command run on each candidate before the swap: a list (argv, no shell) in which `{{path}}` stands for the candidate's path. A non-zero exit, or no exit within check_timeout, keeps the current file, and every entry the candidate would have changed is reported as failing with the reason (log, /readyz degraded, `explain`); pipeline_sink_template_checks_total{result=\"failed\"} counts it. The command's output is shown only as show_command_output says. The same candidate is not checked again: the next change is.").
 			Example(`["haproxy", "-c", "-f", "{{path}}"]`)
 	checkTimeoutAttr = schema.Duration("check_timeout").Default(30*time.Second, `"30s"`).
 				Doc("How long check_command may run; a check that times out fails.")
+	showOutputAttr = schema.Bool("show_command_output").Default(false, "false").
+			Doc("Show the output of check_command and reload_command (its first 4 KiB, each sensitive value's exact text masked) even when the rendered file holds a sensitive value. Off, the output of a command run on such a file is withheld and only its exit status is shown: a command may print the file in a form the masking does not recognise (reversed, encoded). The output of a command run on a file without sensitive values is always shown.")
 	reloadAttr = schema.StringList("reload_command").Default(nil, "[]").
 			Doc("Command run after each swap (argv, no shell; `{{path}}` is the file's path). A failure is logged, shown degraded and retried with backoff (1s to 5m) until it succeeds or the file changes again.").
 			Example(`["systemctl", "reload", "haproxy"]`)
 	signalAttr = schema.String("reload_signal").Default("", `""`).
 			Doc("Signal sent to the process whose id is in pid_file after each swap, instead of reload_command: `SIGHUP`, `SIGUSR1`, `SIGUSR2`. HAProxy in master-worker mode (`-W`) reloads on SIGUSR2 without dropping established connections.").Example(`"SIGUSR2"`)
 	pidFileAttr = schema.String("pid_file").Default("", `""`).
-			Doc("File holding the process id reload_signal goes to (its first line), read at every reload.").Example(`"/run/haproxy.pid"`)
+			Doc("File holding the process id reload_signal goes to (its first line), read at every reload. It must be a regular file of at most 4 KiB holding a live process id from 2 to the kernel's pid_max that is not pipeline's own, whose program is pid_program; anything else fails the reload (retried with backoff) and signals nothing.").Example(`"/run/haproxy.pid"`)
+	pidProgramAttr = schema.String("pid_program").Default("", `""`).
+			Doc("Program the process in pid_file must be running (the base name of /proc/PID/exe, or its name in /proc/PID/comm) for reload_signal to be sent: a stale pid file whose id now belongs to another process signals nothing. Empty: the program of check_command (its first element's base name), or \"haproxy\" without check_command.").Example(`"haproxy"`)
 	reloadTimeoutAttr = schema.Duration("reload_timeout").Default(30*time.Second, `"30s"`).
 				Doc("How long reload_command may run.")
 	reloadGapAttr = schema.Duration("reload_interval").Default(time.Second, `"1s"`).
@@ -66,8 +72,8 @@ func Spec() node.Spec {
 			"restored (pipeline_sink_template_restored_total). A sensitive value may be rendered into the file, but never into " +
 			"logs, plan (masked in the diff), explain, tap or audit. See docs/template.md.",
 		Accepts: []node.DataType{node.Records},
-		Body: schema.Block{Attrs: []schema.Attribute{templateAttr, templateFileAttr, pathAttr, modeAttr, ownerAttr, groupAttr, backupAttr,
-			checkAttr, checkTimeoutAttr, reloadAttr, signalAttr, pidFileAttr, reloadTimeoutAttr, reloadGapAttr}},
+		Body: schema.Block{Attrs: []schema.Attribute{templateAttr, templateFileAttr, pathAttr, modeAttr, ownerAttr, groupAttr, backupAttr, maxSizeAttr,
+			checkAttr, checkTimeoutAttr, showOutputAttr, reloadAttr, signalAttr, pidFileAttr, pidProgramAttr, reloadTimeoutAttr, reloadGapAttr}},
 		NewSink: newSink,
 	}
 }
@@ -83,11 +89,14 @@ type Sink struct {
 	mode          os.FileMode
 	owner, group  string
 	backup        bool
+	maxSize       int64
+	showOutput    bool
 	check         []string
 	checkTimeout  time.Duration
 	reload        []string
 	signal        syscall.Signal
 	pidFile       string
+	pidProgram    string
 	reloadTimeout time.Duration
 	reloadGap     time.Duration
 	secrets       []string   // values of sensitive variables: never shown
@@ -98,7 +107,7 @@ type Sink struct {
 }
 
 func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
-	s := &Sink{address: b.Address, ctx: b.Content.Ctx}
+	s := &Sink{address: b.Address, ctx: boundedFormat(b.Content.Ctx)}
 	var diags hcl.Diagnostics
 	add := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	dir := ""
@@ -131,6 +140,8 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s.owner = ownerAttr.Read(b.Content, &diags)
 	s.group = groupAttr.Read(b.Content, &diags)
 	s.backup = backupAttr.Read(b.Content, &diags)
+	s.maxSize = maxSizeAttr.Read(b.Content, &diags)
+	s.showOutput = showOutputAttr.Read(b.Content, &diags)
 	s.checkTimeout = checkTimeoutAttr.Read(b.Content, &diags)
 	s.reloadTimeout = reloadTimeoutAttr.Read(b.Content, &diags)
 	s.reloadGap = reloadGapAttr.Read(b.Content, &diags)
@@ -142,6 +153,13 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	add(d)
 	add(emptyArgv(s.reload, reloadRange, "reload_command"))
 	add(s.decodeSignal(b.Content, reloadRange, abs))
+	s.pidProgram = pidProgramAttr.Read(b.Content, &diags)
+	if s.pidProgram == "" {
+		s.pidProgram = "haproxy"
+		if len(s.check) > 0 {
+			s.pidProgram = filepath.Base(s.check[0])
+		}
+	}
 	return s, diags
 }
 
@@ -162,7 +180,7 @@ func decodeTemplate(b node.Build, abs func(string) string) (hcl.Expression, hcl.
 		return expr, append(append(diags, d...), checkRecordAttrs(expr)...)
 	}
 	path := abs(file)
-	src, err := os.ReadFile(path)
+	src, err := readTemplateFile(path)
 	if err != nil {
 		return nil, append(diags, errAt(fileRange, "Cannot read template file", fmt.Sprintf("%v.", err)))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -17,13 +18,21 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/atomicfile"
 	"github.com/pipeline/pipeline/internal/backoff"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
 
-// Target is one rendered file. Update and Delete record the entries; Commit
-// renders them, checks and swaps the file and reloads its reader.
+// Target is one rendered file. Update and Delete record the entries and,
+// once the input synced, make the file equal to their render at once, so
+// each entry's outcome is what happened to the file; Commit writes what
+// the round left unwritten (the first render, a restore at a full
+// reconcile) and hands the round's writes to tap.
+//
+// The fields above mu belong to the sink loop's goroutine (Update,
+// Delete, Commit, Actual, Explain, PlanFile); mu guards those the reload
+// retry loop shares, and is never held across a command or a file write.
 type Target struct {
 	s    *Sink
 	env  node.Env
@@ -35,23 +44,61 @@ type Target struct {
 	done   chan struct{}
 	wake   chan struct{}
 
-	mu      sync.Mutex
 	held    map[node.Key]node.Entry
 	recs    map[node.Key]record // each held entry as the template sees it
 	order   []node.Key          // held's keys sorted; nil after a key came or went
 	secret  map[node.Key]bool   // held entries whose value is sensitive
+	synced  bool                // the last round said the input synced: writes go through
 	changed bool                // held changed since the last render
-	last    *rendering          // the last good render; nil before the first
-	// confirmed: the file on disk held last.data when last compared or
-	// written, so finding it different later means someone edited it.
-	confirmed bool
-	// failedCheck is the digest of the last candidate check_command
-	// refused: the same bytes are not checked again (never in a loop).
-	failedCheck string
-	problems    map[string]string // stage -> error, for health and explain
-	reload      reloadState
-	lastReload  time.Time // when the last reload was made, whatever its outcome
-	lastDigest  string
+	last    *rendering          // the render of held; nil before the first and after a failed one
+	// renderErr is why held does not render (nil: it does, or it was
+	// not tried since it changed).
+	renderErr error
+	// disk is what the file holds and the entries it is the render of, as
+	// last read or written; nil when the file holds none of our renders
+	// (missing, edited by someone else, or not read yet).
+	disk *fileState
+	// unsettled are the keys held changed at since disk.entries was
+	// last made equal to held: a write updates disk.entries at them
+	// rather than copying every entry.
+	unsettled map[node.Key]struct{}
+	// ours says the file held one of our renders since the last write, so
+	// finding it different means someone else changed it.
+	ours bool
+	// refused is the last candidate refused for its content (check_command
+	// failed, not timed out): the same bytes are not checked again.
+	refused *refusal
+	tapped  []node.Entry // this round's writes, for Commit to return
+
+	mu         sync.Mutex
+	problems   map[string]string // stage -> error, for health and explain
+	reload     reloadState
+	reloading  bool      // a reload command or signal is under way
+	lastReload time.Time // when the last reload was made, whatever its outcome
+	shown      shownFile // the file the last reload concerns
+	masks      []string  // the sensitive values of the last good render
+}
+
+// fileState is the file as pipeline last read or wrote it.
+type fileState struct {
+	data    []byte
+	digest  string
+	entries map[node.Key]node.Entry // the entries data is the render of
+}
+
+// refusal is a candidate check_command refused, and why.
+type refusal struct {
+	digest string
+	err    error
+}
+
+// shownFile is what a command's failure may say about the file it read:
+// the masking of its secrets and whether its output may be shown.
+type shownFile struct {
+	digest  string
+	size    int
+	secrets []string
+	show    bool
 }
 
 // reloadState is a reload that failed and waits for its retry.
@@ -61,9 +108,10 @@ type reloadState struct {
 	due      time.Time
 }
 
-// spaced reports whether a reload now would come within reload_interval
-// of the last one; it then schedules it for when that has passed.
-func (t *Target) spaced() bool {
+// spacedLocked reports whether a reload now would come within
+// reload_interval of the last one; it then schedules it for when that has
+// passed. t.mu is held.
+func (t *Target) spacedLocked() bool {
 	if t.lastReload.IsZero() || t.s.reloadGap <= 0 {
 		return false
 	}
@@ -72,11 +120,16 @@ func (t *Target) spaced() bool {
 		return false
 	}
 	t.reload = reloadState{pending: true, due: due, attempts: t.reload.attempts}
+	t.poke()
+	return true
+}
+
+// poke wakes the retry loop to look at the reload state again.
+func (t *Target) poke() {
 	select {
 	case t.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 type metrics struct {
@@ -90,7 +143,7 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
 	if t.plan {
 		return t, nil
 	}
@@ -111,7 +164,7 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 func (t *Target) registerMetrics() error {
 	t.met = metrics{
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_renders_total",
-			Help: "Renders of the file by result: written, unchanged (equal to the file on disk), error (template error), refused (check_command failed)."}, []string{"result"}),
+			Help: "Renders of the file by result: written, unchanged (equal to the file on disk), error (template error), refused (check_command failed, or over max_size)."}, []string{"result"}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_checks_total",
 			Help: "Runs of check_command by result (ok, failed)."}, []string{"result"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_reloads_total",
@@ -134,84 +187,114 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 	return node.Entry{Key: r.Key, Value: r.Value}, nil
 }
 
-// Actual implements node.Target: the entries the target was given. The
-// file itself is compared with their render at the end of every full
-// reconcile (Commit), which restores a file edited by hand.
+// Actual implements node.Target: the entries whose render the file on
+// disk holds, read from the file (a regular file of at most max_size,
+// never blocking). A file that holds none of pipeline's renders (missing,
+// edited by someone else, not compared yet) holds no entries: every
+// wanted one is then "wanted, not in the target", and the full reconcile
+// that follows restores the file.
 func (t *Target) Actual(context.Context) ([]node.Entry, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]node.Entry, 0, len(t.held))
-	for _, e := range t.held {
+	d, err := readRegular(t.s.path, t.s.maxSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.s.path, err)
+	}
+	if !d.existed || t.disk == nil || !bytes.Equal(d.data, t.disk.data) {
+		t.disk = nil
+		return nil, nil
+	}
+	out := make([]node.Entry, 0, len(t.disk.entries))
+	for _, e := range t.disk.entries {
 		out = append(out, e)
 	}
 	return out, nil
 }
 
-// Update implements node.Target: it records the entries (never fails).
-func (t *Target) Update(_ context.Context, batch []node.Entry) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// Update implements node.Target: it records the entries and, once the
+// input synced, writes the file. An entry the file does not hold
+// afterwards fails with the reason (render error, check refused, write
+// failed).
+func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 	for _, e := range batch {
-		if _, ok := t.held[e.Key]; !ok {
+		old, ok := t.held[e.Key]
+		if !ok {
 			t.order = nil
 		}
+		if ok && old.Value.RawEquals(e.Value) {
+			continue
+		}
 		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
+		t.unsettled[e.Key] = struct{}{}
 		t.recs[e.Key] = t.s.newRecord(e)
 		if schema.IsSensitive(e.Value) {
 			t.secret[e.Key] = true
-		} else if t.secret[e.Key] {
+		} else {
 			delete(t.secret, e.Key)
 		}
+		t.changed = true
 	}
-	t.changed = t.changed || len(batch) > 0
+	if !t.synced || t.plan {
+		return
+	}
+	if err := t.write(ctx, false); err != nil {
+		for i, e := range batch {
+			if h, ok := t.onDisk(e.Key); !ok || !h.Same(e) {
+				batch[i].Err = err
+			}
+		}
+	}
 }
 
-// Delete implements node.Target.
-func (t *Target) Delete(_ context.Context, batch []node.Entry) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// Delete implements node.Target: as Update; a key the file still holds
+// afterwards fails.
+func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
 	for _, e := range batch {
 		if _, ok := t.held[e.Key]; ok {
 			delete(t.held, e.Key)
+			t.unsettled[e.Key] = struct{}{}
 			delete(t.recs, e.Key)
 			delete(t.secret, e.Key)
 			t.order = nil
+			t.changed = true
 		}
 	}
-	t.changed = t.changed || len(batch) > 0
+	if !t.synced || t.plan {
+		return
+	}
+	if err := t.write(ctx, false); err != nil {
+		for i, e := range batch {
+			if _, ok := t.onDisk(e.Key); ok {
+				batch[i].Err = err
+			}
+		}
+	}
 }
 
-// Commit implements node.Committer: once the input synced, it renders
-// what changed and makes the file equal to the render.
+// onDisk is key's entry in the file as last read or written.
+func (t *Target) onDisk(key node.Key) (node.Entry, bool) {
+	if t.disk == nil {
+		return node.Entry{}, false
+	}
+	e, ok := t.disk.entries[key]
+	return e, ok
+}
+
+// Commit implements node.Committer: once the input synced, it makes the
+// file equal to the render of what the target holds, comparing it with
+// the disk at a full reconcile, and returns the round's writes for tap.
 func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
-	if t.plan || !r.Synced {
+	if t.plan {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.changed && t.last != nil && !r.Full {
+	t.synced = r.Synced
+	if !r.Synced {
 		return nil
 	}
-	var prev []byte // what the file holds, as far as the target knows
-	if t.confirmed {
-		prev = t.last.data
+	if r.Full || t.changed || t.last == nil || t.disk == nil {
+		_ = t.write(ctx, r.Full) // reported by write; entries fail at their next write
 	}
-	if t.changed || t.last == nil {
-		t.changed = false
-		rend, err := t.s.renderRecords(t.records(), len(t.secret) > 0)
-		if err != nil {
-			t.met.renders.WithLabelValues("error").Inc()
-			t.problem("render", err, "render failed; the file is kept")
-			return nil
-		}
-		t.problem("render", nil, "")
-		if t.last != nil && bytes.Equal(t.last.data, rend.data) {
-			t.last.secrets = rend.secrets
-		} else {
-			t.last, t.confirmed = &rend, false
-		}
-	}
-	return t.apply(ctx, r.Full, prev)
+	out := t.tapped
+	t.tapped = nil
+	return out
 }
 
 // records are the held entries as the template sees them, sorted by key.
@@ -226,104 +309,225 @@ func (t *Target) records() []record {
 	return out
 }
 
-// apply makes the file equal to the last render: compare, check, swap,
-// reload.
-func (t *Target) apply(ctx context.Context, full bool, prev []byte) []node.Entry {
-	path := t.s.path
-	var cur []byte
-	var existed bool
-	if !full && prev != nil {
-		// Between full reconciles the file holds what was last written
-		// (prev): a render that differs from it needs no read to know.
-		cur, existed = prev, true
-	} else {
-		var err error
-		if cur, existed, err = readCurrent(path); err != nil {
-			t.problem("write", err, "cannot read the file; will retry at the next change or resync")
-			return nil
+// rendered renders held when it changed since the last render.
+func (t *Target) rendered() (*rendering, error) {
+	if !t.changed && (t.last != nil || t.renderErr != nil) {
+		return t.last, t.renderErr
+	}
+	t.changed = false
+	rend, err := t.s.renderRecords(t.records(), len(t.secret) > 0)
+	if err != nil {
+		t.last, t.renderErr = nil, err
+		result := "error"
+		if errors.Is(err, errTooLarge) {
+			result = "refused" // refused like a failed check
 		}
+		t.met.renders.WithLabelValues(result).Inc()
+		return nil, t.problem("render", err, "render failed; the file is kept")
 	}
-	data := t.last.data
-	if existed && bytes.Equal(cur, data) {
-		t.confirmed, t.failedCheck = true, ""
-		t.met.renders.WithLabelValues("unchanged").Inc()
-		t.problem("check", nil, "")
-		t.problem("write", nil, "")
-		return nil
+	t.renderErr = nil
+	t.mu.Lock()
+	t.masks = rend.secrets
+	t.mu.Unlock()
+	t.problem("render", nil, "")
+	rend.sensitive = len(rend.secrets) > 0 || containsAny(rend.data, t.s.secrets)
+	t.last = &rend
+	return t.last, nil
+}
+
+// write makes the file equal to the render of held: render, compare,
+// check, swap, reload. Between full reconciles the file is taken to hold
+// what was last written; full reads it. The error is what keeps the file
+// from holding the render, as shown (masked).
+func (t *Target) write(ctx context.Context, full bool) error {
+	rend, err := t.rendered()
+	if err != nil {
+		return err
 	}
-	restoring := t.confirmed
+	data := rend.data
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	if digest == t.failedCheck {
-		return nil // refused already: wait for the next change
+	path := t.s.path
+	if full || t.disk == nil || t.s.backup {
+		cur, err := readRegular(path, t.s.maxSize)
+		if err != nil {
+			return t.problem("write", err, "cannot read the file; will retry")
+		}
+		if t.disk != nil && !bytes.Equal(cur.data, t.disk.data) {
+			t.disk = nil // someone else wrote it
+		}
+		if cur.existed && bytes.Equal(cur.data, data) {
+			t.settled(rend, digest)
+			t.met.renders.WithLabelValues("unchanged").Inc()
+			return nil
+		}
+		if err := t.swap(ctx, rend, digest, &cur); err != nil {
+			return err
+		}
+	} else {
+		if t.disk.digest == digest {
+			t.settled(rend, digest) // back to what the file holds
+			return nil
+		}
+		if err := t.swap(ctx, rend, digest, nil); err != nil {
+			return err
+		}
 	}
-	tmp, err := writeCandidate(path, data, t.s.mode, t.own)
+	return nil
+}
+
+// settled records that the file holds rend (digest), the render of held.
+func (t *Target) settled(rend *rendering, digest string) {
+	var entries map[node.Key]node.Entry
+	if t.disk == nil {
+		entries = maps.Clone(t.held)
+	} else {
+		entries = t.disk.entries
+		for k := range t.unsettled {
+			if e, ok := t.held[k]; ok {
+				entries[k] = e
+			} else {
+				delete(entries, k)
+			}
+		}
+	}
+	clear(t.unsettled)
+	t.disk = &fileState{data: rend.data, digest: digest, entries: entries}
+	t.ours, t.refused = true, nil
+	t.problem("check", nil, "")
+	t.problem("write", nil, "")
+}
+
+// swap checks rend, backs up cur (when read and backup is on), renames the
+// candidate over the file and reloads. No lock is held meanwhile.
+func (t *Target) swap(ctx context.Context, rend *rendering, digest string, cur *onDisk) error {
+	if t.refused != nil && t.refused.digest == digest {
+		return t.refused.err // refused already: wait for the next change
+	}
+	path := t.s.path
+	tmp, err := atomicfile.Create(path, rend.data, atomicfile.Options{Mode: t.s.mode, UID: t.own.uid, GID: t.own.gid})
 	if err != nil {
-		t.problem("write", err, "cannot write the candidate; will retry at the next change or resync")
-		return nil
+		return t.problem("write", err, "cannot write the candidate; will retry")
 	}
 	check := "none"
 	if len(t.s.check) > 0 {
-		if err := runCommand(ctx, t.s.check, tmp, t.s.checkTimeout); err != nil {
-			_ = os.Remove(tmp)
+		if err := runCommand(ctx, t.s.check, tmp.Name, t.s.checkTimeout); err != nil {
+			tmp.Remove()
 			if ctx.Err() != nil {
-				return nil // stopping: not the candidate's fault
+				return fmt.Errorf("stopped while check_command ran: %w", ctx.Err())
 			}
-			t.failedCheck = digest
 			t.met.checks.WithLabelValues("failed").Inc()
 			t.met.renders.WithLabelValues("refused").Inc()
-			t.problem("check", err, "check_command refused the candidate; the file is kept")
-			t.decide(digest, len(data), "failed", "none", restoring)
-			return nil
+			shown := t.commandError("check_command refused the candidate (not written)", err, rend)
+			if !errors.Is(err, errTimeout) {
+				t.refused = &refusal{digest: digest, err: shown}
+			}
+			t.problem("check", shown, "check_command refused the candidate; the file is kept")
+			t.decide(digest, len(rend.data), "failed", "none", false)
+			return shown
 		}
 		t.met.checks.WithLabelValues("ok").Inc()
 		check = "ok"
 	}
-	t.failedCheck = ""
-	t.problem("check", nil, "")
-	if err := swap(tmp, path, t.s.backup, cur, existed, t.s.mode, t.own); err != nil {
-		t.problem("write", err, "cannot swap the file; will retry at the next change or resync")
-		return nil
+	if t.s.backup && cur != nil && cur.existed {
+		if err := backup(path, *cur); err != nil {
+			tmp.Remove()
+			return t.problem("write", err, "cannot back the file up; will retry")
+		}
 	}
-	t.problem("write", nil, "")
-	t.confirmed, t.lastDigest = true, digest
+	if err := tmp.Commit(); err != nil {
+		return t.problem("write", err, "cannot swap the file; will retry")
+	}
+	restoring := t.ours && t.disk == nil
+	t.settled(rend, digest)
 	t.met.renders.WithLabelValues("written").Inc()
 	if restoring {
 		t.met.restored.Inc()
 		t.env.Logger.Warn("file changed by someone else; restored", "file", path)
 	}
-	t.env.Logger.Info("file written", "file", path, "bytes", len(data), "digest", digest[:12], "records", len(t.held))
+	t.env.Logger.Info("file written", "file", path, "bytes", len(rend.data), "digest", digest[:12], "records", len(t.held))
+	t.mu.Lock()
+	t.shown = shownFile{digest: digest, size: len(rend.data), secrets: rend.secrets, show: t.s.showOutput || !rend.sensitive}
 	t.reload = reloadState{}
+	delayed := t.spacedLocked()
+	t.mu.Unlock()
 	reload := "delayed"
-	if !t.spaced() {
+	if !delayed {
 		reload = t.runReload(ctx)
 	}
-	t.decide(digest, len(data), check, reload, restoring)
-	return []node.Entry{{Key: node.Key(path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
-		"bytes": cty.NumberIntVal(int64(len(data))), "records": cty.NumberIntVal(int64(len(t.held))),
-		"check": cty.StringVal(check), "reload": cty.StringVal(reload)})}}
+	t.decide(digest, len(rend.data), check, reload, restoring)
+	t.tapped = append(t.tapped, node.Entry{Key: node.Key(path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
+		"bytes": cty.NumberIntVal(int64(len(rend.data))), "records": cty.NumberIntVal(int64(len(t.held))),
+		"check": cty.StringVal(check), "reload": cty.StringVal(reload)})})
+	return nil
 }
 
-// runReload reloads the file's reader; on failure it schedules a retry.
-// It returns the outcome for the audit: ok, failed or none.
+// commandError is a failed command's error as it may be shown: its
+// output only when show_command_output allows it for this file, every
+// secret's exact text masked.
+func (t *Target) commandError(what string, err error, rend *rendering) error {
+	return errors.New(what + ": " + t.commandText(err, shownFile{secrets: rend.secrets, show: t.s.showOutput || !rend.sensitive}))
+}
+
+func (t *Target) commandText(err error, f shownFile) string {
+	red := redact.New(t.s.secrets)
+	red.Add(f.secrets)
+	var ce *cmdError
+	if !errors.As(err, &ce) {
+		return red.String(err.Error())
+	}
+	msg := red.String(ce.Error())
+	switch {
+	case ce.output == "":
+	case f.show:
+		msg += ": " + red.String(ce.output)
+	default:
+		msg += " (output withheld: the file holds a sensitive value; show_command_output = true shows it)"
+	}
+	return msg
+}
+
+func containsAny(data []byte, secrets []string) bool {
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(data, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// runReload reloads the file's reader, bounded by ctx and reload_timeout,
+// with no lock held while it runs; on failure it schedules a retry. A
+// reload already under way (the retry loop's) makes this one a retry due
+// now. It returns the outcome for the audit: ok, failed, delayed or none.
 func (t *Target) runReload(ctx context.Context) string {
-	var err error
 	if len(t.s.reload) == 0 && t.s.signal == 0 {
 		return "none"
 	}
-	switch {
-	case len(t.s.reload) > 0:
-		err = runCommand(ctx, t.s.reload, t.s.path, t.s.reloadTimeout)
-	case t.s.signal != 0:
-		err = signalPid(t.s.pidFile, t.s.signal)
-	default:
-		return "none"
+	t.mu.Lock()
+	if t.reloading {
+		t.reload = reloadState{pending: true, due: t.env.Now(), attempts: t.reload.attempts}
+		t.poke()
+		t.mu.Unlock()
+		return "delayed"
 	}
+	t.reloading = true
+	shown := t.shown
+	t.mu.Unlock()
+	var err error
+	if len(t.s.reload) > 0 {
+		err = runCommand(ctx, t.s.reload, t.s.path, t.s.reloadTimeout)
+	} else {
+		err = signalPid(t.s.pidFile, t.s.pidProgram, t.s.signal)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reloading = false
 	t.lastReload = t.env.Now()
 	if err == nil {
 		t.met.reloads.WithLabelValues("ok").Inc()
 		t.reload = reloadState{}
-		t.problem("reload", nil, "")
+		t.problemLocked("reload", nil, "")
 		return "ok"
 	}
 	if ctx.Err() != nil {
@@ -334,11 +538,8 @@ func (t *Target) runReload(ctx context.Context) string {
 	wait := reloadBackoff.Delay(t.reload.attempts)
 	t.reload.due = t.env.Now().Add(wait)
 	t.reload.attempts++
-	t.problem("reload", err, "reload failed; retrying in "+wait.Round(time.Millisecond).String())
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
+	t.problemLocked("reload", errors.New(t.commandText(err, shown)), "reload failed; retrying in "+wait.Round(time.Millisecond).String())
+	t.poke()
 	return "failed"
 }
 
@@ -373,30 +574,42 @@ func (t *Target) retryLoop(ctx context.Context) {
 		case <-t.wake:
 		case <-timer.C():
 			t.mu.Lock()
-			if t.reload.pending && !clock.Now().Before(t.reload.due) {
-				out := t.runReload(ctx)
-				t.decide(t.lastDigest, len(t.last.data), "none", out, false)
+			due := t.reload.pending && !clock.Now().Before(t.reload.due)
+			if due {
+				t.reload.pending = false
 			}
+			shown := t.shown
 			t.mu.Unlock()
+			if due {
+				out := t.runReload(ctx)
+				t.decide(shown.digest, shown.size, "none", out, false)
+			}
 		}
 		arm()
 	}
 }
 
 // problem records stage's error (nil: the stage works again), logs it
-// once with why, and sets health.
-func (t *Target) problem(stage string, err error, why string) {
+// once with why, sets health, and returns the error as shown: masked.
+func (t *Target) problem(stage string, err error, why string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.problemLocked(stage, err, why)
+}
+
+func (t *Target) problemLocked(stage string, err error, why string) error {
 	if err == nil {
-		if _, ok := t.problems[stage]; !ok {
-			return
+		if _, ok := t.problems[stage]; ok {
+			delete(t.problems, stage)
+			t.setHealth()
 		}
-		delete(t.problems, stage)
-	} else {
-		msg := t.redactor().String(err.Error())
-		t.problems[stage] = msg
-		t.env.Logger.Warn(why, "file", t.s.path, "op", stage, "err", msg)
+		return nil
 	}
+	msg := t.redactor().String(err.Error())
+	t.problems[stage] = msg
+	t.env.Logger.Warn(why, "file", t.s.path, "op", stage, "err", msg)
 	t.setHealth()
+	return errors.New(msg)
 }
 
 func (t *Target) setHealth() {
@@ -412,12 +625,12 @@ func (t *Target) setHealth() {
 }
 
 // redactor masks the sensitive variables of the configuration and the
-// sensitive values of the records last rendered.
+// sensitive values of the records last rendered and last written. t.mu
+// is held.
 func (t *Target) redactor() *redact.Redactor {
 	r := redact.New(t.s.secrets)
-	if t.last != nil {
-		r.Add(t.last.secrets)
-	}
+	r.Add(t.shown.secrets)
+	r.Add(t.masks)
 	return r
 }
 

@@ -368,25 +368,44 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // A sensitive value is rendered into the file but never into health,
-// logs or the audit decision.
+// logs or the audit decision; the output of a command run on a file
+// holding one is withheld, however it encodes the file (here reversed),
+// unless show_command_output allows it, and then the secret's exact
+// text is masked.
 func TestSensitiveValueOnlyInFile(t *testing.T) {
-	f := open(t, `template = "%{ for r in records }${r.value.password}${r.value.bad}%{ endfor }"`+"\n"+
-		`check_command = ["sh", "-c", "cat \"$0\"; exit 1", "{{path}}"]`)
-	var dec decisions
-	f.tg.env.Decisions = &dec
+	for _, show := range []bool{false, true} {
+		t.Run(fmt.Sprint("show_command_output=", show), func(t *testing.T) {
+			f := open(t, `template = "%{ for r in records }${r.value.password}${r.value.bad}%{ endfor }"`+"\n"+
+				`check_command = ["sh", "-c", "cat \"$0\"; echo; rev \"$0\"; exit 1", "{{path}}"]`+"\n"+
+				fmt.Sprintf("show_command_output = %v", show))
+			var dec decisions
+			f.tg.env.Decisions = &dec
+			secret := schema.MarkSensitive(cty.StringVal("hunter2"))
+			batch := []node.Entry{{Key: "a", Value: cty.ObjectVal(map[string]cty.Value{"password": secret, "bad": cty.StringVal("")})}}
+			f.tg.Update(context.Background(), batch)
+			f.tg.Commit(context.Background(), full)
+			f.tg.Update(context.Background(), batch) // the entry's retry
+			shown := []string{f.health.Detail, fmt.Sprint(batch[0].Err), strings.Join(f.tg.Explain("a"), "\n")}
+			for _, d := range dec.list {
+				shown = append(shown, fmt.Sprint(d))
+			}
+			for _, text := range shown {
+				if strings.Contains(text, "hunter2") || (!show && strings.Contains(text, "2retnuh")) {
+					t.Errorf("shows the secret: %q", text)
+				}
+			}
+			withheld := strings.Contains(f.health.Detail, "output withheld")
+			if withheld == show || (show && !strings.Contains(f.health.Detail, schema.Mask)) {
+				t.Errorf("health detail %q", f.health.Detail)
+			}
+			if !strings.Contains(fmt.Sprint(batch[0].Err), "check_command refused") {
+				t.Errorf("the entry's error: %v", batch[0].Err)
+			}
+		})
+	}
+	f := open(t, `template = "%{ for r in records }${r.value.password}%{ endfor }"`)
 	secret := schema.MarkSensitive(cty.StringVal("hunter2"))
-	f.put("a", cty.ObjectVal(map[string]cty.Value{"password": secret, "bad": cty.StringVal("")}), full)
-	if strings.Contains(f.health.Detail, "hunter2") || !strings.Contains(f.health.Detail, schema.Mask) {
-		t.Errorf("health detail %q shows the secret or no mask", f.health.Detail)
-	}
-	for _, d := range dec.list {
-		if strings.Contains(fmt.Sprint(d), "hunter2") {
-			t.Errorf("decision %v shows the secret", d)
-		}
-	}
-	f.tg.s.check = nil
-	f.tg.failedCheck = ""
-	f.tg.Commit(context.Background(), full)
+	f.put("a", cty.ObjectVal(map[string]cty.Value{"password": secret}), full)
 	if f.file() != "hunter2" {
 		t.Errorf("file %q, want the secret rendered", f.file())
 	}
