@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -39,11 +40,7 @@ func ToCty(v any) (cty.Value, error) {
 	case float32:
 		return cty.NumberFloatVal(float64(x)), nil
 	case json.Number:
-		bf, ok := new(big.Float).SetString(string(x))
-		if !ok {
-			return cty.NilVal, fmt.Errorf("invalid number %q", x)
-		}
-		return cty.NumberVal(bf), nil
+		return Number(string(x))
 	case map[string]any:
 		if len(x) == 0 {
 			return cty.EmptyObjectVal, nil
@@ -84,6 +81,21 @@ func ToCty(v any) (cty.Value, error) {
 		return ToCty(anys)
 	}
 	return cty.NilVal, fmt.Errorf("unsupported value of Go type %T", v)
+}
+
+// Number converts the text of a JSON number exactly, as the configuration
+// language reads a number literal: an integer that fits an int64 takes
+// the cheap path, any other number is parsed with cty's own precision
+// (cty.ParseNumberVal), never rounded to a float64 on the way.
+func Number(text string) (cty.Value, error) {
+	if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return cty.NumberIntVal(i), nil
+	}
+	v, err := cty.ParseNumberVal(text)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("invalid number %q", text)
+	}
+	return v, nil
 }
 
 // FromCty converts a cty value into JSON-like Go values. Unknown values

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -42,7 +44,7 @@ func newFaultRun(t *testing.T, dir, body string) faultRun {
 func (f faultRun) reloadWithin(t *testing.T) {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { f.reload(); close(done) }()
+	go func() { f.reload(context.Background()); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
@@ -61,8 +63,6 @@ func TestSpecialFiles(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "m", "zero.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("#", maxFileSize+1)
-	write(t, filepath.Join(dir, "m", "big.yaml"), big)
 	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
 	f.reloadWithin(t)
 	if diff := cmp.Diff([]string{"shop/a"}, f.out.Keys()); diff != "" {
@@ -71,7 +71,7 @@ func TestSpecialFiles(t *testing.T) {
 	if !f.out.Synced() || f.health.State() != node.Degraded {
 		t.Errorf("synced %v, health %s", f.out.Synced(), f.health.State())
 	}
-	for _, want := range []string{"fifo.yaml: not a regular file but a named pipe", "zero.yaml: not a regular file but a character device", "big.yaml: 16777217 bytes, larger than the limit of 16 MiB"} {
+	for _, want := range []string{"fifo.yaml: not a regular file but a named pipe", "zero.yaml: not a regular file but a character device"} {
 		if !strings.Contains(f.health.Detail, want) {
 			t.Errorf("health detail %q lacks %q", f.health.Detail, want)
 		}
@@ -92,7 +92,7 @@ func TestFileTurnedInvalid(t *testing.T) {
 	if diff := cmp.Diff([]string{"shop/a", "shop/b"}, f.out.Keys()); diff != "" {
 		t.Errorf("keys after the bad edit (-want +got)\n%s", diff)
 	}
-	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml does not parse") {
+	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml:3 does not parse") {
 		t.Errorf("health %s %q", f.health.State(), f.health.Detail)
 	}
 	write(t, path, pod("c", "web"))
@@ -149,5 +149,43 @@ func TestNothingMatchesAtStart(t *testing.T) {
 	f.reloadWithin(t)
 	if !f.out.Synced() || f.health.State() != node.Healthy || len(f.out.Keys()) != 1 {
 		t.Fatalf("synced %v, health %s, keys %v", f.out.Synced(), f.health.State(), f.out.Keys())
+	}
+}
+
+// A file that matched but cannot be read at start (over the size limit) is
+// an input not read, not an empty one: the source does not sync (so no
+// sink prunes or renders an empty set), says why, counts it, and syncs
+// once the file is read. Later, the same fault keeps the last good content.
+func TestUnreadableAtStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m", "a.yaml")
+	write(t, path, pod("a", "web")+strings.Repeat("#", maxFileSize))
+	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
+	err := f.reload(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "a.yaml: 16777") || !strings.Contains(err.Error(), "larger than the limit of 16 MiB") {
+		t.Errorf("first reload: %v, want the file named", err)
+	}
+	if f.out.Synced() || len(f.out.Keys()) != 0 {
+		t.Errorf("synced %v with %v before the file was read", f.out.Synced(), f.out.Keys())
+	}
+	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "not synced: cannot read") {
+		t.Errorf("health %s %q", f.health.State(), f.health.Detail)
+	}
+	if n := testutil.ToFloat64(f.m.Skipped.WithLabelValues(reasonUnreadable)); n != 1 {
+		t.Errorf("skipped{reason=unreadable} = %v, want 1", n)
+	}
+	write(t, path, pod("a", "web"))
+	if err := f.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.out.Synced() || cmp.Diff([]string{"shop/a"}, f.out.Keys()) != "" {
+		t.Errorf("after the fix: synced %v, keys %v", f.out.Synced(), f.out.Keys())
+	}
+	write(t, path, pod("b", "web")+strings.Repeat("#", maxFileSize))
+	if err := f.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"shop/a"}, f.out.Keys()); diff != "" || f.health.State() != node.Degraded {
+		t.Errorf("grown later: health %s, keys (-want +got)\n%s", f.health.State(), diff)
 	}
 }

@@ -129,7 +129,7 @@ func TestRecords(t *testing.T) {
 		winner string
 	}{
 		{name: "all", body: `paths = ["m/*"]`, keys: []string{"shop/a", "shop/b", "shop/c", "shop/cm"},
-			skips: []string{"bad_document@a.yaml document 3", "bad_document@b.json item 2", "duplicate_key@c.yaml document 0", "bad_document@c.yaml document 1"}},
+			skips: []string{"bad_document@a.yaml:23 document 2", "bad_document@b.json item 2", "duplicate_key@c.yaml document 0", "bad_document@c.yaml:11 document 1"}},
 		{name: "kind and selector", body: "paths = [\"m/*.yaml\", \"m/*.json\"]\nkind = \"Pod\"\nselector = \"app=web\"", keys: []string{"shop/a", "shop/c"}},
 		{name: "index_by", body: "paths = [\"m/a.yaml\"]\nindex_by = [\"{.metadata.labels.app}\"]", keys: []string{"db", "web"}},
 		// The smallest namespace/name provides a shared key, whatever the file order.
