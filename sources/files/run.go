@@ -39,10 +39,13 @@ func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.address, err)
 	}
-	sub := configwatch.Shared().Subscribe()
-	defer sub.Close()
-	r := &run{src: s, env: env, out: out, m: m, watch: sub}
-	return r.loop(ctx, sub.C)
+	r := &run{src: s, env: env, out: out, m: m}
+	if env.OneShot { // plan: nothing watches, and the poll alone re-reads
+		return r.loop(ctx, nil)
+	}
+	r.watch = configwatch.Shared().Subscribe()
+	defer r.watch.Close()
+	return r.loop(ctx, r.watch.C)
 }
 
 func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
@@ -94,7 +97,8 @@ func (r *run) reload(ctx context.Context) error {
 	if err != nil {
 		return nil // ctx ended: the Run is over
 	}
-	r.setHealth(st)
+	records, objects, skips := st.col.done()
+	r.setHealth(st, len(records), skips)
 	if len(st.empty) > 0 {
 		return fmt.Errorf("%s: no file matches %s; set allow_empty = true if an empty match is expected", r.src.address, strings.Join(st.empty, ", "))
 	}
@@ -109,7 +113,6 @@ func (r *run) reload(ctx context.Context) error {
 		r.m.Skipped.WithLabelValues(reasonKeptLastGood).Inc()
 		r.env.Logger.Warn("keeping last good content", "err", p)
 	}
-	records, objects, skips := st.col.done()
 	for _, sk := range skips {
 		r.m.Skipped.WithLabelValues(sk.reason).Inc()
 		r.env.Logger.Warn("object skipped", "file", sk.where, "reason", sk.reason, "err", sk.err)
@@ -146,7 +149,10 @@ func (r *run) watchDirs(dirs []string) {
 	}
 }
 
-func (r *run) setHealth(st settled) {
+// setHealth says what the reload found. Input that matched but gave no
+// record at all (every item skipped) is degraded, not healthy: it is not
+// the same as nothing matched, and plan says which.
+func (r *run) setHealth(st settled, records int, skips []skip) {
 	switch {
 	case len(st.empty) > 0:
 		r.env.Health.Set(node.Down, fmt.Sprintf("no file matches %s; set allow_empty = true if an empty match is expected", strings.Join(st.empty, ", ")))
@@ -154,6 +160,8 @@ func (r *run) setHealth(st settled) {
 		r.env.Health.Set(node.Degraded, "not synced: cannot read "+strings.Join(st.unread, "; "))
 	case len(st.problems) > 0:
 		r.env.Health.Set(node.Degraded, fmt.Sprintf("%d problem(s): %s", len(st.problems), strings.Join(st.problems, "; ")))
+	case records == 0 && len(skips) > 0:
+		r.env.Health.Set(node.Degraded, fmt.Sprintf("%d input(s) read, all skipped; the first: %s: %v", len(skips), skips[0].where, skips[0].err))
 	default:
 		r.env.Health.Set(node.Healthy, "")
 	}
