@@ -189,3 +189,50 @@ func TestUnreadableAtStart(t *testing.T) {
 		t.Errorf("grown later: health %s, keys (-want +got)\n%s", f.health.State(), diff)
 	}
 }
+
+// cancelAfter is a context whose Err turns to Canceled after n calls: it
+// ends a parse at a known point, with no timing involved.
+type cancelAfter struct {
+	context.Context
+	n *int
+}
+
+func (c cancelAfter) Err() error {
+	if *c.n--; *c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A reload stops parsing when its context ends (SIGTERM during a huge
+// file), in every format, and publishes nothing.
+func TestReloadCancelled(t *testing.T) {
+	rows := strings.Repeat("1,2\n", 50_000)
+	for format, content := range map[string]string{
+		"csv":   "a,b\n" + rows,
+		"lines": rows,
+		"jsonl": strings.Repeat("{\"a\":1}\n", 50_000),
+		"json":  "[" + strings.Repeat("{\"a\":1},", 50_000) + "{\"a\":1}]",
+		"yaml":  strings.Repeat("---\na: 1\n", 50_000),
+	} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "f"), content)
+			key := "item.a"
+			if format == "lines" {
+				key = "item"
+			}
+			f := newFaultRun(t, dir, "paths = [\"f\"]\nformat = \""+format+"\"\nkey = "+key)
+			calls := 100
+			if err := f.reload(cancelAfter{context.Background(), &calls}); err != nil {
+				t.Fatal(err)
+			}
+			if calls > 0 {
+				t.Errorf("the parse checked its context %d times, fewer than once per item", 100-calls)
+			}
+			if f.out.Synced() || len(f.out.Keys()) != 0 {
+				t.Errorf("a cancelled reload published: synced %v, %d keys", f.out.Synced(), len(f.out.Keys()))
+			}
+		})
+	}
+}

@@ -51,9 +51,10 @@ func TestThousandSources(t *testing.T) {
 		outs[i] = nodetest.NewOutput()
 		go func() { done <- s.Run(ctx, env, outs[i]) }()
 	}
+	stopped := 0
 	defer func() {
 		cancel()
-		for range n {
+		for ; stopped < n; stopped++ {
 			if err := <-done; err != nil {
 				t.Error(err)
 			}
@@ -68,6 +69,7 @@ func TestThousandSources(t *testing.T) {
 			}
 			select {
 			case err := <-done:
+				stopped++
 				t.Fatalf("a source stopped while waiting for %s: %v", what, err)
 			case <-time.After(20 * time.Millisecond):
 			}
