@@ -38,3 +38,16 @@ func TestPackedValue(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPackedValueNumbers builds a record of integers and fractions
+// from its packed JSON: integers take the int64 path, fractions the exact
+// parse (docs/performance.md).
+func BenchmarkPackedValueNumbers(b *testing.B) {
+	p := packedJSON(`{"port":8080,"replicas":3,"weight":0.25,"ratio":1.5,"uid":12345678901,"cpu":0.125}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := p.Value(); v.IsNull() {
+			b.Fatal("null")
+		}
+	}
+}
