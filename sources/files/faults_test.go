@@ -2,6 +2,7 @@ package files
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,30 @@ func TestReloadCancelled(t *testing.T) {
 				t.Errorf("a cancelled reload published: synced %v, %d keys", f.out.Synced(), len(f.out.Keys()))
 			}
 		})
+	}
+}
+
+// YAML aliases that expand to far more values than the document holds
+// (billion laughs) are refused at the YAML library's own ratio, before
+// they are built; a merge key's or an alias's ordinary use is not.
+func TestYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("id: bomb\n")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f"), b.String())
+	s := mustBuild(t, dir, "paths = [\"f\"]\nformat = \"yaml\"\nkey = item.id")
+	done := make(chan []skip, 1)
+	go func() { _, _, skips := s.records(s.read().files); done <- skips }()
+	select {
+	case skips := <-done:
+		if len(skips) != 1 || !strings.Contains(skips[0].err.Error(), "aliases expand to too many values") {
+			t.Errorf("skips %v", skips)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the aliases are being expanded")
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // maxFileSize bounds one manifest file, like file() in the configuration:
@@ -241,6 +242,10 @@ func parseObjects(ctx context.Context, f file, yield func(document) bool) {
 				return
 			}
 		}
+		return
+	}
+	if err := schema.CheckDataDepth(f.data); err != nil {
+		yield(document{path: f.path, where: f.path, err: err, broken: true})
 		return
 	}
 	yamlDocs(ctx, f, func(where string, root *yaml.Node, v any) []document {
