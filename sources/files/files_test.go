@@ -181,6 +181,25 @@ func TestRecordValue(t *testing.T) {
 	}
 }
 
+// A Kubernetes object's numbers are exact too, in YAML and in JSON, and a
+// byte-order mark before either changes nothing.
+func TestObjectNumbersExact(t *testing.T) {
+	const pi = "3.14159265358979323846264338327950288"
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), "\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {}\nspec: {pi: "+pi+"}\n")
+	write(t, filepath.Join(dir, "b.json"), "\ufeff"+`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"},"spec":{"pi":`+pi+`}}`)
+	s := mustBuild(t, dir, `paths = ["*"]`)
+	records, _, skips := s.records(s.read().files)
+	if len(records) != 2 || len(skips) != 0 {
+		t.Fatalf("%d records, skips %v", len(records), skips)
+	}
+	for _, r := range records {
+		if got := node.Unpack(r.Value).GetAttr("spec").GetAttr("pi"); !got.Equals(cty.MustParseNumberVal(pi)).True() {
+			t.Errorf("%s: pi = %s", r.Key, got.AsBigFloat().Text('g', -1))
+		}
+	}
+}
+
 // countingOutput counts Replace calls on top of nodetest.Output.
 type countingOutput struct {
 	*nodetest.Output
