@@ -131,11 +131,11 @@ func (r *run) reload(ctx context.Context) error {
 	return nil
 }
 
-// reasonUnreadable counts, in pipeline_source_objects_skipped_total, each
+// reasonUnreadable counts, in pipeline_source_skipped_objects_total, each
 // file that kept the source from syncing because it could not be read.
 const reasonUnreadable = "unreadable"
 
-// reasonKeptLastGood counts, in pipeline_source_objects_skipped_total, each
+// reasonKeptLastGood counts, in pipeline_source_skipped_objects_total, each
 // reload that kept a file's last good content instead of what it holds now.
 const reasonKeptLastGood = "kept_last_good"
 
