@@ -160,6 +160,7 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.oneShot = true
 	inputs, sources, err := r.syncUpstream(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", PhaseSync, err)
@@ -167,8 +168,7 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 	res := &PlanResult{Sources: sources}
 	for _, s := range sources {
 		if s.Synced && s.Records == 0 {
-			res.Warnings = append(res.Warnings, PlanWarning{Address: s.Address,
-				Message: "matched nothing: the source synced with no records"})
+			res.Warnings = append(res.Warnings, PlanWarning{Address: s.Address, Message: r.emptySourceWarning(s.Address)})
 		}
 	}
 	for _, n := range g.Nodes {
@@ -185,6 +185,21 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 	sort.Slice(res.Sinks, func(i, j int) bool { return res.Sinks[i].Address < res.Sinks[j].Address })
 	sort.SliceStable(res.Warnings, func(i, j int) bool { return res.Warnings[i].Address < res.Warnings[j].Address })
 	return res, nil
+}
+
+// emptySourceWarning is plan's warning for a source that synced with no
+// records. A source that read input and skipped all of it says so in its
+// health (degraded), and that is the warning: it matched something.
+func (r *Runtime) emptySourceWarning(addr string) string {
+	r.mu.RLock()
+	h := r.healths[r.g.Node(addr)]
+	r.mu.RUnlock()
+	if h != nil {
+		if st := h.status(addr, true); st.State == node.Degraded.String() && st.Detail != "" {
+			return "synced with no records: " + st.Detail
+		}
+	}
+	return "matched nothing: the source synced with no records"
 }
 
 // syncUpstream runs every source and transform once (a failure fails the

@@ -382,7 +382,7 @@ func (r *Runtime) env(n *Node) node.Env {
 	h := r.healths[n]
 	r.mu.RUnlock()
 	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
-		ConfigGeneration: r.Generation()}
+		ConfigGeneration: r.Generation(), OneShot: r.oneShot}
 	m := r.opts.Metrics
 	if m == nil {
 		return env

@@ -51,6 +51,7 @@ type Runtime struct {
 	taps    map[string]*tapHub // by address (tap.go)
 	clock   node.Clock         // nil: the wall clock; a config test's virtual clock
 	sandbox bool               // a config test drives the sources (sandbox.go)
+	oneShot bool               // plan: nodes run until synced (node.Env.OneShot)
 }
 
 // NewRuntime prepares g for running.

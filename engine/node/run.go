@@ -34,6 +34,9 @@ type Env struct {
 	// Clock is the time the node reads and waits on; nil is the wall clock.
 	// Use Now and ConsumeTimed rather than the time package.
 	Clock Clock
+	// OneShot is set when the node runs only until its output has synced
+	// (plan): a source need not watch for later changes.
+	OneShot bool
 }
 
 // State is a node's health.

@@ -9,4 +9,8 @@
 // Kubernetes replace files: a rename-save, `sed -i` and the ConfigMap
 // `..data` symlink swap all drop a watch on the file itself, and the
 // ConfigMap swap names no configuration file at all in its events.
+//
+// Hub shares the process's one inotify instance among the watchers of
+// data files (source "files"): Linux allows 128 instances per user, and a
+// configuration may hold many more sources than that.
 package configwatch

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -39,11 +41,7 @@ func ToCty(v any) (cty.Value, error) {
 	case float32:
 		return cty.NumberFloatVal(float64(x)), nil
 	case json.Number:
-		bf, ok := new(big.Float).SetString(string(x))
-		if !ok {
-			return cty.NilVal, fmt.Errorf("invalid number %q", x)
-		}
-		return cty.NumberVal(bf), nil
+		return Number(string(x))
 	case map[string]any:
 		if len(x) == 0 {
 			return cty.EmptyObjectVal, nil
@@ -84,6 +82,64 @@ func ToCty(v any) (cty.Value, error) {
 		return ToCty(anys)
 	}
 	return cty.NilVal, fmt.Errorf("unsupported value of Go type %T", v)
+}
+
+// Number converts the text of a JSON number exactly, as the configuration
+// language reads a number literal: an integer that fits an int64 takes
+// the cheap path, any other number is parsed with cty's own precision
+// (cty.ParseNumberVal), never rounded to a float64 on the way.
+//
+// A fraction a float64 holds exactly (0.5, 0.25, 1.125: a decimal whose
+// digits divide by 5 as often as it has decimals) takes a second cheap
+// path: its float64 is the exact value, equal to what the exact parse
+// gives.
+func Number(text string) (cty.Value, error) {
+	if !strings.ContainsAny(text, ".eE") { // no error value made on the common paths
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return cty.NumberIntVal(i), nil
+		}
+	} else if dyadic(text) {
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			return cty.NumberFloatVal(f), nil
+		}
+	}
+	return parseExact(strings.Clone(text)) // a copy: text itself does not escape, so a caller's conversion of bytes stays on its stack
+}
+
+func parseExact(text string) (cty.Value, error) {
+	v, err := cty.ParseNumberVal(text)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("invalid number %q", text)
+	}
+	return v, nil
+}
+
+// pow5 holds 5^k for the decimals a dyadic fraction may have.
+var pow5 = func() (p [19]int64) {
+	p[0] = 1
+	for k := 1; k < len(p); k++ {
+		p[k] = p[k-1] * 5
+	}
+	return p
+}()
+
+// dyadic reports whether text, a decimal fraction without exponent of at
+// most 18 digits, is m/2^k with m below 2^53: exactly a float64.
+func dyadic(text string) bool {
+	whole, frac, ok := strings.Cut(strings.TrimPrefix(text, "-"), ".")
+	if !ok || len(whole)+len(frac) > 18 || frac == "" || whole == "" {
+		return false
+	}
+	var m int64
+	for _, part := range [2]string{whole, frac} {
+		for i := 0; i < len(part); i++ {
+			if part[i] < '0' || part[i] > '9' {
+				return false
+			}
+			m = m*10 + int64(part[i]-'0')
+		}
+	}
+	return m%pow5[len(frac)] == 0 && m/pow5[len(frac)] < 1<<53
 }
 
 // FromCty converts a cty value into JSON-like Go values. Unknown values

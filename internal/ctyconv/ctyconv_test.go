@@ -56,3 +56,20 @@ func TestFromCtyMarked(t *testing.T) {
 		t.Errorf("raw value %s", s)
 	}
 }
+
+// Number is exact, as the configuration language reads a literal, on
+// every path: integers, fractions a float64 holds, and the others.
+func TestNumberExact(t *testing.T) {
+	for _, text := range []string{"0", "-7", "9223372036854775807", "9223372036854775808", "123456789012345678901234567890",
+		"0.5", "-0.25", "1.125", "1.50", "0.1", "3.14159265358979323846264338327950288", "1e-7", "2.5e3",
+		"4503599627370495.5", "9007199254740993.0", "0.000000000000000001"} {
+		got, err := Number(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		want := cty.MustParseNumberVal(text)
+		if !got.Equals(want).True() {
+			t.Errorf("%s: got %s, want %s", text, got.AsBigFloat().Text('g', -1), want.AsBigFloat().Text('g', -1))
+		}
+	}
+}

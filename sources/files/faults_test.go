@@ -1,6 +1,8 @@
 package files
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -42,7 +45,7 @@ func newFaultRun(t *testing.T, dir, body string) faultRun {
 func (f faultRun) reloadWithin(t *testing.T) {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { f.reload(); close(done) }()
+	go func() { f.reload(context.Background()); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
@@ -61,8 +64,6 @@ func TestSpecialFiles(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "m", "zero.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("#", maxFileSize+1)
-	write(t, filepath.Join(dir, "m", "big.yaml"), big)
 	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
 	f.reloadWithin(t)
 	if diff := cmp.Diff([]string{"shop/a"}, f.out.Keys()); diff != "" {
@@ -71,7 +72,7 @@ func TestSpecialFiles(t *testing.T) {
 	if !f.out.Synced() || f.health.State() != node.Degraded {
 		t.Errorf("synced %v, health %s", f.out.Synced(), f.health.State())
 	}
-	for _, want := range []string{"fifo.yaml: not a regular file but a named pipe", "zero.yaml: not a regular file but a character device", "big.yaml: 16777217 bytes, larger than the limit of 16 MiB"} {
+	for _, want := range []string{"fifo.yaml: not a regular file but a named pipe", "zero.yaml: not a regular file but a character device"} {
 		if !strings.Contains(f.health.Detail, want) {
 			t.Errorf("health detail %q lacks %q", f.health.Detail, want)
 		}
@@ -92,7 +93,7 @@ func TestFileTurnedInvalid(t *testing.T) {
 	if diff := cmp.Diff([]string{"shop/a", "shop/b"}, f.out.Keys()); diff != "" {
 		t.Errorf("keys after the bad edit (-want +got)\n%s", diff)
 	}
-	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml does not parse") {
+	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "a.yaml:3 does not parse") {
 		t.Errorf("health %s %q", f.health.State(), f.health.Detail)
 	}
 	write(t, path, pod("c", "web"))
@@ -149,5 +150,115 @@ func TestNothingMatchesAtStart(t *testing.T) {
 	f.reloadWithin(t)
 	if !f.out.Synced() || f.health.State() != node.Healthy || len(f.out.Keys()) != 1 {
 		t.Fatalf("synced %v, health %s, keys %v", f.out.Synced(), f.health.State(), f.out.Keys())
+	}
+}
+
+// A file that matched but cannot be read at start (over the size limit) is
+// an input not read, not an empty one: the source does not sync (so no
+// sink prunes or renders an empty set), says why, counts it, and syncs
+// once the file is read. Later, the same fault keeps the last good content.
+func TestUnreadableAtStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m", "a.yaml")
+	write(t, path, pod("a", "web")+strings.Repeat("#", maxFileSize))
+	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
+	err := f.reload(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "a.yaml: 16777") || !strings.Contains(err.Error(), "larger than the limit of 16 MiB") {
+		t.Errorf("first reload: %v, want the file named", err)
+	}
+	if f.out.Synced() || len(f.out.Keys()) != 0 {
+		t.Errorf("synced %v with %v before the file was read", f.out.Synced(), f.out.Keys())
+	}
+	if f.health.State() != node.Degraded || !strings.Contains(f.health.Detail, "not synced: cannot read") {
+		t.Errorf("health %s %q", f.health.State(), f.health.Detail)
+	}
+	if n := testutil.ToFloat64(f.m.Skipped.WithLabelValues(reasonUnreadable)); n != 1 {
+		t.Errorf("skipped{reason=unreadable} = %v, want 1", n)
+	}
+	write(t, path, pod("a", "web"))
+	if err := f.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.out.Synced() || cmp.Diff([]string{"shop/a"}, f.out.Keys()) != "" {
+		t.Errorf("after the fix: synced %v, keys %v", f.out.Synced(), f.out.Keys())
+	}
+	write(t, path, pod("b", "web")+strings.Repeat("#", maxFileSize))
+	if err := f.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"shop/a"}, f.out.Keys()); diff != "" || f.health.State() != node.Degraded {
+		t.Errorf("grown later: health %s, keys (-want +got)\n%s", f.health.State(), diff)
+	}
+}
+
+// cancelAfter is a context whose Err turns to Canceled after n calls: it
+// ends a parse at a known point, with no timing involved.
+type cancelAfter struct {
+	context.Context
+	n *int
+}
+
+func (c cancelAfter) Err() error {
+	if *c.n--; *c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A reload stops parsing when its context ends (SIGTERM during a huge
+// file), in every format, and publishes nothing.
+func TestReloadCancelled(t *testing.T) {
+	rows := strings.Repeat("1,2\n", 50_000)
+	for format, content := range map[string]string{
+		"csv":   "a,b\n" + rows,
+		"lines": rows,
+		"jsonl": strings.Repeat("{\"a\":1}\n", 50_000),
+		"json":  "[" + strings.Repeat("{\"a\":1},", 50_000) + "{\"a\":1}]",
+		"yaml":  strings.Repeat("---\na: 1\n", 50_000),
+	} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "f"), content)
+			key := "item.a"
+			if format == "lines" {
+				key = "item"
+			}
+			f := newFaultRun(t, dir, "paths = [\"f\"]\nformat = \""+format+"\"\nkey = "+key)
+			calls := 100
+			if err := f.reload(cancelAfter{context.Background(), &calls}); err != nil {
+				t.Fatal(err)
+			}
+			if calls > 0 {
+				t.Errorf("the parse checked its context %d times, fewer than once per item", 100-calls)
+			}
+			if f.out.Synced() || len(f.out.Keys()) != 0 {
+				t.Errorf("a cancelled reload published: synced %v, %d keys", f.out.Synced(), len(f.out.Keys()))
+			}
+		})
+	}
+}
+
+// YAML aliases that expand to far more values than the document holds
+// (billion laughs) are refused at the YAML library's own ratio, before
+// they are built; a merge key's or an alias's ordinary use is not.
+func TestYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("id: bomb\n")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f"), b.String())
+	s := mustBuild(t, dir, "paths = [\"f\"]\nformat = \"yaml\"\nkey = item.id")
+	done := make(chan []skip, 1)
+	go func() { _, _, skips := s.records(s.read().files); done <- skips }()
+	select {
+	case skips := <-done:
+		if len(skips) != 1 || !strings.Contains(skips[0].err.Error(), "aliases expand to too many values") {
+			t.Errorf("skips %v", skips)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the aliases are being expanded")
 	}
 }

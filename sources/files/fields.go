@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,17 +28,18 @@ const (
 func (s *Source) ObjectFields(path []string) []string {
 	seen := map[string]bool{}
 	for _, f := range s.sample() {
-		for _, d := range s.parse(f) {
+		s.parse(context.Background(), f, func(d document) bool {
 			v := d.item
 			if s.format == formatKubernetes {
 				if d.err != nil || !s.matches(d.obj) {
-					continue
+					return true
 				}
 				s.pruner.Prune(d.obj)
 				v = d.obj
 			}
 			names(v, path, seen)
-		}
+			return true
+		})
 	}
 	if len(seen) == 0 {
 		return nil

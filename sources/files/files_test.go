@@ -129,7 +129,7 @@ func TestRecords(t *testing.T) {
 		winner string
 	}{
 		{name: "all", body: `paths = ["m/*"]`, keys: []string{"shop/a", "shop/b", "shop/c", "shop/cm"},
-			skips: []string{"bad_document@a.yaml document 3", "bad_document@b.json item 2", "duplicate_key@c.yaml document 0", "bad_document@c.yaml document 1"}},
+			skips: []string{"bad_document@a.yaml:23 document 2", "bad_document@b.json item 2", "duplicate_key@c.yaml document 0", "bad_document@c.yaml:11 document 1"}},
 		{name: "kind and selector", body: "paths = [\"m/*.yaml\", \"m/*.json\"]\nkind = \"Pod\"\nselector = \"app=web\"", keys: []string{"shop/a", "shop/c"}},
 		{name: "index_by", body: "paths = [\"m/a.yaml\"]\nindex_by = [\"{.metadata.labels.app}\"]", keys: []string{"db", "web"}},
 		// The smallest namespace/name provides a shared key, whatever the file order.
@@ -178,6 +178,25 @@ func TestRecordValue(t *testing.T) {
 	}
 	if got := v.GetAttr("spec").GetAttr("priority"); !got.RawEquals(cty.NumberIntVal(3)) {
 		t.Errorf("priority %#v, want the number 3", got)
+	}
+}
+
+// A Kubernetes object's numbers are exact too, in YAML and in JSON, and a
+// byte-order mark before either changes nothing.
+func TestObjectNumbersExact(t *testing.T) {
+	const pi = "3.14159265358979323846264338327950288"
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), "\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {}\nspec: {pi: "+pi+"}\n")
+	write(t, filepath.Join(dir, "b.json"), "\ufeff"+`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"},"spec":{"pi":`+pi+`}}`)
+	s := mustBuild(t, dir, `paths = ["*"]`)
+	records, _, skips := s.records(s.read().files)
+	if len(records) != 2 || len(skips) != 0 {
+		t.Fatalf("%d records, skips %v", len(records), skips)
+	}
+	for _, r := range records {
+		if got := node.Unpack(r.Value).GetAttr("spec").GetAttr("pi"); !got.Equals(cty.MustParseNumberVal(pi)).True() {
+			t.Errorf("%s: pi = %s", r.Key, got.AsBigFloat().Text('g', -1))
+		}
 	}
 }
 

@@ -2,16 +2,18 @@ package files
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
@@ -36,117 +38,290 @@ var formats = []string{formatKubernetes, formatJSON, formatJSONL, formatYAML, fo
 // whose key expression fails or yields no usable key.
 const reasonBadKey = "bad_key"
 
-// parse splits a file into documents (format kubernetes) or items.
-func (s *Source) parse(f file) []document {
+// parse yields the documents (format kubernetes) or items of a file, one
+// at a time, until yield returns false. A byte-order mark at the start is
+// dropped, in every format.
+func (s *Source) parse(ctx context.Context, f file, yield func(document) bool) {
+	f.data = bytes.TrimPrefix(f.data, utf8BOM)
 	switch s.format {
 	case formatJSON:
-		return parseJSON(f)
+		parseJSON(ctx, f, yield)
 	case formatJSONL:
-		return parseJSONL(f)
+		parseJSONL(ctx, f, yield)
 	case formatYAML:
-		return parseYAML(f)
+		parseYAML(ctx, f, yield)
 	case formatCSV:
-		return parseCSV(f)
+		parseCSV(ctx, f, yield)
 	case formatLines:
-		return parseLines(f)
+		parseLines(ctx, f, yield)
+	default:
+		parseObjects(ctx, f, yield)
 	}
-	return parseObjects(f)
 }
 
 // parseJSON reads one JSON value: an array holds one item per element,
-// anything else is one item.
-func parseJSON(f file) []document {
-	v, err := decodeData(f.data)
-	if err != nil {
-		return []document{{where: f.path, err: err, broken: true}}
+// each named by its line, anything else is one item. The array is read
+// element by element, after the whole file was checked, so that a file
+// that does not parse gives no item and a large one is never held decoded
+// at once.
+func parseJSON(ctx context.Context, f file, yield func(document) bool) {
+	if err := checkJSON(f.data); err != nil {
+		yield(brokenJSON(f, err))
+		return
 	}
-	return items(f.path, v)
+	dec := json.NewDecoder(bytes.NewReader(f.data))
+	dec.UseNumber()
+	start := bytes.TrimLeft(f.data, " \t\r\n")
+	if start[0] != '[' {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			yield(brokenJSON(f, err))
+			return
+		}
+		if v != nil {
+			yield(document{path: f.path, where: f.path, line: 1 + bytes.Count(f.data[:len(f.data)-len(start)], []byte("\n")), item: v})
+		}
+		return
+	}
+	_, _ = dec.Token() // '[': checked above
+	lc := lineCounter{data: f.data}
+	for i := 0; dec.More(); i++ {
+		if ctx.Err() != nil {
+			return
+		}
+		line := lc.lineAt(elementStart(f.data, int(dec.InputOffset())))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			yield(brokenJSON(f, err))
+			return
+		}
+		if !yield(document{path: f.path, where: fmt.Sprintf("%s item %d", f.path, i), line: line, item: v}) {
+			return
+		}
+	}
+}
+
+// checkJSON reports whether data is one JSON value within the bounds of
+// the configuration's own data functions, without decoding it.
+func checkJSON(data []byte) error {
+	if err := schema.CheckDataDepth(data); err != nil {
+		return err
+	}
+	if json.Valid(data) {
+		return nil
+	}
+	var raw json.RawMessage // not valid: find where, still without decoding
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	return errors.New("invalid JSON")
+}
+
+// brokenJSON is the document of a file that does not parse as JSON, named
+// by the line of the error when the decoder says where it is.
+func brokenJSON(f file, err error) document {
+	d := document{path: f.path, where: f.path, err: err, broken: true}
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		d.line = 1 + bytes.Count(f.data[:min(int(se.Offset), len(f.data))], []byte("\n"))
+	}
+	return d
+}
+
+// elementStart skips the white space and comma before an array element.
+func elementStart(data []byte, off int) int {
+	for off < len(data) && bytes.IndexByte([]byte(" \t\r\n,"), data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// lineCounter turns increasing byte offsets into line numbers, counting
+// each newline once.
+type lineCounter struct {
+	data []byte
+	off  int
+	line int
+}
+
+func (c *lineCounter) lineAt(off int) int {
+	off = min(off, len(c.data))
+	if off < c.off {
+		c.off, c.line = 0, 0
+	}
+	c.line += bytes.Count(c.data[c.off:off], []byte("\n"))
+	c.off = off
+	return c.line + 1
 }
 
 // parseYAML reads every YAML document; a document that is a sequence holds
-// one item per element. A file that is JSON is read as JSON (isJSON).
-func parseYAML(f file) []document {
+// one item per element, each named by its line. A file that is JSON is
+// read as JSON (isJSON).
+func parseYAML(ctx context.Context, f file, yield func(document) bool) {
 	if isJSON(f.data) {
-		return parseJSON(f)
+		parseJSON(ctx, f, yield)
+		return
 	}
-	return yamlDocs(f, func(where string, raw []byte) []document {
-		err := schema.CheckDataDepth(raw)
-		var js []byte
-		if err == nil {
-			js, err = yaml.YAMLToJSON(raw)
+	if err := schema.CheckDataDepth(f.data); err != nil {
+		yield(document{path: f.path, where: f.path, err: err, broken: true})
+		return
+	}
+	yamlDocs(ctx, f, func(where string, root *yaml.Node, v any) []document {
+		if v == nil {
+			return nil
 		}
-		var v any
-		if err == nil {
-			v, err = decodeData(js)
+		seq, ok := v.([]any)
+		if !ok {
+			return []document{{path: f.path, where: where, line: root.Line, item: v}}
 		}
-		if err != nil {
-			return []document{{where: where, err: err, broken: true}}
+		elems := aliasTarget(root)
+		out := make([]document, 0, len(seq))
+		for i, it := range seq {
+			line := root.Line
+			if i < len(elems.Content) {
+				line = elems.Content[i].Line
+			}
+			out = append(out, document{path: f.path, where: fmt.Sprintf("%s item %d", where, i), line: line, item: it})
 		}
-		return items(where, v)
-	})
+		return out
+	}, yield)
 }
 
 // parseJSONL reads one JSON value per line; blank lines are skipped.
-func parseJSONL(f file) []document {
-	var out []document
+func parseJSONL(ctx context.Context, f file, yield func(document) bool) {
 	for n, line := range lines(f.data) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		v, err := decodeData(line)
-		if err != nil {
-			out = append(out, document{where: f.path, line: n, err: err, broken: true})
-			continue
+		if ctx.Err() != nil {
+			return
 		}
-		out = append(out, document{where: f.path, line: n, item: v})
+		d := document{path: f.path, where: f.path, line: n}
+		if d.item, d.err = decodeData(line); d.err != nil {
+			d.broken = true
+		}
+		if !yield(d) {
+			return
+		}
 	}
-	return out
 }
+
+// maxColumns bounds the columns of a CSV file, at the number a
+// spreadsheet holds: each row is an object with an attribute per column,
+// and a header of a million names made every row a million attributes
+// that each sink renders.
+const maxColumns = 16384
 
 // parseCSV reads a CSV file whose first row names the columns: each later
 // row is an item, an object of strings. A row with another number of
-// fields than the header is bad; the rows around it are still read.
-func parseCSV(f file) []document {
+// fields than the header is bad; the rows around it are still read. A
+// quoted field keeps its line breaks as written (RFC 4180), "\r\n" too.
+func parseCSV(ctx context.Context, f file, yield func(document) bool) {
 	r := csv.NewReader(bytes.NewReader(f.data))
+	r.ReuseRecord = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return nil
+		return
 	}
 	if err == nil {
+		header = slices.Clone(header)
 		err = checkHeader(header)
 	}
 	if err != nil {
-		return []document{{where: f.path, line: 1, err: fmt.Errorf("header: %w", err), broken: true}}
+		yield(document{path: f.path, where: f.path, line: 1, err: fmt.Errorf("header: %w", err), broken: true})
+		return
 	}
-	var out []document
+	crlf := crlfFields{data: f.data}
 	for {
+		if ctx.Err() != nil {
+			return
+		}
 		row, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			return out
+			return
 		}
 		if err != nil {
 			var pe *csv.ParseError
 			if !errors.As(err, &pe) {
-				return append(out, document{where: f.path, err: err, broken: true})
+				yield(document{path: f.path, where: f.path, err: err, broken: true})
+				return
 			}
-			out = append(out, document{where: f.path, line: pe.StartLine, err: pe.Err, broken: true})
-			if errors.Is(pe.Err, csv.ErrFieldCount) {
-				continue
+			if !yield(document{path: f.path, where: f.path, line: pe.StartLine, err: pe.Err, broken: true}) || !errors.Is(pe.Err, csv.ErrFieldCount) {
+				return // after a quoting error, where the next row starts is unknown
 			}
-			return out // a quoting error: where the next row starts is unknown
+			continue
 		}
 		line, _ := r.FieldPos(0)
 		item := make(map[string]any, len(header))
 		for i, name := range header {
-			item[name] = row[i]
+			item[name] = crlf.field(r, i, row[i])
 		}
-		out = append(out, document{where: f.path, line: line, item: item})
+		if !yield(document{path: f.path, where: f.path, line: line, item: item}) {
+			return
+		}
 	}
+}
+
+// crlfFields restores the "\r\n" line breaks that encoding/csv turns into
+// "\n" inside a quoted field, from the field's text in the file: RFC 4180
+// keeps a quoted field's bytes as they are.
+type crlfFields struct {
+	data   []byte
+	starts []int // the offset of each line, built on first need
+	has    int8  // 0 unknown, 1 the file holds "\r\n", -1 it does not
+}
+
+func (c *crlfFields) field(r *csv.Reader, i int, parsed string) string {
+	if !strings.Contains(parsed, "\n") {
+		return parsed
+	}
+	if c.has == 0 {
+		c.has = -1
+		if bytes.Contains(c.data, []byte("\r\n")) {
+			c.has = 1
+			c.starts = append(c.starts, 0)
+			for j, b := range c.data {
+				if b == '\n' {
+					c.starts = append(c.starts, j+1)
+				}
+			}
+		}
+	}
+	if c.has < 0 {
+		return parsed
+	}
+	line, col := r.FieldPos(i)
+	if line < 1 || line > len(c.starts) {
+		return parsed
+	}
+	off := c.starts[line-1] + col - 1
+	if off >= len(c.data) || c.data[off] != '"' {
+		return parsed
+	}
+	var b strings.Builder
+	for j := off + 1; j < len(c.data); j++ {
+		if c.data[j] == '"' {
+			if j+1 < len(c.data) && c.data[j+1] == '"' {
+				b.WriteByte('"')
+				j++
+				continue
+			}
+			if strings.ReplaceAll(b.String(), "\r\n", "\n") == parsed {
+				return b.String()
+			}
+			return parsed // not the field encoding/csv read: keep what it read
+		}
+		b.WriteByte(c.data[j])
+	}
+	return parsed
 }
 
 // checkHeader rejects empty and repeated column names: both would make a
 // column unreachable as item.<name>.
 func checkHeader(header []string) error {
+	if len(header) > maxColumns {
+		return fmt.Errorf("%d columns, more than the limit of %d", len(header), maxColumns)
+	}
 	seen := map[string]bool{}
 	for i, h := range header {
 		switch {
@@ -162,16 +337,16 @@ func checkHeader(header []string) error {
 
 // parseLines makes an item of every line, without surrounding white space.
 // Blank lines and lines starting with # are skipped.
-func parseLines(f file) []document {
-	var out []document
+func parseLines(ctx context.Context, f file, yield func(document) bool) {
 	for n, line := range lines(f.data) {
 		s := strings.TrimSpace(string(line))
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue
 		}
-		out = append(out, document{where: f.path, line: n, item: s})
+		if ctx.Err() != nil || !yield(document{path: f.path, where: f.path, line: n, item: s}) {
+			return
+		}
 	}
-	return out
 }
 
 // lines yields each line of data with its number, counting from 1.
@@ -192,59 +367,46 @@ func lines(data []byte) func(yield func(int, []byte) bool) {
 }
 
 // decodeData decodes one JSON value within the depth and number bounds of
-// the configuration's own data functions.
+// the configuration's own data functions. Numbers keep their text
+// (json.Number), so that converting them loses no digit.
 func decodeData(js []byte) (any, error) {
 	if err := schema.CheckDataDepth(js); err != nil {
 		return nil, err
 	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
 	var v any
-	if err := utiljson.Unmarshal(js, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("invalid data after the value at offset %d", dec.InputOffset())
 	}
 	return v, nil
 }
 
-// items makes the items of one decoded value: an array's elements, or the
-// value itself. A null value (an empty YAML document) is no item.
-func items(where string, v any) []document {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case []any:
-		out := make([]document, 0, len(x))
-		for i, it := range x {
-			out = append(out, document{where: fmt.Sprintf("%s item %d", where, i), item: it})
-		}
-		return out
-	}
-	return []document{{where: where, item: v}}
-}
-
-// itemEntries keys and converts the items of a data format. Of two items
+// appendItem keys and converts an item of a data format. Of two items
 // with one key the first (by file path, then position) provides it.
-func (s *Source) itemEntries(docs []document) []entry {
-	out := make([]entry, 0, len(docs))
-	for _, d := range docs {
-		if d.err != nil {
-			out = append(out, skipped(d.at(), kobject.ReasonBadDocument, d.err))
-			continue
-		}
-		v, err := ctyconv.ToCty(d.item)
-		if err != nil {
-			out = append(out, skipped(d.at(), kobject.ReasonUnconvertible, err))
-			continue
-		}
-		key, err := s.itemKey(v)
-		if err != nil {
-			out = append(out, skipped(d.at(), reasonBadKey, err))
-			continue
-		}
-		if v, err = packed(d.item); err != nil {
-			continue // not reached: converting d.item succeeded above
-		}
-		out = append(out, entry{rec: node.Record{Key: key, Value: v, Origin: &node.Origin{Source: s.address, File: d.where, Line: d.line}}})
+func (s *Source) appendItem(out []entry, d document) []entry {
+	if d.err != nil {
+		return append(out, skipped(d.at(), kobject.ReasonBadDocument, d.err))
 	}
-	return out
+	v, err := ctyconv.ToCty(d.item)
+	if err != nil {
+		return append(out, skipped(d.at(), kobject.ReasonUnconvertible, err))
+	}
+	key, err := s.itemKey(v)
+	if err != nil {
+		return append(out, skipped(d.at(), reasonBadKey, err))
+	}
+	if v, err = packed(d.item); err != nil {
+		return out // not reached: converting d.item succeeded above
+	}
+	origin := &node.Origin{Source: s.address, File: d.where, Line: d.line}
+	if d.line > 0 {
+		origin.File = d.path
+	}
+	return append(out, entry{rec: node.Record{Key: key, Value: v, Origin: origin}})
 }
 
 // itemKey evaluates the key expression with item in scope. Without a key

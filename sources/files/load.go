@@ -1,8 +1,8 @@
 package files
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -14,9 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
@@ -112,6 +111,10 @@ func (s *Source) readDropping(known map[string]*goodFile) snapshot {
 	return snap
 }
 
+// errNotRegular marks a special file matched by a glob: never data, so
+// it is skipped rather than waited for.
+var errNotRegular = errors.New("not a regular file")
+
 // readRegular reads a regular file of at most maxFileSize bytes. It opens
 // with O_NONBLOCK and checks the opened file, so a FIFO or device matched by
 // a glob (or swapped in after a Stat) can neither block nor stream forever.
@@ -126,7 +129,7 @@ func readRegular(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file but %s", path, fileType(st.Mode()))
+		return nil, fmt.Errorf("%s: %w but %s", path, errNotRegular, fileType(st.Mode()))
 	}
 	if st.Size() > maxFileSize {
 		return nil, fmt.Errorf("%s: %d bytes, larger than the limit of %d MiB", path, st.Size(), maxFileSize>>20)
@@ -202,40 +205,52 @@ func watchDir(pattern string) string {
 
 // document is one object or item found in a file, or why it is not one.
 type document struct {
-	where  string         // "path document N" (and "item M" inside a List or an array)
-	line   int            // the line of a line-based format (jsonl, csv, lines); 0 otherwise
+	path   string         // the file
+	where  string         // path, "path document N" (and "item M" inside a List)
+	line   int            // the line in the file; 0 when unknown
 	obj    map[string]any // format kubernetes
 	item   any            // the other formats
 	err    error
 	broken bool // err is a syntax error: the file itself is bad
 }
 
-// at is where the document is, for logs: "path:line" in line-based formats.
+// at is where the document is, for logs: "path:line" and what names the
+// document inside the file ("path:12 document 3").
 func (d document) at() string {
-	if d.line > 0 {
-		return fmt.Sprintf("%s:%d", d.where, d.line)
+	if d.line > 0 && strings.HasPrefix(d.where, d.path) {
+		return fmt.Sprintf("%s:%d%s", d.path, d.line, d.where[len(d.path):])
 	}
 	return d.where
 }
 
-// brokenDoc returns the first document of docs that does not parse.
-func brokenDoc(docs []document) *document {
-	for i := range docs {
-		if docs[i].broken {
-			return &docs[i]
-		}
-	}
-	return nil
-}
+// utf8BOM is the byte-order mark some editors (Excel, Notepad) write at
+// the start of a UTF-8 file. It is no part of the content in any format.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
-// parseObjects splits a file of Kubernetes objects into documents. YAML
+// parseObjects yields the documents of a file of Kubernetes objects. YAML
 // files may hold several documents; JSON is YAML. A List's items are
 // expanded.
-func parseObjects(f file) []document {
+func parseObjects(ctx context.Context, f file, yield func(document) bool) {
 	if isJSON(f.data) {
-		return decodeJSON(f.path, f.data)
+		v, err := decodeData(f.data)
+		if err != nil {
+			yield(brokenJSON(f, err))
+			return
+		}
+		for _, d := range objectDocs(f.path, f.path, 0, v) {
+			if !yield(d) {
+				return
+			}
+		}
+		return
 	}
-	return yamlDocs(f, decode)
+	if err := schema.CheckDataDepth(f.data); err != nil {
+		yield(document{path: f.path, where: f.path, err: err, broken: true})
+		return
+	}
+	yamlDocs(ctx, f, func(where string, root *yaml.Node, v any) []document {
+		return objectDocs(f.path, where, root.Line, v)
+	}, yield)
 }
 
 // isJSON reports whether data is one JSON object or array, which reads as
@@ -246,59 +261,15 @@ func isJSON(data []byte) bool {
 	return len(data) > 0 && (data[0] == '{' || data[0] == '[') && json.Valid(data)
 }
 
-// yamlDocs splits a file into its YAML documents and appends what decode
-// makes of each. A syntax error is a broken document and reading goes on
-// with the next; any other error ends the file. A file of one document
-// (most are) names it by the file's path alone, which its records share;
-// others name each "path document N".
-func yamlDocs(f file, decode func(where string, raw []byte) []document) []document {
-	var out []document
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(f.data)))
-	raw, err := r.Read()
-	for i := 0; !errors.Is(err, io.EOF); i++ {
-		next, nextErr := r.Read() // one ahead: is this the only document?
-		where := f.path
-		if i > 0 || !errors.Is(nextErr, io.EOF) {
-			where = fmt.Sprintf("%s document %d", f.path, i)
-		}
-		if err != nil {
-			out = append(out, document{where: where, err: err, broken: true})
-			var syntax utilyaml.YAMLSyntaxError
-			if !errors.As(err, &syntax) {
-				return out
-			}
-		} else {
-			out = append(out, decode(where, raw)...)
-		}
-		raw, err = next, nextErr
-	}
-	return out
-}
-
-// decode makes the documents of one YAML document.
-func decode(where string, raw []byte) []document {
-	if err := schema.CheckDataDepth(raw); err != nil {
-		return []document{{where: where, err: err, broken: true}}
-	}
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return []document{{where: where, err: err, broken: true}}
-	}
-	return decodeJSON(where, js)
-}
-
-// decodeJSON makes the documents of one JSON value.
-func decodeJSON(where string, js []byte) []document {
-	v, err := decodeData(js)
-	if err != nil {
-		return []document{{where: where, err: err, broken: true}}
-	}
+// objectDocs makes the documents of one decoded value of format
+// kubernetes: the object, or a List's items.
+func objectDocs(path, where string, line int, v any) []document {
 	if v == nil {
 		return nil // empty document: only comments or whitespace
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return []document{{where: where, err: fmt.Errorf("a document must be an object, not %s", typeName(v))}}
+		return []document{{path: path, where: where, line: line, err: fmt.Errorf("a document must be an object, not %s", typeName(v))}}
 	}
 	kind, _ := obj["kind"].(string)
 	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
@@ -307,14 +278,14 @@ func decodeJSON(where string, js []byte) []document {
 			w := fmt.Sprintf("%s item %d", where, j)
 			m, ok := it.(map[string]any)
 			if !ok {
-				out = append(out, document{where: w, err: fmt.Errorf("a list item must be an object, not %s", typeName(it))})
+				out = append(out, document{path: path, where: w, line: line, err: fmt.Errorf("a list item must be an object, not %s", typeName(it))})
 				continue
 			}
-			out = append(out, document{where: w, obj: m, err: validate(m)})
+			out = append(out, document{path: path, where: w, obj: m, err: validate(m)})
 		}
 		return out
 	}
-	return []document{{where: where, obj: obj, err: validate(obj)}}
+	return []document{{path: path, where: where, obj: obj, err: validate(obj)}}
 }
 
 // typeName names a decoded JSON value's type in the words of JSON.
@@ -369,9 +340,30 @@ type skip struct {
 func (s *Source) records(files []file) (records []node.Record, objects int, skips []skip) {
 	c := s.newCollector(0)
 	for _, f := range files {
-		c.add(s.entries(s.parse(f)))
+		entries, _, _ := s.fileEntries(context.Background(), f)
+		c.add(entries)
 	}
 	return c.done()
+}
+
+// fileEntries parses f and makes the entry of each document as soon as it
+// is read, so that a file's decoded documents are never all held at once.
+// broken is the first document that does not parse (nil when the file
+// parsed); err is ctx's error when the read was cut short.
+func (s *Source) fileEntries(ctx context.Context, f file) (entries []entry, broken *document, err error) {
+	s.parse(ctx, f, func(d document) bool {
+		if d.broken && broken == nil {
+			b := d
+			broken = &b
+		}
+		if s.format == formatKubernetes {
+			entries = s.appendObject(entries, d)
+		} else {
+			entries = s.appendItem(entries, d)
+		}
+		return ctx.Err() == nil
+	})
+	return entries, broken, ctx.Err()
 }
 
 // entry is what one document of a file gives, before keys are compared
@@ -443,34 +435,25 @@ func skipped(where, reason string, err error) entry {
 	return entry{odd: &oddEntry{skip: &skip{where, reason, err}}}
 }
 
-// entries filters, prunes, keys and converts one file's documents.
-func (s *Source) entries(docs []document) []entry {
-	if s.format != formatKubernetes {
-		return s.itemEntries(docs)
+// appendObject filters, prunes, keys and converts one document of format
+// kubernetes.
+func (s *Source) appendObject(out []entry, d document) []entry {
+	if d.err != nil {
+		return append(out, skipped(d.at(), kobject.ReasonBadDocument, d.err))
 	}
-	var out []entry
-	for _, d := range docs {
-		if d.err != nil {
-			out = append(out, skipped(d.where, kobject.ReasonBadDocument, d.err))
-			continue
-		}
-		if !s.matches(d.obj) {
-			continue
-		}
-		s.pruner.Prune(d.obj)
-		key, err := s.keyer.Key(d.obj)
-		if err != nil {
-			out = append(out, skipped(d.where, kobject.ReasonIndexMissing, err))
-			continue
-		}
-		v, err := packed(d.obj)
-		if err != nil {
-			out = append(out, entry{odd: &oddEntry{where: d.where, key: key, id: objectID(d.obj), convErr: err}})
-			continue
-		}
-		out = append(out, entry{rec: node.Record{Key: key, Value: v, Origin: s.origin(d, key)}})
+	if !s.matches(d.obj) {
+		return out
 	}
-	return out
+	s.pruner.Prune(d.obj)
+	key, err := s.keyer.Key(d.obj)
+	if err != nil {
+		return append(out, skipped(d.at(), kobject.ReasonIndexMissing, err))
+	}
+	v, err := packed(d.obj)
+	if err != nil {
+		return append(out, entry{odd: &oddEntry{where: d.where, key: key, id: objectID(d.obj), convErr: err}})
+	}
+	return append(out, entry{rec: node.Record{Key: key, Value: v, Origin: s.origin(d, key)}})
 }
 
 // collector makes the records of the files' entries, one file at a time.

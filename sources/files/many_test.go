@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,12 +90,12 @@ func TestOneFileChangedAmongMany(t *testing.T) {
 		}
 		return out
 	}
-	if err := r.reload(); err != nil {
+	if err := r.reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	first := origins()
 	write(7, "b")
-	if err := r.reload(); err != nil {
+	if err := r.reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := r.out.State()

@@ -3,7 +3,6 @@ package files
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -117,14 +116,8 @@ func (r *jsonReader) value() (cty.Value, bool) {
 	for r.i < len(r.b) && strings.IndexByte("+-.0123456789Ee", r.b[r.i]) >= 0 {
 		r.i++
 	}
-	n := string(r.b[start:r.i])
-	if !strings.Contains(n, ".") { // an integer is an int64 where it fits, as utiljson decodes it
-		if i, err := strconv.ParseInt(n, 10, 64); err == nil {
-			return cty.NumberIntVal(i), true
-		}
-	}
-	f, err := strconv.ParseFloat(n, 64)
-	return cty.NumberFloatVal(f), err == nil && start < r.i
+	v, err := ctyconv.Number(string(r.b[start:r.i])) // exact, as converting the decoded json.Number
+	return v, err == nil && start < r.i
 }
 
 // literal consumes text if it comes next.

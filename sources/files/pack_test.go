@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"testing"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-
 	"github.com/pipeline/pipeline/internal/ctyconv"
 )
 
 // TestPackedValue: a packed record builds the value that decoding its
-// JSON and converting the result gives, for every kind of JSON value.
+// JSON (numbers kept exact) and converting the result gives, for every
+// kind of JSON value.
 func TestPackedValue(t *testing.T) {
 	for _, doc := range []string{
 		`{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"v":"a"},"name":"p000001","namespace":"ns"}}`,
@@ -20,8 +19,8 @@ func TestPackedValue(t *testing.T) {
 		`[{"a":1},{"a":"1"}]`,
 		`[]`, `{}`, `"x"`, `1`, `null`,
 	} {
-		var x any
-		if err := utiljson.Unmarshal([]byte(doc), &x); err != nil {
+		x, err := decodeData([]byte(doc))
+		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
 		want, err := ctyconv.ToCty(x)
@@ -36,6 +35,19 @@ func TestPackedValue(t *testing.T) {
 			if got := packedJSON(in).Value(); !got.RawEquals(want) {
 				t.Errorf("%s:\n got %#v\nwant %#v", in, got, want)
 			}
+		}
+	}
+}
+
+// BenchmarkPackedValueNumbers builds a record of integers and fractions
+// from its packed JSON: integers take the int64 path, fractions the exact
+// parse (docs/performance.md).
+func BenchmarkPackedValueNumbers(b *testing.B) {
+	p := packedJSON(`{"port":8080,"replicas":3,"weight":0.25,"ratio":1.5,"uid":12345678901,"cpu":0.125}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := p.Value(); v.IsNull() {
+			b.Fatal("null")
 		}
 	}
 }

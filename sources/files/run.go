@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/configwatch"
 	"github.com/pipeline/pipeline/internal/kobject"
 )
 
@@ -23,7 +21,7 @@ type run struct {
 	env     node.Env
 	out     node.Output
 	m       *kobject.Metrics
-	fw      *fsnotify.Watcher // nil in tests that feed events directly
+	watch   *configwatch.Sub // nil in tests that call reload directly
 	hash    [32]byte
 	loaded  bool
 	good    map[string]*goodFile // the last content of each file that parsed, with its entries
@@ -33,49 +31,25 @@ type run struct {
 
 // Run implements node.Source. It reads the files, publishes their objects
 // and marks itself synced, then re-reads them after every change of their
-// directories (and every poll_interval) and publishes the difference.
+// directories (and every poll_interval) and publishes the difference. The
+// directories are watched through the process's one inotify instance
+// (configwatch.Shared).
 func (s *Source) Run(ctx context.Context, env node.Env, out node.Output) error {
 	m, err := kobject.NewMetrics(env.Metrics)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.address, err)
 	}
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("%s: watch files: %w", s.address, err)
+	r := &run{src: s, env: env, out: out, m: m}
+	if env.OneShot { // plan: nothing watches, and the poll alone re-reads
+		return r.loop(ctx, nil)
 	}
-	r := &run{src: s, env: env, out: out, m: m, fw: fw}
-	events := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { r.forward(events) })
-	defer wg.Wait()
-	defer fw.Close()
-	return r.loop(ctx, events)
-}
-
-// forward turns fsnotify events (any name, any operation: a ConfigMap
-// update only renames ..data) into a coalesced signal.
-func (r *run) forward(events chan<- struct{}) {
-	for {
-		select {
-		case _, ok := <-r.fw.Events:
-			if !ok {
-				return
-			}
-			select {
-			case events <- struct{}{}:
-			default:
-			}
-		case err, ok := <-r.fw.Errors:
-			if !ok {
-				return
-			}
-			r.env.Logger.Warn("file watch error", "err", err)
-		}
-	}
+	r.watch = configwatch.Shared().Subscribe()
+	defer r.watch.Close()
+	return r.loop(ctx, r.watch.C)
 }
 
 func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
-	if err := r.reload(); err != nil {
+	if err := r.reload(ctx); err != nil {
 		return err
 	}
 	var poll <-chan time.Time
@@ -94,37 +68,51 @@ func (r *run) loop(ctx context.Context, events <-chan struct{}) error {
 		case <-events:
 			timer.Reset(debounce)
 		case <-timer.C:
-			_ = r.reload() // only the first read fails
+			_ = r.reload(ctx) // only the first read fails
 		case <-poll:
-			_ = r.reload()
+			_ = r.reload(ctx)
 		}
 	}
 }
 
 // reload re-reads the files and, when their content changed, publishes
 // the whole new state (Output.Replace publishes only the difference).
+// Parsing stops when ctx ends, and nothing is published.
 //
-// A pattern that matches no file on the first read, with allow_empty off,
-// is an error of the Run: publishing an empty set would let the sinks
-// prune what an earlier run wrote, and waiting in silence made plan wait
-// for its whole timeout. So plan fails at once, naming the pattern, and
-// run restarts the source with backoff until a file matches.
-func (r *run) reload() error {
+// The first read fails the Run, which the engine restarts with backoff,
+// in two cases where publishing would let the sinks prune what an earlier
+// run wrote, or render an empty set. A pattern that matches no file with
+// allow_empty off: waiting in silence made plan wait for its whole
+// timeout, so plan fails at once, naming the pattern. And a file that
+// matched but cannot be read (over the size limit, permission denied): it
+// is an input not read, not an empty one, so the source is not synced
+// until it is read.
+func (r *run) reload(ctx context.Context) error {
 	snap := r.src.readDropping(r.good)
-	r.watch(snap.dirs)
+	r.watchDirs(snap.dirs)
 	if r.loaded && snap.hash == r.hash {
 		return nil
 	}
-	st := r.settle(snap)
-	r.setHealth(st)
+	st, err := r.settle(ctx, snap)
+	if err != nil {
+		return nil // ctx ended: the Run is over
+	}
+	records, objects, skips := st.col.done()
+	r.setHealth(st, len(records), skips)
 	if len(st.empty) > 0 {
 		return fmt.Errorf("%s: no file matches %s; set allow_empty = true if an empty match is expected", r.src.address, strings.Join(st.empty, ", "))
+	}
+	if !r.loaded && len(st.unread) > 0 {
+		for _, u := range st.unread {
+			r.m.Skipped.WithLabelValues(reasonUnreadable).Inc()
+			r.env.Logger.Warn("cannot read file; not synced until it is read", "err", u)
+		}
+		return fmt.Errorf("%s: not synced: cannot read %s", r.src.address, strings.Join(st.unread, "; "))
 	}
 	for _, p := range st.problems {
 		r.m.Skipped.WithLabelValues(reasonKeptLastGood).Inc()
 		r.env.Logger.Warn("keeping last good content", "err", p)
 	}
-	records, objects, skips := st.col.done()
 	for _, sk := range skips {
 		r.m.Skipped.WithLabelValues(sk.reason).Inc()
 		r.env.Logger.Warn("object skipped", "file", sk.where, "reason", sk.reason, "err", sk.err)
@@ -143,36 +131,37 @@ func (r *run) reload() error {
 	return nil
 }
 
-// reasonKeptLastGood counts, in pipeline_source_objects_skipped_total, each
+// reasonUnreadable counts, in pipeline_source_skipped_objects_total, each
+// file that kept the source from syncing because it could not be read.
+const reasonUnreadable = "unreadable"
+
+// reasonKeptLastGood counts, in pipeline_source_skipped_objects_total, each
 // reload that kept a file's last good content instead of what it holds now.
 const reasonKeptLastGood = "kept_last_good"
 
-// watch adds the directories not watched yet. A deleted directory loses
-// its watch, so the set is read back from the watcher every time.
-func (r *run) watch(dirs []string) {
-	if r.fw == nil {
+// watchDirs sets the directories watched to those of the last read.
+func (r *run) watchDirs(dirs []string) {
+	if r.watch == nil {
 		return
 	}
-	watched := map[string]bool{}
-	for _, d := range r.fw.WatchList() {
-		watched[d] = true
-	}
-	for _, d := range dirs {
-		if watched[d] {
-			continue
-		}
-		if err := r.fw.Add(d); err != nil {
-			r.env.Logger.Warn("cannot watch directory; relying on poll_interval", "file", d, "err", err)
-		}
+	if err := r.watch.Watch(dirs); err != nil {
+		r.env.Logger.Warn("cannot watch directory; relying on poll_interval", "err", err)
 	}
 }
 
-func (r *run) setHealth(st settled) {
+// setHealth says what the reload found. Input that matched but gave no
+// record at all (every item skipped) is degraded, not healthy: it is not
+// the same as nothing matched, and plan says which.
+func (r *run) setHealth(st settled, records int, skips []skip) {
 	switch {
 	case len(st.empty) > 0:
 		r.env.Health.Set(node.Down, fmt.Sprintf("no file matches %s; set allow_empty = true if an empty match is expected", strings.Join(st.empty, ", ")))
+	case !r.loaded && len(st.unread) > 0:
+		r.env.Health.Set(node.Degraded, "not synced: cannot read "+strings.Join(st.unread, "; "))
 	case len(st.problems) > 0:
 		r.env.Health.Set(node.Degraded, fmt.Sprintf("%d problem(s): %s", len(st.problems), strings.Join(st.problems, "; ")))
+	case records == 0 && len(skips) > 0:
+		r.env.Health.Set(node.Degraded, fmt.Sprintf("%d input(s) read, all skipped; the first: %s: %v", len(skips), skips[0].where, skips[0].err))
 	default:
 		r.env.Health.Set(node.Healthy, "")
 	}

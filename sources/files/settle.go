@@ -1,7 +1,9 @@
 package files
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -22,6 +24,10 @@ type settled struct {
 	// empty holds the patterns that match nothing on the first read, with
 	// allow_empty off: the source does not mark itself synced.
 	empty []string
+	// unread holds the files that matched on the first read but could
+	// not be read (a special file aside, which is never data): the source
+	// does not mark itself synced.
+	unread []string
 }
 
 // goodFile is a file that parsed (run.good holds it by path): the digest
@@ -40,7 +46,9 @@ type goodFile struct {
 // place, and the files it no longer holds are deleted at the end: a second
 // map of every file held through a reload added to its peak
 // (docs/performance.md, F2).
-func (r *run) settle(snap snapshot) settled {
+//
+// A read cut short by ctx returns ctx's error, and the run publishes nothing.
+func (r *run) settle(ctx context.Context, snap snapshot) (settled, error) {
 	out := settled{col: r.src.newCollector(r.records)}
 	if r.good == nil {
 		r.good = map[string]*goodFile{}
@@ -63,20 +71,27 @@ func (r *run) settle(snap snapshot) settled {
 			out.col.add(prev.entries)
 			continue
 		}
-		docs := r.src.parse(f)
-		if b := brokenDoc(docs); b != nil {
-			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", b.at(), b.err)) {
-				out.col.add(r.src.entries(docs)) // never good: its documents are skipped, as bad ones
+		entries, broken, err := r.src.fileEntries(ctx, f)
+		if err != nil {
+			return out, err
+		}
+		if broken != nil {
+			if !keep(f.path, fmt.Sprintf("%s does not parse: %v", broken.at(), broken.err)) {
+				out.col.add(entries) // never good: its documents are skipped, as bad ones
 			}
 			continue
 		}
-		g := &goodFile{pattern: int32(f.pattern), round: r.round, sum: sum, entries: r.src.entries(docs)}
+		g := &goodFile{pattern: int32(f.pattern), round: r.round, sum: sum, entries: entries}
 		r.good[f.path] = g
 		out.col.add(g.entries)
 	}
 	for _, e := range snap.readErr {
-		if !keep(e.path, fmt.Sprintf("cannot read %v", e.err)) {
+		switch {
+		case keep(e.path, fmt.Sprintf("cannot read %v", e.err)):
+		case errors.Is(e.err, errNotRegular) || r.loaded:
 			out.problems = append(out.problems, fmt.Sprintf("cannot read %v", e.err))
+		default:
+			out.unread = append(out.unread, e.err.Error())
 		}
 	}
 	for _, i := range snap.unmatched {
@@ -104,7 +119,7 @@ func (r *run) settle(snap snapshot) settled {
 		}
 	}
 	out.files = len(r.good)
-	return out
+	return out, nil
 }
 
 func sortedPaths(m map[string]*goodFile) []string {
