@@ -96,6 +96,8 @@ FUZZ_TARGETS := \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
 	./cmd/pipeline/lsp:FuzzHandlers \
+	./cmd/pipeline/lsp:FuzzFraming \
+	./cmd/pipeline:FuzzPrintable \
 	./schema:FuzzQuickNesting
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -179,4 +180,22 @@ func hostilePlan() *maskedPlan {
 		Sinks: []engine.SinkPlan{{Address: "sink.log." + hostileText, Target: node.TargetInfo{Location: hostileText, Kind: hostileText, Exists: true},
 			Changes: []engine.PlannedChange{c}, File: &node.FilePlan{Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-" + hostileText + "\n+" + hostileText + "\n " + hostileText + "\n"}}},
 		Warnings: []engine.PlanWarning{{Address: hostileText, Message: hostileText}}}}
+}
+
+// FuzzPrintable: whatever the text, printable's output is valid UTF-8
+// with no control, separator or bidi character but newline and tab, and
+// printing it again changes nothing.
+func FuzzPrintable(f *testing.F) {
+	for _, s := range []string{hostileText, "plain", "bad \xff\xfe", "\u2066\u2069\u200f", "\r\n\t\x00\x7f\u0085"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := printable(s)
+		if !utf8.ValidString(out) || strings.ContainsFunc(out, isUnsafe) {
+			t.Fatalf("printable(%q) = %q", s, out)
+		}
+		if again := printable(out); again != out {
+			t.Fatalf("printable(%q) = %q, again %q", s, out, again)
+		}
+	})
 }
