@@ -97,6 +97,18 @@ func TestViewsEscapeTerminalControls(t *testing.T) {
 		checkNoRaw(t, args[0]+" stderr", errb.String())
 	}
 
+	// A file name is text someone else chose too.
+	named := filepath.Join(t.TempDir(), "p"+hostileText+".hcl")
+	writeConfig(t, named, "locals {\n  a   = 1\n}\n")
+	for _, args := range [][]string{{"validate", named}, {"fmt", "-check", named}} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if !strings.Contains(out.String()+errb.String(), `px\x1b]0;pwned`) {
+			t.Errorf("%s does not name the file escaped (exit %d):\n%q%q", args[0], code, out.String(), errb.String())
+		}
+		checkNoRaw(t, args[0]+" of a file name", out.String()+errb.String())
+	}
+
 	addr, stop := startRun(t, dir, src)
 	defer stop()
 	waitReady(t, http.DefaultClient, "http://"+addr+"/readyz")
