@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -55,7 +56,7 @@ func hostOnly(h string) string {
 }
 
 func allowedHost(host string, names []string) bool {
-	if net.ParseIP(host) != nil {
+	if _, err := netip.ParseAddr(host); err == nil { // with an IPv6 zone too
 		return true
 	}
 	h := strings.TrimSuffix(strings.ToLower(host), ".") // "localhost." is localhost

@@ -29,6 +29,7 @@ func TestHostGuard(t *testing.T) {
 		{"127.0.0.1:9464", nil, "[::1]:9464", 200},
 		{"0.0.0.0:9464", nil, "10.2.3.4:9464", 200}, // Prometheus and probes by pod IP
 		{"127.0.0.1:9464", nil, "", 200},
+		{"[::]:9464", nil, "[fe80::1%25eth0]:9464", 200},
 		{"127.0.0.1:9464", nil, "rebind.attacker.example:9464", 421},
 		{"127.0.0.1:9464", nil, "localhost.attacker.example", 421},
 		{"127.0.0.1:9464", nil, "127.0.0.1.nip.io:9464", 421},
