@@ -211,3 +211,16 @@ func FuzzPrintable(f *testing.F) {
 		}
 	})
 }
+
+// TestTestAndAuditViewsEscape: a failed config test shows record keys and
+// values, a broken audit trail quotes its line: both through printable.
+func TestTestAndAuditViewsEscape(t *testing.T) {
+	value, _ := json.Marshal(hostileText)
+	var out bytes.Buffer
+	writeTestResult(&out, &testResult{File: "a.test.hcl", Name: hostileText, Failures: []testFailure{{Pos: "a.test.hcl:3:1", Node: "sink.log.x",
+		Message: hostileText, Missing: []testEntry{{Key: hostileText, Value: value}}, Unexpected: []testEntry{{Key: hostileText, Value: value}}}}})
+	checkNoRaw(t, "pipeline test", out.String())
+	out.Reset()
+	printVerify(&out, verifyView{Problem: &problemView{File: "audit.jsonl", Line: 3, Kind: "bad_line", Detail: hostileText}})
+	checkNoRaw(t, "audit verify", out.String())
+}
