@@ -26,9 +26,12 @@ func wideChain(n int, out string) string {
 }
 
 // TestConsoleWideGraphWithPanel: in a 1400 px window with a node's panel
-// open, a graph wider than the space left scrolls within its pane and
-// every node can be scrolled into view, none cut off (the page clipped
-// the graph at the right edge: the pane did not scroll the SVG's overflow).
+// open, a graph wider than the space left scrolls inside its own frame,
+// which stays whole beside the panel, and every node can be scrolled into
+// view. The graph used to be cut at the panel's edge: its frame ran under
+// the panel and only the whole pane scrolled, its scroll bar at the foot of
+// the page, far below the graph.
+// PIPELINE_CONSOLE_SCREENSHOT_WIDE=file.png keeps a screenshot to look at.
 func TestConsoleWideGraphWithPanel(t *testing.T) {
 	dir := t.TempDir()
 	addr, stop := startRun(t, dir, wideChain(7, filepath.Join(dir, "out.log")))
