@@ -25,12 +25,27 @@ GRAMMARFUZZTIME ?= 500x
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pipeline ./cmd/pipeline
+	@$(call gobuild,bin/pipeline,-o bin/pipeline ./cmd/pipeline)
 
 ## build-demo: bin/pipeline and bin/demo in one go build (make demo).
 build-demo:
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/pipeline ./cmd/demo
+	@$(call gobuild,bin/pipeline and bin/demo,-o bin/ ./cmd/pipeline ./cmd/demo)
+
+# gobuild says what it builds and why a first build is slow, then shows the
+# packages compiled as go build -v names them (a cached package is not
+# named), one line per 50, and the time taken. Compiler errors pass through.
+define gobuild
+echo '==> go build $(1)'; \
+echo '    A first build compiles every dependency (Kubernetes client, NATS, cilium/ebpf: some 900'; \
+echo '    packages): about 4 minutes on two idle cores, far longer on a busy machine. Go keeps them'; \
+echo "    in its build cache ($$($(GO) env GOCACHE)), so later builds take seconds."; \
+set -o pipefail; start=$$SECONDS; \
+CGO_ENABLED=0 $(GO) build -v -trimpath -ldflags '$(LDFLAGS)' $(2) 2>&1 | awk \
+  '/^[^ :]+$$/ { if (++n % 50 == 0) { printf "    %d packages compiled ...\n", n; fflush() }; next } { print; fflush() } \
+   END { if (n) printf "    %d packages compiled\n", n }' && \
+echo "    built $(1) in $$((SECONDS - start))s"
+endef
 
 ## test: everything CI runs: vet, unit, race, integration (real kube-apiserver,
 ## real BPF maps as root), docs freshness, the container image under podman,
@@ -81,6 +96,8 @@ FUZZ_TARGETS := \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
 	./cmd/pipeline/lsp:FuzzHandlers \
+	./cmd/pipeline/lsp:FuzzFraming \
+	./cmd/pipeline:FuzzPrintable \
 	./schema:FuzzCheckNesting
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -10,8 +10,7 @@ say() { echo "==> $*"; }
 start=$(date +%s)
 say "downloading the Go modules (go mod download; cold: a few minutes, then cached)"
 go mod download
-say "building bin/pipeline and bin/demo in one go build (cold: about 4 minutes on 2 idle cores, much longer on busy ones; cached: seconds)"
-make --no-print-directory build-demo
+make --no-print-directory build-demo # says what it builds, how long a first build takes, and its progress
 say "built in $(($(date +%s) - start))s"
 
 step=$(date +%s)

@@ -16,7 +16,9 @@ import (
 // consoleShot is the web console step: a new pod's IP arrives, the page of
 // the running job is opened in headless Chromium with that IP explained
 // along the graph and the extract node selected, and a screenshot is
-// written to docs/console.png. The pod is then deleted again and drained,
+// written to .cache/demo/console.png (docs/console.png, tracked, is the
+// documentation's picture: the demo leaves the tree clean). The pod is then
+// deleted again and drained,
 // so the next steps find the allow-list as before.
 func (d *demo) consoleShot(ctx context.Context) error {
 	const chromium = "/usr/bin/chromium"
@@ -40,7 +42,10 @@ func (d *demo) consoleShot(ctx context.Context) error {
 	if err := d.expectMap(ctx, "pod "+name+" allowed", "10.244.1.11", ip); err != nil {
 		return err
 	}
-	out := filepath.Join("docs", "console.png")
+	out := filepath.Join(".cache", "demo", "console.png")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
 	if err := screenshot(ctx, chromium, url+"?key="+ip, out); err != nil {
 		return fmt.Errorf("console screenshot: %w", err)
 	}

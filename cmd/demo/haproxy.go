@@ -51,6 +51,18 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 	if err := d.createIngress(ctx, ip, names, ports); err != nil {
 		return err
 	}
+	// HAProxy runs first, as on a host (the example's header says so), from
+	// a bootstrap configuration that answers 503 until pipeline's first
+	// render is swapped in and loaded with SIGUSR2. Started the other way
+	// round, the first render's reload finds no pid file yet.
+	if err := os.WriteFile(cfg, []byte(bootstrapHAProxy(listen)), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("    $ haproxy -W -D -f %s -p %s   (a bootstrap configuration: 503 until pipeline renders the real one)\n", rel(cfg), rel(pid))
+	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
+		return fmt.Errorf("start haproxy: %w: %s", err, out)
+	}
+	defer backendtest.StopPidFile(pid)
 	args := []string{"run", "--listen", "127.0.0.1:19466", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
 		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "drain=2s", "examples/haproxy"}
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
@@ -61,14 +73,6 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	if err := waitFor(ctx, 30*time.Second, "haproxy.cfg rendered", func() (bool, error) { _, err := os.Stat(cfg); return err == nil, nil }); err != nil {
-		return err
-	}
-	fmt.Printf("    $ haproxy -W -D -f %s -p %s\n", rel(cfg), rel(pid))
-	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
-		return fmt.Errorf("start haproxy: %w: %s", err, out)
-	}
-	defer backendtest.StopPidFile(pid)
 	if err := expectServed(ctx, listen, "both pods serve", names...); err != nil {
 		return err
 	}
@@ -77,6 +81,13 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 		return err
 	}
 	return expectServed(ctx, listen, "only web-1 serves", names[0])
+}
+
+// bootstrapHAProxy is the configuration HAProxy starts from before
+// pipeline renders one: its frontend answers 503.
+func bootstrapHAProxy(listen string) string {
+	return "defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n\n" +
+		"frontend http\n  bind " + listen + "\n  http-request return status 503 content-type text/plain string \"no backends yet\\n\"\n"
 }
 
 func (d *demo) createIngress(ctx context.Context, ip string, names []string, ports []int) error {

@@ -113,6 +113,7 @@ func newVerifyView(rep auditsink.Report, checkpoint string) verifyView {
 }
 
 func printVerify(out io.Writer, v verifyView) {
+	out = printableWriter{out} // a broken trail's detail quotes its text
 	if v.Problem != nil {
 		fmt.Fprintf(out, "%s:%d: %s: %s\n", v.Problem.File, v.Problem.Line, v.Problem.Kind, v.Problem.Detail)
 		fmt.Fprintf(out, "trail broken: %d lines verified before it (%.0f lines/s)\n", v.Lines, v.LinesPerSec)

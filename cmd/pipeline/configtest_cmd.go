@@ -170,6 +170,7 @@ func finishTests(stdout, stderr io.Writer, results []*testResult, invalid bool, 
 // writeTestResult prints one test: a line, and under a failure one block
 // per expectation, headed by the file:line:col of the expectation.
 func writeTestResult(w io.Writer, r *testResult) {
+	w = printableWriter{w} // record keys and values
 	if r.Passed {
 		fmt.Fprintf(w, "ok    %s: %s (virtual %s, took %s)\n", r.File, r.Name, r.Virtual, r.Elapsed)
 		return

@@ -8,8 +8,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -42,33 +40,6 @@ func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnosti
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-// printable escapes control characters (terminal escapes, carriage
-// returns, C1 controls) that a configuration could carry into a diagnostic,
-// so that printing it cannot retitle or clear the terminal. Newlines stay.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, isUnsafe) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case !isUnsafe(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
-}
-
-func isUnsafe(r rune) bool {
-	return r != '\n' && r != '\t' && (r == utf8.RuneError || unicode.IsControl(r) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Bidi_Control, r))
 }
 
 // sortDiags orders errors before warnings, then each by file and position

@@ -83,6 +83,7 @@ func fetchExplain(ctx context.Context, base, key string) ([]byte, error) {
 
 // writeExplain renders an answer for people.
 func writeExplain(w io.Writer, v explainView, now time.Time) {
+	w = printableWriter{w}
 	if v.Absent {
 		writeAbsent(w, v)
 		return

@@ -127,7 +127,7 @@ func fmtFile(cmd *cobra.Command, name string, write, diff bool) (bool, error) {
 	if err != nil || bytes.Equal(src, out) {
 		return false, err
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), name)
+	fmt.Fprintln(cmd.OutOrStdout(), printable(name))
 	if diff {
 		d, err := unifiedDiff(name, src, out)
 		if err != nil {

@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -39,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "Error: %s\n", err)
+		fmt.Fprintf(stderr, "Error: %s\n", printable(err.Error()))
 		return 1
 	}
 }
@@ -48,13 +51,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "pipeline",
 		Short: "Keep eBPF maps, NATS and audit trails in sync with Kubernetes, declared in HCL",
-		Long: "pipeline runs declarative pipelines: HCL files declaring sources (Kubernetes, files, static records),\n" +
-			"transforms (extract, filter, debounce, grace_period) and sinks (pinned eBPF maps, NATS subjects and\n" +
-			"key-value buckets, audit trails, logs), compiled\n" +
-			"into a graph that keeps every sink equal to what the sources say.\n\n" +
-			"A PATH is a .hcl file or a directory of them; blocks of all files of a directory merge into one\n" +
-			"configuration. Every block and attribute: `pipeline schema`, or docs/reference.md in the\n" +
-			"source tree (README.md there is the guide).",
+		Long:  rootLong(registry()),
 		Example: "  pipeline validate examples/*                  check every example, each on its own\n" +
 			"  pipeline graph examples/flagship | dot -Tsvg  draw a configuration's graph\n" +
 			"  pipeline run -var kubeconfig=~/.kube/config examples/demo\n" +
@@ -72,9 +69,45 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
+// rootLong is the root command's description. The node types come from
+// the registry, so the help names every type this build has.
+func rootLong(reg *node.Registry) string {
+	var kinds []string
+	for _, k := range schema.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%ss (%s)", k, strings.Join(reg.Types(k), ", ")))
+	}
+	intro := "pipeline runs declarative pipelines: HCL files declaring " + kinds[0] + ", " +
+		strings.Join(kinds[1:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1] +
+		", compiled into a graph that keeps every sink equal to what the sources say."
+	return wrapText(intro, 100) + "\n\n" +
+		"A PATH is a .hcl file or a directory of them; blocks of all files of a directory merge into one\n" +
+		"configuration. Every block and attribute: `pipeline schema`, or docs/reference.md in the\n" +
+		"source tree (README.md there is the guide)."
+}
+
+// wrapText breaks text into lines of at most width bytes at spaces.
+func wrapText(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(text) {
+		switch {
+		case i == 0:
+		case line+1+len(w) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
+}
+
 // longFlags are accepted with a single dash too (`-json`, `-var x=1`, `-check`),
 // as Terraform users write them.
-var longFlags = []string{"json", "var", "check", "check-files", "diff", "write", "format", "listen", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version", "against", "max-entries", "wait", "rate", "sample", "count", "interval", "run"}
+var longFlags = []string{"json", "var", "check", "check-files", "diff", "write", "format", "listen", "allow-host", "log-format", "log-level", "markdown", "recursive", "mode", "namespace", "name", "image", "seccomp", "privileged", "queue-limit", "version", "against", "max-entries", "wait", "rate", "sample", "count", "interval", "run"}
 
 func normalizeArgs(args []string) []string {
 	out := make([]string, 0, len(args))

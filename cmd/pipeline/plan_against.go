@@ -59,8 +59,9 @@ var reloadMarks = map[engine.Action]string{engine.Added: "+", engine.Rebuilt: "~
 
 // writeReloadText prints the node diff of a reload: every node that would
 // change, the count of those kept, and the sources that would relist.
-func (v textPlan) writeReload(b *strings.Builder, rp *reloadPlan) {
-	fmt.Fprintf(b, "%s\n", v.paint("\x1b[1m", "Reload of the instance at "+rp.against+":"))
+func (v textPlan) writeReload(b *termText, rp *reloadPlan) {
+	b.paint("\x1b[1m", "Reload of the instance at "+rp.against+":")
+	fmt.Fprintln(b)
 	kept := 0
 	for _, n := range rp.diff.Nodes {
 		switch {

@@ -26,26 +26,21 @@ type textPlan struct {
 
 var actionColours = map[reconcile.Action]string{reconcile.Create: "\x1b[32m", reconcile.Update: "\x1b[33m", reconcile.Delete: "\x1b[31m"}
 
-func (v textPlan) paint(code, s string) string {
-	if !v.colour {
-		return s
-	}
-	return code + s + "\x1b[0m"
-}
-
 func (v textPlan) write(w io.Writer, p *maskedPlan) error {
-	var b strings.Builder
+	t := &termText{colour: v.colour}
 	if p.reload != nil {
-		v.writeReload(&b, p.reload)
+		v.writeReload(t, p.reload)
 	}
 	for _, s := range p.Sinks {
-		v.sink(&b, &s)
+		v.sink(t, &s)
 	}
 	for _, wn := range p.Warnings {
-		fmt.Fprintf(&b, "%s %s: %s\n", v.paint("\x1b[33m", "Warning:"), wn.Address, wn.Message)
+		t.paint("\x1b[33m", "Warning:")
+		fmt.Fprintf(t, " %s: %s\n", wn.Address, wn.Message)
 	}
-	b.WriteString(v.paint("\x1b[1m", planSummary(&p.PlanResult, p.reload)) + "\n")
-	_, err := io.WriteString(w, b.String())
+	t.paint("\x1b[1m", planSummary(&p.PlanResult, p.reload))
+	fmt.Fprintln(t)
+	_, err := io.WriteString(w, t.b.String())
 	return err
 }
 
@@ -71,52 +66,57 @@ func targetLine(s *engine.SinkPlan) string {
 	return strings.Join(parts, ", ")
 }
 
-func (v textPlan) sink(b *strings.Builder, s *engine.SinkPlan) {
-	fmt.Fprintf(b, "%s  (%s)\n", v.paint("\x1b[1m", s.Address), targetLine(s))
+func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
+	t.paint("\x1b[1m", s.Address)
+	fmt.Fprintf(t, "  (%s)\n", targetLine(s))
 	for _, p := range s.Pending {
-		fmt.Fprintf(b, "    pending: %s would be removed at %s (grace period)\n", p.Key, p.Due.UTC().Format(time.RFC3339))
+		fmt.Fprintf(t, "    pending: %s would be removed at %s (grace period)\n", p.Key, p.Due.UTC().Format(time.RFC3339))
 	}
 	if len(s.Changes) == 0 {
-		b.WriteString("    no changes\n")
+		fmt.Fprintln(t, "    no changes")
 		return
 	}
 	shown := s.Changes[:min(len(s.Changes), v.max)]
 	width := 0
 	for _, c := range shown {
-		width = max(width, len(c.Key))
+		width = max(width, len(printable(c.Key)))
 	}
 	for _, c := range shown {
-		fmt.Fprintf(b, "  %s %-*s  %s\n", v.paint(actionColours[c.Action], string(rune(c.Action))), width, c.Key, changeText(c))
+		fmt.Fprint(t, "  ")
+		t.paint(actionColours[c.Action], string(rune(c.Action)))
+		fmt.Fprintf(t, " %-*s  %s\n", width, printable(c.Key), changeText(c))
 		for _, l := range c.Detail {
-			fmt.Fprintf(b, "      %s\n", l)
+			fmt.Fprintf(t, "      %s\n", l)
 		}
 		if c.DryRunError != "" {
-			fmt.Fprintf(b, "      would fail: %s\n", c.DryRunError)
+			fmt.Fprintf(t, "      would fail: %s\n", c.DryRunError)
 		}
 	}
 	if rest := len(s.Changes) - len(shown); rest > 0 {
 		a, u, d := countActions(s.Changes[len(shown):])
-		fmt.Fprintf(b, "  ... and %d more (%d to add, %d to change, %d to remove; --max-entries or --json shows all)\n", rest, a, u, d)
+		fmt.Fprintf(t, "  ... and %d more (%d to add, %d to change, %d to remove; --max-entries or --json shows all)\n", rest, a, u, d)
 	}
 	if s.File != nil && s.File.Diff != "" {
 		for _, l := range strings.SplitAfter(strings.TrimSuffix(s.File.Diff, "\n"), "\n") {
-			b.WriteString("    " + v.diffLine(l))
+			fmt.Fprint(t, "    ")
+			diffLine(t, strings.TrimSuffix(l, "\n"))
 		}
-		b.WriteString("\n")
 	}
 }
 
-// diffLine paints one line of a file's unified diff.
-func (v textPlan) diffLine(l string) string {
+// diffLine writes one line of a file's unified diff, painted.
+func diffLine(t *termText, l string) {
 	switch {
 	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "@@"):
-		return v.paint("\x1b[1m", strings.TrimSuffix(l, "\n")) + "\n"
+		t.paint("\x1b[1m", l)
 	case strings.HasPrefix(l, "+"):
-		return v.paint(actionColours[reconcile.Create], strings.TrimSuffix(l, "\n")) + "\n"
+		t.paint(actionColours[reconcile.Create], l)
 	case strings.HasPrefix(l, "-"):
-		return v.paint(actionColours[reconcile.Delete], strings.TrimSuffix(l, "\n")) + "\n"
+		t.paint(actionColours[reconcile.Delete], l)
+	default:
+		fmt.Fprint(t, l)
 	}
-	return l
+	fmt.Fprintln(t)
 }
 
 // changeText is what follows a change's key: the value and where it comes

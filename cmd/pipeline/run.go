@@ -31,6 +31,7 @@ type runFlags struct {
 	vars       []string
 	queueLimit int
 	listen     string
+	allowHosts []string
 	logFormat  string
 	logLevel   string
 	reload     reloadFlags
@@ -50,7 +51,8 @@ func newRunCmd() *cobra.Command {
 			"Variables: -var name=value, or the environment variable PIPELINE_VAR_name (-var wins).\n" +
 			"HTTP on --listen: /metrics (Prometheus), /healthz, and /readyz (200 once every source synced and\n" +
 			"every sink is healthy; its JSON body names each node's state and the last reload), /reloads,\n" +
-			"and /tap for `pipeline tap`.\n" +
+			"/tap for `pipeline tap`, and the web console at /. It answers requests for IP addresses and\n" +
+			"localhost only (against DNS rebinding); --allow-host adds a name, such as a proxy's.\n" +
 			"The configuration reloads when its files change (--watch=false: only on SIGHUP): a new graph is\n" +
 			"validated and started beside the running one, unchanged nodes keep running, and a failure\n" +
 			"leaves the running graph untouched. GET /reloads lists the latest reloads.\n" +
@@ -68,6 +70,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a variable: -var name=value (repeatable); PIPELINE_VAR_name also works")
 	cmd.Flags().IntVar(&f.queueLimit, "queue-limit", engine.DefaultQueueLimit, "deltas each node's input queue holds before the node is resynchronised from a snapshot")
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz; empty disables")
+	cmd.Flags().StringArrayVar(&f.allowHosts, "allow-host", nil, "a host name the admin endpoint and console answer for besides IP addresses and localhost, such as the name of a proxy in front (repeatable)")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	reloadFlagSet(cmd, &f.reload)
@@ -127,7 +130,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 		}
 		con = console.New(console.Options{Runtime: rt, Graph: l.graph, Engine: engineReg, Secrets: secrets, Logger: logger})
 		srv, err := serveHTTP(f.listen, prometheus.Gatherers{reg, engineReg, metrics.NodeGatherer()}, rt, secrets, keyFile,
-			con.Handler())
+			con.Handler(), f.allowHosts...)
 		if err != nil {
 			return err
 		}
@@ -222,9 +225,11 @@ func redactor(r *redact.Redactor) func([]string, slog.Attr) slog.Attr {
 
 // serveHTTP serves the admin endpoint; keyFile is where the fingerprint
 // key is for GET /graph to name (fpkey.go). page, when not nil, is the web
-// console (cmd/pipeline/console): GET / and /console/.
+// console (cmd/pipeline/console): GET / and /console/. It answers only
+// for IP addresses, localhost and the names of addr and allowHosts
+// (console.HostGuard).
 func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *redact.Redactor, keyFile string,
-	page http.Handler) (*http.Server, error) {
+	page http.Handler, allowHosts ...string) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin endpoint: %w", err) // the error names the address
@@ -265,7 +270,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 		outer.Handle("/", root)
 		root = outer
 	}
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: root,
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: console.HostGuard(root, addr, allowHosts),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	go func() {

@@ -110,7 +110,7 @@ func printTap(ctx context.Context, w io.Writer, r io.Reader, f tapFlags) error {
 		if f.json {
 			fmt.Fprintf(w, "%s\n", sc.Bytes())
 		} else {
-			fmt.Fprintln(w, readableTap(l))
+			fmt.Fprintln(w, printable(readableTap(l)))
 		}
 		if l.Op != "skipped" {
 			printed++

@@ -92,7 +92,8 @@ func topRows(prev, cur *topSample) []topRow {
 	var rows []topRow
 	for _, st := range cur.ready.Nodes {
 		n := st.Address
-		r := topRow{node: n, state: st.State, sink: strings.HasPrefix(n, "sink."),
+		// The instance's answer is printed: its names and states are escaped.
+		r := topRow{node: printable(n), state: printable(st.State), sink: strings.HasPrefix(n, "sink."),
 			records: cur.metrics["pipeline_node_records"][n], queue: cur.metrics["pipeline_node_queue_depth"][n],
 			in: rate("pipeline_node_deltas_total/in", n), out: rate("pipeline_node_deltas_total/out", n),
 			errs: rate("pipeline_sink_writes_total/error", n), latency: -1,
@@ -132,7 +133,7 @@ func (v *topView) render(rows []topRow, s *topSample) error {
 	if s.ready.Ready {
 		ready = "ready"
 	}
-	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", v.against, ready, s.at.Format(time.TimeOnly))
+	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", printable(v.against), ready, s.at.Format(time.TimeOnly))
 	// The table is laid out without colour, then the states are painted:
 	// tabwriter counts escape codes as width, which shifted every coloured
 	// row against the header. Padding 1, short headings (explained in the

@@ -46,7 +46,7 @@ func newValidateCmd() *cobra.Command {
 				if !asJSON {
 					writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
 					if !l.diags.HasErrors() {
-						fmt.Fprintf(cmd.OutOrStdout(), "Success! %s is valid (%d nodes).\n", path, len(l.graph.Nodes))
+						fmt.Fprintf(cmd.OutOrStdout(), "Success! %s is valid (%d nodes).\n", printable(path), len(l.graph.Nodes))
 					}
 				}
 			}

@@ -122,11 +122,11 @@ transform "debounce" "quiet" {
 }
 
 sink "template" "haproxy" {
-  input          = transform.debounce.quiet
-  template_file  = "haproxy.cfg.tmpl"
-  path           = var.config
-  backup         = true
-  check_command  = ["haproxy", "-c", "-f", "{{path}}"]
-  reload_signal  = "SIGUSR2"
-  pid_file       = var.pid_file
+  input         = transform.debounce.quiet
+  template_file = "haproxy.cfg.tmpl"
+  path          = var.config
+  backup        = true
+  check_command = ["haproxy", "-c", "-f", "{{path}}"]
+  reload_signal = "SIGUSR2"
+  pid_file      = var.pid_file
 }

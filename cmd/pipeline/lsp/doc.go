@@ -8,5 +8,8 @@
 // It is not a second validator nor a second parser: positions come from
 // hcl/v2's ranges (bytes), converted here to LSP's UTF-16 columns, and
 // nothing it computes is used outside the editor. The protocol's wire
-// types and JSON-RPC framing are go.lsp.dev/protocol and go.lsp.dev/jsonrpc2.
+// types and JSON-RPC connection are go.lsp.dev/protocol and
+// go.lsp.dev/jsonrpc2; the framing under them (stream.go) is ours, so that
+// a bad or oversized message is answered and skipped instead of ending
+// the server.
 package lsp

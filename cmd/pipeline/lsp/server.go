@@ -84,7 +84,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 		dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(rwc))
+	s.conn = jsonrpc2.NewConn(newStream(rwc, s.log))
 	loop := make(chan struct{})
 	go func() { defer close(loop); s.diagnoseLoop(ctx) }()
 	s.conn.Go(ctx, s.handle)

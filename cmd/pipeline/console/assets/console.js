@@ -60,7 +60,7 @@ function drawGraph(g) {
   const svg = $("graph");
   svg.replaceChildren();
   svg.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
-  svg.style.maxWidth = g.width + "px";
+  svg.parentElement.style.maxWidth = (g.width + 2) + "px"; // the frame fits a narrow graph
   svg.style.minWidth = Math.round(g.width * 0.7) + "px"; // a wide graph scrolls rather than shrinking its text away
   const defs = el("defs", {}, svg);
   const m = el("marker", {id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10",

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/reconcile"
+)
+
+// hostileText is what an object written by someone else may carry: a
+// window title set (OSC), a screen clear (CSI), a C1 CSI, DEL, a carriage
+// return and a bidi override.
+const hostileText = "x\x1b]0;pwned\x07\x1b[2J\u009b2J\x7f\r\u202eevil"
+
+// hostileHCL is hostileText in HCL string syntax.
+const hostileHCL = `x\u001b]0;pwned\u0007\u001b[2J\u009b2J\u007f\r\u202eevil`
+
+// ourColours are the only escape sequences the views write themselves.
+var ourColours = regexp.MustCompile(`\x1b\[(0|1|2|31|32|33)m|\x1b\[H\x1b\[2J`)
+
+// checkNoRaw fails when text holds a control or bidi character other than
+// the views' own colour codes.
+func checkNoRaw(t *testing.T, view, text string) {
+	t.Helper()
+	rest := ourColours.ReplaceAllString(text, "")
+	if i := strings.IndexFunc(rest, isUnsafe); i >= 0 {
+		t.Errorf("%s writes %q raw:\n%q", view, []rune(rest[i:])[0], text)
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é😀\tand\nlines": "plain é😀\tand\nlines",
+		hostileText:            `x\x1b]0;pwned\x07\x1b[2J\x9b2J\x7f\x0d\u202eevil`,
+		"bad \xff byte":        `bad \ufffd byte`,
+		"\u2028\u2066":         `\u2028\u2066`,
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+		if again := printable(printable(in)); again != printable(in) {
+			t.Errorf("printable is not idempotent on %q: %q", in, again)
+		}
+	}
+}
+
+// hostileConfig: records whose keys and values carry hostileText, into a
+// log sink and a template sink (whose plan shows a diff of the file).
+const hostileConfig = `
+source "static" "a" {
+  records = {
+    "k-%[1]s" = { v = "%[1]s" }
+  }
+}
+sink "log" "out" {
+  input = source.static.a
+  path  = "%[2]s"
+}
+sink "template" "t" {
+  input    = source.static.a
+  template = "%%{ for r in records }${r.key} ${r.value.v}\n%%{ endfor }"
+  path     = "%[3]s"
+}
+`
+
+// TestViewsEscapeTerminalControls runs every human view on records whose
+// key and value carry terminal escapes: none reaches stdout or stderr raw
+// (plan and explain used to print them as they came).
+func TestViewsEscapeTerminalControls(t *testing.T) {
+	dir := t.TempDir()
+	src := fmt.Sprintf(hostileConfig, hostileHCL, filepath.Join(dir, "out.log"), filepath.Join(dir, "t.txt"))
+	cfg := filepath.Join(dir, "p.hcl")
+	writeConfig(t, cfg, src)
+	key := "k-" + hostileText
+
+	for _, args := range [][]string{{"validate", cfg}, {"plan", cfg}, {"graph", cfg}} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if args[0] == "plan" && !strings.Contains(out.String(), `k-x\x1b]0;pwned`) {
+			t.Errorf("plan does not show the key escaped (exit %d):\n%s%s", code, out.String(), errb.String())
+		}
+		checkNoRaw(t, args[0]+" stdout", out.String())
+		checkNoRaw(t, args[0]+" stderr", errb.String())
+	}
+
+	// A file name is text someone else chose too.
+	named := filepath.Join(t.TempDir(), "p"+hostileText+".hcl")
+	writeConfig(t, named, "locals {\n  a   = 1\n}\n")
+	for _, args := range [][]string{{"validate", named}, {"fmt", "-check", named}} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if !strings.Contains(out.String()+errb.String(), `px\x1b]0;pwned`) {
+			t.Errorf("%s does not name the file escaped (exit %d):\n%q%q", args[0], code, out.String(), errb.String())
+		}
+		checkNoRaw(t, args[0]+" of a file name", out.String()+errb.String())
+	}
+
+	addr, stop := startRun(t, dir, src)
+	defer stop()
+	waitReady(t, http.DefaultClient, "http://"+addr+"/readyz")
+	var out, errb bytes.Buffer
+	if code := run([]string{"explain", "--against", addr, key}, &out, &errb); code != 0 {
+		t.Fatalf("explain: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), `\x1b[2J`) {
+		t.Errorf("explain does not show the key escaped:\n%s", out.String())
+	}
+	checkNoRaw(t, "explain", out.String()+errb.String())
+
+	out.Reset()
+	if err := runTop(context.Background(), &out, topFlags{against: addr, interval: 100 * time.Millisecond, count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	checkNoRaw(t, "top", out.String())
+}
+
+// TestTapTopEscapeWhatTheServerSays: tap and top print what an admin
+// endpoint answers, which --against may name anywhere.
+func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
+	value, _ := json.Marshal(hostileText)
+	line, err := json.Marshal(tapLine{Time: time.Now(), Node: "sink.log." + hostileText, Op: "upsert", Key: hostileText,
+		Value: value, Origin: &originView{Source: hostileText}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printTap(context.Background(), &out, bytes.NewReader(append(line, '\n')), tapFlags{}); err != nil {
+		t.Fatal(err)
+	}
+	checkNoRaw(t, "tap", out.String())
+
+	for _, colour := range []bool{false, true} {
+		out.Reset()
+		s := &topSample{at: time.Now(), ready: engine.Readiness{Nodes: []engine.NodeStatus{{Address: "sink.x." + hostileText, State: hostileText}}}}
+		v := topView{w: &out, colour: colour, against: hostileText}
+		if err := v.render(topRows(nil, s), s); err != nil {
+			t.Fatal(err)
+		}
+		checkNoRaw(t, fmt.Sprintf("top (colour %v)", colour), out.String())
+	}
+}
+
+// TestColouredPlanEscapes: with colours on, the plan's own codes are the
+// only escapes it writes.
+func TestColouredPlanEscapes(t *testing.T) {
+	var out bytes.Buffer
+	p := hostilePlan()
+	if err := (textPlan{colour: true, max: 10}).write(&out, p); err != nil {
+		t.Fatal(err)
+	}
+	checkNoRaw(t, "coloured plan", out.String())
+	if !strings.Contains(out.String(), "\x1b[32m+\x1b[0m") {
+		t.Errorf("no colour left:\n%q", out.String())
+	}
+}
+
+// TestTextLogQuotesControls: the text log (slog's text handler, as run
+// sets it up) quotes a value with control characters, so a log line
+// carries no raw escape either.
+func TestTextLogQuotesControls(t *testing.T) {
+	var b bytes.Buffer
+	log, err := newLogger(&b, "text", "debug", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Warn("update failed", "key", hostileText, slog.String("err", "target said "+hostileText), slog.Any(hostileText, 1))
+	checkNoRaw(t, "text log", b.String())
+	if diff := cmp.Diff(1, strings.Count(b.String(), "\n")); diff != "" {
+		t.Errorf("one line (-want +got):\n%s%q", diff, b.String())
+	}
+}
+
+// hostilePlan is a plan of one change whose every text is hostileText.
+func hostilePlan() *maskedPlan {
+	c := engine.PlannedChange{Change: reconcile.Change{Address: "sink.log.x", Action: reconcile.Create, Key: hostileText},
+		After: hostileText, Origins: []string{hostileText}, Detail: []string{hostileText}, DryRunError: hostileText}
+	return &maskedPlan{PlanResult: engine.PlanResult{
+		Sinks: []engine.SinkPlan{{Address: "sink.log." + hostileText, Target: node.TargetInfo{Location: hostileText, Kind: hostileText, Exists: true},
+			Changes: []engine.PlannedChange{c}, File: &node.FilePlan{Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-" + hostileText + "\n+" + hostileText + "\n " + hostileText + "\n"}}},
+		Warnings: []engine.PlanWarning{{Address: hostileText, Message: hostileText}}}}
+}
+
+// FuzzPrintable: whatever the text, printable's output is valid UTF-8
+// with no control, separator or bidi character but newline and tab, and
+// printing it again changes nothing.
+func FuzzPrintable(f *testing.F) {
+	for _, s := range []string{hostileText, "plain", "bad \xff\xfe", "\u2066\u2069\u200f", "\r\n\t\x00\x7f\u0085"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := printable(s)
+		if !utf8.ValidString(out) || strings.ContainsFunc(out, isUnsafe) {
+			t.Fatalf("printable(%q) = %q", s, out)
+		}
+		if again := printable(out); again != out {
+			t.Fatalf("printable(%q) = %q, again %q", s, out, again)
+		}
+	})
+}
+
+// TestTestAndAuditViewsEscape: a failed config test shows record keys and
+// values, a broken audit trail quotes its line: both through printable.
+func TestTestAndAuditViewsEscape(t *testing.T) {
+	value, _ := json.Marshal(hostileText)
+	var out bytes.Buffer
+	writeTestResult(&out, &testResult{File: "a.test.hcl", Name: hostileText, Failures: []testFailure{{Pos: "a.test.hcl:3:1", Node: "sink.log.x",
+		Message: hostileText, Missing: []testEntry{{Key: hostileText, Value: value}}, Unexpected: []testEntry{{Key: hostileText, Value: value}}}}})
+	checkNoRaw(t, "pipeline test", out.String())
+	out.Reset()
+	printVerify(&out, verifyView{Problem: &problemView{File: "audit.jsonl", Line: 3, Kind: "bad_line", Detail: hostileText}})
+	checkNoRaw(t, "audit verify", out.String())
+}
