@@ -190,9 +190,9 @@ func TestKeyerMapOrder(t *testing.T) {
 // refused when the path is compiled (client-go's parser takes it, and its
 // walk then repeats or fails on every object).
 func TestNewKeyerUnpairedRange(t *testing.T) {
-	for _, expr := range []string{"{range .metadata.labels.*}", "{end}"} {
-		if _, errs := NewKeyer([]string{expr}); errs == nil || errs[0] == nil {
-			t.Errorf("%s: compiled", expr)
+	for expr, want := range map[string]string{"{range .metadata.labels.*}": "range without end", "{end}": "not in range, nothing to end"} {
+		if _, errs := NewKeyer([]string{expr}); errs == nil || errs[0] == nil || errs[0].Error() != want {
+			t.Errorf("%s: errors %v, want %q", expr, errs, want)
 		}
 	}
 }
