@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/hcl/v2"
-	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/pipeline/pipeline/internal/jpath"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -19,11 +17,12 @@ var ErrMissing = errors.New("index path missing")
 
 // Keyer computes record keys from objects: the values of the index_by
 // paths joined with ":", or namespace/name (name for cluster-scoped
-// objects) when no path is configured. It is safe for concurrent use.
+// objects) when no path is configured. A path that walks a map (`*`,
+// `..`) visits its keys in sorted order, so an object's key does not
+// depend on Go's map order. It is safe for concurrent use.
 type Keyer struct {
 	exprs []string
-	mu    sync.Mutex // a jsonpath.JSONPath keeps evaluation state
-	paths []*jsonpath.JSONPath
+	paths []*jpath.Template // strict: a missing field is an error
 }
 
 // NewKeyer compiles index_by expressions; errs[i] is the error of exprs[i].
@@ -40,14 +39,13 @@ func NewKeyer(exprs []string) (*Keyer, []error) {
 			errs[i], failed = err, true
 			continue
 		}
-		j := jsonpath.New("index_by")
-		j.AllowMissingKeys(false)
-		if err := j.Parse(norm); err != nil {
+		t, err := jpath.Parse(norm)
+		if err != nil {
 			errs[i], failed = err, true
 			continue
 		}
 		k.exprs = append(k.exprs, norm)
-		k.paths = append(k.paths, j)
+		k.paths = append(k.paths, t.Strict())
 	}
 	if !failed {
 		errs = nil
@@ -81,11 +79,9 @@ func (k *Keyer) Key(obj map[string]any) (string, error) {
 	if len(k.paths) == 0 {
 		return DefaultKey(obj)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	parts := make([]string, len(k.paths))
-	for i, j := range k.paths {
-		s, err := evalText(j, obj)
+	for i, t := range k.paths {
+		s, err := evalText(t, obj)
 		if err != nil {
 			return "", fmt.Errorf("%w: %s: %s", ErrMissing, k.exprs[i], err)
 		}
@@ -94,10 +90,18 @@ func (k *Keyer) Key(obj map[string]any) (string, error) {
 	return strings.Join(parts, ":"), nil
 }
 
-func evalText(j *jsonpath.JSONPath, obj map[string]any) (string, error) {
-	results, err := j.FindResults(obj)
+// evalText is the text of the values t finds in obj, joined with ",";
+// an error when it finds none (or only nulls).
+func evalText(t *jpath.Template, obj map[string]any) (string, error) {
+	results, err := t.FindResults(obj)
 	if err != nil {
 		return "", err
+	}
+	if len(results) == 1 && len(results[0]) == 1 { // one value: no join
+		if s, ok := text(results[0][0]); ok {
+			return s, nil
+		}
+		return "", errors.New("no value")
 	}
 	var parts []string
 	for _, rs := range results {
@@ -113,22 +117,18 @@ func evalText(j *jsonpath.JSONPath, obj map[string]any) (string, error) {
 	return strings.Join(parts, ","), nil
 }
 
-func text(v reflect.Value) (string, bool) {
-	for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) {
-		if v.IsNil() {
-			return "", false
-		}
-		v = v.Elem()
-	}
-	if !v.IsValid() {
+// text is a value's part of a key: a string as it is, null as nothing,
+// anything else as JSON.
+func text(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
 		return "", false
+	case string:
+		return x, true
 	}
-	if v.Kind() == reflect.String {
-		return v.String(), true
-	}
-	b, err := json.Marshal(v.Interface())
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprint(v.Interface()), true
+		return fmt.Sprint(v), true
 	}
 	return string(b), true
 }

@@ -2,6 +2,8 @@ package kobject
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -148,5 +150,49 @@ func TestSameContent(t *testing.T) {
 	b["status"].(map[string]any)["podIP"] = "10.0.0.8"
 	if SameContent(a, b) {
 		t.Error("objects with different podIP are the same")
+	}
+}
+
+// TestKeyerMapOrder: index_by paths that walk a map (`*`, `..`) visit its
+// keys in sorted order, so one object has one key however often it is
+// keyed (client-go's walk follows Go's random map order).
+func TestKeyerMapOrder(t *testing.T) {
+	labels := map[string]any{}
+	for i := range 20 {
+		labels[fmt.Sprintf("k%02d", i)] = fmt.Sprint("v", i)
+	}
+	var sorted []string
+	for i := range 20 {
+		sorted = append(sorted, fmt.Sprint("v", i))
+	}
+	obj := map[string]any{"metadata": map[string]any{"name": "a", "labels": labels}}
+	for _, tc := range []struct{ expr, want string }{
+		{"{.metadata.labels.*}", strings.Join(sorted, ",")},
+		{"{.metadata..k03}", "v3"},
+		{"{..labels.*}", strings.Join(sorted, ",")},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			k, errs := NewKeyer([]string{tc.expr})
+			if errs != nil {
+				t.Fatal(errs)
+			}
+			for range 100 {
+				got, err := k.Key(obj)
+				if err != nil || got != tc.want {
+					t.Fatalf("Key = %q, %v; want %q", got, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestNewKeyerUnpairedRange: a range or end in an index_by path is
+// refused when the path is compiled (client-go's parser takes it, and its
+// walk then repeats or fails on every object).
+func TestNewKeyerUnpairedRange(t *testing.T) {
+	for expr, want := range map[string]string{"{range .metadata.labels.*}": "range without end", "{end}": "not in range, nothing to end"} {
+		if _, errs := NewKeyer([]string{expr}); errs == nil || errs[0] == nil || errs[0].Error() != want {
+			t.Errorf("%s: errors %v, want %q", expr, errs, want)
+		}
 	}
 }

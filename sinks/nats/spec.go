@@ -13,7 +13,7 @@ import (
 var (
 	subjectAttr = schema.Expr("subject", "record").Required().
 			Doc("Subject of each message, an expression over the record (`record.key`, `record.value`). A delete goes to the subject of the key's last upsert. A record whose subject does not evaluate to a valid subject is skipped and counted.").
-			Example(`"pods.${replace(record.key, \".\", \"_\")}"`)
+			Example(`"pods.${replace(record.key, ".", "_")}"`)
 	jetstreamAttr = schema.Bool("jetstream").Default(false, "false").
 			Doc("Publish through JetStream: each message waits for the stream's acknowledgement and is retried until acknowledged, with the same Nats-Msg-Id so the stream drops duplicates (within its duplicate window, 2m by default). A stream must capture the subjects. With false, messages are published with core NATS: a batch counts as sent once the server confirmed it received the batch (a flush), but a message can still be lost (no subscriber, a subscriber too slow, the server failing before it forwarded it) and one can be sent twice when a flush times out and the batch is retried.")
 	inFlightAttr = schema.Int("max_in_flight").Default(1024, "1024").

@@ -1,7 +1,7 @@
 // Package extract implements transform "extract": every input object yields
 // zero or more records through HCL expressions (where, for_each, key, value)
 // evaluated per object, with object and each in scope and a jsonpath()
-// function: client-go parses its templates, jsonpath_eval.go walks them
+// function: client-go parses its templates, internal/jpath walks them
 // (a map's keys in sorted order).
 //
 // The transform keeps two indexes: object key -> record keys it yields, and

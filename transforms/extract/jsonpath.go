@@ -9,9 +9,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
-	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/internal/jpath"
 )
 
 // withJSONPath returns a child of ctx whose functions are ctx's plus
@@ -43,53 +43,20 @@ func withJSONPath(ctx *hcl.EvalContext) *hcl.EvalContext {
 
 // template is one parsed JSONPath template.
 type template struct {
-	steps []step
-	// text is set when the template prints text (literal text around the
-	// braces, or range): the function then returns the printed string.
-	text bool
+	t *jpath.Template
 	// fields is set for a template that is one action made of field names
 	// only ({.status.podIP}): eval then walks the value itself instead of
 	// converting the whole value to Go first.
 	fields []string
 }
 
-// parseTemplate parses a template and classifies it.
+// parseTemplate parses a template.
 func parseTemplate(src string) (*template, error) {
-	p, err := jsonpath.Parse("jsonpath", src)
+	t, err := jpath.Parse(src)
 	if err != nil {
 		return nil, err
 	}
-	t := &template{fields: fieldChain(p.Root)}
-	if t.steps, err = compileSteps(p.Root.Nodes); err != nil {
-		return nil, err
-	}
-	for _, s := range t.steps {
-		if _, ok := s.node.(*jsonpath.ListNode); !ok || s.isRange {
-			t.text = true // literal text between actions, or a range
-		}
-	}
-	return t, nil
-}
-
-// fieldChain returns the field names of a template that is one action of
-// field names only, else nil.
-func fieldChain(root *jsonpath.ListNode) []string {
-	if len(root.Nodes) != 1 {
-		return nil
-	}
-	list, ok := root.Nodes[0].(*jsonpath.ListNode)
-	if !ok || len(list.Nodes) == 0 {
-		return nil
-	}
-	var names []string
-	for _, n := range list.Nodes {
-		f, ok := n.(*jsonpath.FieldNode)
-		if !ok || f.Value == "" {
-			return nil
-		}
-		names = append(names, f.Value)
-	}
-	return names
+	return &template{t: t, fields: t.Fields()}, nil
 }
 
 // walkFields is what client-go's JSONPath (missing keys allowed) finds for
@@ -163,16 +130,18 @@ func (ts *templates) eval(src string, v cty.Value) (cty.Value, error) {
 }
 
 // evalGo runs t against a Go value, with client-go's rules but for the
-// order of a map's keys, which are visited sorted (jsonpath_eval.go).
+// order of a map's keys, which are visited sorted (internal/jpath). A
+// template that prints text (literal text around the braces, or range)
+// gives the printed string.
 func (t *template) evalGo(data any) (cty.Value, error) {
-	results, err := findResults(t.steps, data)
+	results, err := t.t.FindResults(data)
 	if err != nil {
 		return cty.NilVal, err
 	}
-	if t.text {
+	if t.t.Prints() {
 		var buf bytes.Buffer
 		for _, set := range results {
-			if err := printResults(&buf, set); err != nil {
+			if err := jpath.PrintResults(&buf, set); err != nil {
 				return cty.NilVal, err
 			}
 		}

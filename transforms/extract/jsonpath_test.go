@@ -1,19 +1,14 @@
 package extract
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
-	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/pipeline/pipeline/internal/ctyconv"
 )
@@ -198,170 +193,4 @@ func TestJSONPathMapOrder(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestJSONPathSameAsClientGo: on random values and templates the
-// evaluation gives what client-go's gives (kubectl's rules): the same
-// values in the same order, or the same multiset where the template walks
-// a map with `*` or `..` (client-go's order there is random), and an error
-// where client-go gives one.
-func TestJSONPathSameAsClientGo(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	names := []string{"a", "b", "c"}
-	var gen func(depth int) any
-	gen = func(depth int) any {
-		switch k := rng.IntN(8); {
-		case depth > 3 || k == 0:
-			return fmt.Sprint("s", rng.IntN(3))
-		case k == 1:
-			return int64(rng.IntN(4))
-		case k == 2:
-			return nil
-		case k == 3:
-			return rng.IntN(2) == 0
-		case k == 4:
-			// Not empty: client-go's walk of [...] ends at an empty list,
-			// leaving out the lists after it; ours goes on (see
-			// TestJSONPathFunc).
-			l := []any{gen(depth + 1)}
-			for range rng.IntN(3) {
-				l = append(l, gen(depth+1))
-			}
-			return l
-		default:
-			m := map[string]any{}
-			for range rng.IntN(4) {
-				m[names[rng.IntN(len(names))]] = gen(depth + 1)
-			}
-			return m
-		}
-	}
-	steps := []func() string{
-		func() string { return "." + names[rng.IntN(len(names))] },
-		func() string { return fmt.Sprintf("[%d]", rng.IntN(3)-1) },
-		func() string { return "[*]" },
-		func() string { return "[0:2]" },
-		func() string { return ".*" },
-		func() string { return ".." + names[rng.IntN(len(names))] },
-		func() string { return "[?(@." + names[rng.IntN(len(names))] + ")]" },
-		func() string { return fmt.Sprintf(`[?(@.%s=="s%d")]`, names[rng.IntN(len(names))], rng.IntN(3)) },
-		func() string { return fmt.Sprintf(`[?(@.%s>%d)]`, names[rng.IntN(len(names))], rng.IntN(3)) },
-		func() string { return "['a','b']" },
-	}
-	path := func() string {
-		var b strings.Builder
-		for range 1 + rng.IntN(3) {
-			b.WriteString(steps[rng.IntN(len(steps))]())
-		}
-		return b.String()
-	}
-	compared := 0
-	for i := range 20000 {
-		data := gen(0)
-		var src string
-		switch rng.IntN(4) {
-		case 0:
-			src = "{" + path() + "}x{" + path() + "}"
-		case 1:
-			head := path()
-			if found, err := clientGoEval("{"+head+"}", data); err != nil || found.IsNull() {
-				// client-go walks the body of a range that found nothing
-				// on no value, which fails or panics; ours skips it.
-				continue
-			}
-			src = "{range " + head + "}[{" + path() + "}]{end}"
-		default:
-			src = "{" + path() + "}"
-		}
-		if strings.HasPrefix(src, "{..") || strings.Contains(src, "{range ..") {
-			continue // client-go's parser reads "{.." as a field after "."
-		}
-		tmpl, err := parseTemplate(src)
-		if err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
-		got, gerr := tmpl.evalGo(data)
-		want, werr := clientGoEval(src, data)
-		if errors.Is(werr, errClientGoPanicked) {
-			continue
-		}
-		if (gerr != nil) != (werr != nil) {
-			t.Fatalf("case %d: %s of %#v: got %#v (%v), client-go %#v (%v)", i, src, data, got, gerr, want, werr)
-		}
-		if gerr != nil {
-			continue
-		}
-		compared++
-		g, w := ctyconv.String(got), ctyconv.String(want)
-		if strings.Contains(src, "*") || strings.Contains(src, "..") {
-			g, w = sortedRunes(g), sortedRunes(w)
-		}
-		if g != w {
-			t.Fatalf("case %d: %s of %#v: got %s, client-go %s", i, src, data, ctyconv.String(got), ctyconv.String(want))
-		}
-	}
-	if compared < 3000 {
-		t.Fatalf("only %d of 20000 cases evaluated without an error", compared)
-	}
-}
-
-// errClientGoPanicked: client-go's walk panics on the body of a range
-// that found nothing when the body indexes a list; ours skips that body.
-var errClientGoPanicked = errors.New("client-go panicked")
-
-// clientGoEval is jsonpath() as client-go's JSONPath evaluates it.
-func clientGoEval(src string, data any) (v cty.Value, err error) {
-	defer func() {
-		if recover() != nil {
-			v, err = cty.NilVal, errClientGoPanicked
-		}
-	}()
-	j := jsonpath.New("jsonpath").AllowMissingKeys(true)
-	if err := j.Parse(src); err != nil {
-		return cty.NilVal, err
-	}
-	tmpl, err := parseTemplate(src)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	if tmpl.text {
-		var buf bytes.Buffer
-		if err := j.Execute(&buf, data); err != nil {
-			return cty.NilVal, err
-		}
-		return cty.StringVal(buf.String()), nil
-	}
-	results, err := j.FindResults(data)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	var vals []any
-	for _, set := range results {
-		for _, r := range set {
-			for r.Kind() == reflect.Interface || r.Kind() == reflect.Pointer {
-				if r.IsNil() {
-					break
-				}
-				r = r.Elem()
-			}
-			if (r.Kind() == reflect.Interface || r.Kind() == reflect.Pointer) && r.IsNil() || !r.IsValid() {
-				vals = append(vals, nil)
-				continue
-			}
-			vals = append(vals, r.Interface())
-		}
-	}
-	switch len(vals) {
-	case 0:
-		return cty.NullVal(cty.DynamicPseudoType), nil
-	case 1:
-		return ctyconv.ToCty(vals[0])
-	}
-	return ctyconv.ToCty(vals)
-}
-
-func sortedRunes(s string) string {
-	r := []rune(s)
-	slices.Sort(r)
-	return string(r)
 }

@@ -1,4 +1,4 @@
-package extract
+package jpath
 
 import (
 	"bytes"
@@ -12,14 +12,115 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 )
 
-// The evaluation of a JSONPath template over a decoded JSON value
-// (map[string]any, []any, string, int64, float64, bool, nil: what
-// ctyconv.FromCty gives). Templates are parsed by client-go and evaluated
-// here, with client-go's rules (kubectl's), but for one: a map's keys are
-// visited in sorted order where `*` and `..` walk it. client-go walks a
-// Go map in Go's random order, so jsonpath(object, "{.metadata.labels.*}")
-// gave the same object's values in a different order from call to call,
-// and a sink rewrote an unchanged target.
+// Template is a parsed JSONPath template. It is read-only once made, so
+// one Template may evaluate in several goroutines at once.
+type Template struct {
+	steps []step
+	// prints is set when the template prints text: literal text around
+	// its actions, or a range.
+	prints bool
+	// fields is set for a template that is one action made of field
+	// names only ({.status.podIP}), which FindResults walks directly.
+	fields []string
+	// strict makes a field that no current value has an error.
+	strict bool
+}
+
+// Parse parses src with client-go's parser and groups its range and end
+// actions. A range without an end, or an end without a range, is an
+// error (client-go's parser takes them, and its walk then repeats or
+// fails).
+func Parse(src string) (*Template, error) {
+	p, err := jsonpath.Parse("jsonpath", src)
+	if err != nil {
+		return nil, err
+	}
+	t := &Template{fields: fieldChain(p.Root)}
+	if t.steps, err = compileSteps(p.Root.Nodes); err != nil {
+		return nil, err
+	}
+	for _, s := range t.steps {
+		if _, ok := s.node.(*jsonpath.ListNode); !ok || s.isRange {
+			t.prints = true
+		}
+	}
+	return t, nil
+}
+
+// Strict returns a copy of t in which a field that no current value has
+// is an error ("x is not found"), as with client-go's
+// AllowMissingKeys(false); t itself finds nothing there.
+func (t *Template) Strict() *Template {
+	c := *t
+	c.strict = true
+	return &c
+}
+
+// Prints reports whether the template prints text (literal text between
+// actions, or a range), so that its results are read as PrintResults
+// writes them rather than as values.
+func (t *Template) Prints() bool { return t.prints }
+
+// Fields returns the field names of a template that is one action of
+// field names only ({.status.podIP} gives [status podIP]), else nil.
+func (t *Template) Fields() []string { return slices.Clone(t.fields) }
+
+// FindResults evaluates t against data, a decoded JSON value
+// (map[string]any, []any, string, int64, float64, bool, nil): what each
+// top-level action finds, in order, a range adding its body's for each
+// value. A map's values are found in the sorted order of their keys where
+// `*` and `..` walk it.
+func (t *Template) FindResults(data any) ([][]any, error) {
+	if t.fields != nil {
+		v, err := t.walkFields(data)
+		if err != nil {
+			return nil, err
+		}
+		return [][]any{v}, nil
+	}
+	return findResults(t.steps, data, t.strict)
+}
+
+// walkFields is what eval finds for a chain of field names, without the
+// slices eval builds at each step.
+func (t *Template) walkFields(v any) ([]any, error) {
+	for _, f := range t.fields {
+		m, ok := v.(map[string]any)
+		if ok {
+			v, ok = m[f]
+		}
+		if !ok {
+			if t.strict {
+				return nil, notFound(f)
+			}
+			return nil, nil
+		}
+	}
+	return []any{v}, nil
+}
+
+func notFound(field string) error { return fmt.Errorf("%s is not found", field) }
+
+// fieldChain returns the field names of a template that is one action of
+// field names only, else nil.
+func fieldChain(root *jsonpath.ListNode) []string {
+	if len(root.Nodes) != 1 {
+		return nil
+	}
+	list, ok := root.Nodes[0].(*jsonpath.ListNode)
+	if !ok || len(list.Nodes) == 0 {
+		return nil
+	}
+	var names []string
+	for _, n := range list.Nodes {
+		f, ok := n.(*jsonpath.FieldNode)
+		if !ok || f.Value == "" {
+			return nil
+		}
+		names = append(names, f.Value)
+	}
+	return names
+}
 
 // step is one part of a template at its top level: text, an action, or a
 // range whose body runs on each value its action finds.
@@ -98,10 +199,10 @@ func stripKeyword(list *jsonpath.ListNode) (*jsonpath.ListNode, string, error) {
 
 // findResults evaluates steps against data: what each top-level action
 // finds, in order, a range adding its body's for each value.
-func findResults(steps []step, data any) ([][]any, error) {
+func findResults(steps []step, data any, strict bool) ([][]any, error) {
 	var out [][]any
 	for _, s := range steps {
-		found, err := eval(s.node, []any{data})
+		found, err := eval(s.node, []any{data}, strict)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +211,7 @@ func findResults(steps []step, data any) ([][]any, error) {
 			continue
 		}
 		for _, v := range found {
-			inner, err := findResults(s.body, v)
+			inner, err := findResults(s.body, v, strict)
 			if err != nil {
 				return nil, err
 			}
@@ -121,13 +222,13 @@ func findResults(steps []step, data any) ([][]any, error) {
 }
 
 // eval evaluates one node against every current value.
-func eval(n jsonpath.Node, in []any) ([]any, error) {
+func eval(n jsonpath.Node, in []any, strict bool) ([]any, error) {
 	switch n := n.(type) {
 	case *jsonpath.ListNode:
 		cur := in
 		for _, inner := range n.Nodes {
 			var err error
-			if cur, err = eval(inner, cur); err != nil {
+			if cur, err = eval(inner, cur, strict); err != nil {
 				return nil, err
 			}
 		}
@@ -135,11 +236,11 @@ func eval(n jsonpath.Node, in []any) ([]any, error) {
 	case *jsonpath.TextNode:
 		return []any{n.Text}, nil
 	case *jsonpath.FieldNode:
-		return evalField(in, n.Value), nil
+		return evalField(in, n.Value, strict)
 	case *jsonpath.ArrayNode:
 		return evalArray(in, n)
 	case *jsonpath.FilterNode:
-		return evalFilter(in, n)
+		return evalFilter(in, n, strict)
 	case *jsonpath.IntNode:
 		return repeat(in, n.Value), nil
 	case *jsonpath.FloatNode:
@@ -157,7 +258,7 @@ func eval(n jsonpath.Node, in []any) ([]any, error) {
 	case *jsonpath.UnionNode:
 		var out []any
 		for _, l := range n.Nodes {
-			found, err := eval(l, in)
+			found, err := eval(l, in, strict)
 			if err != nil {
 				return nil, err
 			}
@@ -179,8 +280,9 @@ func repeat(in []any, v any) []any {
 }
 
 // evalField is the field name of each map; a field that holds null is
-// found (and yields nothing further), a missing one is not.
-func evalField(in []any, name string) []any {
+// found (and yields nothing further), a missing one is not. strict, a
+// field found in none of the values (there being some) is an error.
+func evalField(in []any, name string, strict bool) ([]any, error) {
 	var out []any
 	for _, v := range in {
 		if m, ok := v.(map[string]any); ok {
@@ -189,7 +291,10 @@ func evalField(in []any, name string) []any {
 			}
 		}
 	}
-	return out
+	if strict && len(out) == 0 && len(in) > 0 {
+		return nil, notFound(name)
+	}
+	return out, nil
 }
 
 // children are a map's values in the sorted order of their keys, a list's
@@ -279,7 +384,7 @@ func evalArray(in []any, n *jsonpath.ArrayNode) ([]any, error) {
 
 // evalFilter is [?(...)]: the elements of each list for which the
 // comparison holds, or whose left side exists.
-func evalFilter(in []any, n *jsonpath.FilterNode) ([]any, error) {
+func evalFilter(in []any, n *jsonpath.FilterNode, strict bool) ([]any, error) {
 	var out []any
 	for _, v := range in {
 		list, ok := v.([]any)
@@ -287,7 +392,7 @@ func evalFilter(in []any, n *jsonpath.FilterNode) ([]any, error) {
 			return nil, fmt.Errorf("%v is not array or slice and cannot be filtered", v)
 		}
 		for _, e := range list {
-			pass, err := filterPasses(n, e)
+			pass, err := filterPasses(n, e, strict)
 			if err != nil {
 				return nil, err
 			}
@@ -299,8 +404,8 @@ func evalFilter(in []any, n *jsonpath.FilterNode) ([]any, error) {
 	return out, nil
 }
 
-func filterPasses(n *jsonpath.FilterNode, e any) (bool, error) {
-	lefts, err := eval(n.Left, []any{e})
+func filterPasses(n *jsonpath.FilterNode, e any, strict bool) (bool, error) {
+	lefts, err := eval(n.Left, []any{e}, strict)
 	if n.Operator == "exists" {
 		return len(lefts) > 0, nil
 	}
@@ -311,7 +416,7 @@ func filterPasses(n *jsonpath.FilterNode, e any) (bool, error) {
 	if !ok || err != nil {
 		return false, err
 	}
-	rights, err := eval(n.Right, []any{e})
+	rights, err := eval(n.Right, []any{e}, strict)
 	if err != nil {
 		return false, err
 	}
@@ -348,10 +453,10 @@ func single(vs []any) (any, bool, error) {
 	return nil, false, errors.New("can only compare one element at a time")
 }
 
-// printResults writes one action's results as client-go's Execute does:
+// PrintResults writes one action's results as client-go's Execute does:
 // lists and maps as JSON, other values as fmt prints them, separated by
 // spaces.
-func printResults(b *bytes.Buffer, results []any) error {
+func PrintResults(b *bytes.Buffer, results []any) error {
 	for i, r := range results {
 		switch r.(type) {
 		case map[string]any, []any:
