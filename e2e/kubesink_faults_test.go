@@ -252,7 +252,8 @@ func TestKubeSinkServerFaults(t *testing.T) {
 	})
 
 	// 503 on the sink's writes: one request per attempt, each after a
-	// longer wait (100 ms, doubling).
+	// longer wait (a step of 100 ms, doubling, jittered within its upper
+	// half).
 	p.inject(http.StatusServiceUnavailable, policyWrites)
 	labelNamespace(t, cs, b, map[string]any{"netpol": nil})
 	labelNamespace(t, cs, d, map[string]any{"netpol": "default-deny", "e2e": marker})
@@ -263,7 +264,7 @@ func TestKubeSinkServerFaults(t *testing.T) {
 	}
 	tries := p.faults(http.MethodPatch, policyPath(d))
 	for i := 1; i < 5; i++ {
-		gap, least := tries[i].at.Sub(tries[i-1].at), 100*time.Millisecond<<(i-1)
+		gap, least := tries[i].at.Sub(tries[i-1].at), 50*time.Millisecond<<(i-1)
 		if gap < least {
 			t.Errorf("attempt %d came %s after the one before, want at least %s (backoff)", i+1, gap, least)
 		}
