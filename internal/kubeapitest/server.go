@@ -305,7 +305,7 @@ func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer c.CloseIdleConnections()
 	deadline := time.Now().Add(limit)
-	last := errors.New("not ready")
+	var last error
 	for _, path := range []string{"/readyz", "/api/v1/namespaces/default"} {
 		for {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+path, nil)

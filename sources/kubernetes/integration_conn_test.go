@@ -102,14 +102,14 @@ func TestUnknownKind(t *testing.T) {
 	k := newKube(t)
 	defer k.close()
 	widgetCRD(t, k)
-	err, health := runError(t, clusterBlock(t), "cluster = cluster.k\napi_version = \"example.com/v1\"\nkind = \"Widgit\"")
+	health, err := runError(t, clusterBlock(t), "cluster = cluster.k\napi_version = \"example.com/v1\"\nkind = \"Widgit\"")
 	if err == nil || !strings.Contains(err.Error(), `did you mean "Widget"?`) {
 		t.Errorf("Run = %v, want no match with a suggestion", err)
 	}
 	if health.State() != node.Down {
 		t.Errorf("health %s, want down", health.State())
 	}
-	err, _ = runError(t, clusterBlock(t), "cluster = cluster.k\nresource = \"podz\"")
+	_, err = runError(t, clusterBlock(t), "cluster = cluster.k\nresource = \"podz\"")
 	if err == nil || !strings.Contains(err.Error(), `did you mean "pods"?`) {
 		t.Errorf("Run = %v, want no match with a suggestion", err)
 	}
@@ -238,7 +238,7 @@ func TestConnectionPhases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err, health := runError(t, tt.prefix, fmt.Sprintf("cluster = cluster.c\nresource = \"pods\"\nnamespace = %q", k.ns))
+			health, err := runError(t, tt.prefix, fmt.Sprintf("cluster = cluster.c\nresource = \"pods\"\nnamespace = %q", k.ns))
 			var ce *ConnectError
 			if !errors.As(err, &ce) || ce.Phase != tt.phase || !strings.Contains(err.Error(), tt.detail) {
 				t.Fatalf("Run = %v, want phase %s mentioning %q", err, tt.phase, tt.detail)

@@ -210,11 +210,11 @@ func runOnce(t *testing.T, body string) []string {
 }
 
 // runError runs a source that must fail before syncing and returns its error.
-func runError(t *testing.T, prefix, body string) (error, *nodetest.HealthRecorder) {
+func runError(t *testing.T, prefix, body string) (*nodetest.HealthRecorder, error) {
 	t.Helper()
 	s := mustBuild(t, prefix, body)
 	env, health := nodetest.Env(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return s.Run(ctx, env, nodetest.NewOutput()), health
+	return health, s.Run(ctx, env, nodetest.NewOutput())
 }

@@ -25,7 +25,7 @@ func benchPodList(b *testing.B, n int) (pb, js []byte) {
 				ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": "web", "tier": "front"},
 				CreationTimestamp: metav1.Unix(1700000000, 0),
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: "Update", APIVersion: "v1",
-					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}}},
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}},
 			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27",
 				Ports:     []corev1.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": resource.MustParse("500m")}}}}},

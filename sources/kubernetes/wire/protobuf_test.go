@@ -99,7 +99,7 @@ func TestProtobufSameAsJSONPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", UID: "u1", ResourceVersion: "7",
 			Labels: map[string]string{"app": "web", "tier": `a"b`}, CreationTimestamp: metav1.Unix(1700000000, 5),
 			Annotations:   map[string]string{"note": "é\n"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:a":{}}`)}}}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x", FieldsV1: metav1.NewFieldsV1(`{"f:a":{}}`)}}},
 		Spec: corev1.PodSpec{NodeName: "n1", TerminationGracePeriodSeconds: &seconds,
 			Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80}},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": resource.MustParse("500m")}}}},
@@ -154,7 +154,7 @@ func filler(seed int64) *randfill.Filler {
 				r.Raw = []byte(fmt.Sprintf(`{"a":%d}`, c.Intn(10)))
 			}
 		},
-		func(f *metav1.FieldsV1, c randfill.Continue) { f.Raw = []byte(`{"f:x":{}}`) },
+		func(f *metav1.FieldsV1, c randfill.Continue) { f.SetRawString(`{"f:x":{}}`) },
 		func(s *string, c randfill.Continue) {
 			if c.Intn(4) == 0 {
 				*s = ""
