@@ -234,20 +234,20 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	}
 	rp := &reloadPlan{against: "test", running: st}
 	rp.compare(g)
-	var text strings.Builder
+	var text termText
 	textPlan{}.writeReload(&text, rp)
 	want := fmt.Sprintf("~ %s  rebuilt (", addr)
 	if nd.Action == engine.Kept {
 		want = fmt.Sprintf("= %s  kept, applied in place (", addr)
 	}
 	line := ""
-	for _, l := range strings.Split(text.String(), "\n") {
+	for _, l := range strings.Split(text.b.String(), "\n") {
 		if strings.Contains(l, " "+addr+" ") {
 			line = l
 		}
 	}
 	if !strings.Contains(line, want) || !strings.Contains(line, name) {
-		t.Errorf("%s: changing %s: plan --against says %q, want %q naming %s\n%s", addr, p, line, want, name, text.String())
+		t.Errorf("%s: changing %s: plan --against says %q, want %q naming %s\n%s", addr, p, line, want, name, text.b.String())
 	}
 	for _, n := range reloadJSON(rp).Nodes {
 		if n.Address == addr && !slices.Contains(n.Changed, name) && !slices.Contains(n.InPlace, name) {
