@@ -128,3 +128,23 @@ sink "mem" "m" { input = source.script.s }
 		})
 	}
 }
+
+// A max_deletes that is neither a whole count nor a percentage from 0% to
+// 100% is a configuration error at the attribute.
+func TestBrakeConfigErrors(t *testing.T) {
+	for _, v := range []string{`"150%"`, `-1`, `1.5`, `"half"`, `true`} {
+		t.Run(v, func(t *testing.T) {
+			src := "source \"script\" \"a\" {}\nsink \"mem\" \"m\" {\n  input = source.script.a\n  max_deletes = " + v + "\n}"
+			_, diags := compileText(t, src, map[string]any{"source.script.a": newScriptSource(), "sink.mem.m": nodetest.NewMemSink()})
+			if len(diags) != 1 || diags[0].Summary != "Invalid max_deletes" || diags[0].Subject.Start.Line != 4 || diags[0].Subject.Start.Column != 17 {
+				t.Fatalf("diagnostics: %v", diags)
+			}
+		})
+	}
+	for _, v := range []string{`"25%"`, `100`, `0`, `"100%"`} {
+		src := "source \"script\" \"a\" {}\nsink \"mem\" \"m\" {\n  input = source.script.a\n  max_deletes = " + v + "\n}"
+		if _, diags := compileText(t, src, map[string]any{"source.script.a": newScriptSource(), "sink.mem.m": nodetest.NewMemSink()}); diags.HasErrors() {
+			t.Fatalf("max_deletes = %s: %v", v, diags)
+		}
+	}
+}
