@@ -12,7 +12,7 @@ import (
 
 // planFormatVersion is the version of the --json document (docs/plan.md):
 // a minor bump only adds fields, a major bump means readers must reject.
-const planFormatVersion = "1.2"
+const planFormatVersion = "1.3"
 
 // jsonPlan is the machine view: the whole plan, every change included.
 type jsonPlan struct{}
