@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -96,7 +97,7 @@ func ReadMaxDeletes(c *schema.Content) (MaxDeletes, hcl.Diagnostics) {
 func ParseMaxDeletes(v cty.Value) (MaxDeletes, error) {
 	v, _ = v.Unmark()
 	if v.IsNull() || !v.IsKnown() {
-		return MaxDeletes{}, fmt.Errorf("max_deletes has no value.")
+		return MaxDeletes{}, errors.New("max_deletes has no value")
 	}
 	switch v.Type() {
 	case cty.Number:
@@ -106,23 +107,23 @@ func ParseMaxDeletes(v cty.Value) (MaxDeletes, error) {
 		if p, ok := strings.CutSuffix(s, "%"); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 			if err != nil || f < 0 || f > 100 {
-				return MaxDeletes{}, fmt.Errorf("%q is not a percentage from 0%% to 100%%.", s)
+				return MaxDeletes{}, fmt.Errorf("%q is not a percentage from 0%% to 100%%", s)
 			}
 			return MaxDeletes{Percent: f, IsPct: true, set: true}, nil
 		}
 		f, ok := new(big.Float).SetString(s)
 		if !ok {
-			return MaxDeletes{}, fmt.Errorf("%q is neither a count nor a percentage.", s)
+			return MaxDeletes{}, fmt.Errorf("%q is neither a count nor a percentage", s)
 		}
 		return countOf(f)
 	}
-	return MaxDeletes{}, fmt.Errorf("max_deletes is a %s.", v.Type().FriendlyName())
+	return MaxDeletes{}, fmt.Errorf("max_deletes is a %s", v.Type().FriendlyName())
 }
 
 func countOf(f *big.Float) (MaxDeletes, error) {
 	n, acc := f.Int64()
 	if acc != big.Exact || !f.IsInt() || n < 0 {
-		return MaxDeletes{}, fmt.Errorf("%s is not a whole number at least 0.", schema.NumberText(f))
+		return MaxDeletes{}, fmt.Errorf("%s is not a whole number at least 0", schema.NumberText(f))
 	}
 	return MaxDeletes{Count: n, set: true}, nil
 }
