@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -49,5 +50,17 @@ func TestPlanShowsHeldDeletes(t *testing.T) {
 	}
 	if s := doc.Sinks[0]; s.DeletesHeld != 2 || s.Brake != why || len(s.Changes) != 2 || !s.Changes[0].Held || !s.Changes[1].Held {
 		t.Errorf("json: %s", js.String())
+	}
+}
+
+// TestExplainShowsBrake: explain's text view gives the reason the brake
+// holds a key's delete.
+func TestExplainShowsBrake(t *testing.T) {
+	const why = "300 deletes held by the deletion brake: more than max_deletes = 50% allows (150 of 300 entries held)"
+	var out bytes.Buffer
+	writeExplain(&out, explainView{Key: "k7", Entries: []entryView{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
+		Status: "held by the deletion brake", InTarget: true, Brake: why}}}, time.Now())
+	if !strings.Contains(out.String(), "sink.mem.m  k7  held by the deletion brake\n") || !strings.Contains(out.String(), "  brake    "+why+"\n") {
+		t.Errorf("explain:\n%s", out.String())
 	}
 }
