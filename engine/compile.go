@@ -77,6 +77,9 @@ func Compile(cfg *schema.Config, reg *node.Registry) (*Graph, hcl.Diagnostics) {
 			n.Resync, rrng, d2 = node.ResyncAttr.Get(content)
 			n.OnRemove, _, d3 = node.OnRemoveAttr.Get(content)
 			diags = append(append(append(diags, d1...), d2...), d3...)
+			var d4 hcl.Diagnostics
+			n.MaxDeletes, d4 = node.ReadMaxDeletes(content)
+			diags = append(diags, d4...)
 			if !d2.HasErrors() && n.Resync > 0 && n.Resync < MinResync {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Resync too frequent",
 					Detail:  fmt.Sprintf("resync must be \"0s\" (off) or at least %s: each resync reads and compares the whole target.", MinResync),

@@ -56,6 +56,8 @@ type Node struct {
 	// Prune and Resync are the common sink attributes.
 	Prune  bool
 	Resync time.Duration
+	// MaxDeletes is the sink's deletion brake (max_deletes).
+	MaxDeletes node.MaxDeletes
 	// OnRemove is what a reload that removes the sink does to its target:
 	// node.OnRemoveKeep or node.OnRemoveClean.
 	OnRemove string

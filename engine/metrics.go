@@ -23,6 +23,7 @@ type Metrics struct {
 	latency      *prometheus.HistogramVec
 	skipped      *prometheus.CounterVec
 	drift        *prometheus.CounterVec
+	deletesHeld  *prometheus.GaugeVec
 	generation   prometheus.Gauge
 	reloads      *prometheus.CounterVec
 	reloadOK     prometheus.Gauge
@@ -53,6 +54,8 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Records the sink's target could not encode; they are skipped, never written half."}, []string{"node"}),
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_drift_repaired_total",
 			Help: "Entries found wrong or missing in the target at a full reconcile and repaired."}, []string{"node"}),
+		deletesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_sink_deletes_held",
+			Help: "Deletes the deletion brake holds (max_deletes): more were pending at once than it allows; they are applied when the input wants keys back or max_deletes is raised."}, []string{"node"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_config_generation",
 			Help: "Generation of the running configuration; the configuration loaded at start is generation 1."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_config_reloads_total",
@@ -69,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	}
 	m.reloadOK.Set(1)
 	reg.MustRegister(m.records, m.deltas, m.queueDepth, m.overflows, m.restarts, m.writes, m.reconcile,
-		m.latency, m.skipped, m.drift, m.generation, m.reloads, m.reloadOK, info)
+		m.latency, m.skipped, m.drift, m.deletesHeld, m.generation, m.reloads, m.reloadOK, info)
 	return m
 }
 

@@ -66,6 +66,11 @@ type SinkPlan struct {
 	// File is set for a target that renders one file (node.FilePlanner):
 	// Changes then holds one change of the file, and File its diff.
 	File *node.FilePlan
+	// DeletesHeld counts the deletes the deletion brake would hold
+	// (max_deletes), each marked in Changes (PlannedChange.Held), and
+	// Brake says why; Projected counts them as still held.
+	DeletesHeld int
+	Brake       string
 }
 
 // PlannedChange is one change of a plan with what a reader needs: the
@@ -88,6 +93,9 @@ type PlannedChange struct {
 	// node.DryRunner's lines), and DryRunError why it would fail.
 	Detail      []string
 	DryRunError string
+	// Held is set on a delete the deletion brake would hold: run would
+	// not apply it (SinkPlan.Brake says why).
+	Held bool
 }
 
 // SkippedRecord is an input record the target cannot encode: run skips it.
@@ -126,7 +134,7 @@ func (p *PlanResult) Counts() (add, change, remove int) {
 			case reconcile.Update:
 				change++
 			case reconcile.Delete:
-				remove++
+				remove++ // a held delete too: the target differs from the input
 			}
 		}
 	}

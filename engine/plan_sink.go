@@ -95,6 +95,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		}
 		sp.Changes[i] = pc
 	}
+	brakePlan(sp, n.MaxDeletes, target)
 	if !n.Prune {
 		for k := range actual {
 			if _, ok := desired[k]; !ok {
@@ -111,6 +112,34 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		}
 	}
 	return sp, nil
+}
+
+// brakePlan marks the deletes of sp the deletion brake would hold, as run
+// judges them at its first full reconcile (sinkloop, brake.go): all of
+// them when more are pending than m allows of the entries the target
+// holds, none otherwise; never on an append-only target.
+func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
+	if _, trail := target.(node.DecisionRecorder); trail || sp.AppendOnly {
+		return
+	}
+	dels := 0
+	for _, c := range sp.Changes {
+		if c.Action == reconcile.Delete {
+			dels++
+		}
+	}
+	limit := m.Limit(sp.Held)
+	if dels <= limit {
+		return
+	}
+	for i := range sp.Changes {
+		if sp.Changes[i].Action == reconcile.Delete {
+			sp.Changes[i].Held = true
+		}
+	}
+	sp.DeletesHeld, sp.Projected = dels, sp.Projected+dels
+	sp.Brake = fmt.Sprintf("%d deletes would be held by the deletion brake: more than max_deletes = %s allows (%d of %d entries held); they are applied when the input wants keys back or max_deletes is raised",
+		dels, m, limit, sp.Held)
 }
 
 // planFile plans a target that renders one file: one change of the file,
@@ -168,6 +197,10 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 		if c.Action == reconcile.Delete {
 			removes++
 		}
+	}
+	if sp.DeletesHeld > 0 {
+		warn("%s", sp.Brake)
+		removes -= sp.DeletesHeld
 	}
 	if removes > 0 {
 		warn("would prune %d keys no record of this configuration wants (prune = true): check that no other writer owns them", removes)

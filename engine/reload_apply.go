@@ -406,7 +406,7 @@ func (r *Runtime) env(n *Node) node.Env {
 
 // forget deletes the engine's series of a removed node.
 func (m *Metrics) forget(addr string) {
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.records, m.queueDepth, m.overflows,
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.records, m.queueDepth, m.overflows, m.deletesHeld,
 		m.restarts, m.reconcile, m.latency, m.skipped, m.drift, m.deltas, m.writes} {
 		v.DeletePartialMatch(prometheus.Labels{"node": addr})
 	}

@@ -46,8 +46,15 @@ type harness struct {
 
 func start(t *testing.T, prune bool, queue int, sink *nodetest.MemSink) *harness {
 	t.Helper()
+	return startAttrs(t, prune, queue, sink, "")
+}
+
+// startAttrs is start with more sink attributes (extra, HCL).
+func startAttrs(t *testing.T, prune bool, queue int, sink *nodetest.MemSink, extra string) *harness {
+	t.Helper()
 	h := &harness{src: newScriptSource(), sink: sink, done: make(chan struct{})}
-	g := mustCompile(t, fmt.Sprintf(chain, prune), map[string]any{"source.script.s": h.src, "sink.mem.m": sink})
+	src := strings.Replace(fmt.Sprintf(chain, prune), `resync = "1m"`, `resync = "1m"`+"\n  "+extra, 1)
+	g := mustCompile(t, src, map[string]any{"source.script.s": h.src, "sink.mem.m": sink})
 	h.met = NewMetrics(prometheus.NewRegistry(), "test")
 	rt, err := NewRuntime(g, RunOptions{QueueLimit: queue, Metrics: h.met})
 	if err != nil {
@@ -89,9 +96,19 @@ func str(s string) cty.Value { return cty.StringVal(s) }
 // TestModel drives random changes (bursts that overflow the tiny queues
 // included) through source -> pass -> pass -> sink and checks that the
 // sink always ends equal to the source's final state, also when writes
-// fail now and then.
+// fail now and then. Half the seeds run without the deletion brake
+// (max_deletes = "100%"); the others with the default, where the sink may
+// end holding more than the source wants, but only keys whose delete the
+// brake holds, each counted and shown in /readyz, and applied once the
+// input wants enough of them back.
 func TestModel(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	var brakes atomic.Int32
+	defer func() {
+		if brakes.Load() == 0 {
+			t.Errorf("no seed ended with deletes held by the brake")
+		}
+	}()
 	for seed := range 40 {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -106,7 +123,12 @@ func TestModel(t *testing.T) {
 				var writes atomic.Int64
 				flaky.Store(seed%4 >= 2)
 				sink.FailKey = func(node.Key) bool { return flaky.Load() && writes.Add(1)%7 == 0 }
-				h := start(t, true, 1+rng.IntN(32), sink)
+				braked := seed%4 == 1 || seed%4 == 2
+				extra := `max_deletes = "100%"`
+				if braked {
+					extra = ""
+				}
+				h := startAttrs(t, true, 1+rng.IntN(32), sink, extra)
 				model := map[node.Key]cty.Value{}
 				syncAt := rng.IntN(30)
 				for step := range 60 {
@@ -119,10 +141,21 @@ func TestModel(t *testing.T) {
 						synctest.Wait()
 					}
 				}
+				if braked { // the input empties at once: the brake holds it
+					gone := make([]node.Delta, 0, len(model))
+					for k := range model {
+						gone = append(gone, node.Remove(k, time.Now()))
+					}
+					clear(model)
+					h.send(func(o node.Output) { o.Apply(gone); o.MarkSynced() })
+				}
 				synctest.Wait()
 				if flaky.Swap(false) {
 					time.Sleep(time.Minute) // every failed write is retried (backoff is at most 30s)
 					synctest.Wait()
+				}
+				if braked && checkBraked(t, h, model) {
+					brakes.Add(1)
 				}
 				if d := cmp.Diff(model, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
 					t.Fatalf("sink differs from source (-want +got):\n%s", d)
@@ -131,6 +164,56 @@ func TestModel(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkBraked checks that the sink holds every key of model with its value
+// and, beyond them, only deletes the brake holds: more than its floor,
+// counted in pipeline_sink_deletes_held and shown in /readyz. It then
+// gives back to the input all but three of them, and model with it: the
+// three deletes left are within the brake and applied.
+func checkBraked(t *testing.T, h *harness, model map[node.Key]cty.Value) bool {
+	t.Helper()
+	var held []node.Record
+	for k, v := range h.sink.State() {
+		if w, ok := model[k]; !ok {
+			held = append(held, node.Record{Key: k, Value: v})
+		} else if !w.RawEquals(v) {
+			t.Fatalf("%s holds %#v, want %#v", k, v, w)
+		}
+	}
+	got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m"))
+	if int(got) != len(held) {
+		t.Fatalf("pipeline_sink_deletes_held = %v, the sink holds %d keys the input does not want", got, len(held))
+	}
+	if len(held) == 0 {
+		return false
+	}
+	if len(held) <= node.MaxDeletesFloor {
+		t.Fatalf("%d deletes held, within the brake's floor of %d", len(held), node.MaxDeletesFloor)
+	}
+	st := h.rt.Readiness()
+	if st.Ready || !strings.Contains(fmt.Sprint(st), fmt.Sprintf("%d deletes held by the deletion brake", len(held))) {
+		t.Fatalf("readiness with %d deletes held: %+v", len(held), st)
+	}
+	back := held[3:]
+	for _, r := range back {
+		model[r.Key] = r.Value
+	}
+	h.send(func(o node.Output) {
+		deltas := make([]node.Delta, len(back))
+		for i, r := range back {
+			deltas[i] = node.Upsert(r.Key, r.Value, time.Now())
+		}
+		o.Apply(deltas)
+	})
+	synctest.Wait()
+	if got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m")); got != 0 {
+		t.Fatalf("pipeline_sink_deletes_held = %v after the input wanted keys back", got)
+	}
+	if st := h.rt.Readiness(); !st.Ready {
+		t.Fatalf("not ready once the held deletes were released: %+v", st)
+	}
+	return true
 }
 
 func randomBatch(rng *rand.Rand, model map[node.Key]cty.Value) []node.Delta {

@@ -33,6 +33,7 @@ func (r *Runtime) newSinkLocked(n *Node) *sink {
 		m = NewMetrics(discardRegisterer{}, "")
 	}
 	cfg := sinkloop.Config{Address: n.Address, Prune: n.Prune, OnConflict: n.OnConflict, Resync: n.Resync,
+		MaxDeletes: n.MaxDeletes, Braked: func(held int, detail string) { dec.noteBrake(n.Address, held, detail) },
 		Log: log, Metrics: m.sinkMetrics(n.Address),
 		Health:  func(st node.State, detail string) { h.set(false, st, detail) },
 		Settled: func() { dec.noteHealth(n.Address, h) },
@@ -100,5 +101,7 @@ func (m *Metrics) sinkMetrics(addr string) sinkloop.Metrics {
 		Latency:   m.latency.WithLabelValues(addr),
 		Skipped:   m.skipped.WithLabelValues(addr),
 		Drift:     m.drift.WithLabelValues(addr),
+
+		DeletesHeld: m.deletesHeld.WithLabelValues(addr),
 	}
 }

@@ -50,6 +50,7 @@ type entryView struct {
 	Input        string      `json:"input,omitempty"`        // fan-in: the input whose record the sink has
 	OtherInputs  []string    `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
 	Conflict     string      `json:"conflict,omitempty"`
+	Brake        string      `json:"brake,omitempty"` // why the deletion brake holds the key's delete
 	Detail       []string    `json:"detail,omitempty"`
 }
 
@@ -112,7 +113,7 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 			Status: e.Status, Wanted: e.Wanted, Want: maskValue(e.Want, secrets), Written: e.Written, Wrote: maskValue(e.Wrote, secrets),
 			InTarget: e.InTarget, Actual: maskValue(e.Actual, secrets), ActualReadAt: timePtr(e.ActualAt), ReadError: secrets.String(e.ReadError),
 			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
-			RetryAt: timePtr(e.RetryAt), Input: e.Input, OtherInputs: e.OtherInputs, Conflict: secrets.String(e.Conflict)}
+			RetryAt: timePtr(e.RetryAt), Input: e.Input, OtherInputs: e.OtherInputs, Conflict: secrets.String(e.Conflict), Brake: e.Brake}
 		for _, l := range e.Detail {
 			ev.Detail = append(ev.Detail, secrets.String(l))
 		}

@@ -117,6 +117,9 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 		if e.Conflict != "" {
 			fmt.Fprintf(w, "  conflict %s\n", e.Conflict)
 		}
+		if e.Brake != "" {
+			fmt.Fprintf(w, "  brake    %s\n", e.Brake)
+		}
 		for _, d := range e.Detail {
 			fmt.Fprintf(w, "  target   %s\n", d)
 		}

@@ -12,7 +12,7 @@ import (
 
 // planFormatVersion is the version of the --json document (docs/plan.md):
 // a minor bump only adds fields, a major bump means readers must reject.
-const planFormatVersion = "1.2"
+const planFormatVersion = "1.3"
 
 // jsonPlan is the machine view: the whole plan, every change included.
 type jsonPlan struct{}
@@ -43,6 +43,10 @@ type sinkDoc struct {
 	PendingDeletions []pendingDoc `json:"pending_deletions"`
 	// File is the rendered file's diff, for a sink that renders one.
 	File *node.FilePlan `json:"file,omitempty"`
+	// DeletesHeld counts the deletes the deletion brake would hold, and
+	// Brake says why.
+	DeletesHeld int    `json:"deletes_held,omitempty"`
+	Brake       string `json:"brake,omitempty"`
 }
 
 type capacityDoc struct {
@@ -64,6 +68,8 @@ type changeDoc struct {
 	// change would do or why it would fail (a Kubernetes dry run).
 	Detail      []string `json:"detail,omitempty"`
 	DryRunError string   `json:"dry_run_error,omitempty"`
+	// Held is set on a delete the deletion brake would hold.
+	Held bool `json:"held,omitempty"`
 }
 
 // shownDoc holds the values as the target shows them (a map's u32 in
@@ -112,7 +118,8 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
 		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
-		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File}
+		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File,
+		DeletesHeld: s.DeletesHeld, Brake: s.Brake}
 	for _, p := range s.Pending {
 		d.PendingDeletions = append(d.PendingDeletions, pendingDoc{Key: p.Key, Due: p.Due.UTC()})
 	}
@@ -121,7 +128,7 @@ func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	}
 	for _, c := range s.Changes {
 		cd := changeDoc{Action: c.Action.String(), Key: c.Key, Shown: shownDoc{Before: c.Before, After: c.After},
-			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError}
+			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError, Held: c.Held}
 		if cd.Origins == nil {
 			cd.Origins = []string{}
 		}

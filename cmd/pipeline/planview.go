@@ -136,6 +136,9 @@ func changeText(c engine.PlannedChange) string {
 	case reconcile.Update:
 		s = fmt.Sprintf("=> %s (was %s)", after, before)
 	case reconcile.Delete:
+		if c.Held {
+			return "no longer desired, held by the deletion brake (was " + before + ")"
+		}
 		return "no longer desired (was " + before + ")"
 	}
 	if len(c.Origins) > 0 {

@@ -63,7 +63,7 @@ func (s Spec) FullBody() schema.Block {
 	case KindTransform:
 		return s.Body.With(InputAttr, InputsAttr, OnConflictAttr, MergeAttr)
 	case KindSink:
-		return s.Body.With(InputAttr, InputsAttr, OnConflictAttr, MergeAttr, PruneAttr, ResyncAttr, OnRemoveAttr)
+		return s.Body.With(InputAttr, InputsAttr, OnConflictAttr, MergeAttr, PruneAttr, ResyncAttr, OnRemoveAttr, MaxDeletesAttr)
 	}
 	return s.Body
 }

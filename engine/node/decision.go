@@ -30,6 +30,11 @@ const (
 	// resourceVersion in Attrs["resource_version"].
 	DecisionObjectApplied DecisionKind = "object_applied"
 	DecisionObjectDeleted DecisionKind = "object_deleted"
+	// DecisionDeletesHeld: a sink's deletion brake (max_deletes) holds
+	// deletes, Attrs["count"] of them; DecisionDeletesReleased: it
+	// applied those it held.
+	DecisionDeletesHeld     DecisionKind = "deletes_held"
+	DecisionDeletesReleased DecisionKind = "deletes_released"
 )
 
 // Decision is something the engine or a node decided that changed the world

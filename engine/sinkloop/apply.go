@@ -118,6 +118,15 @@ func appendData(buf, d []byte, n int) []byte {
 	return append(buf, d...)
 }
 
+// addDeletes adds the round's deletes the brake lets through to b.
+func (s *state) addDeletes(b *batch) {
+	for _, ks := range s.brake(s.dels) {
+		s.add(&b.dels, ks, s.keys.heldOf(ks), true)
+	}
+	clear(s.dels)
+	s.dels = s.dels[:0]
+}
+
 // holdAhead reports whether the creation of ks's entry, just decided,
 // can be recorded as held now, before it is written, and records it if
 // so: a key with no failure to clear, no change time to observe and no
@@ -247,8 +256,14 @@ func (s *state) updateHealth() {
 	switch {
 	case failing > 0:
 		ks := s.retries.next()
-		s.cfg.Health(node.Degraded, fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
-			failing, ks.key, ks.fail.attempts, ks.fail.lastErrAt.UTC().Format(time.RFC3339), ks.fail.lastErr))
+		detail := fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
+			failing, ks.key, ks.fail.attempts, ks.fail.lastErrAt.UTC().Format(time.RFC3339), ks.fail.lastErr)
+		if s.nbraked > 0 {
+			detail += "; " + s.brakeDetail()
+		}
+		s.cfg.Health(node.Degraded, detail)
+	case s.nbraked > 0:
+		s.cfg.Health(node.Degraded, s.brakeDetail())
 	case !s.synced:
 		s.cfg.Health(node.Pending, "waiting for input to sync")
 	default:

@@ -39,9 +39,12 @@ type Entry struct {
 	// (an append-only target accepted the wanted entry), "pending" (a
 	// write is due), "waiting for input sync" (not wanted, and deleted
 	// only once every input synced), "kept" (not wanted, but prune is
-	// off), "not in the target" (not wanted, and gone), "unknown: …" (the
-	// target could not be read) or "sink not running".
+	// off), "held by the deletion brake" (not wanted, but more deletes
+	// are pending than max_deletes allows: Brake says why), "not in the
+	// target" (not wanted, and gone), "unknown: …" (the target could not
+	// be read) or "sink not running".
 	Status      string
+	Brake       string `json:",omitempty"`
 	Attempts    int
 	LastError   string
 	LastErrorAt time.Time
@@ -152,6 +155,9 @@ func (s *state) status(ks *keyState, e *Entry, want, actual node.Entry, appendOn
 		return "waiting for input sync"
 	case !s.deletable(ks):
 		return "kept"
+	case ks.braked:
+		e.Brake = s.brakeDetail()
+		return "held by the deletion brake"
 	}
 	return "pending"
 }

@@ -28,6 +28,7 @@ func (s *state) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
+	s.base = s.held
 	if s.heldIdx != nil {
 		// The keys not held yet are about to be, and listed for the index:
 		// make room for them at once (100,000 at start-up).
@@ -73,6 +74,28 @@ func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {
 		}
 		s.walked = !p.stopped
 	}
+	if p.stopped {
+		s.dels = s.dels[:0]
+	}
+	// The deletes go last, once the pass has seen them all: the brake
+	// judges them together, and applies them FullChunk at a time.
+	for dels := s.brake(s.dels); len(dels) > 0; {
+		n := min(len(dels), FullChunk-p.b.len())
+		for _, ks := range dels[:n] {
+			s.add(&p.b.dels, ks, s.keys.heldOf(ks), true)
+		}
+		dels = dels[n:]
+		if len(dels) > 0 {
+			p.w.plus(s.apply(ctx, &p.b))
+			p.b.reset()
+			p.b.tapping = s.cfg.Tapping()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	clear(s.dels)
+	s.dels = s.dels[:0]
 	p.w.plus(s.apply(ctx, &p.b))
 	return p.w
 }

@@ -68,6 +68,7 @@ func (s *state) dropEntry(ks *keyState) {
 		return
 	}
 	s.held--
+	s.unbrake(ks)
 	if ks.indexed() {
 		s.heldIdx.Delete(s.keys.heldOf(ks).Data)
 	} else {

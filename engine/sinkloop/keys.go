@@ -27,6 +27,7 @@ type keyState struct {
 	hold   hold   // what the target holds at the key (step changes it)
 	self   bool   // the input key equal to this target key is an owner
 	dirty  bool   // listed in state.dirty, waiting to be looked at
+	braked bool   // its delete is held by the deletion brake (brake.go)
 	// ownHeld, when not 0, says where in keyStore.own the entry the
 	// target holds (while held) is kept, plus one; otherwise it is want.
 	ownHeld uint32

@@ -177,7 +177,7 @@ func nopConfig(cfg Config) Config {
 	}
 	if cfg.Metrics.WriteOK == nil {
 		c, o := prometheus.NewCounter(prometheus.CounterOpts{Name: "unread"}), prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unread"})
-		cfg.Metrics = Metrics{c, c, c, c, o, o, c, c}
+		cfg.Metrics = Metrics{c, c, c, c, o, o, c, c, nil}
 	}
 	if cfg.Health == nil {
 		cfg.Health = func(node.State, string) {}

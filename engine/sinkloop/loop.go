@@ -62,6 +62,12 @@ type Config struct {
 	Started func()
 	// Held is told how many entries the target holds after every round.
 	Held func(n int)
+	// MaxDeletes is the deletion brake (brake.go); the zero value is the
+	// default.
+	MaxDeletes node.MaxDeletes
+	// Braked, if set, is told when the brake holds more deletes (held,
+	// and why) or releases them (held 0).
+	Braked func(held int, detail string)
 }
 
 // Leader is leader election as a loop sees it (engine.Leadership).
@@ -77,10 +83,18 @@ type Metrics struct {
 	WriteOK, WriteErr, DelOK, DelErr prometheus.Counter
 	Reconcile, Latency               prometheus.Observer
 	Skipped, Drift                   prometheus.Counter
+	// DeletesHeld is how many deletes the brake holds; nil: not exported.
+	DeletesHeld prometheus.Gauge
 }
 
 // New returns a loop that runs with cfg.
 func New(cfg Config) *Loop {
+	if cfg.Metrics.DeletesHeld == nil {
+		cfg.Metrics.DeletesHeld = prometheus.NewGauge(prometheus.GaugeOpts{Name: "unregistered"})
+	}
+	if cfg.Braked == nil {
+		cfg.Braked = func(int, string) {}
+	}
 	return &Loop{cfg: cfg, log: cfg.Log, met: cfg.Metrics, ask: make(chan func(*state))}
 }
 
@@ -167,6 +181,14 @@ type state struct {
 	// (fullPass).
 	walked bool
 	term   uint64 // the leader's term the loop last reconciled in
+
+	// dels are the deletes the round decided, for the brake to judge
+	// (brake.go); braked lists the keys whose delete the brake holds by
+	// slot (a slot no longer braked is skipped), nbraked counts them.
+	dels    []*keyState
+	braked  []uint32
+	nbraked int
+	base    int // the keys held when the round began (brake.go)
 }
 
 // newState is the state a run of l over target starts from.
@@ -198,6 +220,7 @@ func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) erro
 	s := l.newState(target)
 	l.last = s
 	s.cfg.Health(node.Pending, "waiting for input to sync")
+	s.met.DeletesHeld.Set(0) // a run computes its brake afresh
 	var tick <-chan time.Time
 	if s.cfg.Resync > 0 {
 		t := time.NewTicker(s.cfg.Resync)
@@ -368,11 +391,13 @@ func (s *state) deletable(ks *keyState) bool {
 
 func (s *state) incremental(ctx context.Context) {
 	b := batch{tapping: s.cfg.Tapping()}
+	s.base = s.held
 	s.takeDirty(func(ks *keyState) {
 		if !ks.waiting() { // else its retry looks at its latest state
 			s.decide(ks, &b)
 		}
 	})
+	s.addDeletes(&b)
 	start := time.Now()
 	logRound(s.log, "batch applied", start, s.apply(ctx, &b), true)
 	s.commit(ctx, false)
@@ -409,12 +434,13 @@ func (s *state) takeDirty(visit func(*keyState)) {
 // needs nothing forgets its change time and its write failure and, when
 // it holds nothing worth keeping, its state.
 func (s *state) decide(ks *keyState, b *batch) {
+	s.unbrake(ks)
 	wanted, held := ks.owners > 0, ks.held()
 	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (ks.ownHeld == 0 || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
 		s.upsert(ks, b, a == reconcile.Create)
 	case reconcile.Delete:
-		s.add(&b.dels, ks, s.keys.heldOf(ks), true)
+		s.dels = append(s.dels, ks) // judged by the brake at the end of the round
 	default:
 		// Nothing to do: a failure of an earlier write is moot too. A
 		// settled key's state is only read (a full pass over 100,000 of
@@ -445,6 +471,8 @@ func (s *state) standby() bool {
 	if !ok {
 		s.term = 0
 		s.needFull, s.walked = false, false
+		s.dels = s.dels[:0]
+		s.dropBrake()
 		s.takeDirty(s.forget)
 		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
 			s.retries.remove(ks)

@@ -111,7 +111,7 @@ func (c *Console) sample(now time.Time) {
 	rt := c.opts.Runtime
 	ready := rt.Readiness()
 	gs := rt.GraphState()
-	counts, queues, err := gatherCounts(c.opts.Engine)
+	counts, gauges, err := gatherCounts(c.opts.Engine)
 	if err != nil {
 		c.opts.Logger.Debug("console: gather engine metrics", "err", err)
 	}
@@ -124,7 +124,7 @@ func (c *Console) sample(now time.Time) {
 	}
 	for _, st := range ready.Nodes {
 		f.Nodes[st.Address] = nodeFrame{State: st.State, Detail: c.opts.Secrets.String(st.Detail), Synced: st.Synced,
-			Restarts: st.Restarts, Queue: queues[st.Address]}
+			Restarts: st.Restarts, Queue: gauges[st.Address].queue, Braked: gauges[st.Address].braked}
 	}
 	for _, ns := range gs.Nodes {
 		if nf, ok := f.Nodes[ns.Address]; ok {

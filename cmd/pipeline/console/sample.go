@@ -39,6 +39,7 @@ type nodeFrame struct {
 	Out      float64 `json:"out"` // deltas published per second
 	Queue    int     `json:"queue"`
 	Pending  int     `json:"pending,omitempty"` // deletions a grace period holds back
+	Braked   int     `json:"braked,omitempty"`  // deletes a sink's deletion brake holds
 	Writes   float64 `json:"writes,omitempty"`  // sink entries written per second
 	Errors   float64 `json:"errors,omitempty"`  // sink writes failed per second
 }
@@ -88,11 +89,15 @@ type historyView struct {
 	Queue   []int     `json:"queue"`
 }
 
+// gauges are a node's gauges at one sample: its queue depth and the
+// deletes its deletion brake holds.
+type gauges struct{ queue, braked int }
+
 // gatherCounts reads the engine's per-node metrics from its registry, in
 // process (no text exposition is parsed).
-func gatherCounts(g prometheus.Gatherer) (map[string]counters, map[string]int, error) {
+func gatherCounts(g prometheus.Gatherer) (map[string]counters, map[string]gauges, error) {
 	mfs, err := g.Gather()
-	cs, queues := map[string]counters{}, map[string]int{}
+	cs, gs := map[string]counters{}, map[string]gauges{}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			addr := label(m, "node")
@@ -114,12 +119,18 @@ func gatherCounts(g prometheus.Gatherer) (map[string]counters, map[string]int, e
 					c.writes += m.GetCounter().GetValue()
 				}
 			case "pipeline_node_queue_depth":
-				queues[addr] = int(m.GetGauge().GetValue())
+				g := gs[addr]
+				g.queue = int(m.GetGauge().GetValue())
+				gs[addr] = g
+			case "pipeline_sink_deletes_held":
+				g := gs[addr]
+				g.braked = int(m.GetGauge().GetValue())
+				gs[addr] = g
 			}
 			cs[addr] = c
 		}
 	}
-	return cs, queues, err
+	return cs, gs, err
 }
 
 func label(m *dto.Metric, name string) string {

@@ -151,7 +151,8 @@ function update(f) {
         : `in ${fmtRate(s.in)} · out ${fmtRate(s.out)} · queue ${s.queue}`;
     }
     let extra = "", cls = "extra";
-    if (s.detail) { extra = s.detail; cls = "extra err"; }
+    if (s.braked) { extra = `${s.braked} deletes held (max_deletes)`; cls = "extra err"; }
+    else if (s.detail) { extra = s.detail; cls = "extra err"; }
     else if (s.errors) { extra = `write errors ${fmtRate(s.errors)}`; cls = "extra err"; }
     else if (s.pending) extra = `${s.pending} deletion${s.pending > 1 ? "s" : ""} held back`;
     else if (n.view.reads && n.view.reads.length) extra = "reads " + n.view.reads.join(" ");
