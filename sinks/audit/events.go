@@ -35,7 +35,7 @@ var (
 				Doc("Namespace the Events are created in. Empty: the pipeline's own namespace ($POD_NAMESPACE, else the pod's service account namespace), else \"default\". The Events are about the pipeline's own Pod ($POD_NAME) when POD_NAME is set and POD_NAMESPACE is this namespace, else about a ConfigMap named `pipeline-audit` in this namespace (which need not exist).").
 				Example(`"pipeline"`)
 	eventsOpsAttr = schema.StringList("ops").Required().
-			Doc("Line ops that become Events: `upsert`, `delete`, `open`, and the engine's decisions (`config_loaded`, `sink_degraded`, `sink_recovered`, `drift_repaired`, `grace_deletion`, `reload_applied`, `reload_rejected`, `target_replaced`), and what sinks did (`file_rendered` of a template sink, `object_applied` and `object_deleted` of a kubernetes sink).").
+			Doc("Line ops that become Events: `upsert`, `delete`, `open`, and the engine's decisions (`config_loaded`, `sink_degraded`, `sink_recovered`, `drift_repaired`, `grace_deletion`, `reload_applied`, `reload_rejected`, `target_replaced`, and the deletion brake's `deletes_held` and `deletes_released`), and what sinks did (`file_rendered` of a template sink, `object_applied` and `object_deleted` of a kubernetes sink).").
 			Example(`["delete", "sink_degraded", "drift_repaired"]`)
 
 	eventsBlock = schema.Nested("events", schema.Block{Attrs: []schema.Attribute{eventsClusterAttr, eventsNamespaceAttr, eventsOpsAttr}}).
@@ -48,20 +48,22 @@ var eventReasons = map[string]struct {
 	reason  string
 	warning bool
 }{
-	opUpsert:                            {"Applied", false},
-	opDelete:                            {"Deleted", false},
-	opOpen:                              {"TrailOpened", false},
-	string(node.DecisionConfigLoaded):   {"ConfigLoaded", false},
-	string(node.DecisionSinkDegraded):   {"SinkDegraded", true},
-	string(node.DecisionSinkRecovered):  {"SinkRecovered", false},
-	string(node.DecisionDriftRepaired):  {"DriftRepaired", false},
-	string(node.DecisionGraceDeletion):  {"GraceDeletion", false},
-	string(node.DecisionReloadApplied):  {"ReloadApplied", false},
-	string(node.DecisionReloadRejected): {"ReloadRejected", true},
-	string(node.DecisionTargetReplaced): {"TargetReplaced", true},
-	string(node.DecisionFileRendered):   {"FileRendered", false},
-	string(node.DecisionObjectApplied):  {"ObjectApplied", false},
-	string(node.DecisionObjectDeleted):  {"ObjectDeleted", false},
+	opUpsert:                             {"Applied", false},
+	opDelete:                             {"Deleted", false},
+	opOpen:                               {"TrailOpened", false},
+	string(node.DecisionConfigLoaded):    {"ConfigLoaded", false},
+	string(node.DecisionSinkDegraded):    {"SinkDegraded", true},
+	string(node.DecisionSinkRecovered):   {"SinkRecovered", false},
+	string(node.DecisionDriftRepaired):   {"DriftRepaired", false},
+	string(node.DecisionGraceDeletion):   {"GraceDeletion", false},
+	string(node.DecisionReloadApplied):   {"ReloadApplied", false},
+	string(node.DecisionReloadRejected):  {"ReloadRejected", true},
+	string(node.DecisionTargetReplaced):  {"TargetReplaced", true},
+	string(node.DecisionFileRendered):    {"FileRendered", false},
+	string(node.DecisionObjectApplied):   {"ObjectApplied", false},
+	string(node.DecisionObjectDeleted):   {"ObjectDeleted", false},
+	string(node.DecisionDeletesHeld):     {"DeletesHeld", true},
+	string(node.DecisionDeletesReleased): {"DeletesReleased", false},
 }
 
 // Spam filter and aggregation of the broadcaster: memory and API calls stay

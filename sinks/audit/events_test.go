@@ -320,3 +320,36 @@ func TestEventsOfSinkDecisions(t *testing.T) {
 		t.Errorf("Events (-want +got):\n%s", d)
 	}
 }
+
+// TestEventsOfBrakeDecisions: the deletion brake's decisions may become
+// Events, a held delete as a Warning.
+func TestEventsOfBrakeDecisions(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOptions()...)
+	s := build(t, t.TempDir(), "events {\n  namespace = \"pipeline\"\n  ops = [\"deletes_held\", \"deletes_released\"]\n}")
+	cs := fake.NewClientset()
+	s.Clientset = cs
+	tg, _, _ := open(t, s)
+	for _, d := range []node.Decision{
+		{Kind: node.DecisionDeletesHeld, Node: "sink.ebpf_map.allowed", Detail: "35 deletes held"},
+		{Kind: node.DecisionDeletesReleased, Node: "sink.ebpf_map.allowed", Detail: "35 deletes released"},
+	} {
+		if err := tg.RecordDecision(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := waitEvents(t, cs, 2)
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range evs {
+		got[e.Reason] = e.Type + " " + e.Message
+	}
+	want := map[string]string{
+		"DeletesHeld":     "Warning node sink.ebpf_map.allowed: deletes_held: 35 deletes held",
+		"DeletesReleased": "Normal node sink.ebpf_map.allowed: deletes_released: 35 deletes released",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Events (-want +got):\n%s", d)
+	}
+}
