@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
+	kubesink "github.com/pipeline/pipeline/sinks/kubernetes"
 )
 
 // kubeSinkConfig has two kubernetes sinks: ConfigMaps in one namespace (a
@@ -50,7 +54,8 @@ sink "kubernetes" "netpol" {
 // TestKubeSinkManifestsRBAC proves, as the generated service account and
 // with the API server's own access reviews (kubectl auth can-i), that
 // `pipeline manifests` grants the kubernetes sink exactly get, list,
-// watch, patch and delete on the kinds it writes, in its namespaces.
+// watch, create, patch and delete on the kinds it writes, in its
+// namespaces.
 func TestKubeSinkManifestsRBAC(t *testing.T) {
 	srv := startKube(t)
 	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
@@ -74,7 +79,7 @@ func TestKubeSinkManifestsRBAC(t *testing.T) {
 		}
 		return r.Status.Allowed
 	}
-	for _, verb := range []string{"get", "list", "watch", "patch", "delete"} {
+	for _, verb := range []string{"get", "list", "watch", "create", "patch", "delete"} {
 		if !canI(verb, "", "configmaps", ns) {
 			t.Errorf("cannot %s configmaps in %s", verb, ns)
 		}
@@ -85,13 +90,97 @@ func TestKubeSinkManifestsRBAC(t *testing.T) {
 			t.Errorf("cannot %s networkpolicies in every namespace", verb)
 		}
 	}
-	for _, verb := range []string{"create", "update", "deletecollection"} {
+	for _, verb := range []string{"update", "deletecollection"} {
 		if canI(verb, "", "configmaps", ns) || canI(verb, "networking.k8s.io", "networkpolicies", "") {
-			t.Errorf("may %s: the sink needs only get/list/watch/patch/delete", verb)
+			t.Errorf("may %s: the sink needs only get/list/watch/create/patch/delete", verb)
 		}
 	}
 	if canI("get", "", "secrets", ns) || canI("patch", "apps", "deployments", ns) {
 		t.Error("may touch kinds no sink writes")
+	}
+}
+
+// TestKubeSinkRunsWithGeneratedRBAC runs the configuration's kubernetes
+// sinks as the service account of `pipeline manifests`, bound to exactly
+// the generated Role and ClusterRole: each creates its objects (a
+// server-side apply that creates is authorized as create), updates them,
+// lists them and prunes one.
+func TestKubeSinkRunsWithGeneratedRBAC(t *testing.T) {
+	srv := startKube(t)
+	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := kubeapitest.NewNamespace(t, admin)
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "cfg")
+	writeFile(t, filepath.Join(cfgDir, "main.hcl"), fmt.Sprintf(kubeSinkConfig, ns, ns))
+	applyYAML(t, srv, ns, runCLI(t, "manifests", "--mode", "hub", "--namespace", ns, "--name", "ksink", cfgDir))
+	// The sinks set no cluster: they use $KUBECONFIG, here the service
+	// account's token.
+	t.Setenv("KUBECONFIG", serviceAccountKubeconfig(t, srv, admin, ns, "ksink", dir))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	l := load([]string{cfgDir}, nil)
+	if l.diags.HasErrors() {
+		t.Fatal(l.diags.Error())
+	}
+	ctx := context.Background()
+	for _, n := range l.graph.Nodes {
+		sink, ok := n.Impl().(*kubesink.Sink)
+		if !ok {
+			continue
+		}
+		t.Run(n.Address, func(t *testing.T) {
+			env, _ := nodetest.Env(t, nil)
+			tg, err := sink.Open(ctx, env, node.ModeRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tg.Close()
+			write := func(what string, f func(context.Context, []node.Entry), recs ...string) {
+				t.Helper()
+				var batch []node.Entry
+				for i := 0; i+1 < len(recs); i += 2 {
+					e, err := tg.Prepare(node.Record{Key: recs[i], Value: cty.StringVal(recs[i+1])})
+					if err != nil {
+						t.Fatal(err)
+					}
+					batch = append(batch, e)
+				}
+				f(ctx, batch)
+				for _, e := range batch {
+					if e.Err != nil {
+						t.Errorf("%s %s as the generated service account: %v", what, e.Key, e.Err)
+					}
+				}
+			}
+			// The ConfigMap sink names objects by key in ns, the
+			// NetworkPolicy sink writes default-deny in namespace key.
+			write("create", tg.Update, ns, "x", "default", "x")
+			write("update", tg.Update, ns, "y", "default", "y")
+			actual, err := tg.Actual(ctx)
+			if err != nil {
+				t.Fatalf("list as the generated service account: %v", err)
+			}
+			if len(actual) != 2 {
+				t.Fatalf("listed %d objects, want 2", len(actual))
+			}
+			// Prune the one that is not in ns (the ConfigMap sink's
+			// "default" object, the NetworkPolicy sink's in default).
+			var prune []node.Entry
+			for _, a := range actual {
+				if a.Key != ns+"/"+ns && a.Key != ns+"/default-deny" {
+					prune = append(prune, a)
+				}
+			}
+			if len(prune) != 1 {
+				t.Fatalf("actual %v: want one object outside %s/%s", actual, ns, ns)
+			}
+			tg.Delete(ctx, prune)
+			if prune[0].Err != nil {
+				t.Errorf("prune %s as the generated service account: %v", prune[0].Key, prune[0].Err)
+			}
+			if actual, err = tg.Actual(ctx); err != nil || len(actual) != 1 {
+				t.Errorf("after the prune: %d objects, %v", len(actual), err)
+			}
+		})
 	}
 }
 

@@ -175,7 +175,7 @@ func TestExtract(t *testing.T) {
 
 func TestKubeRules(t *testing.T) {
 	s, _ := build(t, netpol)
-	want := []node.KubeRule{{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "list", "watch", "patch", "delete"}}}
+	want := []node.KubeRule{{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}}
 	if diff := cmp.Diff(want, s.KubeRules()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
