@@ -74,7 +74,7 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
 	got, err := t.client(m, ns).Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
-	if err != nil && !force && apierrors.IsConflict(err) && t.handEdited(ctx, m, ns, name, err) {
+	if err != nil && !force && isFieldConflict(err) && t.handEdited(ctx, m, ns, name, err) {
 		// A field we applied was changed by an update (kubectl edit, a
 		// replace): drift, which a level-triggered sink restores. A
 		// conflict with another applier stays an error.
@@ -168,21 +168,50 @@ func (t *Target) body(e node.Entry) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// classify wraps a failed request's error: a conflict names the other
-// manager (the server's message does), a rejection (invalid, denied by
-// admission) is counted and logged with the server's message.
+// classify wraps a failed request's error: a conflict with another
+// applier names the other manager (the server's message does); a
+// permanent answer (see permanent) is counted as a rejection and logged
+// with the server's message. Anything else (429, 5xx, a timeout, a
+// precondition conflict) is transient: the sink loop retries it.
 func (t *Target) classify(op string, key node.Key, err error) error {
 	switch {
-	case apierrors.IsConflict(err) && op == "apply":
+	case op == "apply" && isFieldConflict(err):
 		t.conflicts.Inc()
 		t.env.Logger.Warn("apply conflicts with another field manager", "key", key, "err", err)
 		return fmt.Errorf("%s %s: another field manager owns a field with another value (set force_conflicts = true to take it over): %w", op, key, err)
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isDenied(err):
+	case t.permanent(op, err):
 		t.rejected.Inc()
 		t.env.Logger.Warn("object rejected by the API server", "key", key, "err", err)
 		return fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+// isFieldConflict reports a server-side apply conflict: a 409 whose status
+// causes name fields another manager applied. A 409 without such causes
+// (a precondition that no longer holds) is worth retrying.
+func isFieldConflict(err error) bool {
+	if !apierrors.IsConflict(err) {
+		return false
+	}
+	return apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
+}
+
+// permanent reports an answer that the same request will get again: the
+// object is too large (413), invalid (422) or malformed (400), denied by
+// admission, the verb is not allowed on the resource (405), or the
+// media type is not served (406, 415). A 404 of an apply says that the
+// resource type is not served (an apply creates a missing object), except
+// for the status subresource, whose object may be created later.
+func (t *Target) permanent(op string, err error) bool {
+	switch {
+	case apierrors.IsRequestEntityTooLargeError(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), isDenied(err):
+		return true
+	case apierrors.IsNotFound(err):
+		return op == "apply" && !t.s.status
+	}
+	return false
 }
 
 // isDenied reports an admission denial answered as Forbidden (a webhook,

@@ -63,7 +63,7 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 		sub = []string{"status"}
 	}
 	after, err := c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
-	if err != nil && !force && apierrors.IsConflict(err) && t.handEdited(ctx, m, ns, name, err) {
+	if err != nil && !force && isFieldConflict(err) && t.handEdited(ctx, m, ns, name, err) {
 		// As apply does: fields changed by an update are restored.
 		force = true
 		after, err = c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
@@ -77,9 +77,9 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 // classifyQuiet says why a dry run fails, without counting it.
 func (t *Target) classifyQuiet(err error) error {
 	switch {
-	case apierrors.IsConflict(err):
+	case isFieldConflict(err):
 		return fmt.Errorf("conflict with another field manager (force_conflicts = false): %w", err)
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isDenied(err):
+	case t.permanent("apply", err):
 		return fmt.Errorf("rejected by the API server: %w", err)
 	}
 	return err
