@@ -208,7 +208,7 @@ func TestKubeSinkPlan(t *testing.T) {
 	for _, want := range []string{
 		"+ " + ns + "/default-deny",
 		`+ spec.ingress = [{"from":[{"podSelector":{"matchLabels":{"tier":"api"}}}]}]`,
-		`+ metadata.labels.pipeline.io/owner = "pipeline.default_deny"`,
+		`+ metadata.labels.pipeline.io/owner = "namespace-policies.default-deny"`,
 		`+ spec.policyTypes = ["Ingress"]`,
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -224,7 +224,8 @@ func TestKubeSinkPlan(t *testing.T) {
 
 // kubeSinkPlanConfig writes NetworkPolicies from static records: a is
 // new, b differs from the object that exists, c is invalid (the server's
-// dry run refuses it), and the existing d is wanted by no record.
+// dry run refuses it), and the existing d is wanted by no record. b and d
+// were written by the sink (its label and its field manager).
 const kubeSinkPlanConfig = `
 cluster "k" {
   kubeconfig = %q
@@ -237,8 +238,9 @@ source "static" "policies" {
   }
 }
 sink "kubernetes" "netpol" {
-  input      = source.static.policies
-  cluster    = cluster.k
+  input       = source.static.policies
+  cluster     = cluster.k
+  owner_value = "pipeline.netpol"
   namespaces = [%q]
   object = {
     apiVersion = "networking.k8s.io/v1"
@@ -259,7 +261,13 @@ func testKubeSinkPlanJSON(t *testing.T, admin kubernetes.Interface, kubeconfig s
 			Labels: map[string]string{"pipeline.io/owner": "pipeline.netpol"}},
 			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
-		if _, err := admin.NetworkingV1().NetworkPolicies(ns).Create(context.Background(), pol, metav1.CreateOptions{}); err != nil {
+		pol.TypeMeta = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
+		body, err := json.Marshal(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.NetworkingV1().NetworkPolicies(ns).Patch(context.Background(), name, types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: "pipeline.netpol"}); err != nil {
 			t.Fatal(err)
 		}
 	}

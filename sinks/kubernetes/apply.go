@@ -73,6 +73,10 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
+	if err := t.claim(ctx, t.client(m, ns), e.Key, name); err != nil {
+		t.record(e.Key, result{op: "apply", at: time.Now(), err: err.Error()})
+		return err
+	}
 	got, err := t.client(m, ns).Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
 	if err != nil && !force && isFieldConflict(err) && t.handEdited(ctx, m, ns, name, err) {
 		// A field we applied was changed by an update (kubectl edit, a
@@ -90,6 +94,9 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 		return err
 	}
 	r.resourceVersion = got.GetResourceVersion()
+	if !t.s.status {
+		t.setMine(e.Key, true)
+	}
 	for _, o := range got.GetOwnerReferences() {
 		r.owner = fmt.Sprintf("%s %s (uid %s)", o.Kind, o.Name, o.UID)
 	}
@@ -255,13 +262,19 @@ func (t *Target) delete(ctx context.Context, m *meta.RESTMapping, key node.Key) 
 	c := t.client(m, ns)
 	o, err := c.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		t.setMine(key, false)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("delete %s: read: %w", key, err)
 	}
-	if o.GetLabels()[t.s.label] != t.s.value {
-		t.env.Logger.Info("object not deleted: it no longer carries the owner label", "key", key)
+	if !t.owns(o) {
+		// Relabelled since it was listed, or never the sink's (the label
+		// copied by hand): another's object, left alone.
+		reason := t.notOwned(o)
+		t.noteForeign(key, reason)
+		t.setMine(key, false)
+		t.env.Logger.Info("object not deleted: not the sink's", "key", key, "reason", reason)
 		return nil
 	}
 	uid, rv := o.GetUID(), o.GetResourceVersion()
@@ -277,6 +290,7 @@ func (t *Target) delete(ctx context.Context, m *meta.RESTMapping, key node.Key) 
 		return err
 	}
 	t.record(key, r)
+	t.setMine(key, false)
 	t.env.Decide(node.Decision{Kind: node.DecisionObjectDeleted, Node: t.env.Address,
 		Detail: fmt.Sprintf("deleted %s %s", t.s.obj.gvk.Kind, key),
 		Attrs:  map[string]string{"key": key, "kind": t.s.obj.gvk.Kind, "resource_version": rv}})

@@ -43,10 +43,16 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 	defer cancel()
 	c := t.client(m, ns)
 	var before map[string]any
+	var adopting []string
 	live, err := c.Get(ctx, name, metav1.GetOptions{})
 	switch {
+	case err == nil && !t.s.status && !t.owns(live) && !t.s.adopt:
+		return nil, fmt.Errorf("%s; set adopt = true to take it over", t.notOwned(live))
 	case err == nil:
 		before = live.Object
+		if !t.s.status && !t.owns(live) {
+			adopting = []string{"! adopts it: " + t.notOwned(live)}
+		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read %s: %w", e.Key, err)
 	case t.s.status:
@@ -71,7 +77,7 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 	if err != nil {
 		return nil, t.classifyQuiet(err)
 	}
-	return fieldDiff(before, after.Object), nil
+	return append(adopting, fieldDiff(before, after.Object)...), nil
 }
 
 // classifyQuiet says why a dry run fails, without counting it.
@@ -149,7 +155,11 @@ func (t *Target) Explain(k node.Key) []string {
 	out := []string{fmt.Sprintf("object %s %s (field manager %s)", t.s.obj.gvk.Kind, k, t.s.manager)}
 	t.mu.Lock()
 	r, ok := t.results[k]
+	why, foreign := t.foreign[k]
 	t.mu.Unlock()
+	if foreign {
+		out = append(out, "not the sink's, so never applied over or deleted: "+why)
+	}
 	if !ok {
 		return append(out, "last write: none since the sink started")
 	}

@@ -2,13 +2,16 @@ package kubernetes
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/schema"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -68,14 +71,14 @@ owner_reference = { apiVersion = "v1", kind = "Namespace", metadata = { name = r
 	if d != nil {
 		t.Fatal(d)
 	}
-	if s.manager != "pipeline.test" || s.value != "pipeline.test" || s.label != defaultLabel {
+	if s.manager != "pipeline.test" || !regexp.MustCompile(`^pipeline\.test\.[0-9a-f]{10}$`).MatchString(s.value) || s.label != defaultLabel {
 		t.Errorf("defaults: manager %q, label %s=%s", s.manager, s.label, s.value)
 	}
 	e, err := s.Prepare(node.Record{Key: "shop", Value: cty.ObjectVal(map[string]cty.Value{"mode": cty.StringVal("Ingress")})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"labels":{"pipeline.io/owner":"pipeline.test"},` +
+	want := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"labels":{"pipeline.io/owner":"` + s.value + `"},` +
 		`"name":"default-deny","namespace":"shop","ownerReferences":[{"apiVersion":"v1","controller":true,"kind":"Namespace","name":"shop","uid":"u-1"}]},` +
 		`"spec":{"podSelector":{},"policyTypes":["Ingress"]}}`
 	if e.Key != "shop/default-deny" || string(e.Data) != want {
@@ -259,5 +262,23 @@ owner_reference = record.value
 	_, err := s.Prepare(node.Record{Key: "team-a", Value: run("ci")})
 	if want := `Namespace team-a is cluster-scoped: its owner_reference Run r1 is in namespace "ci"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("cluster-scoped object, namespaced owner: error %v, want %q", err, want)
+	}
+}
+
+// TestDefaultOwnerValue: the default identity differs between two
+// configurations holding a sink of the same name, is the same for one
+// configuration built twice, and fits a label value however long the name.
+func TestDefaultOwnerValue(t *testing.T) {
+	cfg := func(dir string) *schema.Config { return &schema.Config{Dir: dir} }
+	a := defaultOwnerValue(node.Build{Address: "sink.kubernetes.default_deny", Name: "default_deny", Config: cfg("/srv/team-a")})
+	b := defaultOwnerValue(node.Build{Address: "sink.kubernetes.default_deny", Name: "default_deny", Config: cfg("/srv/team-b")})
+	again := defaultOwnerValue(node.Build{Address: "sink.kubernetes.default_deny", Name: "default_deny", Config: cfg("/srv/team-a")})
+	if a == b || a != again || !strings.HasPrefix(a, "pipeline.default_deny.") {
+		t.Errorf("team-a %q, team-b %q, team-a again %q", a, b, again)
+	}
+	long := strings.Repeat("n", 100)
+	v := defaultOwnerValue(node.Build{Address: "sink.kubernetes." + long, Name: long, Config: cfg("/srv")})
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		t.Errorf("%q: %v", v, errs)
 	}
 }
