@@ -11,12 +11,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -295,4 +299,128 @@ func testKubeSinkPlanJSON(t *testing.T, admin kubernetes.Interface, kubeconfig s
 	// the objects (uid, resourceVersion, times) is not shown.
 	norm := strings.ReplaceAll(string(got), ns, "NS")
 	checkGolden(t, "testdata/plan_kubernetes_json.golden", []byte(norm+"\n"))
+}
+
+// kubeStatusSinkConfig writes the status of Run objects (a custom
+// resource with a status subresource) in one namespace.
+const kubeStatusSinkConfig = `
+leader_election {
+  lease_name = "kstatus"
+}
+source "static" "runs" {
+  records = { r1 = "Done" }
+}
+sink "kubernetes" "runstatus" {
+  input      = source.static.runs
+  namespaces = [%q]
+  status     = true
+  object     = { apiVersion = "example.com/v1", kind = "Run", metadata = { name = record.key, namespace = %q }, status = { phase = record.value } }
+}
+`
+
+// TestKubeStatusSinkRunsWithGeneratedRBAC runs a status sink as the
+// service account of `pipeline manifests`: with exactly the generated
+// Role it writes the status of an existing custom resource and releases
+// it, and may neither create nor delete the objects.
+func TestKubeStatusSinkRunsWithGeneratedRBAC(t *testing.T) {
+	srv := startKube(t)
+	admin := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	dyn := dynamic.NewForConfigOrDie(srv.RESTConfig())
+	createRunCRD(t, dyn, admin)
+	ns := kubeapitest.NewNamespace(t, admin)
+	runs := dyn.Resource(kschema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "runs"}).Namespace(ns)
+	run := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Run",
+		"metadata": map[string]any{"name": "r1", "namespace": ns}}}
+	if _, err := runs.Create(context.Background(), run, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "cfg")
+	writeFile(t, filepath.Join(cfgDir, "main.hcl"), fmt.Sprintf(kubeStatusSinkConfig, ns, ns))
+	applyYAML(t, srv, ns, runCLI(t, "manifests", "--mode", "hub", "--namespace", ns, "--name", "kstatus", cfgDir))
+	t.Setenv("KUBECONFIG", serviceAccountKubeconfig(t, srv, admin, ns, "kstatus", dir))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	l := load([]string{cfgDir}, nil)
+	if l.diags.HasErrors() {
+		t.Fatal(l.diags.Error())
+	}
+	var sink *kubesink.Sink
+	for _, n := range l.graph.Nodes {
+		if s, ok := n.Impl().(*kubesink.Sink); ok {
+			sink = s
+		}
+	}
+	ctx := context.Background()
+	env, _ := nodetest.Env(t, nil)
+	tg, err := sink.Open(ctx, env, node.ModeRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	e, err := tg.Prepare(node.Record{Key: "r1", Value: cty.StringVal("Done")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := []node.Entry{e}
+	tg.Update(ctx, batch)
+	if batch[0].Err != nil {
+		t.Fatalf("status apply as the generated service account: %v", batch[0].Err)
+	}
+	phase := func() string {
+		o, err := runs.Get(ctx, "r1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+		return p
+	}
+	if p := phase(); p != "Done" {
+		t.Errorf("status.phase = %q, want Done", p)
+	}
+	if actual, err := tg.Actual(ctx); err != nil || len(actual) != 1 {
+		t.Errorf("list as the generated service account: %d entries, %v", len(actual), err)
+	}
+	tg.Delete(ctx, batch)
+	if batch[0].Err != nil {
+		t.Errorf("release as the generated service account: %v", batch[0].Err)
+	}
+	if p := phase(); p != "" {
+		t.Errorf("after the release status.phase = %q", p)
+	}
+}
+
+// createRunCRD creates the custom resource Run (example.com/v1, with a
+// status subresource) and waits until the API server serves it.
+func createRunCRD(t *testing.T, dyn dynamic.Interface, admin kubernetes.Interface) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "runs.example.com"},
+		"spec": map[string]any{
+			"group": "example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "runs", "singular": "run", "kind": "Run", "listKind": "RunList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"subresources": map[string]any{"status": map[string]any{}},
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
+					"x-kubernetes-preserve-unknown-fields": true}}}},
+		}}}
+	crds := dyn.Resource(kschema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crds.Create(context.Background(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), "runs.example.com", metav1.DeleteOptions{}) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := admin.Discovery().ServerResourcesForGroupVersion("example.com/v1"); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the API server does not serve example.com/v1 Run")
+		case <-tick.C:
+		}
+	}
 }
