@@ -4,6 +4,7 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -171,5 +172,62 @@ func TestMigrateLegacyOwner(t *testing.T) {
 	tg.Delete(context.Background(), del)
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "a", metav1.GetOptions{}); err == nil || del[0].Err != nil {
 		t.Errorf("prune after the migration: the object stays (%v)", del[0].Err)
+	}
+}
+
+// TestAnotherManagersListElement: a container another manager applied
+// into the sink's Deployment (containers are a list keyed by name) is
+// not drift, so a resync does not write the object again and again; a
+// hand edit of the sink's own container is.
+func TestAnotherManagersListElement(t *testing.T) {
+	ns := useServer(t)
+	tg := openSink(t, fmt.Sprintf(`
+namespaces = [%q]
+object = {
+  apiVersion = "apps/v1"
+  kind       = "Deployment"
+  metadata   = { name = record.key, namespace = %q }
+  spec = {
+    selector = { matchLabels = { app = record.key } }
+    template = {
+      metadata = { labels = { app = record.key } }
+      spec     = { containers = [{ name = "app", image = record.value, env = [{ name = "A", value = "1" }] }] }
+    }
+  }
+}
+`, ns, ns), node.ModeRun)
+	e := prepared(t, tg, strRecords("web", "nginx:1"))[0]
+	if e := update(t, tg, e)[0]; e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	same := func() bool {
+		t.Helper()
+		actual, err := tg.Actual(context.Background())
+		if err != nil || len(actual) != 1 {
+			t.Fatalf("actual %v, %v", keys(actual), err)
+		}
+		return actual[0].Same(e)
+	}
+	if !same() {
+		t.Fatal("the object the sink just applied reads as drifted")
+	}
+	deps := clientset.NewForConfigOrDie(srv.RESTConfig()).AppsV1().Deployments(ns)
+	sidecar := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"` + ns + `"},` +
+		`"spec":{"template":{"spec":{"containers":[{"name":"app","env":[{"name":"B","value":"2"}]},{"name":"sidecar","image":"envoy:1"}]}}}}`
+	if _, err := deps.Patch(context.Background(), "web", types.ApplyPatchType, []byte(sidecar),
+		metav1.PatchOptions{FieldManager: "mesh-injector"}); err != nil {
+		t.Fatal(err)
+	}
+	if !same() {
+		t.Error("another manager's container and env var read as drift: every resync would write the object again")
+	}
+	// A hand edit of the sink's own container is drift.
+	edit := `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`
+	if _, err := deps.Patch(context.Background(), "web", types.StrategicMergePatchType, []byte(edit),
+		metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if same() {
+		t.Error("a hand edit of the sink's container's image is not drift")
 	}
 }

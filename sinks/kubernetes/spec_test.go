@@ -131,21 +131,34 @@ func TestCovers(t *testing.T) {
 		}
 		return x
 	}
+	// The sink's field set (managedFields) of {"c":[{"name":"app","image":"x"}],"s":["a"]}:
+	// c is a list keyed by name, s a set.
+	fs := `{"f:c":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:image":{}}},"f:s":{"v:\"a\"":{}}}`
 	tests := []struct {
-		live, want string
-		ok         bool
+		live, want, fs string
+		ok             bool
 	}{
-		{`{"a":1,"b":{"c":"x","d":2}}`, `{"a":1,"b":{"c":"x"}}`, true}, // defaults and other managers' fields
-		{`{"a":2}`, `{"a":1}`, false},                                  // edited
-		{`{"b":1}`, `{"a":1}`, false},                                  // removed
-		{`{"l":[{"p":80,"proto":"TCP"}]}`, `{"l":[{"p":80}]}`, true},   // a default inside a list
-		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, false},       // an element added
-		{`{"a":"1"}`, `{"a":1}`, false},                                // types differ
-		{`{"m":{}}`, `{"m":{}}`, true},
+		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"x"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, true},  // another manager's element, by key
+		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"z"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, false}, // the sink's element edited
+		{`{"c":[{"name":"side","image":"y"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, false},                            // the sink's element removed
+		{`{"s":["b","a"]}`, `{"s":["a"]}`, fs, true},                                                                        // another manager's set member
+		{`{"s":["b"]}`, `{"s":["a"]}`, fs, false},                                                                           // the sink's member removed
+		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, fs, false},                                                        // l is not keyed in fs: atomic
+		{`{"a":1,"b":{"c":"x","d":2}}`, `{"a":1,"b":{"c":"x"}}`, "", true},                                                  // defaults and other managers' fields
+		{`{"a":2}`, `{"a":1}`, "", false},                                                                                   // edited
+		{`{"b":1}`, `{"a":1}`, "", false},                                                                                   // removed
+		{`{"l":[{"p":80,"proto":"TCP"}]}`, `{"l":[{"p":80}]}`, "", true},                                                    // a default inside a list
+		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, "", false},                                                        // an element added
+		{`{"a":"1"}`, `{"a":1}`, "", false},                                                                                 // types differ
+		{`{"m":{}}`, `{"m":{}}`, "", true},
 	}
 	for _, tt := range tests {
-		if got := covers(dec(tt.live), dec(tt.want)); got != tt.ok {
-			t.Errorf("covers(%s, %s) = %v", tt.live, tt.want, got)
+		var set map[string]any
+		if tt.fs != "" {
+			set = dec(tt.fs).(map[string]any)
+		}
+		if got := covers(dec(tt.live), dec(tt.want), set); got != tt.ok {
+			t.Errorf("covers(%s, %s, %s) = %v", tt.live, tt.want, tt.fs, got)
 		}
 	}
 }

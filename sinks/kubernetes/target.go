@@ -261,7 +261,7 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	}
 	applied := []byte(o.GetAnnotations()[appliedAnnotation])
 	var want any
-	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want) {
+	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want, appliedFields(o, t.s.manager)) {
 		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
 	}
 	// Edited by hand (or written by another version): show what it holds,
