@@ -30,7 +30,8 @@ func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 		failAll(batch, err)
 		return
 	}
-	t.each(batch, func(e *node.Entry) { e.Err = t.apply(ctx, m, *e) })
+	sv := t.survey(ctx, m, batch)
+	t.each(batch, func(e *node.Entry) { e.Err = t.apply(ctx, m, *e, sv) })
 }
 
 // each runs f on every entry of batch with max_in_flight goroutines.
@@ -59,7 +60,7 @@ func (t *Target) each(batch []node.Entry, f func(e *node.Entry)) {
 }
 
 // apply writes one entry and records the result for explain and audit.
-func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) error {
+func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry, sv survey) error {
 	ns, name := splitKey(e.Key)
 	body, err := t.body(e)
 	if err != nil {
@@ -73,7 +74,7 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
-	if err := t.claim(ctx, t.client(m, ns), e.Key, name); err != nil {
+	if err := t.claim(ctx, t.client(m, ns), e.Key, name, sv); err != nil {
 		t.record(e.Key, result{op: "apply", at: time.Now(), err: err.Error()})
 		return err
 	}
@@ -307,7 +308,7 @@ func (t *Target) release(ctx context.Context, m *meta.RESTMapping, key node.Key)
 	}
 	gvk := t.s.obj.gvk
 	body, _ := json.Marshal(map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": md})
-	return t.apply(ctx, m, node.Entry{Key: key, Data: body})
+	return t.apply(ctx, m, node.Entry{Key: key, Data: body}, nil)
 }
 
 func splitKey(k node.Key) (ns, name string) {

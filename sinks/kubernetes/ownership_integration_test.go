@@ -231,3 +231,32 @@ object = {
 		t.Error("a hand edit of the sink's container's image is not drift")
 	}
 }
+
+// TestNeverAdoptSilentlyInBulk: a batch large enough that the sink lists
+// the namespace instead of reading each object still refuses the one
+// hand-made object among them and creates the others.
+func TestNeverAdoptSilentlyInBulk(t *testing.T) {
+	ns := useServer(t)
+	cs := clientset.NewForConfigOrDie(srv.RESTConfig())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "k07", Namespace: ns}, Data: map[string]string{"value": "mine"}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tg := openSink(t, configMapSink(ns), node.ModeRun)
+	var kv []string
+	for i := range 2 * surveyMin {
+		kv = append(kv, fmt.Sprintf("k%02d", i), "v")
+	}
+	for _, e := range update(t, tg, prepared(t, tg, strRecords(kv...))...) {
+		if hand := e.Key == ns+"/k07"; hand != (e.Err != nil) || (hand && !strings.Contains(e.Err.Error(), "exists and is not owned by")) {
+			t.Errorf("%s: %v", e.Key, e.Err)
+		}
+	}
+	got, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "k07", metav1.GetOptions{})
+	if err != nil || got.Data["value"] != "mine" || len(got.Labels) != 0 {
+		t.Errorf("the hand-made object was changed: %v, %v", got, err)
+	}
+	if actual, err := tg.Actual(context.Background()); err != nil || len(actual) != 2*surveyMin-1 {
+		t.Errorf("the sink's objects: %d, %v", len(actual), err)
+	}
+}

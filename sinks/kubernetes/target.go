@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeclient"
@@ -34,6 +35,7 @@ type Target struct {
 	env  node.Env
 	plan bool
 	dyn  dynamic.Interface
+	meta metadata.Interface
 	disc discovery.DiscoveryInterface
 	// mapping is the kind's resource, found through discovery on first
 	// use (a CRD may be created after the sink opens).
@@ -91,7 +93,11 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 	if err != nil {
 		return nil, fmt.Errorf("%s: discovery client: %w", s.address, err)
 	}
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn, disc: disc, results: map[node.Key]result{},
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata client: %w", s.address, err)
+	}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn, meta: md, disc: disc, results: map[node.Key]result{},
 		owned: map[node.Key]bool{}, foreign: map[node.Key]string{}}
 	t.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_rejected_total",
 		Help: "Objects the API server rejected (invalid, or denied by admission)."})
