@@ -140,7 +140,7 @@ func appliedFields(o *unstructured.Unstructured, manager string) map[string]any 
 			continue
 		}
 		var set map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &set) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set) != nil {
 			return nil
 		}
 		return set
@@ -194,7 +194,7 @@ func ownedStatus(o *unstructured.Unstructured, manager string) ([]byte, bool) {
 			continue
 		}
 		var set map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &set) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set) != nil {
 			return nil, false
 		}
 		fs, _ := set["f:status"].(map[string]any)
