@@ -107,6 +107,7 @@ sink "kubernetes" "k1" {
   cluster       = cluster.bench
   namespaces    = [%q]
   max_in_flight = 16
+  owner_value   = "pipeline.k1"
 %s  object = {
     apiVersion = "v1"
     kind       = "ConfigMap"

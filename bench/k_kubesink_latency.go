@@ -58,9 +58,10 @@ source "kubernetes" "src" {
   selector  = "k2=src"
 }
 sink "kubernetes" "dst" {
-  input      = source.kubernetes.src
-  cluster    = cluster.bench
-  namespaces = [%q]
+  input       = source.kubernetes.src
+  cluster     = cluster.bench
+  namespaces  = [%q]
+  owner_value = "pipeline.dst"
   object = {
     apiVersion = "v1"
     kind       = "ConfigMap"

@@ -337,12 +337,19 @@ func TestKubeSinkAdmissionDenied(t *testing.T) {
 	cs, dyn := clients(t)
 	ns := kubeapitest.NewNamespace(t, cs)
 	installDenyPolicy(t, cs, dyn, ns)
-	// Another manager owns data.color of "clash" with another value.
-	clash := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"clash","namespace":"` + ns + `"},"data":{"color":"red"}}`
+	// "clash" is the sink's (its identity and field manager), and another
+	// manager took data.color over with another value.
 	cmGVR := kschema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	if _, err := dyn.Resource(cmGVR).Namespace(ns).Patch(context.Background(), "clash", types.ApplyPatchType, []byte(clash),
-		metav1.PatchOptions{FieldManager: "other-team"}); err != nil {
-		t.Fatal(err)
+	for _, w := range []struct{ manager, body string }{
+		{"pipeline.cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"clash","namespace":"` + ns +
+			`","labels":{"pipeline.io/owner":"e2e.cm"}},"data":{"color":"blue"}}`},
+		{"other-team", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"clash","namespace":"` + ns + `"},"data":{"color":"red"}}`},
+	} {
+		force := true
+		if _, err := dyn.Resource(cmGVR).Namespace(ns).Patch(context.Background(), "clash", types.ApplyPatchType, []byte(w.body),
+			metav1.PatchOptions{FieldManager: w.manager, Force: &force}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	trail := t.TempDir() + "/audit.jsonl"
 	r := startKubeSink(t, fmt.Sprintf(`
@@ -357,9 +364,10 @@ sink "audit" "trail" {
   path  = %q
 }
 sink "kubernetes" "cm" {
-  input      = source.static.colors
-  cluster    = cluster.k
-  namespaces = [%q]
+  input       = source.static.colors
+  cluster     = cluster.k
+  namespaces  = [%q]
+  owner_value = "e2e.cm"
   object = {
     apiVersion = "v1"
     kind       = "ConfigMap"

@@ -36,7 +36,8 @@ func newManifestsCmd() *cobra.Command {
 				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
 				return exitError{1}
 			}
-			writeDiagsText(cmd.ErrOrStderr(), l.files, append(l.diags, kubeconfigWarnings(l.cfg)...)) // warnings only
+			warnings := append(kubeconfigWarnings(l.cfg), ownerValueWarnings(l.cfg)...)
+			writeDiagsText(cmd.ErrOrStderr(), l.files, append(l.diags, warnings...)) // warnings only
 			f.opts.Leader = l.cfg.LeaderElection
 			f.opts.Privileged = f.privileged
 			out, err := manifests.Generate(f.opts, manifestInput(l))
@@ -77,6 +78,31 @@ func kubeconfigWarnings(cfg *schema.Config) hcl.Diagnostics {
 				"a source without one uses the pod's service account (and $KUBECONFIG or ~/.kube/config outside a pod). For "+
 				"another cluster, mount its kubeconfig or token from a Secret and point kubeconfig or token_file at the mount.", c.Name, c.Kubeconfig),
 			Subject: c.DeclRange.Ptr()})
+	}
+	return diags
+}
+
+// ownerValueWarnings warns of each kubernetes sink that leaves out
+// owner_value: its default identity hashes the configuration directory's
+// path, which in the pod is /etc/pipeline for every pipeline these
+// manifests deploy (two of them with a sink of the same name would own
+// each other's objects) and differs from the directory planned from here.
+func ownerValueWarnings(cfg *schema.Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, n := range cfg.Nodes {
+		if n.Kind != schema.KindSink || n.Type != "kubernetes" {
+			continue
+		}
+		content, _, _ := n.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "owner_value"}}})
+		if content != nil && content.Attributes["owner_value"] != nil {
+			continue
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Sink identity from the directory",
+			Detail: fmt.Sprintf("%s sets no owner_value, so its identity (the label value it lists, updates and prunes by) is derived from "+
+				"the configuration directory's path. In the pod that is %s, the same for every pipeline deployed this way, and not "+
+				"the directory you plan from. Set owner_value to a name no other pipeline in the cluster uses, such as %q.",
+				n.Address(), "/etc/pipeline", "TEAM."+n.Name),
+			Subject: n.DeclRange.Ptr()})
 	}
 	return diags
 }

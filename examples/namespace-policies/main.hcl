@@ -6,7 +6,7 @@
 #
 #   pipeline plan examples/namespace-policies    # the API server's own dry run, field by field
 #   pipeline explain shop/default-deny            # the object, its last apply and its owner
-#   pipeline manifests examples/namespace-policies  # RBAC: get/list/watch/patch/delete networkpolicies
+#   pipeline manifests examples/namespace-policies  # RBAC: get/list/watch/create/patch/delete networkpolicies
 
 variable "kubeconfig" {
   type    = string
@@ -38,10 +38,13 @@ transform "grace_period" "drain" {
   delay = var.grace
 }
 
+# owner_value is the sink's identity: it lists, updates and prunes only the
+# objects carrying it that it wrote, wherever the configuration runs from.
 sink "kubernetes" "default_deny" {
   input           = transform.grace_period.drain
   cluster         = cluster.prod
   force_conflicts = true # a hand edit of a field the sink sets is undone
+  owner_value     = "namespace-policies.default-deny"
   resync          = var.resync
   object = {
     apiVersion = "networking.k8s.io/v1"

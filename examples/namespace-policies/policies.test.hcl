@@ -16,7 +16,7 @@ test "a labelled namespace gets a policy that follows its labels and goes after 
         metadata = {
           name      = "default-deny"
           namespace = "shop"
-          labels    = { "pipeline.io/owner" = "pipeline.default_deny" }
+          labels    = { "pipeline.io/owner" = "namespace-policies.default-deny" }
         }
         spec = {
           podSelector = {}

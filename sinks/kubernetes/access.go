@@ -6,10 +6,12 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// KubeRules implements node.KubeAccess: get, list, watch, patch (server-side
-// apply) and delete (prune) on the written kind, in each of namespaces or
-// in every namespace; a status sink patches the status subresource and
-// deletes nothing. Discovery needs no grant.
+// KubeRules implements node.KubeAccess: get, list, watch, create and patch
+// (a server-side apply that creates an object is authorized as create, one
+// that changes it as patch) and delete (prune) on the written kind, in each
+// of namespaces or in every namespace; a status sink patches the status
+// subresource of objects that exist, so it creates and deletes nothing.
+// Discovery needs no grant.
 func (s *Sink) KubeRules() []node.KubeRule {
 	gvk := s.obj.gvk
 	if gvk.Kind == "" {
@@ -32,7 +34,7 @@ func (s *Sink) KubeRules() []node.KubeRule {
 			continue
 		}
 		out = append(out, node.KubeRule{Group: gvk.Group, Resource: plural.Resource, Namespace: ns,
-			Verbs: []string{"get", "list", "watch", "patch", "delete"}, Remote: remote})
+			Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}, Remote: remote})
 	}
 	return out
 }

@@ -30,7 +30,8 @@ func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 		failAll(batch, err)
 		return
 	}
-	t.each(batch, func(e *node.Entry) { e.Err = t.apply(ctx, m, *e) })
+	sv := t.survey(ctx, m, batch)
+	t.each(batch, func(e *node.Entry) { e.Err = t.apply(ctx, m, *e, sv) })
 }
 
 // each runs f on every entry of batch with max_in_flight goroutines.
@@ -59,7 +60,7 @@ func (t *Target) each(batch []node.Entry, f func(e *node.Entry)) {
 }
 
 // apply writes one entry and records the result for explain and audit.
-func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) error {
+func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry, sv survey) error {
 	ns, name := splitKey(e.Key)
 	body, err := t.body(e)
 	if err != nil {
@@ -73,8 +74,12 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
+	if err := t.claim(ctx, t.client(m, ns), e.Key, name, sv); err != nil {
+		t.record(e.Key, result{op: "apply", at: time.Now(), err: err.Error()})
+		return err
+	}
 	got, err := t.client(m, ns).Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
-	if err != nil && !force && apierrors.IsConflict(err) && t.handEdited(ctx, m, ns, name, err) {
+	if err != nil && !force && isFieldConflict(err) && t.handEdited(ctx, m, ns, name, err) {
 		// A field we applied was changed by an update (kubectl edit, a
 		// replace): drift, which a level-triggered sink restores. A
 		// conflict with another applier stays an error.
@@ -90,6 +95,9 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry) e
 		return err
 	}
 	r.resourceVersion = got.GetResourceVersion()
+	if !t.s.status {
+		t.setMine(e.Key, true)
+	}
 	for _, o := range got.GetOwnerReferences() {
 		r.owner = fmt.Sprintf("%s %s (uid %s)", o.Kind, o.Name, o.UID)
 	}
@@ -168,21 +176,50 @@ func (t *Target) body(e node.Entry) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// classify wraps a failed request's error: a conflict names the other
-// manager (the server's message does), a rejection (invalid, denied by
-// admission) is counted and logged with the server's message.
+// classify wraps a failed request's error: a conflict with another
+// applier names the other manager (the server's message does); a
+// permanent answer (see permanent) is counted as a rejection and logged
+// with the server's message. Anything else (429, 5xx, a timeout, a
+// precondition conflict) is transient: the sink loop retries it.
 func (t *Target) classify(op string, key node.Key, err error) error {
 	switch {
-	case apierrors.IsConflict(err) && op == "apply":
+	case op == "apply" && isFieldConflict(err):
 		t.conflicts.Inc()
 		t.env.Logger.Warn("apply conflicts with another field manager", "key", key, "err", err)
 		return fmt.Errorf("%s %s: another field manager owns a field with another value (set force_conflicts = true to take it over): %w", op, key, err)
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isDenied(err):
+	case t.permanent(op, err):
 		t.rejected.Inc()
 		t.env.Logger.Warn("object rejected by the API server", "key", key, "err", err)
 		return fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+// isFieldConflict reports a server-side apply conflict: a 409 whose status
+// causes name fields another manager applied. A 409 without such causes
+// (a precondition that no longer holds) is worth retrying.
+func isFieldConflict(err error) bool {
+	if !apierrors.IsConflict(err) {
+		return false
+	}
+	return apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
+}
+
+// permanent reports an answer that the same request will get again: the
+// object is too large (413), invalid (422) or malformed (400), denied by
+// admission, the verb is not allowed on the resource (405), or the
+// media type is not served (406, 415). A 404 of an apply says that the
+// resource type is not served (an apply creates a missing object), except
+// for the status subresource, whose object may be created later.
+func (t *Target) permanent(op string, err error) bool {
+	switch {
+	case apierrors.IsRequestEntityTooLargeError(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), isDenied(err):
+		return true
+	case apierrors.IsNotFound(err):
+		return op == "apply" && !t.s.status
+	}
+	return false
 }
 
 // isDenied reports an admission denial answered as Forbidden (a webhook,
@@ -226,13 +263,19 @@ func (t *Target) delete(ctx context.Context, m *meta.RESTMapping, key node.Key) 
 	c := t.client(m, ns)
 	o, err := c.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		t.setMine(key, false)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("delete %s: read: %w", key, err)
 	}
-	if o.GetLabels()[t.s.label] != t.s.value {
-		t.env.Logger.Info("object not deleted: it no longer carries the owner label", "key", key)
+	if !t.owns(o) {
+		// Relabelled since it was listed, or never the sink's (the label
+		// copied by hand): another's object, left alone.
+		reason := t.notOwned(o)
+		t.noteForeign(key, reason)
+		t.setMine(key, false)
+		t.env.Logger.Info("object not deleted: not the sink's", "key", key, "reason", reason)
 		return nil
 	}
 	uid, rv := o.GetUID(), o.GetResourceVersion()
@@ -248,6 +291,7 @@ func (t *Target) delete(ctx context.Context, m *meta.RESTMapping, key node.Key) 
 		return err
 	}
 	t.record(key, r)
+	t.setMine(key, false)
 	t.env.Decide(node.Decision{Kind: node.DecisionObjectDeleted, Node: t.env.Address,
 		Detail: fmt.Sprintf("deleted %s %s", t.s.obj.gvk.Kind, key),
 		Attrs:  map[string]string{"key": key, "kind": t.s.obj.gvk.Kind, "resource_version": rv}})
@@ -264,7 +308,7 @@ func (t *Target) release(ctx context.Context, m *meta.RESTMapping, key node.Key)
 	}
 	gvk := t.s.obj.gvk
 	body, _ := json.Marshal(map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": md})
-	return t.apply(ctx, m, node.Entry{Key: key, Data: body})
+	return t.apply(ctx, m, node.Entry{Key: key, Data: body}, nil)
 }
 
 func splitKey(k node.Key) (ns, name string) {

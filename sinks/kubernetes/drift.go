@@ -4,14 +4,20 @@ import (
 	"encoding/json"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // covers reports whether live still holds every field of want (what the
 // sink applied): maps may hold more keys (defaults, other managers'
-// fields), lists must have as many elements, and scalars must be equal
-// (numbers as numbers).
-func covers(live, want any) bool {
+// fields), and scalars must be equal (numbers as numbers). fs is the
+// sink's field set from managedFields (FieldsV1), nil when unknown: it
+// says, as the API server does, which lists are associative. Elements of
+// an associative list (k:{...} in fs, such as containers by name) are
+// matched by key and a set (v:...) by value, so an element another
+// manager added is not drift; other lists must have as many elements,
+// compared in order.
+func covers(live, want any, fs map[string]any) bool {
 	switch w := want.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
@@ -20,18 +26,24 @@ func covers(live, want any) bool {
 		}
 		for k, wv := range w {
 			lv, ok := l[k]
-			if !ok || !covers(lv, wv) {
+			if !ok || !covers(lv, wv, sub(fs, "f:"+k)) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		l, ok := live.([]any)
-		if !ok || len(l) != len(w) {
+		if !ok {
+			return false
+		}
+		if keyed(fs) {
+			return coversElements(l, w, fs)
+		}
+		if len(l) != len(w) {
 			return false
 		}
 		for i := range w {
-			if !covers(l[i], w[i]) {
+			if !covers(l[i], w[i], nil) {
 				return false
 			}
 		}
@@ -43,6 +55,97 @@ func covers(live, want any) bool {
 	default:
 		return live == want
 	}
+}
+
+// coversElements matches each wanted element of an associative list or a
+// set to a live element: by the key fields its k:{...} entry in fs names,
+// by value for a v:... entry, and else to any live element that covers
+// it. Live elements no wanted one matches belong to other managers.
+func coversElements(live, want []any, fs map[string]any) bool {
+	for _, w := range want {
+		found := false
+		for path, f := range fs {
+			switch {
+			case strings.HasPrefix(path, "k:"):
+				var key map[string]any
+				if json.Unmarshal([]byte(path[2:]), &key) != nil || !covers(w, key, nil) {
+					continue
+				}
+				for _, l := range live {
+					if covers(l, key, nil) {
+						found = covers(l, w, asMap(f))
+						break
+					}
+				}
+			case strings.HasPrefix(path, "v:"):
+				var v any
+				if json.Unmarshal([]byte(path[2:]), &v) != nil || !covers(w, v, nil) || !covers(v, w, nil) {
+					continue
+				}
+				for _, l := range live {
+					if covers(l, w, nil) {
+						found = true
+						break
+					}
+				}
+			default:
+				continue
+			}
+			break
+		}
+		if !found {
+			for _, l := range live {
+				if covers(l, w, nil) {
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// keyed reports whether fs names list elements by key or value: the API
+// server records an associative list's or a set's elements so.
+func keyed(fs map[string]any) bool {
+	for k := range fs {
+		if strings.HasPrefix(k, "k:") || strings.HasPrefix(k, "v:") {
+			return true
+		}
+	}
+	return false
+}
+
+func sub(fs map[string]any, k string) map[string]any {
+	if fs == nil {
+		return nil
+	}
+	return asMap(fs[k])
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// appliedFields is the field set manager last applied to o (its
+// managedFields entry of operation Apply on the object itself), nil when
+// there is none.
+func appliedFields(o *unstructured.Unstructured, manager string) map[string]any {
+	for _, mf := range o.GetManagedFields() {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set) != nil {
+			return nil
+		}
+		return set
+	}
+	return nil
 }
 
 func isNumber(v any) bool {

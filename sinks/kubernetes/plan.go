@@ -43,10 +43,16 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 	defer cancel()
 	c := t.client(m, ns)
 	var before map[string]any
+	var adopting []string
 	live, err := c.Get(ctx, name, metav1.GetOptions{})
 	switch {
+	case err == nil && !t.s.status && !t.owns(live) && !t.s.adopt:
+		return nil, fmt.Errorf("%s; set adopt = true to take it over", t.notOwned(live))
 	case err == nil:
 		before = live.Object
+		if !t.s.status && !t.owns(live) {
+			adopting = []string{"! adopts it: " + t.notOwned(live)}
+		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read %s: %w", e.Key, err)
 	case t.s.status:
@@ -63,7 +69,7 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 		sub = []string{"status"}
 	}
 	after, err := c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
-	if err != nil && !force && apierrors.IsConflict(err) && t.handEdited(ctx, m, ns, name, err) {
+	if err != nil && !force && isFieldConflict(err) && t.handEdited(ctx, m, ns, name, err) {
 		// As apply does: fields changed by an update are restored.
 		force = true
 		after, err = c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
@@ -71,15 +77,15 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 	if err != nil {
 		return nil, t.classifyQuiet(err)
 	}
-	return fieldDiff(before, after.Object), nil
+	return append(adopting, fieldDiff(before, after.Object)...), nil
 }
 
 // classifyQuiet says why a dry run fails, without counting it.
 func (t *Target) classifyQuiet(err error) error {
 	switch {
-	case apierrors.IsConflict(err):
+	case isFieldConflict(err):
 		return fmt.Errorf("conflict with another field manager (force_conflicts = false): %w", err)
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isDenied(err):
+	case t.permanent("apply", err):
 		return fmt.Errorf("rejected by the API server: %w", err)
 	}
 	return err
@@ -149,7 +155,11 @@ func (t *Target) Explain(k node.Key) []string {
 	out := []string{fmt.Sprintf("object %s %s (field manager %s)", t.s.obj.gvk.Kind, k, t.s.manager)}
 	t.mu.Lock()
 	r, ok := t.results[k]
+	why, foreign := t.foreign[k]
 	t.mu.Unlock()
+	if foreign {
+		out = append(out, "not the sink's, so never applied over or deleted: "+why)
+	}
 	if !ok {
 		return append(out, "last write: none since the sink started")
 	}

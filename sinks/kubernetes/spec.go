@@ -1,12 +1,16 @@
 package kubernetes
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
@@ -25,8 +29,10 @@ var (
 			Doc("Take over fields another manager applied with another value. With false such an object fails with an error naming the other manager, and the other objects go on. Fields changed by an update (kubectl edit or replace, a client's Update) are restored either way.")
 	labelAttr = schema.String("owner_label").Default(defaultLabel, `"`+defaultLabel+`"`).
 			Doc("Key of the label every written object carries; Actual lists and prune deletes only objects with this label set to owner_value, never others.")
-	valueAttr = schema.String("owner_value").Default("", `"pipeline.NAME"`).
-			Doc("Value of owner_label: names the pipeline and the sink. Two pipelines writing the same kind in the same namespaces need different values.").Example(`"shop-pipeline.netpol"`)
+	valueAttr = schema.String("owner_value").Default("", `"pipeline.NAME.HASH"`).
+			Doc("Value of owner_label: the sink's identity. The sink lists, applies over and deletes only objects carrying it and written by its field_manager. The default ends in a hash of the configuration directory's absolute path and the sink's address, so two configurations never share it by accident; set it when the same configuration runs from another directory (a pod, another checkout) and must own the same objects.").Example(`"shop-pipeline.netpol"`)
+	adoptAttr = schema.Bool("adopt").Default(false, "false").
+			Doc("Take over an object that exists and is not the sink's (made by hand or by another tool, or carrying another owner_value) when a record wants its name: it is applied over and from then on owned, pruned included. With false the apply of that object fails with an error naming its owner, and plan shows it so.")
 	ownerRefAttr = schema.Expr("owner_reference", "record").
 			Doc("An object whose ownerReference each written object carries (controller = true), so the API server's garbage collector deletes the object with its owner: an expression over the record giving an object with `apiVersion`, `kind`, `metadata.name` and `metadata.uid`, usually `record.value` of a kubernetes source. The owner must be in the object's namespace (or cluster-scoped): checked at validate when both namespaces are constants, else per record, where an object with an owner elsewhere fails with an error naming it.").
 			Example("record.value")
@@ -51,13 +57,15 @@ func Spec() node.Spec {
 		Doc: "Each record becomes one object (its key is the object's namespace/name). Objects are written with server-side apply " +
 			"under field_manager and carry the label owner_label = owner_value; at start and every `resync` the sink lists the objects with that " +
 			"label (one LIST from the API server's cache) and writes only those that differ from what was last applied: a hand-edited " +
-			"field the sink set is restored, a hand-deleted object is created again, and a labelled " +
-			"object no record wants is deleted (prune). A rejected object (422, an admission denial) is counted, logged with the server's " +
+			"field the sink set is restored, a hand-deleted object is created again, and an object of the sink's " +
+			"no record wants is deleted (prune). An object is the sink's when it carries the label and its managedFields hold the sink's " +
+			"field manager: one that merely copies the label is never deleted, and one that exists and is not the sink's is never applied " +
+			"over unless adopt = true. A rejected object (422, an admission denial) is counted, logged with the server's " +
 			"message and shown by `pipeline explain`, while the others go on. While the API server cannot be reached the sink is degraded " +
 			"and deletes nothing. `pipeline plan` shows each create and update as the API server computes it (a server-side apply with dryRun=All, " +
 			"defaulting and admission included), field by field.",
 		Body: schema.Block{Attrs: []schema.Attribute{clusterAttr, objectAttr, managerAttr, forceAttr, labelAttr, valueAttr,
-			ownerRefAttr, namespacesAttr, statusAttr, inFlightAttr, timeoutAttr}},
+			adoptAttr, ownerRefAttr, namespacesAttr, statusAttr, inFlightAttr, timeoutAttr}},
 		NewSink: newSink,
 	}
 }
@@ -65,6 +73,7 @@ func Spec() node.Spec {
 // Sink is a configured kubernetes sink. It holds no connection: Open does.
 type Sink struct {
 	address    string
+	name       string
 	cluster    *schema.Cluster
 	obj        objectExpr
 	ctx        *hcl.EvalContext
@@ -73,6 +82,7 @@ type Sink struct {
 	force      bool
 	label      string
 	value      string
+	adopt      bool
 	namespaces []string
 	status     bool
 	inFlight   int
@@ -80,7 +90,7 @@ type Sink struct {
 }
 
 func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
-	s := &Sink{address: b.Address, ctx: b.Content.Ctx}
+	s := &Sink{address: b.Address, name: b.Name, ctx: b.Content.Ctx}
 	var diags hcl.Diagnostics
 	add := func(d hcl.Diagnostics) { diags = append(diags, d...) }
 	s.cluster = decodeCluster(b, &diags)
@@ -105,8 +115,9 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s.label = labelAttr.Read(b.Content, &diags)
 	s.value = valueAttr.Read(b.Content, &diags)
 	if s.value == "" {
-		s.value = "pipeline." + b.Name
+		s.value = defaultOwnerValue(b)
 	}
+	s.adopt = adoptAttr.Read(b.Content, &diags)
 	add(checkLabel(s.label, s.value, b.Content))
 	s.namespaces = namespacesAttr.Read(b.Content, &diags)
 	sort.Strings(s.namespaces)
@@ -126,6 +137,33 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	s.timeout = timeoutAttr.Read(b.Content, &diags)
 	return s, diags
 }
+
+// defaultOwnerValue is pipeline.NAME.HASH: HASH is derived from the
+// configuration directory's absolute path and the sink's address, so two
+// configurations holding a sink of the same name (each a
+// sink "kubernetes" "default_deny") never share an identity, while every
+// instance and restart of one configuration does. NAME is cut to keep the
+// value within a label value's 63 characters.
+func defaultOwnerValue(b node.Build) string {
+	dir := ""
+	if b.Config != nil {
+		dir = b.Config.Dir
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	sum := sha256.Sum256([]byte(dir + "\x00" + b.Address))
+	hash := hex.EncodeToString(sum[:5])
+	name := b.Name
+	if max := validation.LabelValueMaxLength - len("pipeline.") - len(hash) - 1; len(name) > max {
+		name = name[:max]
+	}
+	return "pipeline." + name + "." + hash
+}
+
+// legacyOwnerValue is the owner_value earlier versions used by default,
+// which two configurations with a sink of the same name shared.
+func legacyOwnerValue(name string) string { return "pipeline." + name }
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {

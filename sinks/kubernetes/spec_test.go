@@ -2,13 +2,16 @@ package kubernetes
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
+	"github.com/pipeline/pipeline/schema"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -68,14 +71,14 @@ owner_reference = { apiVersion = "v1", kind = "Namespace", metadata = { name = r
 	if d != nil {
 		t.Fatal(d)
 	}
-	if s.manager != "pipeline.test" || s.value != "pipeline.test" || s.label != defaultLabel {
+	if s.manager != "pipeline.test" || !regexp.MustCompile(`^pipeline\.test\.[0-9a-f]{10}$`).MatchString(s.value) || s.label != defaultLabel {
 		t.Errorf("defaults: manager %q, label %s=%s", s.manager, s.label, s.value)
 	}
 	e, err := s.Prepare(node.Record{Key: "shop", Value: cty.ObjectVal(map[string]cty.Value{"mode": cty.StringVal("Ingress")})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"labels":{"pipeline.io/owner":"pipeline.test"},` +
+	want := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"labels":{"pipeline.io/owner":"` + s.value + `"},` +
 		`"name":"default-deny","namespace":"shop","ownerReferences":[{"apiVersion":"v1","controller":true,"kind":"Namespace","name":"shop","uid":"u-1"}]},` +
 		`"spec":{"podSelector":{},"policyTypes":["Ingress"]}}`
 	if e.Key != "shop/default-deny" || string(e.Data) != want {
@@ -128,21 +131,34 @@ func TestCovers(t *testing.T) {
 		}
 		return x
 	}
+	// The sink's field set (managedFields) of {"c":[{"name":"app","image":"x"}],"s":["a"]}:
+	// c is a list keyed by name, s a set.
+	fs := `{"f:c":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:image":{}}},"f:s":{"v:\"a\"":{}}}`
 	tests := []struct {
-		live, want string
-		ok         bool
+		live, want, fs string
+		ok             bool
 	}{
-		{`{"a":1,"b":{"c":"x","d":2}}`, `{"a":1,"b":{"c":"x"}}`, true}, // defaults and other managers' fields
-		{`{"a":2}`, `{"a":1}`, false},                                  // edited
-		{`{"b":1}`, `{"a":1}`, false},                                  // removed
-		{`{"l":[{"p":80,"proto":"TCP"}]}`, `{"l":[{"p":80}]}`, true},   // a default inside a list
-		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, false},       // an element added
-		{`{"a":"1"}`, `{"a":1}`, false},                                // types differ
-		{`{"m":{}}`, `{"m":{}}`, true},
+		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"x"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, true},  // another manager's element, by key
+		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"z"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, false}, // the sink's element edited
+		{`{"c":[{"name":"side","image":"y"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, false},                            // the sink's element removed
+		{`{"s":["b","a"]}`, `{"s":["a"]}`, fs, true},                                                                        // another manager's set member
+		{`{"s":["b"]}`, `{"s":["a"]}`, fs, false},                                                                           // the sink's member removed
+		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, fs, false},                                                        // l is not keyed in fs: atomic
+		{`{"a":1,"b":{"c":"x","d":2}}`, `{"a":1,"b":{"c":"x"}}`, "", true},                                                  // defaults and other managers' fields
+		{`{"a":2}`, `{"a":1}`, "", false},                                                                                   // edited
+		{`{"b":1}`, `{"a":1}`, "", false},                                                                                   // removed
+		{`{"l":[{"p":80,"proto":"TCP"}]}`, `{"l":[{"p":80}]}`, "", true},                                                    // a default inside a list
+		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, "", false},                                                        // an element added
+		{`{"a":"1"}`, `{"a":1}`, "", false},                                                                                 // types differ
+		{`{"m":{}}`, `{"m":{}}`, "", true},
 	}
 	for _, tt := range tests {
-		if got := covers(dec(tt.live), dec(tt.want)); got != tt.ok {
-			t.Errorf("covers(%s, %s) = %v", tt.live, tt.want, got)
+		var set map[string]any
+		if tt.fs != "" {
+			set = dec(tt.fs).(map[string]any)
+		}
+		if got := covers(dec(tt.live), dec(tt.want), set); got != tt.ok {
+			t.Errorf("covers(%s, %s, %s) = %v", tt.live, tt.want, tt.fs, got)
 		}
 	}
 }
@@ -175,7 +191,7 @@ func TestExtract(t *testing.T) {
 
 func TestKubeRules(t *testing.T) {
 	s, _ := build(t, netpol)
-	want := []node.KubeRule{{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "list", "watch", "patch", "delete"}}}
+	want := []node.KubeRule{{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}}
 	if diff := cmp.Diff(want, s.KubeRules()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -259,5 +275,23 @@ owner_reference = record.value
 	_, err := s.Prepare(node.Record{Key: "team-a", Value: run("ci")})
 	if want := `Namespace team-a is cluster-scoped: its owner_reference Run r1 is in namespace "ci"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("cluster-scoped object, namespaced owner: error %v, want %q", err, want)
+	}
+}
+
+// TestDefaultOwnerValue: the default identity differs between two
+// configurations holding a sink of the same name, is the same for one
+// configuration built twice, and fits a label value however long the name.
+func TestDefaultOwnerValue(t *testing.T) {
+	cfg := func(dir string) *schema.Config { return &schema.Config{Dir: dir} }
+	a := defaultOwnerValue(node.Build{Address: "sink.kubernetes.default_deny", Name: "default_deny", Config: cfg("/srv/team-a")})
+	b := defaultOwnerValue(node.Build{Address: "sink.kubernetes.default_deny", Name: "default_deny", Config: cfg("/srv/team-b")})
+	again := defaultOwnerValue(node.Build{Address: "sink.kubernetes.default_deny", Name: "default_deny", Config: cfg("/srv/team-a")})
+	if a == b || a != again || !strings.HasPrefix(a, "pipeline.default_deny.") {
+		t.Errorf("team-a %q, team-b %q, team-a again %q", a, b, again)
+	}
+	long := strings.Repeat("n", 100)
+	v := defaultOwnerValue(node.Build{Address: "sink.kubernetes." + long, Name: long, Config: cfg("/srv")})
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		t.Errorf("%q: %v", v, errs)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeclient"
@@ -34,6 +35,7 @@ type Target struct {
 	env  node.Env
 	plan bool
 	dyn  dynamic.Interface
+	meta metadata.Interface
 	disc discovery.DiscoveryInterface
 	// mapping is the kind's resource, found through discovery on first
 	// use (a CRD may be created after the sink opens).
@@ -41,6 +43,13 @@ type Target struct {
 
 	mu      sync.Mutex
 	results map[node.Key]result
+	// owned holds the keys of the objects known to be the sink's (listed
+	// as owned by the last Actual, or applied since): their applies need
+	// no ownership check. foreign says why an object with a key the sink
+	// met is not its own (it carries the label but the sink never wrote
+	// it, or it exists unlabelled), for explain.
+	owned   map[node.Key]bool
+	foreign map[node.Key]string
 
 	// listed holds the entries the last Actual built, by key, with the
 	// object's resourceVersion: an object whose resourceVersion did not
@@ -84,7 +93,12 @@ func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Targe
 	if err != nil {
 		return nil, fmt.Errorf("%s: discovery client: %w", s.address, err)
 	}
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn, disc: disc, results: map[node.Key]result{}}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata client: %w", s.address, err)
+	}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, dyn: dyn, meta: md, disc: disc, results: map[node.Key]result{},
+		owned: map[node.Key]bool{}, foreign: map[node.Key]string{}}
 	t.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_rejected_total",
 		Help: "Objects the API server rejected (invalid, or denied by admission)."})
 	t.conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_sink_kubernetes_conflicts_total",
@@ -193,6 +207,7 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	}
 	var out []node.Entry
 	listed := make(map[node.Key]listedEntry, len(t.listed))
+	owned, foreign := map[node.Key]bool{}, map[node.Key]string{}
 	for _, ns := range namespaces {
 		// A consistent LIST (no resourceVersion): never older than the
 		// sink's own last write, so a resync right after a write neither
@@ -211,6 +226,13 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 		for i := range list.Items {
 			o := &list.Items[i]
 			key, rv := keyOf(o.GetNamespace(), o.GetName()), o.GetResourceVersion()
+			if !t.s.status && !t.owns(o) {
+				// The label copied by hand (or by another tool): not the
+				// sink's, so never updated, pruned or shown as its own.
+				foreign[key] = t.notOwned(o)
+				continue
+			}
+			owned[key] = true
 			l, seen := t.listed[key]
 			if !seen || l.resourceVersion != rv || rv == "" {
 				l.resourceVersion = rv
@@ -223,6 +245,9 @@ func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 		}
 	}
 	t.listed = listed
+	t.mu.Lock()
+	t.owned, t.foreign = owned, foreign
+	t.mu.Unlock()
 	return out, nil
 }
 
@@ -242,7 +267,7 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 	}
 	applied := []byte(o.GetAnnotations()[appliedAnnotation])
 	var want any
-	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want) {
+	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want, appliedFields(o, t.s.manager)) {
 		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
 	}
 	// Edited by hand (or written by another version): show what it holds,
