@@ -16,7 +16,9 @@ import (
 
 // TestBrakeKubernetesConfigMaps: 30 ConfigMaps whose input comes back
 // empty stay on the API server (the sink degraded, the deletes held);
-// a run with max_deletes = "100%" deletes them.
+// a run with max_deletes = "100%" deletes them. The runs share one
+// owner_value: each starts from its own directory, and the default
+// identity is made from the directory.
 func TestBrakeKubernetesConfigMaps(t *testing.T) {
 	cs, _ := clients(t)
 	ns := kubeapitest.NewNamespace(t, cs)
@@ -34,9 +36,10 @@ source "static" "maps" {
 %s  }
 }
 sink "kubernetes" "maps" {
-  input      = source.static.maps
-  cluster    = cluster.k
-  namespaces = [%q]
+  input       = source.static.maps
+  cluster     = cluster.k
+  namespaces  = [%q]
+  owner_value = "e2e.brake.maps" # one identity for the three runs, each from its own directory
   %s
   object = {
     apiVersion = "v1"
