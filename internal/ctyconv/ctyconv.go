@@ -143,7 +143,9 @@ func dyadic(text string) bool {
 }
 
 // FromCty converts a cty value into JSON-like Go values. Unknown values
-// become nil. Whole numbers become int64, others float64. It gives the raw
+// become nil. Whole numbers in int64's range become int64, other numbers
+// float64 when a float64 holds them exactly, else a json.Number of their
+// exact text (2^64, 0.1 read from a file). It gives the raw
 // value, marks dropped, for places that need it (a published value, a
 // JSONPath); a view masks sensitive parts first (schema.Masked).
 func FromCty(v cty.Value) any {
@@ -178,13 +180,16 @@ func fromCty(v cty.Value, marked *bool) any {
 		return v.True()
 	case ty == cty.Number:
 		bf := v.AsBigFloat()
-		if bf.IsInt() {
+		if bf.IsInt() && bf.MantExp(nil) <= 256 {
 			if i, acc := bf.Int64(); acc == big.Exact {
 				return i
 			}
+			return json.Number(bf.Text('f', 0)) // 2^64 as its digits
 		}
-		f, _ := bf.Float64()
-		return f
+		if f, acc := bf.Float64(); acc == big.Exact {
+			return f
+		}
+		return json.Number(bf.Text('g', -1)) // exact where a float64 would round it
 	case ty.IsObjectType() || ty.IsMapType():
 		out := make(map[string]any, v.LengthInt())
 		for it := v.ElementIterator(); it.Next(); {

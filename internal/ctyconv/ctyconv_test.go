@@ -73,3 +73,28 @@ func TestNumberExact(t *testing.T) {
 		}
 	}
 }
+
+// TestFromCtyNumbers: FromCty gives a number back as int64 or float64 when
+// they hold it exactly, else as its exact text, and the text reads back to
+// the same number.
+func TestFromCtyNumbers(t *testing.T) {
+	for text, want := range map[string]any{
+		"7": int64(7), "-7": int64(-7), "0.5": 0.5, "2.5e3": int64(2500),
+		"9223372036854775808":    json.Number("9223372036854775808"),
+		"18446744073709551615":   json.Number("18446744073709551615"),
+		"0.1":                    json.Number("0.1"),
+		"0.10000000000000000001": json.Number("0.10000000000000000001"),
+		"9007199254740993.5":     json.Number("9.0071992547409935e+15"),
+		"1e400":                  json.Number("1e+400"),
+	} {
+		n := cty.MustParseNumberVal(text)
+		got := FromCty(n)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", text, d)
+		}
+		back, err := ToCty(got)
+		if err != nil || !back.Equals(n).True() {
+			t.Errorf("%s: read back as %#v, %v", text, back, err)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package jpath evaluates JSONPath templates (kubectl's syntax, parsed by
 // client-go's jsonpath parser) over decoded JSON values: map[string]any,
-// []any, string, int64, float64, bool and nil, as unstructured objects and
-// ctyconv.FromCty give them.
+// []any, string, int64, float64, json.Number (a number kept as its exact
+// text), bool and nil, as the kubernetes source and ctyconv.FromCty give them.
 //
 // The rules are client-go's (kubectl's) but for one: where `*` and `..`
 // walk a map, its keys are visited in sorted order. client-go walks a Go

@@ -66,7 +66,7 @@ func (t *Template) Prints() bool { return t.prints }
 func (t *Template) Fields() []string { return slices.Clone(t.fields) }
 
 // FindResults evaluates t against data, a decoded JSON value
-// (map[string]any, []any, string, int64, float64, bool, nil): what each
+// (map[string]any, []any, string, int64, float64, json.Number, bool, nil): what each
 // top-level action finds, in order, a range adding its body's for each
 // value. A map's values are found in the sorted order of their keys where
 // `*` and `..` walk it.
@@ -424,6 +424,7 @@ func filterPasses(n *jsonpath.FilterNode, e any, strict bool) (bool, error) {
 	if !ok || err != nil {
 		return false, err
 	}
+	left, right = comparable(left), comparable(right)
 	switch n.Operator {
 	case "<":
 		return gotemplate.Less(left, right)
@@ -439,6 +440,18 @@ func filterPasses(n *jsonpath.FilterNode, e any, strict bool) (bool, error) {
 		return gotemplate.GreaterEqual(left, right)
 	}
 	return false, fmt.Errorf("unrecognized filter operator %s", n.Operator)
+}
+
+// comparable is v as a filter compares it: a number kept as its exact
+// text (json.Number, beyond int64) compares as a float64, as a number
+// in the filter does.
+func comparable(v any) any {
+	if n, ok := v.(json.Number); ok {
+		if f, err := n.Float64(); err == nil {
+			return f
+		}
+	}
+	return v
 }
 
 // single is the one value a side of a comparison finds; not ok when it

@@ -272,3 +272,40 @@ func sortedRunes(s string) string {
 	slices.Sort(r)
 	return string(r)
 }
+
+// TestExactNumbers: a number the kubernetes source keeps as its exact text
+// (json.Number) prints as that text and compares in a filter as a number.
+func TestExactNumbers(t *testing.T) {
+	data := map[string]any{"items": []any{
+		map[string]any{"name": "a", "ratio": json.Number("0.25")},
+		map[string]any{"name": "b", "ratio": json.Number("0.75")},
+		map[string]any{"name": "c", "ratio": json.Number("18446744073709551615")},
+	}}
+	for src, want := range map[string]string{
+		`{.items[?(@.ratio > 0.5)].name}`: "b c",
+		`{.items[?(@.ratio < 1.0)].name}`: "a b",
+		`{.items[2].ratio}`:               "18446744073709551615",
+		`{.items[0]}`:                     `{"name":"a","ratio":0.25}`,
+	} {
+		tmpl, err := Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tmpl.FindResults(data)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var b bytes.Buffer
+		for i, r := range res {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if err := PrintResults(&b, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.String() != want {
+			t.Errorf("%s = %q, want %q", src, b.String(), want)
+		}
+	}
+}

@@ -50,6 +50,8 @@ func covers(live, want any, fs map[string]any) bool {
 		return true
 	case float64:
 		return number(live) == w && isNumber(live)
+	case json.Number:
+		return number(live) == number(w) && isNumber(live)
 	case int64:
 		return number(live) == float64(w) && isNumber(live)
 	default:
@@ -150,7 +152,7 @@ func appliedFields(o *unstructured.Unstructured, manager string) map[string]any 
 
 func isNumber(v any) bool {
 	switch v.(type) {
-	case float64, int64, int, int32:
+	case float64, int64, int, int32, json.Number:
 		return true
 	}
 	return false
@@ -166,6 +168,9 @@ func number(v any) float64 {
 		return float64(x)
 	case int32:
 		return float64(x)
+	case json.Number:
+		f, _ := x.Float64()
+		return f
 	}
 	return 0
 }

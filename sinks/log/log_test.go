@@ -62,3 +62,29 @@ func TestOpenErrorNamedOnce(t *testing.T) {
 		t.Fatalf("open error %v", err)
 	}
 }
+
+// Numbers are printed exactly, in both formats: a float64 would print
+// 2^64-1 as 18446744073709552000 and drop the tail of a long fraction.
+func TestNumbersExact(t *testing.T) {
+	v := cty.ObjectVal(map[string]cty.Value{
+		"big":  cty.MustParseNumberVal("18446744073709551615"),
+		"fine": cty.MustParseNumberVal("0.10000000000000000001"),
+		"half": cty.MustParseNumberVal("0.5"),
+	})
+	for _, format := range []string{"text", "json"} {
+		s := nodetest.MustBuild(t, Spec(), "input = source.static.x\nformat = \""+format+"\"", up).Sink.(*Sink)
+		var buf bytes.Buffer
+		s.Out = &buf
+		tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := tg.Prepare(node.Record{Key: "k", Value: v})
+		tg.Update(context.Background(), []node.Entry{e})
+		for _, w := range []string{`"big":18446744073709551615`, `"fine":0.10000000000000000001`, `"half":0.5`} {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("%s: output %q lacks %q", format, buf.String(), w)
+			}
+		}
+	}
+}

@@ -1,10 +1,11 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-
-	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"strconv"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -14,8 +15,9 @@ var errSyntax = errors.New("malformed JSON")
 
 // projector decodes the projected paths of JSON objects and skips
 // everything else without allocating it. Kept subtrees are decoded like
-// the rest of client-go's unstructured objects (numbers become int64 or
-// float64).
+// client-go's unstructured objects, except that a number which is not an
+// int64 stays a json.Number: its exact text, where client-go would round
+// it to a float64.
 type projector struct{ data []byte }
 
 // seq walks the object or list at i (after white space), opening and
@@ -105,11 +107,51 @@ func (d projector) value(i int) (any, int, error) {
 	if err != nil {
 		return nil, end, err
 	}
-	var v any
-	if err := utiljson.Unmarshal(d.data[i:end], &v); err != nil {
+	v, err := exact(d.data[i:end])
+	if err != nil {
 		return nil, end, fmt.Errorf("decode value at byte %d: %w", i, err)
 	}
 	return v, end, nil
+}
+
+// exact decodes one JSON value with its numbers as int64 when they are
+// integers in int64's range, else as their json.Number text.
+func exact(data []byte) (any, error) {
+	if c := data[0]; c == '-' || c >= '0' && c <= '9' { // the common leaf: a number
+		if n, err := strconv.ParseInt(string(data), 10, 64); err == nil {
+			return n, nil
+		}
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("%w: invalid number %q", errSyntax, data)
+		}
+		return json.Number(data), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return integers(v), nil
+}
+
+// integers turns the json.Numbers in v that are int64s into int64s.
+func integers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integers(e)
+		}
+	}
+	return v
 }
 
 // str decodes the string at i.

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -47,8 +48,8 @@ func paths(ps ...string) *node.Paths {
 }
 
 func TestProjectorObject(t *testing.T) {
-	var full map[string]any
-	if err := utiljson.Unmarshal([]byte(podJSON), &full); err != nil {
+	full, err := decodeExact([]byte(podJSON))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []*node.Paths{
@@ -105,8 +106,7 @@ func FuzzProjector(f *testing.F) {
 			p.Add(strings.Split(strings.Trim(s, "."), ".")...)
 		}
 		got, _, err := projector{data: data}.object(0, p)
-		var full map[string]any
-		if json.Valid(data) && utiljson.Unmarshal(data, &full) == nil && full != nil {
+		if full, ferr := decodeExact(data); json.Valid(data) && ferr == nil && full != nil {
 			if err != nil {
 				t.Fatalf("valid object rejected: %v", err)
 			}
@@ -135,7 +135,7 @@ func decodeList(raw []byte, proj *node.Paths) (*unstructured.UnstructuredList, e
 
 func TestDecodeList(t *testing.T) {
 	raw := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[
-		{"metadata":{"name":"a","namespace":"shop"},"spec":{"priority":7,"ratio":0.5}},
+		{"metadata":{"name":"a","namespace":"shop"},"spec":{"priority":7,"ratio":0.5,"big":18446744073709551615,"fine":0.10000000000000000001,"e":1e3}},
 		{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b"}}]}`
 	l, err := decodeList([]byte(raw), nil)
 	if err != nil {
@@ -149,12 +149,48 @@ func TestDecodeList(t *testing.T) {
 		t.Errorf("item kind %q apiVersion %q, want them from the list", a.GetKind(), a.GetAPIVersion())
 	}
 	spec := a.Object["spec"].(map[string]any)
-	if diff := cmp.Diff(map[string]any{"priority": int64(7), "ratio": 0.5}, spec); diff != "" {
-		t.Errorf("numbers must decode as int64 and float64 (-want +got)\n%s", diff)
+	want := map[string]any{"priority": int64(7), "ratio": json.Number("0.5"),
+		"big": json.Number("18446744073709551615"), "fine": json.Number("0.10000000000000000001"), "e": json.Number("1e3")}
+	if diff := cmp.Diff(want, spec); diff != "" {
+		t.Errorf("numbers must decode as int64 or their exact text (-want +got)\n%s", diff)
 	}
 	for _, bad := range []string{`{"items":[1]}`, `{"items":`} {
 		if _, err := decodeList([]byte(bad), nil); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
+}
+
+// decodeExact decodes a JSON object whole, as the projector promises to:
+// integers in int64's range as int64, every other number as its text.
+func decodeExact(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data")
+	}
+	var fix func(any) any
+	fix = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+				return n
+			}
+		case map[string]any:
+			for k, e := range x {
+				x[k] = fix(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = fix(e)
+			}
+		}
+		return v
+	}
+	m, _ := fix(v).(map[string]any)
+	return m, nil
 }

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kschema "k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -832,8 +831,8 @@ func (f *pbField) scalar(w *wire, wt protowire.Type) (any, error) {
 }
 
 // integer converts a varint as Go's generated code reads it into the
-// field's type, then as JSON decoding yields it (int64, or float64 above
-// int64's range).
+// field's type, then as JSON decoding yields it (int64, or its json.Number
+// text above int64's range).
 func (f *pbField) integer(v uint64) any {
 	switch f.typ.Kind() {
 	case reflect.Int32:
@@ -842,14 +841,15 @@ func (f *pbField) integer(v uint64) any {
 		return int64(uint32(v))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint64:
 		if v > math.MaxInt64 {
-			return float64(v)
+			return json.Number(strconv.FormatUint(v, 10))
 		}
 	}
 	return int64(v)
 }
 
-// jsonFloat is a float as encoding/json writes it and JSON decoding reads
-// it back (integral values become int64).
+// jsonFloat is a float as encoding/json writes it and the JSON decoder
+// (exact) reads it back: integral values become int64, others the
+// json.Number of their shortest text, as the same object read as JSON.
 func jsonFloat(v float64, bits int) any {
 	var js []byte
 	var err error
@@ -861,8 +861,8 @@ func jsonFloat(v float64, bits int) any {
 	if err != nil { // NaN and infinities have no JSON form
 		return v
 	}
-	var out any
-	if err := utiljson.Unmarshal(js, &out); err != nil {
+	out, err := exact(js)
+	if err != nil {
 		return v
 	}
 	return out
@@ -1008,8 +1008,8 @@ func typedJSON(m *pbMessage, b []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", m.typ.Name(), err)
 	}
-	var out any
-	if err := utiljson.Unmarshal(js, &out); err != nil {
+	out, err := exact(js)
+	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", m.typ.Name(), err)
 	}
 	return out, nil
