@@ -1,8 +1,8 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/pipeline/pipeline/internal/regfile"
 )
 
 // Kind is the top-level block kind of a graph node.
@@ -185,13 +187,12 @@ func (l *Loader) Load(paths []string, opts Options) (*Config, hcl.Diagnostics) {
 // parseFile reads one file, refuses one too large or nested too deeply
 // (CheckNesting), and parses it.
 func (l *Loader) parseFile(name string, opts Options) (*hcl.File, hcl.Diagnostics) {
-	src, err := opts.Overlay[name], error(nil)
+	src := opts.Overlay[name]
 	if src == nil {
-		src, err = readHCLFile(name)
-	}
-	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration file", Detail: err.Error(),
-			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}}}
+		var diags hcl.Diagnostics
+		if src, diags = readHCLFile(name); diags.HasErrors() {
+			return nil, diags
+		}
 	}
 	if f := opts.Parses.get(name, src); f != nil && l.parser.Files()[name] == nil {
 		l.parser.AddFile(name, f)
@@ -217,22 +218,17 @@ func (l *Loader) parse(src []byte, name string) (*hcl.File, hcl.Diagnostics) {
 	return f, diags
 }
 
-// readHCLFile reads a regular file of at most MaxConfigBytes (one byte
-// more is read so that CheckNesting reports the size).
-func readHCLFile(name string) ([]byte, error) {
-	st, err := os.Stat(name)
-	if err != nil {
-		return nil, err
+// readHCLFile reads a regular file of at most MaxConfigBytes.
+func readHCLFile(name string) ([]byte, hcl.Diagnostics) {
+	data, fi, err := regfile.Read(name, MaxConfigBytes)
+	switch {
+	case errors.Is(err, regfile.ErrTooLarge):
+		return nil, hcl.Diagnostics{tooLarge(name, fi.Size())}
+	case err != nil:
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration file", Detail: err.Error(),
+			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}}}
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	return data, nil
 }
 
 // ConfigFiles lists the files Load reads for paths: each file path, and

@@ -6,13 +6,13 @@ import (
 	"io/fs"
 	"math/big"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/customdecode"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/pipeline/pipeline/internal/regfile"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -243,16 +243,13 @@ const maxFileSize = 16 << 20
 
 // readConfigFile reads a regular file named by the configuration.
 func readConfigFile(p string) ([]byte, error) {
-	st, err := os.Stat(p)
+	b, _, err := regfile.Read(p, maxFileSize)
 	switch {
-	case err != nil:
-		return nil, unwrapPathError(err)
-	case !st.Mode().IsRegular():
+	case errors.Is(err, regfile.ErrNotRegular):
 		return nil, errors.New("not a regular file")
-	case st.Size() > maxFileSize:
+	case errors.Is(err, regfile.ErrTooLarge):
 		return nil, fmt.Errorf("larger than %d MiB", maxFileSize>>20)
 	}
-	b, err := os.ReadFile(p)
 	return b, unwrapPathError(err)
 }
 

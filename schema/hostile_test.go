@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // loadSrc loads one in-memory file and returns the summaries of its
@@ -125,5 +129,34 @@ func BenchmarkLocals10000(b *testing.B) {
 		if _, diags := NewLoader().ParseSource("many.hcl", src, Options{Environ: []string{}}); diags.HasErrors() {
 			b.Fatal(diags.Error())
 		}
+	}
+}
+
+// A configuration file over MaxConfigBytes is refused from its size, with
+// the file and its size named; one that is a FIFO fails at once instead
+// of blocking the load.
+func TestConfigFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.hcl")
+	if err := os.WriteFile(big, make([]byte, MaxConfigBytes+7), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := NewLoader().Load([]string{big}, Options{Environ: []string{}})
+	if len(diags) != 1 || diags[0].Summary != "Configuration file too large" || !strings.Contains(diags[0].Detail, fmt.Sprintf("holds %d bytes", MaxConfigBytes+7)) {
+		t.Errorf("a file of %d bytes: %v", MaxConfigBytes+7, diags)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.hcl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan hcl.Diagnostics, 1)
+	go func() { _, diags := NewLoader().Load([]string{fifo}, Options{Environ: []string{}}); done <- diags }()
+	select {
+	case diags := <-done:
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "is a FIFO") {
+			t.Errorf("a FIFO: %v", diags)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("loading a FIFO blocked")
 	}
 }

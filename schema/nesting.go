@@ -56,9 +56,7 @@ func CheckNesting(src []byte, filename string) hcl.Diagnostics {
 // are a chunk's. A chunk without a cut is lexed again twice as long.
 func checkNesting(src []byte, filename string, limit, chunk int) (hcl.Diagnostics, []int) {
 	if len(src) > MaxConfigBytes {
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Configuration file too large",
-			Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, len(src), MaxConfigBytes),
-			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}, nil
+		return hcl.Diagnostics{tooLarge(filename, int64(len(src)))}, nil
 	}
 	c := &nestCheck{src: src, filename: filename, n: newNestCounter(limit), at: hcl.InitialPos}
 	c.save()
@@ -77,6 +75,14 @@ func checkNesting(src []byte, filename string, limit, chunk int) (hcl.Diagnostic
 			size = chunk
 		}
 	}
+}
+
+// tooLarge is the error for a configuration file of size bytes, over
+// MaxConfigBytes.
+func tooLarge(filename string, size int64) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Configuration file too large",
+		Detail:  fmt.Sprintf("%s holds %d bytes; a configuration file may hold at most %d. Split it or move data into files read by a source.", filename, size, MaxConfigBytes),
+		Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}
 }
 
 // lexChunk is the size of the chunks checkNesting lexes.

@@ -8,7 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"github.com/pipeline/pipeline/internal/regfile"
 )
 
 // A trail's files are regular files: a path that names a device, a FIFO
@@ -22,40 +23,15 @@ const maxLineBytes = 16 << 20
 // openRegular opens path (flag as os.OpenFile) and fails, naming the path
 // and what it is, unless it is a regular file.
 func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, notRegular(path, st.Mode())
+	f, _, err := regfile.Open(path, flag, perm)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: an audit trail's files must be regular files", err)
 	}
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, notRegular(path, st.Mode())
-	}
-	return f, nil
+	return f, err
 }
 
 func notRegular(path string, m fs.FileMode) error {
-	what := "not a regular file"
-	switch {
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a device"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	}
-	return fmt.Errorf("%s is %s, not a regular file: an audit trail's files must be regular files", path, what)
+	return fmt.Errorf("%s is %s: %w: an audit trail's files must be regular files", path, regfile.Kind(m), regfile.ErrNotRegular)
 }
 
 // errLineTooLong is returned for a line longer than maxLineBytes.

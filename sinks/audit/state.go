@@ -11,11 +11,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/regfile"
 )
 
 // A trail records changes, and only changes. The target therefore knows
@@ -81,23 +81,15 @@ func readLedger(path, addr string) (ledger, error) {
 
 // replay applies one file's lines to l.
 func (l ledger) replay(path, addr string) error {
-	// Not a regular file (a FIFO, a device): the trail's own checks say
-	// so; opening a FIFO to read would block, hence the Stat first and
-	// O_NONBLOCK against a swap in between.
-	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	// Not a regular file (a FIFO, a device): the trail's own checks say so.
+	f, _, err := regfile.Open(path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, regfile.ErrNotRegular) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil // not a trail file to read back (a device, a FIFO): the trail's own checks say so
-	}
 	r := bufio.NewReaderSize(f, maxLedgerLine)
 	addrField := []byte(`"node":` + string(appendString(nil, addr)))
 	for {

@@ -72,7 +72,7 @@ func TestSpecialFiles(t *testing.T) {
 	if !f.out.Synced() || f.health.State() != node.Degraded {
 		t.Errorf("synced %v, health %s", f.out.Synced(), f.health.State())
 	}
-	for _, want := range []string{"fifo.yaml: not a regular file but a named pipe", "zero.yaml: not a regular file but a character device"} {
+	for _, want := range []string{"fifo.yaml is a FIFO: not a regular file", "zero.yaml is a character device: not a regular file"} {
 		if !strings.Contains(f.health.Detail, want) {
 			t.Errorf("health detail %q lacks %q", f.health.Detail, want)
 		}
@@ -163,7 +163,7 @@ func TestUnreadableAtStart(t *testing.T) {
 	write(t, path, pod("a", "web")+strings.Repeat("#", maxFileSize))
 	f := newFaultRun(t, dir, `paths = ["m/*.yaml"]`)
 	err := f.reload(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "a.yaml: 16777") || !strings.Contains(err.Error(), "larger than the limit of 16 MiB") {
+	if err == nil || !strings.Contains(err.Error(), "a.yaml holds more than the 16777216 bytes allowed") {
 		t.Errorf("first reload: %v, want the file named", err)
 	}
 	if f.out.Synced() || len(f.out.Keys()) != 0 {

@@ -7,18 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kobject"
+	"github.com/pipeline/pipeline/internal/regfile"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -111,76 +110,15 @@ func (s *Source) readDropping(known map[string]*goodFile) snapshot {
 	return snap
 }
 
-// errNotRegular marks a special file matched by a glob: never data, so
-// it is skipped rather than waited for.
-var errNotRegular = errors.New("not a regular file")
-
-// readRegular reads a regular file of at most maxFileSize bytes. It opens
-// with O_NONBLOCK and checks the opened file, so a FIFO or device matched by
-// a glob (or swapped in after a Stat) can neither block nor stream forever.
+// readRegular reads a regular file of at most maxFileSize bytes
+// (regfile.Read): a FIFO or device matched by a glob (or swapped in after
+// a Stat) can neither block nor stream forever, and a file's content is
+// held in a buffer of its size until it is parsed (docs/performance.md,
+// F1). A special file wraps regfile.ErrNotRegular: never data, so it is
+// skipped rather than waited for.
 func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w but %s", path, errNotRegular, fileType(st.Mode()))
-	}
-	if st.Size() > maxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes, larger than the limit of %d MiB", path, st.Size(), maxFileSize>>20)
-	}
-	data, err := readSized(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%s: larger than the limit of %d MiB", path, maxFileSize>>20)
-	}
-	return data, nil
-}
-
-// readSized reads f, whose size was size at its Stat, into a buffer of
-// that size: a read holds every matched file's content until it is
-// parsed, and io.ReadAll's growing buffer would hold unused capacity per
-// file (docs/performance.md, F1).
-// A file that grew since the Stat is read on, up to maxFileSize+1 bytes.
-func readSized(f *os.File, size int64) ([]byte, error) {
-	data := make([]byte, size)
-	n, err := io.ReadFull(f, data)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return data[:n], nil // shrunk since the Stat
-	}
-	if err != nil {
-		return nil, err
-	}
-	var probe [1]byte
-	if n, _ := f.Read(probe[:]); n == 0 {
-		return data, nil
-	}
-	rest, err := io.ReadAll(io.LimitReader(f, maxFileSize-size))
-	if err != nil {
-		return nil, err
-	}
-	return append(append(data, probe[0]), rest...), nil
-}
-
-func fileType(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a special file"
+	data, _, err := regfile.Read(path, maxFileSize)
+	return data, err
 }
 
 // watchDir returns the directory to watch for a pattern: its longest

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/pipeline/pipeline/internal/regfile"
 )
 
 // Bad input must lose nothing. A file that was read and parsed once keeps
@@ -88,7 +90,7 @@ func (r *run) settle(ctx context.Context, snap snapshot) (settled, error) {
 	for _, e := range snap.readErr {
 		switch {
 		case keep(e.path, fmt.Sprintf("cannot read %v", e.err)):
-		case errors.Is(e.err, errNotRegular) || r.loaded:
+		case errors.Is(e.err, regfile.ErrNotRegular) || r.loaded:
 			out.problems = append(out.problems, fmt.Sprintf("cannot read %v", e.err))
 		default:
 			out.unread = append(out.unread, e.err.Error())
