@@ -7,8 +7,8 @@ import (
 
 // startupMemory returns the memory of the initial sync to the operating
 // system once every sink has written its first full state. Start-up
-// allocates far more than the steady state holds (a LIST response of
-// 10,000 pods is ~20 MB of JSON, decoded, converted and diffed once), and
+// allocates far more than the steady state holds (a LIST response is
+// decoded, converted and diffed once, then dropped), and
 // the Go runtime otherwise keeps those freed pages resident for minutes:
 // on a DaemonSet that is the difference every node pays. It runs once per
 // Runtime, in the goroutine of the last sink to start (one forced GC over

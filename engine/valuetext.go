@@ -19,8 +19,8 @@ var errSlowPath = errors.New("value for cty's JSON encoder")
 // appendJSON appends what cty/json.Marshal(v, v.Type()) writes, byte for
 // byte (fingerprints of a running process and of plan --against agree),
 // but writes an integer of up to 2^53 with strconv instead of big.Float's
-// shortest-decimal search: a records list of 500,000 numbers took 13 s of
-// CPU in that search alone. It returns errSlowPath for what it leaves to
+// shortest-decimal search, which dominated the fingerprint of a large
+// records list. It returns errSlowPath for what it leaves to
 // cty (capsules, values of a dynamic type inside a known one).
 func appendJSON(b *bytes.Buffer, v cty.Value, t cty.Type) error {
 	if v.IsMarked() || !v.IsKnown() || (t == cty.DynamicPseudoType && v.Type() != cty.DynamicPseudoType) {

@@ -27,9 +27,8 @@ const MaxOperators = 1000
 const MaxConfigBytes = 16 << 20
 
 // MaxConfigTokens is how many tokens one configuration file may hold. The
-// parser and the compiler each cost a few hundred bytes per token (a list
-// of 500,000 numbers allocated 1.9 GB on its way to a graph), so a longer
-// file is refused after one lexing pass. A static source of 100,000
+// parser and the compiler each cost a few hundred bytes per token, so a
+// longer file is refused after one lexing pass, before either runs. A static source of 100,000
 // records is about 600,000 tokens.
 const MaxConfigTokens = 1_000_000
 

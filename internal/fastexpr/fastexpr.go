@@ -2,10 +2,10 @@
 // without HCL's general machinery, and defers to HCL for everything else.
 //
 // A transform evaluates its expressions once per record: for the flagship
-// `where = try(object.status.podIP, "") != ""` HCL spends about 9 µs a
-// record on function-call plumbing (argument closures, parameter
-// conversion, diagnostics), which was most of an initial sync's CPU after
-// decoding. Compile recognises a small set of node shapes — literals,
+// `where = try(object.status.podIP, "") != ""` most of HCL's time goes to
+// function-call plumbing (argument closures, parameter conversion,
+// diagnostics), which was most of an initial sync's CPU after decoding
+// (docs/performance.md). Compile recognises a small set of node shapes — literals,
 // string templates, traversals of a variable (`object.a.b["c"][0]`),
 // object and tuple constructors with literal keys, `try(...)`, `!`, `==`,
 // `!=`, `&&`, `||` and parentheses — and evaluates them directly on cty

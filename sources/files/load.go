@@ -308,8 +308,8 @@ func (s *Source) fileEntries(ctx context.Context, f file) (entries []entry, brok
 // across files: a record, or (odd) why the document gives none. A run
 // keeps each file's entries in place of its content, so that a reload
 // re-parses only the files that changed and the others' records keep
-// their values (converting 100,000 unchanged files again held both sets:
-// 1.5 GB). A record's key, object and place are read from the record
+// their values (converting every unchanged file again would hold both
+// sets at once). A record's key, object and place are read from the record
 // itself, so that the common entry costs its record and nothing more
 // (docs/performance.md, F1).
 type entry struct {

@@ -13,8 +13,8 @@ import (
 // projected object's record value can be kept as one slice of its read
 // fields' values (packed) and built into a cty object only when a
 // consumer receives it. A cty object carries a type map and an attribute
-// map at every level: for `{status = {podIP}}` that is four maps, about
-// 1.4 KB per pod, where the packed form holds one string.
+// map at every level: for `{status = {podIP}}` that is four maps per pod,
+// where the packed form holds one string (docs/performance.md).
 type shape struct {
 	fields []shapeField // sorted by name
 	slots  int          // slots of the whole tree (the root's count)

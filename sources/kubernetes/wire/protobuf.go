@@ -28,8 +28,8 @@ import (
 
 // Built-in resources (pods, services, config maps...) are listed and
 // watched as protobuf when the source decodes a projection: the API server
-// answers a LIST of 10,000 pods in protobuf in about half the time it takes
-// in JSON, with 40% fewer bytes. The decoder below walks the protobuf wire
+// answers a LIST in protobuf faster than in JSON, and in fewer bytes
+// (docs/performance.md). The decoder below walks the protobuf wire
 // format with a layout derived from the Go API types' struct tags (field
 // numbers from `protobuf:"..."`, names and omitempty from `json:"..."`),
 // skips every field the graph does not read without allocating it, and
@@ -431,7 +431,7 @@ const maxItem = 64 << 20
 
 // decodeProtoListStream decodes a protobuf List response as it arrives,
 // one item at a time, handing each projected item to each: the response
-// (12 MB for 10,000 pods) is never held whole, and decoding overlaps the
+// (megabytes for thousands of pods) is never held whole, and decoding overlaps the
 // transfer. It fills head with the list's own fields (apiVersion, kind,
 // metadata); apiVersion and kind are there before the first item (the
 // envelope's type comes first).
