@@ -125,7 +125,7 @@ func labelExprs(expr hcl.Expression) ([]labelExpr, hcl.Diagnostics) {
 	pairs, diags := hcl.ExprMap(expr)
 	if diags.HasErrors() {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid labels",
-			Detail: "Give labels as an object with fixed label names, such as { namespace = record.value.metadata.namespace }: the family's label names must be known when the configuration loads.",
+			Detail:  "Give labels as an object with fixed label names, such as { namespace = record.value.metadata.namespace }: the family's label names must be known when the configuration loads.",
 			Subject: expr.Range().Ptr()}}
 	}
 	var out []labelExpr
@@ -134,7 +134,7 @@ func labelExprs(expr hcl.Expression) ([]labelExpr, hcl.Diagnostics) {
 		k, d := p.Key.Value(nil)
 		if d.HasErrors() || k.Type() != cty.String || k.IsNull() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid label name",
-				Detail: "A label name is written as it is (namespace = …), not computed: the family's label names must be known when the configuration loads.",
+				Detail:  "A label name is written as it is (namespace = …), not computed: the family's label names must be known when the configuration loads.",
 				Subject: p.Key.Range().Ptr()})
 			continue
 		}
