@@ -198,6 +198,9 @@ value  = record.value
 	if got := scrape(t, reg, "pipeline_sink_prometheus_skipped_total"); !slices.Equal(got, []string{`pipeline_sink_prometheus_skipped_total{node="sink.prometheus.test"} 3`}) {
 		t.Fatalf("skipped counter: %v", got)
 	}
+	if got := tg.Explain("inf"); len(got) != 1 || !strings.HasPrefix(got[0], "not served: the value is not a finite number") {
+		t.Fatalf("Explain of a skipped key: %q", got)
+	}
 	// A skipped key is held (explain shows it), and a finite value later
 	// serves the series.
 	tg.Update(context.Background(), prepare(t, tg, node.Record{Key: "inf", Value: cty.NumberIntVal(4)}))
@@ -313,5 +316,19 @@ func TestPlanModeServesNothing(t *testing.T) {
 	}
 	if es, _ := tg.Actual(context.Background()); len(es) != 0 {
 		t.Fatalf("plan mode holds %v", es)
+	}
+}
+
+func TestExplainSaysWhatIsServed(t *testing.T) {
+	tg, _, _ := open(t, readyBody+"max_series = 1\n")
+	es := prepare(t, tg, widget("a", "w1", "True"), widget("a", "w2", "True"))
+	tg.Update(context.Background(), es)
+	for k, want := range map[string]string{
+		"a/w1": `served   kube_customresource_ready{condition="Ready",name="w1",namespace="a",node="sink.prometheus.test"} 1`,
+		"a/w2": "not served: max_series 1 reached",
+	} {
+		if got := tg.Explain(k); len(got) != 1 || got[0] != want {
+			t.Errorf("Explain(%s) = %q, want %q", k, got, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -133,18 +134,31 @@ func (s *Sink) entry(k node.Key, sr series) node.Entry {
 
 // line is the series in the text exposition format, without the node
 // label: name{label="value",...} value.
-func (s *Sink) line(sr series) string {
+func (s *Sink) line(sr series) string { return s.format(sr, "") }
+
+// format writes the series in the text exposition format, labels sorted
+// by name; with address set, the node label too, as a scrape shows it.
+func (s *Sink) format(sr series, address string) string {
+	type pair struct{ name, value string }
+	pairs := make([]pair, 0, len(s.labels)+1)
+	for i, l := range s.labels {
+		pairs = append(pairs, pair{l.name, sr.values[i]})
+	}
+	if address != "" {
+		at, _ := slices.BinarySearchFunc(pairs, "node", func(p pair, n string) int { return strings.Compare(p.name, n) })
+		pairs = slices.Insert(pairs, at, pair{"node", address})
+	}
 	var b strings.Builder
 	b.WriteString(s.fam.name)
-	if len(s.labels) > 0 {
+	if len(pairs) > 0 {
 		b.WriteByte('{')
-		for i, l := range s.labels {
+		for i, p := range pairs {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(l.name)
+			b.WriteString(p.name)
 			b.WriteString(`="`)
-			b.WriteString(escapeLabel(sr.values[i]))
+			b.WriteString(escapeLabel(p.value))
 			b.WriteByte('"')
 		}
 		b.WriteByte('}')

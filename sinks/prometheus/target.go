@@ -152,7 +152,7 @@ func (t *Target) Close() error {
 func (t *Target) Describe() node.TargetInfo {
 	loc := fmt.Sprintf("%s %s on /metrics", t.s.fam.typ, t.s.fam.name)
 	if t.reg == nil {
-		loc += " (served by a running instance; plan holds none)"
+		loc += " (a new process serves none until its records arrive)"
 	}
 	return node.TargetInfo{Location: loc, Kind: "prometheus_series", Exists: true, MaxEntries: t.s.maxSeries}
 }
@@ -269,3 +269,24 @@ var (
 	_ node.Describer       = (*Target)(nil)
 	_ promclient.Collector = (*store)(nil)
 )
+
+// Explain implements node.Explainer: whether the key's series is served,
+// as a scrape shows it (with its node label), or why not.
+func (t *Target) Explain(k node.Key) []string {
+	if _, refused := t.refused[k]; refused {
+		return []string{fmt.Sprintf("not served: max_series %d reached", t.s.maxSeries)}
+	}
+	t.store.mu.RLock()
+	h, ok := t.store.keys[k]
+	t.store.mu.RUnlock()
+	switch {
+	case !ok:
+		return nil
+	case h.skip:
+		return []string{"not served: the value is not a finite number (counted in pipeline_sink_prometheus_skipped_total)"}
+	}
+	sr := series{values: h.values, value: h.value}
+	return []string{"served   " + t.s.format(sr, t.s.address)}
+}
+
+var _ node.Explainer = (*Target)(nil)
