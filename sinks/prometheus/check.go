@@ -32,7 +32,7 @@ func checkName(name, typ string, labels []string, rng hcl.Range) hcl.Diagnostics
 	bad := func(summary, detail string) hcl.Diagnostics {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}}
 	}
-	if !model.IsValidLegacyMetricName(name) {
+	if !model.LegacyValidation.IsValidMetricName(name) {
 		return bad("Invalid metric name", fmt.Sprintf("%q is not a Prometheus metric name: use letters, digits and _ (not first a digit), in snake_case, such as kube_customresource_ready.", name))
 	}
 	for _, p := range reservedPrefixes {
@@ -101,7 +101,7 @@ func checkLabelName(name string, rng hcl.Range) hcl.Diagnostics {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}}
 	}
 	switch {
-	case !model.LabelName(name).IsValidLegacy():
+	case !model.LegacyValidation.IsValidLabelName(name):
 		return bad("Invalid label name", fmt.Sprintf("%q is not a Prometheus label name: use letters, digits and _ (not first a digit), in snake_case.", name))
 	case strings.HasPrefix(name, "__"):
 		return bad("Reserved label name", "Label names starting with __ are reserved for Prometheus' own use.")
