@@ -324,7 +324,7 @@ func TestExplainSaysWhatIsServed(t *testing.T) {
 	es := prepare(t, tg, widget("a", "w1", "True"), widget("a", "w2", "True"))
 	tg.Update(context.Background(), es)
 	for k, want := range map[string]string{
-		"a/w1": `served   kube_customresource_ready{condition="Ready",name="w1",namespace="a",node="sink.prometheus.test"} 1`,
+		"a/w1": `served as kube_customresource_ready{condition="Ready",name="w1",namespace="a",node="sink.prometheus.test"} 1`,
 		"a/w2": "not served: max_series 1 reached",
 	} {
 		if got := tg.Explain(k); len(got) != 1 || got[0] != want {

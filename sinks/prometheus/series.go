@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -66,6 +67,9 @@ func (s *Sink) labelValue(l labelExpr, ctx *hcl.EvalContext) (string, error) {
 	sv, err := convert.Convert(v, cty.String)
 	if err != nil || !sv.IsKnown() || sv.IsNull() {
 		return "", fmt.Errorf("label %s is %s, not a string, number or bool", l.name, v.Type().FriendlyName())
+	}
+	if !utf8.ValidString(sv.AsString()) {
+		return "", fmt.Errorf("label %s is not valid UTF-8", l.name)
 	}
 	return sv.AsString(), nil
 }

@@ -164,8 +164,9 @@ func (t *Target) Show(e node.Entry) string { return e.Value.AsString() }
 type held struct {
 	entry  node.Entry // Key, Value and Data as Prepare made them
 	skip   bool
-	values []string // label values, decoded from Data once
-	value  float64
+	// metric is the series as Collect sends it, built once per write
+	// rather than on every scrape; nil when skip.
+	metric promclient.Metric
 }
 
 // store is the served state: entries by key, and which key serves each
@@ -206,10 +207,18 @@ func (st *store) put(k node.Key, v cty.Value, sr series, data []byte) error {
 			return errMaxSeries
 		}
 	}
+	h := held{entry: node.Entry{Key: k, Value: v, Data: data}, skip: skip}
+	if !skip {
+		m, err := promclient.NewConstMetric(st.desc, st.typ, sr.value, sr.values...)
+		if err != nil {
+			return fmt.Errorf("series: %w", err) // a label value that is not valid UTF-8
+		}
+		h.metric = m
+	}
 	if had && !old.skip {
 		delete(st.ids, id(old.entry.Data))
 	}
-	st.keys[k] = held{entry: node.Entry{Key: k, Value: v, Data: data}, skip: skip, values: sr.values, value: sr.value}
+	st.keys[k] = h
 	if !skip {
 		st.ids[id(data)] = k
 	}
@@ -255,12 +264,7 @@ func (st *store) Collect(ch chan<- promclient.Metric) {
 		if h.skip {
 			continue
 		}
-		m, err := promclient.NewConstMetric(st.desc, st.typ, h.value, h.values...)
-		if err != nil {
-			ch <- promclient.NewInvalidMetric(st.desc, err)
-			continue
-		}
-		ch <- m
+		ch <- h.metric
 	}
 }
 
@@ -285,8 +289,11 @@ func (t *Target) Explain(k node.Key) []string {
 	case h.skip:
 		return []string{"not served: the value is not a finite number (counted in pipeline_sink_prometheus_skipped_total)"}
 	}
-	sr := series{values: h.values, value: h.value}
-	return []string{"served   " + t.s.format(sr, t.s.address)}
+	sr, err := decode(h.entry.Data, len(t.s.labels))
+	if err != nil {
+		return nil
+	}
+	return []string{"served as " + t.s.format(sr, t.s.address)}
 }
 
 var _ node.Explainer = (*Target)(nil)
