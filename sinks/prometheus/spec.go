@@ -104,16 +104,16 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	for _, l := range s.labels {
 		s.fam.labels = append(s.fam.labels, l.name)
 	}
-	if diags.HasErrors() {
-		return s, diags
-	}
-	if help == "" {
+	decoded := !diags.HasErrors()
+	if help == "" && helpAttr.Has(b.Content) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty help",
 			Detail: "Say in help what the series measure: Prometheus and its users show it beside the metric.", Subject: helpRange.Ptr()})
 	}
-	diags = append(diags, checkName(name, typ, s.fam.labels, nameRange)...)
+	if name != "" {
+		diags = append(diags, checkName(name, typ, s.fam.labels, nameRange)...)
+	}
 	diags = append(diags, checkSensitive(b.Content.Ctx, labels, s.value)...)
-	if b.Config != nil {
+	if b.Config != nil && decoded {
 		diags = append(diags, checkFamily(b, s.fam, nameRange)...)
 	}
 	return s, diags
