@@ -69,6 +69,12 @@ func TestMetricsSinkOnKubeAPIServer(t *testing.T) {
 		t.Fatalf("explain shop/api: %s", ex)
 	}
 
+	// The console shows the sink like any other node.
+	if c := getBody(t, "http://"+run.addr+"/console/node?addr=sink.prometheus.certificate_ready"); !strings.Contains(c, `"type":"prometheus"`) ||
+		!strings.Contains(c, `"inputs":["source.kubernetes.certificates"]`) {
+		t.Fatalf("console node: %s", c)
+	}
+
 	// A deleted Certificate takes its series away.
 	if err := dyn.Resource(certGVR).Namespace("shop").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -122,7 +128,13 @@ func waitScrape(t *testing.T, addr string, want []string) {
 
 func explainKey(t *testing.T, addr, key string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/explain?key=" + url.QueryEscape(key))
+	return getBody(t, "http://"+addr+"/explain?key="+url.QueryEscape(key))
+}
+
+// getBody GETs u and returns its JSON body.
+func getBody(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +142,7 @@ func explainKey(t *testing.T, addr, key string) string {
 	b, _ := io.ReadAll(resp.Body)
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("explain: %v: %s", err, b)
+		t.Fatalf("GET %s: %v: %s", u, err, b)
 	}
 	return string(b)
 }
