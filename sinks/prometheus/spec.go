@@ -88,13 +88,13 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	labels := labelsAttr.Read(b.Content, &diags)
 	s.value = valueAttr.Read(b.Content, &diags)
-	max, maxRange, d := maxSeriesAttr.Get(b.Content)
+	limit, limitRange, d := maxSeriesAttr.Get(b.Content)
 	diags = append(diags, d...)
-	if !d.HasErrors() && (max < 1 || max > 10_000_000) {
+	if !d.HasErrors() && (limit < 1 || limit > 10_000_000) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value out of range",
-			Detail: "max_series must be between 1 and 10000000.", Subject: maxRange.Ptr()})
+			Detail: "max_series must be between 1 and 10000000.", Subject: limitRange.Ptr()})
 	}
-	s.maxSeries = int(max)
+	s.maxSeries = int(limit)
 	if labels != nil {
 		var ld hcl.Diagnostics
 		s.labels, ld = labelExprs(labels)
