@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,7 @@ func TestMetricsSinkOnKubeAPIServer(t *testing.T) {
 	}
 	want := []string{series("blog", "www", "0"), series("shop", "api", "0"), series("shop", "web", "1")}
 	waitScrape(t, run.addr, want)
+	lintScrape(t, run.addr)
 
 	// The condition changes: the series follows.
 	certificate(t, dyn, "shop", "api", "True")
@@ -124,6 +126,26 @@ func waitScrape(t *testing.T, addr string, want []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("/metrics serves\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+}
+
+// lintScrape lints the whole exposition of addr's /metrics as promtool
+// check metrics does, and fails on a problem of the sink's families.
+func lintScrape(t *testing.T, addr string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	problems, err := promlint.New(resp.Body).Lint()
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "kube_customresource_") || strings.HasPrefix(p.Metric, "pipeline_sink_prometheus_") {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	}
 }
 
 func explainKey(t *testing.T, addr, key string) string {
