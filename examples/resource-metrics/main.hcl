@@ -1,6 +1,6 @@
 # Resource metrics: the Ready condition of every cert-manager Certificate as
-# a gauge, kube-state-metrics' custom resource state metric written as a
-# pipeline. One record is one series: a Certificate created adds its
+# a gauge (and, below, every condition as one), kube-state-metrics' custom
+# resource state metrics written as a pipeline. One record is one series: a Certificate created adds its
 # series, a Certificate deleted removes it, and the series are served on
 # the instance's /metrics next to the engine's own metrics.
 #
@@ -40,4 +40,31 @@ sink "prometheus" "certificate_ready" {
     condition              = "Ready"
   }
   value = contains([for c in try(record.value.status.conditions, []) : c.status if c.type == "Ready"], "True")
+}
+
+# kube-state-metrics' `each` over a list: one series per condition of every
+# Certificate (Ready, Issuing, ...), one record per condition made by
+# extract, 1 when the condition is True.
+transform "extract" "certificate_conditions" {
+  input    = source.kubernetes.certificates
+  for_each = try(object.status.conditions, [])
+  key      = "${object.metadata.namespace}/${object.metadata.name}/${each.value.type}"
+  value = {
+    namespace = object.metadata.namespace
+    name      = object.metadata.name
+    condition = each.value.type
+    status    = each.value.status
+  }
+}
+
+sink "prometheus" "certificate_condition" {
+  input  = transform.extract.certificate_conditions
+  metric = "kube_customresource_certificate_condition"
+  help   = "Each condition of each Certificate: 1 when its status is True, else 0."
+  labels = {
+    namespace = record.value.namespace
+    name      = record.value.name
+    condition = record.value.condition
+  }
+  value = record.value.status == "True"
 }

@@ -49,3 +49,38 @@ test "a Certificate's Ready condition is its series, and goes with it" {
     writes = ["+shop/api", "-shop/web"]
   }
 }
+
+test "every condition of a Certificate is a series of its own" {
+  given "source.kubernetes.certificates" {
+    at = "0s"
+    add = {
+      "shop/web" = {
+        metadata = { namespace = "shop", name = "web" }
+        status   = { conditions = [{ type = "Ready", status = "True" }, { type = "Issuing", status = "False" }] }
+      }
+    }
+  }
+
+  expect "sink.prometheus.certificate_condition" {
+    at = "0s"
+    contains = [
+      "kube_customresource_certificate_condition{condition=\"Issuing\",name=\"web\",namespace=\"shop\",node=\"sink.prometheus.certificate_condition\"} 0",
+      "kube_customresource_certificate_condition{condition=\"Ready\",name=\"web\",namespace=\"shop\",node=\"sink.prometheus.certificate_condition\"} 1",
+    ]
+  }
+
+  given "source.kubernetes.certificates" {
+    at = "5s"
+    update = {
+      "shop/web" = {
+        metadata = { namespace = "shop", name = "web" }
+        status   = { conditions = [{ type = "Ready", status = "True" }] }
+      }
+    }
+  }
+
+  expect "sink.prometheus.certificate_condition" {
+    at   = "5s"
+    keys = ["shop/web/Ready"]
+  }
+}
