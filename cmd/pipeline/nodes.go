@@ -8,6 +8,7 @@ import (
 	logsink "github.com/pipeline/pipeline/sinks/log"
 	natssink "github.com/pipeline/pipeline/sinks/nats"
 	natskvsink "github.com/pipeline/pipeline/sinks/natskv"
+	promsink "github.com/pipeline/pipeline/sinks/prometheus"
 	templatesink "github.com/pipeline/pipeline/sinks/template"
 	"github.com/pipeline/pipeline/sources/files"
 	"github.com/pipeline/pipeline/sources/kubernetes"
@@ -41,5 +42,6 @@ func registry() *node.Registry {
 		natskvsink.Spec(),
 		templatesink.Spec(),
 		kubesink.Spec(),
+		promsink.Spec(),
 	)
 }
