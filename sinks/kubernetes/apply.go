@@ -178,8 +178,10 @@ func (t *Target) body(e node.Entry) ([]byte, error) {
 
 // classify wraps a failed request's error: a conflict with another
 // applier names the other manager (the server's message does); a
-// permanent answer (see permanent) is counted as a rejection and logged
-// with the server's message. Anything else (429, 5xx, a timeout, a
+// permanent answer (see permanent) is counted as a rejection, logged
+// with the server's message and marked node.Rejected, so the sink loop
+// writes it again only when the object changes or at the next resync.
+// Anything else (429, 5xx, a timeout, a
 // precondition conflict) is transient: the sink loop retries it.
 func (t *Target) classify(op string, key node.Key, err error) error {
 	switch {
@@ -190,7 +192,7 @@ func (t *Target) classify(op string, key node.Key, err error) error {
 	case t.permanent(op, err):
 		t.rejected.Inc()
 		t.env.Logger.Warn("object rejected by the API server", "key", key, "err", err)
-		return fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err)
+		return node.Rejected(fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err))
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
