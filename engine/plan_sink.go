@@ -115,9 +115,10 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 }
 
 // brakePlan marks the deletes of sp the deletion brake would hold, as run
-// judges them at its first full reconcile (sinkloop, brake.go): all of
-// them when more are pending than m allows of the entries the target
-// holds, none otherwise; never on an append-only target.
+// judges them at its first full reconcile after its input synced
+// (sinkloop.Judge, over the entries the target holds before run writes
+// anything): all of them when more are pending than m allows, none
+// otherwise; never on an append-only target.
 func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 	if _, trail := target.(node.DecisionRecorder); trail || sp.AppendOnly {
 		return
@@ -128,8 +129,8 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 			dels++
 		}
 	}
-	limit := m.Limit(sp.Held)
-	if dels <= limit {
+	limit, hold := sinkloop.Judge(m, sp.Held, dels)
+	if !hold {
 		return
 	}
 	for i := range sp.Changes {

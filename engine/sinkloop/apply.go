@@ -186,16 +186,26 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 		s.undoAllAhead(b)
 		return w // stopping: the entries not written are no failures to retry or log
 	}
+	early := 0 // creations before the input synced (brakeBase)
 	for i, ks := range b.ups.states {
 		err := b.ups.errs[i]
 		if b.ahead[i] {
 			if err == nil {
 				w.ups++ // recorded already
+				early++
 				continue
 			}
 			s.dropEntry(ks) // it held nothing before
 		}
-		w.count(s.outcome(ks, err, false), false)
+		created := !ks.held()
+		ok := s.outcome(ks, err, false)
+		if ok && created {
+			early++
+		}
+		w.count(ok, false)
+	}
+	if !s.synced {
+		s.early += early
 	}
 	s.met.WriteOK.Add(float64(w.ups))
 	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far

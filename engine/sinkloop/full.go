@@ -28,7 +28,7 @@ func (s *state) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
-	s.base = s.held
+	s.base = s.brakeBase()
 	if s.heldIdx != nil {
 		// The keys not held yet are about to be, and listed for the index:
 		// make room for them at once (100,000 at start-up).

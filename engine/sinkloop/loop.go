@@ -188,7 +188,8 @@ type state struct {
 	dels    []*keyState
 	braked  []uint32
 	nbraked int
-	base    int // the keys held when the round began (brake.go)
+	base    int // the keys held when the round began (brake.go: brakeBase)
+	early   int // the keys this run created before its input synced
 
 	// nrejected counts the keys whose last write the target rejected
 	// (node.Rejected), waiting for a change or the next resync;
@@ -398,7 +399,7 @@ func (s *state) deletable(ks *keyState) bool {
 
 func (s *state) incremental(ctx context.Context) {
 	b := batch{tapping: s.cfg.Tapping()}
-	s.base = s.held
+	s.base = s.brakeBase()
 	s.takeDirty(func(ks *keyState) {
 		// A key waiting for its retry is looked at then, one rejected for
 		// good when what it wants changes or at the next resync.
