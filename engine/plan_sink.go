@@ -87,11 +87,8 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 				pc.After = desc.Show(c.New)
 			}
 		}
-		if dr, ok := target.(node.DryRunner); ok && !pc.Sensitive && c.Action != reconcile.Delete {
-			pc.Detail, err = dr.DryRun(ctx, c.New)
-			if err != nil {
-				pc.DryRunError = err.Error()
-			}
+		if dr, ok := target.(node.DryRunner); ok && c.Action != reconcile.Delete {
+			planDryRun(ctx, &pc, dr)
 		}
 		sp.Changes[i] = pc
 	}
@@ -112,6 +109,21 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 		}
 	}
 	return sp, nil
+}
+
+// planDryRun asks the target's backend what c would do. A change of a
+// sensitive value keeps only whether it would be refused or adopt
+// (neither shows a value): its lines and errors may show the secret.
+func planDryRun(ctx context.Context, pc *PlannedChange, dr node.DryRunner) {
+	d, err := dr.DryRun(ctx, pc.New)
+	pc.Refused, pc.Adopts = d.Refused, d.Adopts
+	if pc.Sensitive {
+		return
+	}
+	pc.Detail = d.Lines
+	if err != nil {
+		pc.DryRunError = err.Error()
+	}
 }
 
 // brakePlan marks the deletes of sp the deletion brake would hold, as run
@@ -208,6 +220,21 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 	}
 	if sp.Kept > 0 {
 		warn("keeps %d keys no record wants because prune = false", sp.Kept)
+	}
+	refused, adopts := 0, 0
+	for _, c := range sp.Changes {
+		if c.Refused != "" {
+			refused++
+		}
+		if c.Adopts != "" {
+			adopts++
+		}
+	}
+	if refused > 0 {
+		warn("%d keys would be refused: what run would write there exists and is not the sink's (set adopt = true to take it over)", refused)
+	}
+	if adopts > 0 {
+		warn("would adopt %d existing objects that are not the sink's (adopt = true): from then on it updates and prunes them", adopts)
 	}
 	if len(sp.Conflicts) > 0 {
 		c := sp.Conflicts[0]

@@ -5,6 +5,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,9 +68,9 @@ func TestNeverAdoptSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := openSink(t, configMapSink(ns), node.ModePlan)
-	if _, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0]); err == nil ||
-		!strings.Contains(err.Error(), "exists and is not owned by") {
-		t.Errorf("plan of a hand-made object: %v, want it named as not owned", err)
+	if d, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0]); err != nil ||
+		!strings.Contains(d.Refused, "exists and is not owned by") || !strings.Contains(d.Refused, "set adopt = true") || len(d.Lines) != 0 {
+		t.Errorf("plan of a hand-made object: %+v, %v; want it refused as not owned", d, err)
 	}
 	tg := openSink(t, configMapSink(ns), node.ModeRun)
 	e := update(t, tg, prepared(t, tg, strRecords("hand", "pipeline's"))...)[0]
@@ -89,9 +90,9 @@ func TestNeverAdoptSilently(t *testing.T) {
 
 	adopt := configMapSink(ns) + "adopt = true\n"
 	plan = openSink(t, adopt, node.ModePlan)
-	lines, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0])
-	if err != nil || len(lines) == 0 || !strings.HasPrefix(lines[0], "! adopts it: ") {
-		t.Errorf("plan with adopt: %q, %v", lines, err)
+	d, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0])
+	if err != nil || d.Refused != "" || !strings.Contains(d.Adopts, "exists and is not owned by") || !slices.Contains(d.Lines, `~ data.value: "mine" => "pipeline's"`) {
+		t.Errorf("plan with adopt: %+v, %v", d, err)
 	}
 	tg = openSink(t, adopt, node.ModeRun)
 	if e := update(t, tg, prepared(t, tg, strRecords("hand", "pipeline's"))...)[0]; e.Err != nil {
