@@ -100,7 +100,6 @@ func (t *Target) classifyQuiet(err error) error {
 var ignored = map[string]bool{
 	"metadata.managedFields": true, "metadata.resourceVersion": true, "metadata.uid": true,
 	"metadata.creationTimestamp": true, "metadata.generation": true,
-	"metadata.annotations." + appliedAnnotation: true,
 }
 
 // fieldDiff lists the fields that differ between two objects, one line per
