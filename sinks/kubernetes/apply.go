@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -145,7 +144,7 @@ func editedOnly(entries []metav1.ManagedFieldsEntry, self string, fields []strin
 			continue
 		}
 		fs := &fieldpath.Set{}
-		if fs.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) != nil {
+		if fs.FromJSON(mf.FieldsV1.GetRawReader()) != nil {
 			return false
 		}
 		update := mf.Operation != metav1.ManagedFieldsOperationApply

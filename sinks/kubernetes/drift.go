@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,7 +137,7 @@ func fieldSet(o metav1.Object, manager, sub string, op metav1.ManagedFieldsOpera
 			continue
 		}
 		fs := &fieldpath.Set{}
-		if fs.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) != nil {
+		if fs.FromJSON(mf.FieldsV1.GetRawReader()) != nil {
 			return nil
 		}
 		return fs

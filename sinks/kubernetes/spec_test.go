@@ -149,7 +149,7 @@ func TestOwned(t *testing.T) {
 		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X",
 			"metadata": map[string]any{"name": "n", "namespace": "ns", "annotations": map[string]any{legacyAppliedAnnotation: "{}"}}, "spec": spec}}
 		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "pipeline.x", Operation: metav1.ManagedFieldsOperationApply,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + legacyAppliedAnnotation + `":{}}},` + fs[1:])}}})
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:` + legacyAppliedAnnotation + `":{}}},` + fs[1:])}})
 		got, err := json.Marshal(owned(o, fieldSet(o, "pipeline.x", "", metav1.ManagedFieldsOperationApply)))
 		if err != nil {
 			t.Fatal(err)
@@ -165,7 +165,7 @@ func TestOwned(t *testing.T) {
 // held, by managers other than the sink's, through updates only.
 func TestEditedOnly(t *testing.T) {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fs string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fs)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fs)}
 	}
 	const port = `{"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{"f:targetPort":{}}}}}`
 	const field = `.spec.ports[port=80,protocol="TCP"].targetPort`
