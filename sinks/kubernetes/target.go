@@ -273,11 +273,12 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 		data, _ := json.Marshal(live)
 		return entryOf(key, data, false), true
 	}
-	data, err := json.Marshal(owned(o, fs))
+	x := owned(o, fs)
+	data, err := json.Marshal(x)
 	if err != nil {
 		return node.Entry{}, false
 	}
-	return entryOf(key, data, false), true
+	return node.Entry{Key: key, Value: toValue(x, data), Data: data}, true // x is data decoded
 }
 
 // Close implements node.Target. The objects stay.
