@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"encoding/json"
+	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,8 +35,10 @@ func owned(o *unstructured.Unstructured, fs *fieldpath.Set) map[string]any {
 	}
 	// Written by earlier versions, which recorded the applied body there;
 	// the next apply of the object drops it.
-	if ann, _ := md["annotations"].(map[string]any); ann != nil {
+	if ann, _ := md["annotations"].(map[string]any); ann[legacyAppliedAnnotation] != nil {
+		ann = maps.Clone(ann) // it may be the live object's, when owned whole
 		delete(ann, legacyAppliedAnnotation)
+		md["annotations"] = ann
 		if len(ann) == 0 {
 			delete(md, "annotations")
 		}
