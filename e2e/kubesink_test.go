@@ -35,7 +35,12 @@ var netpolGVR = kschema.GroupVersionResource{Group: "networking.k8s.io", Version
 // startKubeSink runs src with the kubernetes sink in the registry.
 func startKubeSink(t *testing.T, src string) *running {
 	t.Helper()
-	return startWith(t, src, node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), graceperiod.Spec(), kubesink.Spec(), auditsink.Spec()))
+	return startWith(t, src, kubeRegistry())
+}
+
+// kubeRegistry holds the types the kubernetes sink's tests use.
+func kubeRegistry() *node.Registry {
+	return node.NewRegistry(kubernetes.Spec(), static.Spec(), extract.Spec(), graceperiod.Spec(), kubesink.Spec(), auditsink.Spec())
 }
 
 func clients(t *testing.T) (clientset.Interface, dynamic.Interface) {

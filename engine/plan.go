@@ -93,6 +93,11 @@ type PlannedChange struct {
 	// node.DryRunner's lines), and DryRunError why it would fail.
 	Detail      []string
 	DryRunError string
+	// Refused says why run would refuse this creation: what it would
+	// write over exists and is not the sink's (node.DryRun.Refused).
+	// Adopts says why what it takes over with adopt = true is not the
+	// sink's now.
+	Refused, Adopts string
 	// Held is set on a delete the deletion brake would hold: run would
 	// not apply it (SinkPlan.Brake says why).
 	Held bool

@@ -87,11 +87,8 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 				pc.After = desc.Show(c.New)
 			}
 		}
-		if dr, ok := target.(node.DryRunner); ok && !pc.Sensitive && c.Action != reconcile.Delete {
-			pc.Detail, err = dr.DryRun(ctx, c.New)
-			if err != nil {
-				pc.DryRunError = err.Error()
-			}
+		if dr, ok := target.(node.DryRunner); ok && c.Action != reconcile.Delete {
+			planDryRun(ctx, &pc, dr)
 		}
 		sp.Changes[i] = pc
 	}
@@ -114,10 +111,26 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 	return sp, nil
 }
 
+// planDryRun asks the target's backend what c would do. A change of a
+// sensitive value keeps only whether it would be refused or adopt
+// (neither shows a value): its lines and errors may show the secret.
+func planDryRun(ctx context.Context, pc *PlannedChange, dr node.DryRunner) {
+	d, err := dr.DryRun(ctx, pc.New)
+	pc.Refused, pc.Adopts = d.Refused, d.Adopts
+	if pc.Sensitive {
+		return
+	}
+	pc.Detail = d.Lines
+	if err != nil {
+		pc.DryRunError = err.Error()
+	}
+}
+
 // brakePlan marks the deletes of sp the deletion brake would hold, as run
-// judges them at its first full reconcile (sinkloop, brake.go): all of
-// them when more are pending than m allows of the entries the target
-// holds, none otherwise; never on an append-only target.
+// judges them at its first full reconcile after its input synced
+// (sinkloop.Judge, over the entries the target holds before run writes
+// anything): all of them when more are pending than m allows, none
+// otherwise; never on an append-only target.
 func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 	if _, trail := target.(node.DecisionRecorder); trail || sp.AppendOnly {
 		return
@@ -128,8 +141,8 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 			dels++
 		}
 	}
-	limit := m.Limit(sp.Held)
-	if dels <= limit {
+	limit, hold := sinkloop.Judge(m, sp.Held, dels)
+	if !hold {
 		return
 	}
 	for i := range sp.Changes {
@@ -207,6 +220,21 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 	}
 	if sp.Kept > 0 {
 		warn("keeps %d keys no record wants because prune = false", sp.Kept)
+	}
+	refused, adopts := 0, 0
+	for _, c := range sp.Changes {
+		if c.Refused != "" {
+			refused++
+		}
+		if c.Adopts != "" {
+			adopts++
+		}
+	}
+	if refused > 0 {
+		warn("%d keys would be refused: what run would write there exists and is not the sink's (set adopt = true to take it over)", refused)
+	}
+	if adopts > 0 {
+		warn("would adopt %d existing objects that are not the sink's (adopt = true): from then on it updates and prunes them", adopts)
 	}
 	if len(sp.Conflicts) > 0 {
 		c := sp.Conflicts[0]

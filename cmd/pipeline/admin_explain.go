@@ -50,7 +50,8 @@ type entryView struct {
 	Input        string      `json:"input,omitempty"`        // fan-in: the input whose record the sink has
 	OtherInputs  []string    `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
 	Conflict     string      `json:"conflict,omitempty"`
-	Brake        string      `json:"brake,omitempty"` // why the deletion brake holds the key's delete
+	Brake        string      `json:"brake,omitempty"`    // why the deletion brake holds the key's delete
+	Rejected     string      `json:"rejected,omitempty"` // the target rejected the last write for good: when it is written again
 	Detail       []string    `json:"detail,omitempty"`
 }
 
@@ -113,7 +114,8 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 			Status: e.Status, Wanted: e.Wanted, Want: maskValue(e.Want, secrets), Written: e.Written, Wrote: maskValue(e.Wrote, secrets),
 			InTarget: e.InTarget, Actual: maskValue(e.Actual, secrets), ActualReadAt: timePtr(e.ActualAt), ReadError: secrets.String(e.ReadError),
 			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
-			RetryAt: timePtr(e.RetryAt), Input: e.Input, OtherInputs: e.OtherInputs, Conflict: secrets.String(e.Conflict), Brake: e.Brake}
+			RetryAt: timePtr(e.RetryAt), Input: e.Input, OtherInputs: e.OtherInputs, Conflict: secrets.String(e.Conflict), Brake: e.Brake,
+			Rejected: e.Rejected}
 		for _, l := range e.Detail {
 			ev.Detail = append(ev.Detail, secrets.String(l))
 		}

@@ -114,6 +114,9 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 		if e.Attempts > 0 {
 			fmt.Fprintf(w, "  error    %s (attempts %d)\n", e.LastError, e.Attempts)
 		}
+		if e.Rejected != "" {
+			fmt.Fprintf(w, "  rejected %s\n", e.Rejected)
+		}
 		if e.Conflict != "" {
 			fmt.Fprintf(w, "  conflict %s\n", e.Conflict)
 		}

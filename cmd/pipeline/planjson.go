@@ -12,7 +12,7 @@ import (
 
 // planFormatVersion is the version of the --json document (docs/plan.md):
 // a minor bump only adds fields, a major bump means readers must reject.
-const planFormatVersion = "1.3"
+const planFormatVersion = "1.4"
 
 // jsonPlan is the machine view: the whole plan, every change included.
 type jsonPlan struct{}
@@ -68,6 +68,11 @@ type changeDoc struct {
 	// change would do or why it would fail (a Kubernetes dry run).
 	Detail      []string `json:"detail,omitempty"`
 	DryRunError string   `json:"dry_run_error,omitempty"`
+	// Refused says why run would refuse the change (what it would write
+	// over exists and is not the sink's); Adopts why what it would take
+	// over with adopt = true is not the sink's now.
+	Refused string `json:"refused,omitempty"`
+	Adopts  string `json:"adopts,omitempty"`
 	// Held is set on a delete the deletion brake would hold.
 	Held bool `json:"held,omitempty"`
 }
@@ -128,7 +133,8 @@ func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
 	}
 	for _, c := range s.Changes {
 		cd := changeDoc{Action: c.Action.String(), Key: c.Key, Shown: shownDoc{Before: c.Before, After: c.After},
-			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError, Held: c.Held}
+			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError, Held: c.Held,
+			Refused: c.Refused, Adopts: c.Adopts}
 		if cd.Origins == nil {
 			cd.Origins = []string{}
 		}

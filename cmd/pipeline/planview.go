@@ -83,8 +83,16 @@ func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
 	}
 	for _, c := range shown {
 		fmt.Fprint(t, "  ")
+		if c.Refused != "" { // run would write nothing there
+			t.paint(actionColours[reconcile.Delete], "!")
+			fmt.Fprintf(t, " %-*s  refused: %s\n", width, printable(c.Key), c.Refused)
+			continue
+		}
 		t.paint(actionColours[c.Action], string(rune(c.Action)))
 		fmt.Fprintf(t, " %-*s  %s\n", width, printable(c.Key), changeText(c))
+		if c.Adopts != "" {
+			fmt.Fprintf(t, "      adopts it: %s\n", c.Adopts)
+		}
 		for _, l := range c.Detail {
 			fmt.Fprintf(t, "      %s\n", l)
 		}

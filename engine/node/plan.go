@@ -25,7 +25,23 @@ type Describer interface {
 // own checks) is in the plan; an error (a rejection) is shown instead. It
 // never writes.
 type DryRunner interface {
-	DryRun(ctx context.Context, e Entry) (lines []string, err error)
+	DryRun(ctx context.Context, e Entry) (DryRun, error)
+}
+
+// DryRun is what one write would do, as a DryRunner's backend says.
+type DryRun struct {
+	// Lines are the field-level diff: "+ path = value", "~ path: old =>
+	// new", "- path".
+	Lines []string
+	// Refused is set when the write would be refused before it reaches
+	// the backend: what it would write over exists and is not the sink's,
+	// and the configuration does not say to adopt it. It says why, and
+	// what to write to adopt it; Lines are then empty.
+	Refused string
+	// Adopts is set when the write would take over what exists and is not
+	// the sink's, because the configuration says to adopt it: why it is
+	// not the sink's now.
+	Adopts string
 }
 
 // TargetInfo describes one sink's target for plan.

@@ -186,16 +186,26 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 		s.undoAllAhead(b)
 		return w // stopping: the entries not written are no failures to retry or log
 	}
+	early := 0 // creations before the input synced (brakeBase)
 	for i, ks := range b.ups.states {
 		err := b.ups.errs[i]
 		if b.ahead[i] {
 			if err == nil {
 				w.ups++ // recorded already
+				early++
 				continue
 			}
 			s.dropEntry(ks) // it held nothing before
 		}
-		w.count(s.outcome(ks, err, false), false)
+		created := !ks.held()
+		ok := s.outcome(ks, err, false)
+		if ok && created {
+			early++
+		}
+		w.count(ok, false)
+	}
+	if !s.synced {
+		s.early += early
 	}
 	s.met.WriteOK.Add(float64(w.ups))
 	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far
@@ -221,16 +231,7 @@ func (s *state) outcome(ks *keyState, err error, del bool) bool {
 		op, e = "delete", s.keys.heldOf(ks)
 	}
 	if err != nil {
-		now := time.Now()
-		if ks.fail == nil {
-			ks.fail = &keyFailure{heapIdx: -1}
-		}
-		f := ks.fail
-		f.lastErr, f.lastErrAt = err.Error(), now
-		f.retryAt = now.Add(backoff.Delay(f.attempts))
-		f.attempts++
-		s.retries.schedule(ks)
-		s.log.Warn("write failed; will retry", "op", op, "key", ks.key, "err", err, "attempt", f.attempts)
+		s.failed(ks, err, op, del)
 		return false
 	}
 	if s.cfg.Tapping() {
@@ -241,14 +242,75 @@ func (s *state) outcome(ks *keyState, err error, del bool) bool {
 	} else {
 		s.holdEntry(ks, e, onWrite) // no event came in since decide
 	}
-	s.retries.remove(ks)
-	ks.fail = nil
+	s.clearFail(ks)
 	if ks.changed != 0 {
 		s.met.Latency.Observe(since(ks.changed).Seconds())
 		ks.changed = 0
 	}
 	s.forget(ks)
 	return true
+}
+
+// failed records a failed write of ks (op, del as outcome's): a
+// transient failure waits for its retry on the key's backoff; a permanent
+// answer (node.Rejected) waits for a change of what it concerned, or the
+// next resync.
+func (s *state) failed(ks *keyState, err error, op string, del bool) {
+	now := time.Now()
+	if ks.fail == nil {
+		ks.fail = &keyFailure{heapIdx: -1}
+	}
+	f := ks.fail
+	f.lastErr, f.lastErrAt = err.Error(), now
+	f.attempts++
+	if node.IsRejected(err) {
+		if !f.rejected {
+			s.nrejected++
+		}
+		f.rejected, f.rejectedDel, f.rejectedWant, f.retryAt = true, del, ks.want, time.Time{}
+		s.retries.remove(ks)
+		s.rejectedKey, s.rejectedErr = ks.key, f.lastErr
+		s.log.Warn("write rejected; not retried until its value changes or the next resync", "op", op, "key", ks.key, "err", err, "attempt", f.attempts)
+		return
+	}
+	s.unreject(ks)
+	f.retryAt = now.Add(backoff.Delay(f.attempts - 1))
+	s.retries.schedule(ks)
+	s.log.Warn("write failed; will retry", "op", op, "key", ks.key, "err", err, "attempt", f.attempts)
+}
+
+// clearFail forgets ks's write failure: its write succeeded, or it needs
+// none.
+func (s *state) clearFail(ks *keyState) {
+	if ks.fail == nil {
+		return
+	}
+	s.retries.remove(ks)
+	s.unreject(ks)
+	ks.fail = nil
+}
+
+// unreject clears ks's rejected mark, if set.
+func (s *state) unreject(ks *keyState) {
+	if ks.fail != nil && ks.fail.rejected {
+		ks.fail.rejected, ks.fail.rejectedWant = false, keptEntry{}
+		s.nrejected--
+	}
+}
+
+// stillRejected reports whether ks's last write was rejected
+// (node.Rejected) and nothing it concerned changed since: the input
+// wants the same entry (a rejected upsert) or still none (a rejected
+// delete). Such a key is not written again before the next resync.
+func (s *state) stillRejected(ks *keyState) bool {
+	f := ks.fail
+	switch {
+	case f == nil || !f.rejected:
+		return false
+	case f.rejectedDel:
+		return ks.owners == 0
+	}
+	return ks.owners > 0 && ks.want.same(f.rejectedWant)
 }
 
 func (s *state) updateHealth() {
@@ -258,6 +320,15 @@ func (s *state) updateHealth() {
 		ks := s.retries.next()
 		detail := fmt.Sprintf("%d entries failing; retrying with backoff; next: %s (attempt %d, failing since %s): %s",
 			failing, ks.key, ks.fail.attempts, ks.fail.lastErrAt.UTC().Format(time.RFC3339), ks.fail.lastErr)
+		if s.nrejected > 0 {
+			detail += "; " + s.rejectedDetail()
+		}
+		if s.nbraked > 0 {
+			detail += "; " + s.brakeDetail()
+		}
+		s.cfg.Health(node.Degraded, detail)
+	case s.nrejected > 0:
+		detail := s.rejectedDetail()
 		if s.nbraked > 0 {
 			detail += "; " + s.brakeDetail()
 		}
@@ -270,6 +341,12 @@ func (s *state) updateHealth() {
 		s.cfg.Health(node.Healthy, "")
 	}
 	s.cfg.Settled()
+}
+
+// rejectedDetail says what the target rejected, for /readyz.
+func (s *state) rejectedDetail() string {
+	return fmt.Sprintf("%d entries rejected by the target, not retried until their value changes or the next resync; last: %s: %s",
+		s.nrejected, s.rejectedKey, s.rejectedErr)
 }
 
 func (s *state) armRetry(t *time.Timer) {

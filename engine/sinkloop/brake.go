@@ -33,11 +33,31 @@ func (s *state) brakes() bool {
 	return !trail && !s.appendOnly
 }
 
+// Judge is the deletion brake's one computation, which run (each round,
+// brake) and plan share: dels deletes pending at once are held when they
+// are more than max_deletes m allows of base entries (limit), unless m
+// would let them all pass from a target holding only them ("100%": no
+// brake).
+func Judge(m node.MaxDeletes, base, dels int) (limit int, hold bool) {
+	limit = m.Limit(base)
+	return limit, dels > limit && m.Limit(dels) < dels
+}
+
 // limit is how many deletes may be pending at once: max_deletes of the
-// entries the target held when the round began (base), as plan counts
-// them (the entries its read of the target found), not counting the
-// creations the round made before the brake judges its deletes.
+// round's base (brakeBase).
 func (s *state) limit() int { return s.cfg.MaxDeletes.Limit(s.base) }
+
+// brakeBase is what a round counts max_deletes of, taken when it begins:
+// the entries the target holds, as plan counts them (the entries its read
+// of the target finds), not counting the round's own creations (written
+// before the brake judges its deletes) nor the creations this run wrote
+// before its input synced (early). Plan reads the target before run
+// writes anything; a sink whose input delivers records before it syncs
+// (a fan-in, a source listing in pages) creates some of them first, and
+// counting those would let run apply deletes plan showed held. early
+// counts until the first round after the sync holds nothing (brake): a
+// resync then judges the deletes held at the sync as the sync did.
+func (s *state) brakeBase() int { return max(s.held-s.early, 0) }
 
 // unbrake clears ks's braked mark (it is decided again, or gone).
 func (s *state) unbrake(ks *keyState) {
@@ -53,9 +73,10 @@ func (s *state) unbrake(ks *keyState) {
 func (s *state) brake(dels []*keyState) []*keyState {
 	n := len(dels) + s.nbraked
 	if n == 0 {
+		s.forgetEarly()
 		return dels
 	}
-	if limit := s.limit(); s.brakes() && n > limit {
+	if limit, hold := Judge(s.cfg.MaxDeletes, s.base, n); s.brakes() && hold {
 		for _, ks := range dels {
 			ks.braked = true
 			s.braked = append(s.braked, ks.ref)
@@ -72,6 +93,7 @@ func (s *state) brake(dels []*keyState) []*keyState {
 		s.met.DeletesHeld.Set(float64(s.nbraked))
 		return nil
 	}
+	s.forgetEarly()
 	if s.nbraked == 0 {
 		return dels
 	}
@@ -88,6 +110,14 @@ func (s *state) brake(dels []*keyState) []*keyState {
 	s.cfg.Braked(0, fmt.Sprintf("%d held deletes released: %d deletes pending, within max_deletes = %s (%d of %d entries)",
 		released, len(dels), s.cfg.MaxDeletes, s.limit(), s.base))
 	return dels
+}
+
+// forgetEarly stops discounting the creations written before the input
+// synced, once a round after the sync holds no delete (brakeBase).
+func (s *state) forgetEarly() {
+	if s.synced {
+		s.early = 0
+	}
 }
 
 // dropBrake forgets every braked mark (standby: the next leader's full

@@ -264,3 +264,51 @@ func TestBrakeJudgesAWholePass(t *testing.T) {
 		})
 	}
 }
+
+// TestBrakeCreationsBeforeSync: creations written before the input
+// synced do not raise the brake's limit. The target holds 30 keys; the
+// input delivers 14 of them and 10 new ones, then syncs: the 16 deletes
+// are judged against the 30 entries plan reads (Judge), not the 40 the
+// target holds by then, so run holds them as plan shows.
+func TestBrakeCreationsBeforeSync(t *testing.T) {
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := nodetest.NewMemSink()
+				sink.Encoded = encoded
+				old := records(30, "k")
+				for _, r := range old {
+					sink.Set(r.Key, r.Value)
+				}
+				md, _ := node.ParseMaxDeletes(str("50%"))
+				if _, hold := Judge(md, 30, 16); !hold {
+					t.Fatal("plan's judgement: 16 of 30 pass; the test needs them held")
+				}
+				b := runBraking(t, sink, "50%")
+				wanted := append(old[:14:14], records(10, "n")...)
+				b.in.send(node.Event{Reset: true, Snapshot: wanted})
+				synctest.Wait()
+				if n := len(sink.Keys()); n != 40 {
+					t.Fatalf("%d keys before the input synced, want 40 (the creations go on)", n)
+				}
+				b.in.send(node.Event{Synced: true})
+				synctest.Wait()
+				if _, del, _ := sink.Counts(); del != 0 || b.held() != 16 {
+					t.Fatalf("after the sync: %d deletes, %d held; want 0 and 16, as plan shows", del, b.held())
+				}
+				time.Sleep(61 * time.Second) // a resync holds them again
+				synctest.Wait()
+				if _, del, _ := sink.Counts(); del != 0 || b.held() != 16 {
+					t.Fatalf("after a resync: %d deletes, %d held; want 0 and 16", del, b.held())
+				}
+				// The input wants 4 of them back: 12 deletes of 30, within
+				// the limit of 15, are applied.
+				b.in.send(node.Event{Reset: true, Snapshot: append(wanted, old[14:18]...), Synced: true})
+				synctest.Wait()
+				if _, del, _ := sink.Counts(); del != 12 || b.held() != 0 {
+					t.Fatalf("after the input recovered: %d deletes, %d held; want 12 and 0", del, b.held())
+				}
+			})
+		})
+	}
+}

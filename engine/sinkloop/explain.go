@@ -43,8 +43,12 @@ type Entry struct {
 	// are pending than max_deletes allows: Brake says why), "not in the
 	// target" (not wanted, and gone), "unknown: …" (the target could not
 	// be read) or "sink not running".
-	Status      string
-	Brake       string `json:",omitempty"`
+	Status string
+	Brake  string `json:",omitempty"`
+	// Rejected says that the target rejected the last write for good
+	// (node.Rejected; LastError says why): it is not retried until the
+	// wanted value changes or the next resync, and RetryAt is zero.
+	Rejected    string `json:",omitempty"`
 	Attempts    int
 	LastError   string
 	LastErrorAt time.Time
@@ -106,6 +110,9 @@ func (s *state) describe(ctx context.Context, key node.Key, e *Entry) bool {
 	}
 	if f := ks.fail; f != nil {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
+		if f.rejected {
+			e.Rejected = "rejected by the target: not retried until the wanted value changes or the next resync"
+		}
 	}
 	probe := want
 	if !e.Wanted {

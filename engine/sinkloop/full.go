@@ -28,7 +28,7 @@ func (s *state) full(ctx context.Context) {
 		return
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
-	s.base = s.held
+	s.base = s.brakeBase()
 	if s.heldIdx != nil {
 		// The keys not held yet are about to be, and listed for the index:
 		// make room for them at once (100,000 at start-up).
@@ -61,6 +61,9 @@ func (s *state) full(ctx context.Context) {
 // entry is written while its state is still in the caches.
 func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {
 	p := passState{b: s.fullBatch(), retryWaiting: retryWaiting}
+	if retryWaiting && s.nrejected > 0 {
+		s.walked = false // the rejected keys are written again: look at every key
+	}
 	if s.walked && retryWaiting {
 		for _, ks := range slices.Clone([]*keyState(s.retries)) {
 			s.touch(ks, time.Time{})
@@ -117,8 +120,8 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	if ks.dirty {
 		ks.dirty = false // only then: a pass that writes no state dirties no cache line
 	}
-	if !p.retryWaiting && ks.waiting() {
-		return // its retry looks at its latest state
+	if !p.retryWaiting && (ks.waiting() || s.stillRejected(ks)) {
+		return // its retry looks at its latest state; a rejected one waits for a resync
 	}
 	s.decide(ks, &p.b)
 	if p.b.len() >= FullChunk {

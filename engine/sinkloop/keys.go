@@ -171,6 +171,13 @@ type keyFailure struct {
 	lastErrAt time.Time
 	retryAt   time.Time
 	heapIdx   int
+	// rejected says the last write got a permanent answer
+	// (node.Rejected): it waits in no heap, and is written again only when
+	// what it concerned changes (stillRejected) or at the next resync.
+	// rejectedWant is the entry refused (rejectedDel: the delete was).
+	rejected     bool
+	rejectedDel  bool
+	rejectedWant keptEntry
 }
 
 // waiting reports whether the key waits in the retry heap.

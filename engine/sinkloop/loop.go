@@ -188,7 +188,15 @@ type state struct {
 	dels    []*keyState
 	braked  []uint32
 	nbraked int
-	base    int // the keys held when the round began (brake.go)
+	base    int // the keys held when the round began (brake.go: brakeBase)
+	early   int // the keys this run created before its input synced
+
+	// nrejected counts the keys whose last write the target rejected
+	// (node.Rejected), waiting for a change or the next resync;
+	// rejectedKey and rejectedErr name the last one, for /readyz.
+	nrejected   int
+	rejectedKey node.Key
+	rejectedErr string
 }
 
 // newState is the state a run of l over target starts from.
@@ -391,9 +399,11 @@ func (s *state) deletable(ks *keyState) bool {
 
 func (s *state) incremental(ctx context.Context) {
 	b := batch{tapping: s.cfg.Tapping()}
-	s.base = s.held
+	s.base = s.brakeBase()
 	s.takeDirty(func(ks *keyState) {
-		if !ks.waiting() { // else its retry looks at its latest state
+		// A key waiting for its retry is looked at then, one rejected for
+		// good when what it wants changes or at the next resync.
+		if !ks.waiting() && !s.stillRejected(ks) {
 			s.decide(ks, &b)
 		}
 	})
@@ -445,10 +455,7 @@ func (s *state) decide(ks *keyState, b *batch) {
 		// Nothing to do: a failure of an earlier write is moot too. A
 		// settled key's state is only read (a full pass over 100,000 of
 		// them writes none back to memory).
-		if ks.fail != nil {
-			s.retries.remove(ks)
-			ks.fail = nil
-		}
+		s.clearFail(ks)
 		if ks.changed != 0 {
 			ks.changed = 0
 		}
@@ -475,8 +482,7 @@ func (s *state) standby() bool {
 		s.dropBrake()
 		s.takeDirty(s.forget)
 		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
-			s.retries.remove(ks)
-			ks.fail = nil
+			s.clearFail(ks)
 			s.forget(ks)
 		}
 		s.cfg.Health(node.Healthy, "standby: another instance leads; writes wait for the lease")
@@ -484,7 +490,9 @@ func (s *state) standby() bool {
 	}
 	if term != s.term {
 		s.term = term
-		s.needFull, s.walked = true, false
+		// A new term starts afresh, as a restart does: rejected keys too
+		// are written again.
+		s.needFull, s.walked, s.resync = true, false, true
 		s.fullRetry = time.Time{}
 		s.log.Info("leading: reconciling the target", "generation", term)
 	}

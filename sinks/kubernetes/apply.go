@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -108,78 +109,81 @@ func (t *Target) apply(ctx context.Context, m *meta.RESTMapping, e node.Entry, s
 	return nil
 }
 
-// handEdited reports whether every manager an apply conflicted with
-// holds its fields of the object through updates only (kubectl edit,
-// replace, a client's Update), never through an apply of its own: such a
-// change is drift from what the sink applied, not another owner's intent.
+// handEdited reports whether every field an apply conflicted on (the
+// conflict's status causes name them) is held by managers that hold
+// their fields of the object through updates only (kubectl edit,
+// replace, a client's Update), never through an apply of their own: such
+// a change is drift from what the sink applied, not another owner's
+// intent. The owners come from the live object's managedFields.
 func (t *Target) handEdited(ctx context.Context, m *meta.RESTMapping, ns, name string, conflict error) bool {
-	managers := conflictManagers(conflict)
-	if len(managers) == 0 {
+	var fields []string
+	if st, ok := conflict.(apierrors.APIStatus); ok && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if c.Type == metav1.CauseTypeFieldManagerConflict && c.Field != "" {
+				fields = append(fields, c.Field)
+			}
+		}
+	}
+	if len(fields) == 0 {
 		return false
 	}
 	live, err := t.client(m, ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false
 	}
-	updates := map[string]bool{}
-	for _, f := range live.GetManagedFields() {
-		if f.Operation == metav1.ManagedFieldsOperationApply {
-			updates[f.Manager] = false
-		} else if _, seen := updates[f.Manager]; !seen {
-			updates[f.Manager] = true
+	return editedOnly(live.GetManagedFields(), t.s.manager, fields)
+}
+
+// editedOnly reports whether each of fields (paths as a conflict's causes
+// write them: .spec.ports[port=80,protocol="TCP"].targetPort) is held by
+// some manager other than self, and only through updates.
+func editedOnly(entries []metav1.ManagedFieldsEntry, self string, fields []string) bool {
+	held := map[string]bool{} // field -> held by an update only (false: by an apply too)
+	for _, mf := range entries {
+		if mf.Manager == self || mf.FieldsV1 == nil || mf.Subresource != "" {
+			continue
+		}
+		fs := &fieldpath.Set{}
+		if fs.FromJSON(mf.FieldsV1.GetRawReader()) != nil {
+			return false
+		}
+		update := mf.Operation != metav1.ManagedFieldsOperationApply
+		for _, f := range fields {
+			if !hasPath(fs, f) {
+				continue
+			}
+			if was, seen := held[f]; !seen || was {
+				held[f] = update
+			}
 		}
 	}
-	for _, mgr := range managers {
-		if !updates[mgr] {
+	for _, f := range fields {
+		if !held[f] {
 			return false
 		}
 	}
 	return true
 }
 
-// conflictManagers lists the managers a server-side apply conflict names
-// (its causes say `conflict with "NAME" using VERSION`).
-func conflictManagers(err error) []string {
-	var out []string
-	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
-		for _, c := range st.Status().Details.Causes {
-			if c.Type != metav1.CauseTypeFieldManagerConflict {
-				continue
-			}
-			if _, rest, ok := strings.Cut(c.Message, `"`); ok {
-				if name, _, ok := strings.Cut(rest, `"`); ok {
-					out = append(out, name)
-				}
-			}
+// hasPath reports whether fs holds the path written p.
+func hasPath(fs *fieldpath.Set, p string) bool {
+	for path := range fs.All() {
+		if path.String() == p {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
-// body is what an apply sends: the applied configuration with the
-// annotation that records it (status targets send it as it is).
-func (t *Target) body(e node.Entry) ([]byte, error) {
-	if t.s.status {
-		return e.Data, nil
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(e.Data, &obj); err != nil {
-		return nil, fmt.Errorf("apply %s: decode: %w", e.Key, err)
-	}
-	md, _ := obj["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	if ann == nil {
-		ann = map[string]any{}
-		md["annotations"] = ann
-	}
-	ann[appliedAnnotation] = string(e.Data)
-	return json.Marshal(obj)
-}
+// body is what an apply sends: the entry's applied configuration.
+func (t *Target) body(e node.Entry) ([]byte, error) { return e.Data, nil }
 
 // classify wraps a failed request's error: a conflict with another
 // applier names the other manager (the server's message does); a
-// permanent answer (see permanent) is counted as a rejection and logged
-// with the server's message. Anything else (429, 5xx, a timeout, a
+// permanent answer (see permanent) is counted as a rejection, logged
+// with the server's message and marked node.Rejected, so the sink loop
+// writes it again only when the object changes or at the next resync.
+// Anything else (429, 5xx, a timeout, a
 // precondition conflict) is transient: the sink loop retries it.
 func (t *Target) classify(op string, key node.Key, err error) error {
 	switch {
@@ -190,7 +194,7 @@ func (t *Target) classify(op string, key node.Key, err error) error {
 	case t.permanent(op, err):
 		t.rejected.Inc()
 		t.env.Logger.Warn("object rejected by the API server", "key", key, "err", err)
-		return fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err)
+		return node.Rejected(fmt.Errorf("%s %s: rejected by the API server: %w", op, key, err))
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }

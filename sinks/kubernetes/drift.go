@@ -2,177 +2,150 @@ package kubernetes
 
 import (
 	"encoding/json"
-	"strings"
+	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// covers reports whether live still holds every field of want (what the
-// sink applied): maps may hold more keys (defaults, other managers'
-// fields), and scalars must be equal (numbers as numbers). fs is the
-// sink's field set from managedFields (FieldsV1), nil when unknown: it
-// says, as the API server does, which lists are associative. Elements of
-// an associative list (k:{...} in fs, such as containers by name) are
-// matched by key and a set (v:...) by value, so an element another
-// manager added is not drift; other lists must have as many elements,
-// compared in order.
-func covers(live, want any, fs map[string]any) bool {
-	switch w := want.(type) {
+// owned is the part of o that manager's field set fs holds (its
+// managedFields entry, FieldsV1), with apiVersion, kind, name and
+// namespace, which the API server leaves out of every field set: what
+// the sink last applied, as the API server keeps it. The fields another
+// manager took over (a hand edit moves a field to its editor) are not in
+// fs, so an object edited by hand reads as another entry; the fields and
+// list elements another manager added are not there either, so they are
+// never drift.
+func owned(o *unstructured.Unstructured, fs *fieldpath.Set) map[string]any {
+	out, _ := pick(o.Object, fs).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["apiVersion"], out["kind"] = o.GetAPIVersion(), o.GetKind()
+	md, _ := out["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		out["metadata"] = md
+	}
+	md["name"] = o.GetName()
+	if ns := o.GetNamespace(); ns != "" {
+		md["namespace"] = ns
+	}
+	// Written by earlier versions, which recorded the applied body there;
+	// the next apply of the object drops it.
+	if ann, _ := md["annotations"].(map[string]any); ann[legacyAppliedAnnotation] != nil {
+		ann = maps.Clone(ann) // it may be the live object's, when owned whole
+		delete(ann, legacyAppliedAnnotation)
+		md["annotations"] = ann
+		if len(ann) == 0 {
+			delete(md, "annotations")
+		}
+	}
+	return out
+}
+
+// legacyAppliedAnnotation is where earlier versions kept the body they
+// applied; the field sets of managedFields replace it.
+const legacyAppliedAnnotation = "pipeline.io/applied"
+
+// pick returns the parts of v that fs names, as the API server's field
+// sets name them: a map's fields by name (f:), an associative list's
+// elements by their key fields (k:{...}), a set's by value (v:), others
+// by index (i:). A member with no children (a leaf, an atomic list or
+// map, an element owned whole) is taken whole. List elements keep their
+// order in v.
+func pick(v any, fs *fieldpath.Set) any {
+	switch x := v.(type) {
 	case map[string]any:
-		l, ok := live.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			lv, ok := l[k]
-			if !ok || !covers(lv, wv, sub(fs, "f:"+k)) {
-				return false
+		out := map[string]any{}
+		each(fs, func(pe fieldpath.PathElement, children *fieldpath.Set) {
+			if pe.FieldName == nil {
+				return
 			}
-		}
-		return true
+			if fv, ok := x[*pe.FieldName]; ok {
+				out[*pe.FieldName] = pickChild(fv, children)
+			}
+		})
+		return out
 	case []any:
-		l, ok := live.([]any)
+		out := []any{}
+		for i, e := range x {
+			each(fs, func(pe fieldpath.PathElement, children *fieldpath.Set) {
+				if matches(pe, i, e) {
+					out = append(out, pickChild(e, children))
+				}
+			})
+		}
+		return out
+	}
+	return v
+}
+
+// pickChild is v whole when fs names none of its parts, else those parts.
+func pickChild(v any, children *fieldpath.Set) any {
+	if children == nil || children.Empty() {
+		return v
+	}
+	return pick(v, children)
+}
+
+// each calls f with every path element fs holds at its top level (a
+// member, or the parent of members) and the set below it (nil: none).
+func each(fs *fieldpath.Set, f func(pe fieldpath.PathElement, children *fieldpath.Set)) {
+	seen := fieldpath.PathElementSet{}
+	fs.Children.Iterate(func(pe fieldpath.PathElement) {
+		c, _ := fs.Children.Get(pe)
+		seen.Insert(pe)
+		f(pe, c)
+	})
+	fs.Members.Iterate(func(pe fieldpath.PathElement) {
+		if !seen.Has(pe) {
+			f(pe, nil)
+		}
+	})
+}
+
+// matches reports whether list element e, at index i, is the one pe
+// names: by its key fields, its value or its index.
+func matches(pe fieldpath.PathElement, i int, e any) bool {
+	switch {
+	case pe.Key != nil:
+		m, ok := e.(map[string]any)
 		if !ok {
 			return false
 		}
-		if keyed(fs) {
-			return coversElements(l, w, fs)
-		}
-		if len(l) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !covers(l[i], w[i], nil) {
+		for _, f := range *pe.Key {
+			ev, ok := m[f.Name]
+			if !ok || !value.Equals(value.NewValueInterface(ev), f.Value) {
 				return false
 			}
 		}
 		return true
-	case float64:
-		return number(live) == w && isNumber(live)
-	case json.Number:
-		return number(live) == number(w) && isNumber(live)
-	case int64:
-		return number(live) == float64(w) && isNumber(live)
-	default:
-		return live == want
-	}
-}
-
-// coversElements matches each wanted element of an associative list or a
-// set to a live element: by the key fields its k:{...} entry in fs names,
-// by value for a v:... entry, and else to any live element that covers
-// it. Live elements no wanted one matches belong to other managers.
-func coversElements(live, want []any, fs map[string]any) bool {
-	for _, w := range want {
-		found := false
-		for path, f := range fs {
-			switch {
-			case strings.HasPrefix(path, "k:"):
-				var key map[string]any
-				if json.Unmarshal([]byte(path[2:]), &key) != nil || !covers(w, key, nil) {
-					continue
-				}
-				for _, l := range live {
-					if covers(l, key, nil) {
-						found = covers(l, w, asMap(f))
-						break
-					}
-				}
-			case strings.HasPrefix(path, "v:"):
-				var v any
-				if json.Unmarshal([]byte(path[2:]), &v) != nil || !covers(w, v, nil) || !covers(v, w, nil) {
-					continue
-				}
-				for _, l := range live {
-					if covers(l, w, nil) {
-						found = true
-						break
-					}
-				}
-			default:
-				continue
-			}
-			break
-		}
-		if !found {
-			for _, l := range live {
-				if covers(l, w, nil) {
-					found = true
-					break
-				}
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// keyed reports whether fs names list elements by key or value: the API
-// server records an associative list's or a set's elements so.
-func keyed(fs map[string]any) bool {
-	for k := range fs {
-		if strings.HasPrefix(k, "k:") || strings.HasPrefix(k, "v:") {
-			return true
-		}
+	case pe.Value != nil:
+		return value.Equals(value.NewValueInterface(e), *pe.Value)
+	case pe.Index != nil:
+		return *pe.Index == i
 	}
 	return false
 }
 
-func sub(fs map[string]any, k string) map[string]any {
-	if fs == nil {
-		return nil
-	}
-	return asMap(fs[k])
-}
-
-func asMap(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-// appliedFields is the field set manager last applied to o (its
-// managedFields entry of operation Apply on the object itself), nil when
-// there is none.
-func appliedFields(o *unstructured.Unstructured, manager string) map[string]any {
+// fieldSet is the field set of o's managedFields entry of manager on
+// subresource sub ("" for the object itself) whose operation is op (""
+// for any), nil when there is none or it cannot be read.
+func fieldSet(o metav1.Object, manager, sub string, op metav1.ManagedFieldsOperationType) *fieldpath.Set {
 	for _, mf := range o.GetManagedFields() {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
+		if mf.Manager != manager || mf.Subresource != sub || (op != "" && mf.Operation != op) || mf.FieldsV1 == nil {
 			continue
 		}
-		var set map[string]any
-		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set) != nil {
+		fs := &fieldpath.Set{}
+		if fs.FromJSON(mf.FieldsV1.GetRawReader()) != nil {
 			return nil
 		}
-		return set
+		return fs
 	}
 	return nil
-}
-
-func isNumber(v any) bool {
-	switch v.(type) {
-	case float64, int64, int, int32, json.Number:
-		return true
-	}
-	return false
-}
-
-func number(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int64:
-		return float64(x)
-	case int:
-		return float64(x)
-	case int32:
-		return float64(x)
-	case json.Number:
-		f, _ := x.Float64()
-		return f
-	}
-	return 0
 }
 
 // statusOnly keeps what a status apply may send: apiVersion, kind, name,
@@ -194,60 +167,19 @@ func statusOnly(obj map[string]any) map[string]any {
 // entry for the status subresource), in statusOnly's form; ok is false
 // when the manager owns nothing there.
 func ownedStatus(o *unstructured.Unstructured, manager string) ([]byte, bool) {
-	for _, mf := range o.GetManagedFields() {
-		if mf.Manager != manager || mf.Subresource != "status" || mf.FieldsV1 == nil {
-			continue
-		}
-		var set map[string]any
-		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set) != nil {
-			return nil, false
-		}
-		fs, _ := set["f:status"].(map[string]any)
-		st, _ := o.Object["status"]
-		owned, ok := extract(st, fs)
-		if !ok {
-			return nil, false
-		}
-		out := statusOnly(map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
-			"metadata": map[string]any{"name": o.GetName(), "namespace": o.GetNamespace()}, "status": owned})
-		if o.GetNamespace() == "" {
-			delete(out["metadata"].(map[string]any), "namespace")
-		}
-		data, err := json.Marshal(out)
-		return data, err == nil
+	fs := fieldSet(o, manager, "status", "")
+	if fs == nil {
+		return nil, false
 	}
-	return nil, false
-}
-
-// extract returns the parts of v that the field set fs (FieldsV1) names: a
-// field set with no members but "." owns v whole (a leaf, an atomic list
-// or map). Lists are kept whole when any element is owned.
-func extract(v any, fs map[string]any) (any, bool) {
-	children := false
-	for k := range fs {
-		if k != "." {
-			children = true
-			break
-		}
+	st, ok := owned(o, fs)["status"].(map[string]any)
+	if !ok || len(st) == 0 {
+		return nil, false
 	}
-	m, isMap := v.(map[string]any)
-	if !children || !isMap {
-		return v, v != nil
+	out := statusOnly(map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+		"metadata": map[string]any{"name": o.GetName(), "namespace": o.GetNamespace()}, "status": st})
+	if o.GetNamespace() == "" {
+		delete(out["metadata"].(map[string]any), "namespace")
 	}
-	out := map[string]any{}
-	for k, sub := range fs {
-		name, ok := strings.CutPrefix(k, "f:")
-		if !ok {
-			continue
-		}
-		cv, present := m[name]
-		if !present {
-			continue
-		}
-		subset, _ := sub.(map[string]any)
-		if x, ok := extract(cv, subset); ok {
-			out[name] = x
-		}
-	}
-	return out, len(out) > 0
+	data, err := json.Marshal(out)
+	return data, err == nil
 }

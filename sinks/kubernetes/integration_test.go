@@ -167,11 +167,11 @@ object = {
 }
 `, ns), node.ModePlan)
 	e := prepared(t, tg, strRecords("web", "web"))[0]
-	lines, err := tg.DryRun(context.Background(), e)
+	d, err := tg.DryRun(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Join(lines, "\n")
+	text := strings.Join(d.Lines, "\n")
 	for _, want := range []string{`+ spec.selector.app = "web"`, `+ spec.type = "ClusterIP"`, `+ spec.ports = [{"port":80,"protocol":"TCP","targetPort":80}]`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, text)

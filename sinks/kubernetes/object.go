@@ -251,9 +251,16 @@ func keyOf(ns, name string) node.Key {
 }
 
 // dropNulls removes null object attributes: a null in an applied
-// configuration would ask the server to remove a field.
+// configuration would ask the server to remove a field. It also gives a
+// number kept as its exact text (json.Number, beyond what a float64
+// holds) as the float64 the API server keeps of it, so that the object
+// read back is not drift forever.
 func dropNulls(v any) any {
 	switch x := v.(type) {
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
 	case map[string]any:
 		for k, e := range x {
 			if e == nil {

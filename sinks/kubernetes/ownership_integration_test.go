@@ -4,7 +4,9 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,9 +69,9 @@ func TestNeverAdoptSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := openSink(t, configMapSink(ns), node.ModePlan)
-	if _, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0]); err == nil ||
-		!strings.Contains(err.Error(), "exists and is not owned by") {
-		t.Errorf("plan of a hand-made object: %v, want it named as not owned", err)
+	if d, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0]); err != nil ||
+		!strings.Contains(d.Refused, "exists and is not owned by") || !strings.Contains(d.Refused, "set adopt = true") || len(d.Lines) != 0 {
+		t.Errorf("plan of a hand-made object: %+v, %v; want it refused as not owned", d, err)
 	}
 	tg := openSink(t, configMapSink(ns), node.ModeRun)
 	e := update(t, tg, prepared(t, tg, strRecords("hand", "pipeline's"))...)[0]
@@ -89,9 +91,9 @@ func TestNeverAdoptSilently(t *testing.T) {
 
 	adopt := configMapSink(ns) + "adopt = true\n"
 	plan = openSink(t, adopt, node.ModePlan)
-	lines, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0])
-	if err != nil || len(lines) == 0 || !strings.HasPrefix(lines[0], "! adopts it: ") {
-		t.Errorf("plan with adopt: %q, %v", lines, err)
+	d, err := plan.DryRun(context.Background(), prepared(t, plan, strRecords("hand", "pipeline's"))[0])
+	if err != nil || d.Refused != "" || !strings.Contains(d.Adopts, "exists and is not owned by") || !slices.Contains(d.Lines, `~ data.value: "mine" => "pipeline's"`) {
+		t.Errorf("plan with adopt: %+v, %v", d, err)
 	}
 	tg = openSink(t, adopt, node.ModeRun)
 	if e := update(t, tg, prepared(t, tg, strRecords("hand", "pipeline's"))...)[0]; e.Err != nil {
@@ -258,5 +260,104 @@ func TestNeverAdoptSilentlyInBulk(t *testing.T) {
 	}
 	if actual, err := tg.Actual(context.Background()); err != nil || len(actual) != 2*surveyMin-1 {
 		t.Errorf("the sink's objects: %d, %v", len(actual), err)
+	}
+}
+
+// TestAnotherManagersPort: a port another field manager adds to the
+// sink's Service (ports are a list keyed by port and protocol) is not
+// drift; the sink's selector changed by hand is, and the next apply
+// restores it without touching the other manager's port.
+func TestAnotherManagersPort(t *testing.T) {
+	ns := useServer(t)
+	tg := openSink(t, fmt.Sprintf(`
+namespaces = [%q]
+object = {
+  apiVersion = "v1"
+  kind       = "Service"
+  metadata   = { name = record.key, namespace = %q }
+  spec       = { ports = [{ port = 80, name = "http" }], selector = { app = record.value } }
+}
+`, ns, ns), node.ModeRun)
+	e := prepared(t, tg, strRecords("web", "web"))[0]
+	if e := update(t, tg, e)[0]; e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	same := func() bool {
+		t.Helper()
+		actual, err := tg.Actual(context.Background())
+		if err != nil || len(actual) != 1 {
+			t.Fatalf("actual %v, %v", keys(actual), err)
+		}
+		return actual[0].Same(e)
+	}
+	if !same() {
+		t.Fatal("the Service the sink just applied reads as drifted")
+	}
+	svcs := clientset.NewForConfigOrDie(srv.RESTConfig()).CoreV1().Services(ns)
+	metrics := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"` + ns + `"},` +
+		`"spec":{"ports":[{"port":9090,"name":"metrics"}]}}`
+	if _, err := svcs.Patch(context.Background(), "web", types.ApplyPatchType, []byte(metrics),
+		metav1.PatchOptions{FieldManager: "metrics-injector"}); err != nil {
+		t.Fatal(err)
+	}
+	if !same() {
+		t.Error("another manager's port reads as drift: every resync would write the Service again")
+	}
+	edit := `{"spec":{"selector":{"app":"other"}}}`
+	if _, err := svcs.Patch(context.Background(), "web", types.MergePatchType, []byte(edit),
+		metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if same() {
+		t.Fatal("a hand edit of the sink's selector is not drift")
+	}
+	if e := update(t, tg, e)[0]; e.Err != nil {
+		t.Fatalf("restoring the hand edit: %v", e.Err)
+	}
+	got, err := svcs.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Selector["app"] != "web" || len(got.Spec.Ports) != 2 {
+		t.Errorf("after the restore: selector %v, %d ports; want app=web and both ports", got.Spec.Selector, len(got.Spec.Ports))
+	}
+	if _, ok := got.Annotations["pipeline.io/applied"]; ok {
+		t.Error("the apply still writes the whole-body annotation")
+	}
+	if !same() {
+		t.Error("the restored Service reads as drifted")
+	}
+}
+
+// TestLegacyAppliedAnnotation: an object an earlier version applied,
+// with the whole body in an annotation, reads as in sync (no write at
+// upgrade); the next apply of the object drops the annotation.
+func TestLegacyAppliedAnnotation(t *testing.T) {
+	ns := useServer(t)
+	tg := openSink(t, configMapSink(ns), node.ModeRun)
+	e := prepared(t, tg, strRecords("a", "1"))[0]
+	var obj map[string]any
+	if err := json.Unmarshal(e.Data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	obj["metadata"].(map[string]any)["annotations"] = map[string]any{"pipeline.io/applied": string(e.Data)}
+	old, _ := json.Marshal(obj)
+	cms := clientset.NewForConfigOrDie(srv.RESTConfig()).CoreV1().ConfigMaps(ns)
+	force := true
+	if _, err := cms.Patch(context.Background(), "a", types.ApplyPatchType, old,
+		metav1.PatchOptions{FieldManager: tg.s.manager, Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	actual, err := tg.Actual(context.Background())
+	if err != nil || len(actual) != 1 || !actual[0].Same(e) {
+		t.Fatalf("an object of an earlier version: %v, %v; want it in sync", keys(actual), err)
+	}
+	e2 := prepared(t, tg, strRecords("a", "2"))[0]
+	if e := update(t, tg, e2)[0]; e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	got, err := cms.Get(context.Background(), "a", metav1.GetOptions{})
+	if err != nil || got.Annotations["pipeline.io/applied"] != "" || got.Data["value"] != "2" {
+		t.Errorf("after the next apply: annotations %v, data %v, %v", got.Annotations, got.Data, err)
 	}
 }

@@ -33,34 +33,37 @@ func (t *Target) Show(e node.Entry) string { return string(e.Data) }
 // DryRun implements node.DryRunner: the server-side apply of e with
 // dryRun=All, compared field by field with the object as it is, so
 // defaulting, the schema check and admission are the API server's own.
-func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
+// An object that exists and is not the sink's is refused as apply
+// refuses it (claim), or adopted with adopt = true.
+func (t *Target) DryRun(ctx context.Context, e node.Entry) (node.DryRun, error) {
+	var out node.DryRun
 	m, err := t.resource()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	ns, name := splitKey(e.Key)
 	ctx, cancel := context.WithTimeout(ctx, t.s.timeout)
 	defer cancel()
 	c := t.client(m, ns)
 	var before map[string]any
-	var adopting []string
 	live, err := c.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil && !t.s.status && !t.owns(live) && !t.s.adopt:
-		return nil, fmt.Errorf("%s; set adopt = true to take it over", t.notOwned(live))
+		out.Refused = t.notOwned(live) + "; set adopt = true to take it over"
+		return out, nil
 	case err == nil:
 		before = live.Object
 		if !t.s.status && !t.owns(live) {
-			adopting = []string{"! adopts it: " + t.notOwned(live)}
+			out.Adopts = t.notOwned(live)
 		}
 	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("read %s: %w", e.Key, err)
+		return out, fmt.Errorf("read %s: %w", e.Key, err)
 	case t.s.status:
-		return nil, fmt.Errorf("%s %s does not exist: a status sink creates nothing", t.s.obj.gvk.Kind, e.Key)
+		return out, fmt.Errorf("%s %s does not exist: a status sink creates nothing", t.s.obj.gvk.Kind, e.Key)
 	}
 	body, err := t.body(e)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	force := t.s.force
 	opts := metav1.PatchOptions{FieldManager: t.s.manager, Force: &force, DryRun: []string{metav1.DryRunAll}}
@@ -75,9 +78,10 @@ func (t *Target) DryRun(ctx context.Context, e node.Entry) ([]string, error) {
 		after, err = c.Patch(ctx, name, types.ApplyPatchType, body, opts, sub...)
 	}
 	if err != nil {
-		return nil, t.classifyQuiet(err)
+		return out, t.classifyQuiet(err)
 	}
-	return append(adopting, fieldDiff(before, after.Object)...), nil
+	out.Lines = fieldDiff(before, after.Object)
+	return out, nil
 }
 
 // classifyQuiet says why a dry run fails, without counting it.
@@ -96,7 +100,6 @@ func (t *Target) classifyQuiet(err error) error {
 var ignored = map[string]bool{
 	"metadata.managedFields": true, "metadata.resourceVersion": true, "metadata.uid": true,
 	"metadata.creationTimestamp": true, "metadata.generation": true,
-	"metadata.annotations." + appliedAnnotation: true,
 }
 
 // fieldDiff lists the fields that differ between two objects, one line per

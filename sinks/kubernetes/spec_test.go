@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -123,42 +125,66 @@ object = {
 	}
 }
 
-func TestCovers(t *testing.T) {
-	dec := func(s string) any {
-		var x any
-		if err := json.Unmarshal([]byte(s), &x); err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	// The sink's field set (managedFields) of {"c":[{"name":"app","image":"x"}],"s":["a"]}:
-	// c is a list keyed by name, s a set.
-	fs := `{"f:c":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:image":{}}},"f:s":{"v:\"a\"":{}}}`
-	tests := []struct {
-		live, want, fs string
-		ok             bool
-	}{
-		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"x"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, true},  // another manager's element, by key
-		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"z"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, false}, // the sink's element edited
-		{`{"c":[{"name":"side","image":"y"}]}`, `{"c":[{"name":"app","image":"x"}]}`, fs, false},                            // the sink's element removed
-		{`{"s":["b","a"]}`, `{"s":["a"]}`, fs, true},                                                                        // another manager's set member
-		{`{"s":["b"]}`, `{"s":["a"]}`, fs, false},                                                                           // the sink's member removed
-		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, fs, false},                                                        // l is not keyed in fs: atomic
-		{`{"a":1,"b":{"c":"x","d":2}}`, `{"a":1,"b":{"c":"x"}}`, "", true},                                                  // defaults and other managers' fields
-		{`{"a":2}`, `{"a":1}`, "", false},                                                                                   // edited
-		{`{"b":1}`, `{"a":1}`, "", false},                                                                                   // removed
-		{`{"l":[{"p":80,"proto":"TCP"}]}`, `{"l":[{"p":80}]}`, "", true},                                                    // a default inside a list
-		{`{"l":[{"p":80},{"p":81}]}`, `{"l":[{"p":80}]}`, "", false},                                                        // an element added
-		{`{"a":"1"}`, `{"a":1}`, "", false},                                                                                 // types differ
-		{`{"m":{}}`, `{"m":{}}`, "", true},
+// TestOwned: what an object shows is the part its field manager's field
+// set (managedFields) names, as the API server names it: an associative
+// list's elements by key, a set's by value, so other managers' elements
+// and fields are left out, and a field whose ownership moved to a hand
+// edit is missing.
+func TestOwned(t *testing.T) {
+	// The sink's field set of {"c":[{"name":"app","image":"x"}],"s":["a"],"l":[...],"m":{"a":1}}:
+	// c is a list keyed by name, s a set, l atomic.
+	const fs = `{"f:spec":{"f:c":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:image":{}}},"f:s":{"v:\"a\"":{}},"f:l":{},"f:m":{"f:a":{}}}}`
+	tests := []struct{ live, want string }{
+		{`{"c":[{"name":"side","image":"y"},{"name":"app","image":"x","env":[{"name":"B"}]}]}`, `{"c":[{"image":"x","name":"app"}]}`}, // another manager's element and field
+		{`{"c":[{"name":"side","image":"y"}]}`, `{"c":[]}`},                                                                           // the sink's element removed
+		{`{"s":["b","a"]}`, `{"s":["a"]}`},                                                                                            // another manager's set member
+		{`{"l":[{"p":80},{"p":81}],"m":{"a":1,"b":2}}`, `{"l":[{"p":80},{"p":81}],"m":{"a":1}}`},                                      // an atomic list whole; a default beside the sink's field
+		{`{"m":{"b":2}}`, `{"m":{}}`},                                                                                                 // the sink's field gone
 	}
 	for _, tt := range tests {
-		var set map[string]any
-		if tt.fs != "" {
-			set = dec(tt.fs).(map[string]any)
+		var spec map[string]any
+		if err := json.Unmarshal([]byte(tt.live), &spec); err != nil {
+			t.Fatal(err)
 		}
-		if got := covers(dec(tt.live), dec(tt.want), set); got != tt.ok {
-			t.Errorf("covers(%s, %s, %s) = %v", tt.live, tt.want, tt.fs, got)
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X",
+			"metadata": map[string]any{"name": "n", "namespace": "ns", "annotations": map[string]any{legacyAppliedAnnotation: "{}"}}, "spec": spec}}
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "pipeline.x", Operation: metav1.ManagedFieldsOperationApply,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:` + legacyAppliedAnnotation + `":{}}},` + fs[1:])}})
+		got, err := json.Marshal(owned(o, fieldSet(o, "pipeline.x", "", metav1.ManagedFieldsOperationApply)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"apiVersion":"v1","kind":"X","metadata":{"name":"n","namespace":"ns"},"spec":` + tt.want + `}`
+		if string(got) != want {
+			t.Errorf("owned part of %s:\n got %s\nwant %s", tt.live, got, want)
+		}
+	}
+}
+
+// TestEditedOnly: a conflict is a hand edit when every field it names is
+// held, by managers other than the sink's, through updates only.
+func TestEditedOnly(t *testing.T) {
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, fs string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fs)}
+	}
+	const port = `{"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{"f:targetPort":{}}}}}`
+	const field = `.spec.ports[port=80,protocol="TCP"].targetPort`
+	edit := entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, port)
+	apply := entry("other", metav1.ManagedFieldsOperationApply, port)
+	self := entry("pipeline.x", metav1.ManagedFieldsOperationUpdate, port)
+	for _, tt := range []struct {
+		entries []metav1.ManagedFieldsEntry
+		fields  []string
+		want    bool
+	}{
+		{[]metav1.ManagedFieldsEntry{edit}, []string{field}, true},
+		{[]metav1.ManagedFieldsEntry{edit, apply}, []string{field}, false},
+		{[]metav1.ManagedFieldsEntry{apply}, []string{field}, false},
+		{[]metav1.ManagedFieldsEntry{self}, []string{field}, false},
+		{[]metav1.ManagedFieldsEntry{edit}, []string{field, ".data.x"}, false},
+	} {
+		if got := editedOnly(tt.entries, "pipeline.x", tt.fields); got != tt.want {
+			t.Errorf("editedOnly(%v, %v) = %v, want %v", tt.entries, tt.fields, got, tt.want)
 		}
 	}
 }
@@ -167,24 +193,10 @@ func TestFieldDiff(t *testing.T) {
 	before := map[string]any{"metadata": map[string]any{"name": "x", "resourceVersion": "1"},
 		"spec": map[string]any{"a": "1", "gone": true, "l": []any{"x"}}}
 	after := map[string]any{"metadata": map[string]any{"name": "x", "resourceVersion": "2",
-		"annotations": map[string]any{appliedAnnotation: "{}"}},
+		"annotations": map[string]any{"a": "b"}},
 		"spec": map[string]any{"a": "2", "new": map[string]any{}, "l": []any{"x", "y"}}}
-	want := []string{`~ spec.a: "1" => "2"`, `- spec.gone`, `~ spec.l: ["x"] => ["x","y"]`, `+ spec.new = {}`}
+	want := []string{`+ metadata.annotations.a = "b"`, `~ spec.a: "1" => "2"`, `- spec.gone`, `~ spec.l: ["x"] => ["x","y"]`, `+ spec.new = {}`}
 	if diff := cmp.Diff(want, fieldDiff(before, after)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
-func TestExtract(t *testing.T) {
-	var fs map[string]any
-	_ = json.Unmarshal([]byte(`{".":{},"f:phase":{},"f:counts":{"f:ok":{}}}`), &fs)
-	status := map[string]any{"phase": "Done", "other": "theirs", "counts": map[string]any{"ok": int64(2), "bad": int64(1)}}
-	got, ok := extract(status, fs)
-	want := map[string]any{"phase": "Done", "counts": map[string]any{"ok": int64(2)}}
-	if !ok {
-		t.Fatal("nothing extracted")
-	}
-	if diff := cmp.Diff(any(want), got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -21,11 +21,6 @@ import (
 	"github.com/pipeline/pipeline/internal/kubeclient"
 )
 
-// appliedAnnotation holds the applied configuration of the last write (the
-// canonical JSON the sink compares), as kubectl's last-applied does: a
-// resync compares it with the live object to find hand edits.
-const appliedAnnotation = "pipeline.io/applied"
-
 // Target is the sink's boundary in a cluster: the objects of one kind that
 // carry the owner label (in namespaces, when set). Update and Delete run
 // their requests concurrently; the engine calls the methods from one
@@ -191,11 +186,12 @@ func (s *Sink) Encoder(node.Env) (node.Preparer, error) { return s, nil }
 
 // Actual implements node.Target: one LIST per namespace (one in all when
 // namespaces is unset) of the objects carrying the owner label, a
-// consistent read from the API server's watch cache. An object whose fields the
-// sink set still hold what it last applied shows that configuration;
-// one edited by hand shows what it holds now, so the loop writes it again.
-// Status targets list every object and show the status fields the sink's
-// field manager owns.
+// consistent read from the API server's watch cache. Each object shows
+// the fields the sink's field manager owns in its managedFields (owned):
+// what the sink last applied while nobody changed them, so an object
+// edited by hand (its editor now owns the fields it changed) reads as
+// another entry and the loop writes it again. Status targets list every
+// object and show the status fields the sink's field manager owns.
 func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
 	m, err := t.resource()
 	if err != nil {
@@ -265,23 +261,24 @@ func (t *Target) actualEntry(o *unstructured.Unstructured) (node.Entry, bool) {
 		}
 		return entryOf(key, data, false), true
 	}
-	applied := []byte(o.GetAnnotations()[appliedAnnotation])
-	var want any
-	if json.Unmarshal(applied, &want) == nil && covers(o.Object, want, appliedFields(o, t.s.manager)) {
-		return node.Entry{Key: key, Value: toValue(want, applied), Data: applied}, true
+	fs := fieldSet(o, t.s.manager, "", metav1.ManagedFieldsOperationApply)
+	if fs == nil {
+		// The sink's manager holds fields of it through no apply (an
+		// update under its name): show what it holds, which the next
+		// apply makes the sink's.
+		live := o.DeepCopy().Object
+		for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
+			unstructured.RemoveNestedField(live, "metadata", f)
+		}
+		data, _ := json.Marshal(live)
+		return entryOf(key, data, false), true
 	}
-	// Edited by hand (or written by another version): show what it holds,
-	// without the fields the server stamps on every object.
-	live := o.DeepCopy().Object
-	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
-		unstructured.RemoveNestedField(live, "metadata", f)
+	x := owned(o, fs)
+	data, err := json.Marshal(x)
+	if err != nil {
+		return node.Entry{}, false
 	}
-	unstructured.RemoveNestedField(live, "metadata", "annotations", appliedAnnotation)
-	if ann, _, _ := unstructured.NestedMap(live, "metadata", "annotations"); len(ann) == 0 {
-		unstructured.RemoveNestedField(live, "metadata", "annotations")
-	}
-	data, _ := json.Marshal(live)
-	return entryOf(key, data, false), true
+	return node.Entry{Key: key, Value: toValue(x, data), Data: data}, true // x is data decoded
 }
 
 // Close implements node.Target. The objects stay.

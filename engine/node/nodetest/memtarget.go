@@ -25,6 +25,9 @@ type MemSink struct {
 	held    int // what the engine last said the target holds (node.Round.Held)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
+	// RejectKey, when set, makes every write of that key fail with a
+	// permanent answer (node.Rejected).
+	RejectKey func(k node.Key) bool
 	// Reject, when set, makes Prepare refuse a record.
 	Reject func(r node.Record) error
 	// AppendOnly makes Actual return node.ErrNoActualState.
@@ -139,7 +142,10 @@ func (m *MemSink) Unknown() int {
 
 type memTarget struct{ m *MemSink }
 
-var errInjected = errors.New("injected failure")
+var (
+	errInjected = errors.New("injected failure")
+	errRejected = errors.New("injected rejection")
+)
 
 func (t *memTarget) Prepare(r node.Record) (node.Entry, error) {
 	if t.m.Reject != nil {
@@ -282,6 +288,10 @@ func (t *memTarget) write(batch []node.Entry, op func(node.Entry)) {
 	for i := range batch {
 		if t.m.FailKey != nil && t.m.FailKey(batch[i].Key) {
 			batch[i].Err = errInjected
+			continue
+		}
+		if t.m.RejectKey != nil && t.m.RejectKey(batch[i].Key) {
+			batch[i].Err = node.Rejected(errRejected)
 			continue
 		}
 		op(batch[i])
