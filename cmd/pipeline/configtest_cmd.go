@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 func newTestCmd() *cobra.Command {
@@ -102,7 +104,7 @@ func runTests(ctx context.Context, stdout, stderr io.Writer, paths []string, fil
 		for _, f := range s.files {
 			tests, diags := parseTestFile(p, f)
 			if diags.HasErrors() {
-				writeDiagsText(stderr, p.Files(), diags)
+				view.WriteDiagsText(stderr, p.Files(), diags)
 				invalid = true
 				continue
 			}
@@ -117,7 +119,7 @@ func runTests(ctx context.Context, stdout, stderr io.Writer, paths []string, fil
 					for name, f := range p.Files() {
 						files[name] = f
 					}
-					writeDiagsText(stderr, files, l.diags)
+					view.WriteDiagsText(stderr, files, l.diags)
 					invalid = true
 					continue
 				}
@@ -170,7 +172,7 @@ func finishTests(stdout, stderr io.Writer, results []*testResult, invalid bool, 
 // writeTestResult prints one test: a line, and under a failure one block
 // per expectation, headed by the file:line:col of the expectation.
 func writeTestResult(w io.Writer, r *testResult) {
-	w = printableWriter{w} // record keys and values
+	w = view.PrintableWriter{W: w} // record keys and values
 	if r.Passed {
 		fmt.Fprintf(w, "ok    %s: %s (virtual %s, took %s)\n", r.File, r.Name, r.Virtual, r.Elapsed)
 		return

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -83,7 +85,7 @@ func fetchExplain(ctx context.Context, base, key string) ([]byte, error) {
 
 // writeExplain renders an answer for people.
 func writeExplain(w io.Writer, v explainView, now time.Time) {
-	w = printableWriter{w}
+	w = view.PrintableWriter{W: w}
 	if v.Absent {
 		writeAbsent(w, v)
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -42,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "Error: %s\n", printable(err.Error()))
+		fmt.Fprintf(stderr, "Error: %s\n", view.Printable(err.Error()))
 		return 1
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -77,7 +78,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	}
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
-		writeDiagsText(stderr, l.files, l.diags)
+		view.WriteDiagsText(stderr, l.files, l.diags)
 		return exitError{1}
 	}
 	if reload != nil {
@@ -106,11 +107,11 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	}
 	masked := maskPlan(plan, secrets)
 	masked.reload = reload
-	view := planView(textPlan{colour: colourful(stdout), max: f.maxEntries})
+	pv := planView(textPlan{colour: colourful(stdout), max: f.maxEntries})
 	if f.json {
-		view = jsonPlan{}
+		pv = jsonPlan{}
 	}
-	if err := view.write(stdout, masked); err != nil {
+	if err := pv.write(stdout, masked); err != nil {
 		return err
 	}
 	if a, c, r := plan.Counts(); a+c+r > 0 || replacements(plan) > 0 || (reload != nil && reload.diff.Changed()) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 )
 
@@ -59,8 +60,8 @@ var reloadMarks = map[engine.Action]string{engine.Added: "+", engine.Rebuilt: "~
 
 // writeReloadText prints the node diff of a reload: every node that would
 // change, the count of those kept, and the sources that would relist.
-func (v textPlan) writeReload(b *termText, rp *reloadPlan) {
-	b.paint("\x1b[1m", "Reload of the instance at "+rp.against+":")
+func (v textPlan) writeReload(b *view.TermText, rp *reloadPlan) {
+	b.Paint("\x1b[1m", "Reload of the instance at "+rp.against+":")
 	fmt.Fprintln(b)
 	kept := 0
 	for _, n := range rp.diff.Nodes {

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -112,7 +113,7 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 	doc.Summary.Add, doc.Summary.Change, doc.Summary.Remove = p.Counts()
 	doc.Summary.Emit = p.Emits()
 	doc.Reload = reloadJSON(p.reload)
-	return writeJSON(w, doc)
+	return view.WriteJSON(w, doc)
 }
 
 func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {

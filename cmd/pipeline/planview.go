@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/ctyconv"
@@ -27,7 +28,7 @@ type textPlan struct {
 var actionColours = map[reconcile.Action]string{reconcile.Create: "\x1b[32m", reconcile.Update: "\x1b[33m", reconcile.Delete: "\x1b[31m"}
 
 func (v textPlan) write(w io.Writer, p *maskedPlan) error {
-	t := &termText{colour: v.colour}
+	t := view.NewTermText(v.colour)
 	if p.reload != nil {
 		v.writeReload(t, p.reload)
 	}
@@ -35,12 +36,12 @@ func (v textPlan) write(w io.Writer, p *maskedPlan) error {
 		v.sink(t, &s)
 	}
 	for _, wn := range p.Warnings {
-		t.paint("\x1b[33m", "Warning:")
+		t.Paint("\x1b[33m", "Warning:")
 		fmt.Fprintf(t, " %s: %s\n", wn.Address, wn.Message)
 	}
-	t.paint("\x1b[1m", planSummary(&p.PlanResult, p.reload))
+	t.Paint("\x1b[1m", planSummary(&p.PlanResult, p.reload))
 	fmt.Fprintln(t)
-	_, err := io.WriteString(w, t.b.String())
+	_, err := io.WriteString(w, t.String())
 	return err
 }
 
@@ -66,8 +67,8 @@ func targetLine(s *engine.SinkPlan) string {
 	return strings.Join(parts, ", ")
 }
 
-func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
-	t.paint("\x1b[1m", s.Address)
+func (v textPlan) sink(t *view.TermText, s *engine.SinkPlan) {
+	t.Paint("\x1b[1m", s.Address)
 	fmt.Fprintf(t, "  (%s)\n", targetLine(s))
 	for _, p := range s.Pending {
 		fmt.Fprintf(t, "    pending: %s would be removed at %s (grace period)\n", p.Key, p.Due.UTC().Format(time.RFC3339))
@@ -79,12 +80,12 @@ func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
 	shown := s.Changes[:min(len(s.Changes), v.max)]
 	width := 0
 	for _, c := range shown {
-		width = max(width, len(printable(c.Key)))
+		width = max(width, len(view.Printable(c.Key)))
 	}
 	for _, c := range shown {
 		fmt.Fprint(t, "  ")
-		t.paint(actionColours[c.Action], string(rune(c.Action)))
-		fmt.Fprintf(t, " %-*s  %s\n", width, printable(c.Key), changeText(c))
+		t.Paint(actionColours[c.Action], string(rune(c.Action)))
+		fmt.Fprintf(t, " %-*s  %s\n", width, view.Printable(c.Key), changeText(c))
 		for _, l := range c.Detail {
 			fmt.Fprintf(t, "      %s\n", l)
 		}
@@ -105,14 +106,14 @@ func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
 }
 
 // diffLine writes one line of a file's unified diff, painted.
-func diffLine(t *termText, l string) {
+func diffLine(t *view.TermText, l string) {
 	switch {
 	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "@@"):
-		t.paint("\x1b[1m", l)
+		t.Paint("\x1b[1m", l)
 	case strings.HasPrefix(l, "+"):
-		t.paint(actionColours[reconcile.Create], l)
+		t.Paint(actionColours[reconcile.Create], l)
 	case strings.HasPrefix(l, "-"):
-		t.paint(actionColours[reconcile.Delete], l)
+		t.Paint(actionColours[reconcile.Delete], l)
 	default:
 		fmt.Fprint(t, l)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/console"
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -89,7 +90,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	defer signal.Stop(hup)
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
-		writeDiagsText(stderr, l.files, l.diags)
+		view.WriteDiagsText(stderr, l.files, l.diags)
 		return exitError{1}
 	}
 	if err := preflight(l.graph); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -22,7 +23,7 @@ func newSchemaCmd() *cobra.Command {
 			doc := describe(registry())
 			switch {
 			case asJSON:
-				return writeJSON(cmd.OutOrStdout(), doc)
+				return view.WriteJSON(cmd.OutOrStdout(), doc)
 			case markdown:
 				writeMarkdown(cmd.OutOrStdout(), doc)
 			default:

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 type tapFlags struct {
@@ -110,7 +112,7 @@ func printTap(ctx context.Context, w io.Writer, r io.Reader, f tapFlags) error {
 		if f.json {
 			fmt.Fprintf(w, "%s\n", sc.Bytes())
 		} else {
-			fmt.Fprintln(w, printable(readableTap(l)))
+			fmt.Fprintln(w, view.Printable(readableTap(l)))
 		}
 		if l.Op != "skipped" {
 			printed++

@@ -56,7 +56,7 @@ func runTop(ctx context.Context, w io.Writer, f topFlags) error {
 		return err
 	}
 	readyURL, _ := adminURL(f.against, "/readyz", url.Values{})
-	view := topView{w: w, colour: colourful(w), against: f.against}
+	pv := topView{w: w, colour: colourful(w), against: f.against}
 	var prev *topSample
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
@@ -68,7 +68,7 @@ func runTop(ctx context.Context, w io.Writer, f topFlags) error {
 			}
 			return fmt.Errorf("top: %w (is `pipeline run` serving on %s?)", err, f.against)
 		}
-		if err := view.render(topRows(prev, s), s); err != nil {
+		if err := pv.render(topRows(prev, s), s); err != nil {
 			return err
 		}
 		prev = s
