@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -186,8 +187,8 @@ func hostilePlan() *maskedPlan {
 func TestTestAndAuditViewsEscape(t *testing.T) {
 	value, _ := json.Marshal(hostileText)
 	var out bytes.Buffer
-	writeTestResult(&out, &testResult{File: "a.test.hcl", Name: hostileText, Failures: []testFailure{{Pos: "a.test.hcl:3:1", Node: "sink.log.x",
-		Message: hostileText, Missing: []testEntry{{Key: hostileText, Value: value}}, Unexpected: []testEntry{{Key: hostileText, Value: value}}}}})
+	configtest.WriteResult(&out, &configtest.Result{File: "a.test.hcl", Name: hostileText, Failures: []configtest.Failure{{Pos: "a.test.hcl:3:1", Node: "sink.log.x",
+		Message: hostileText, Missing: []configtest.Entry{{Key: hostileText, Value: value}}, Unexpected: []configtest.Entry{{Key: hostileText, Value: value}}}}})
 	checkNoRaw(t, "pipeline test", out.String())
 	out.Reset()
 	printVerify(&out, verifyView{Problem: &problemView{File: "audit.jsonl", Line: 3, Kind: "bad_line", Detail: hostileText}})

@@ -1,4 +1,4 @@
-package main
+package configtest
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/pipeline/pipeline/schema"
 )
 
 // A config test file (NAME.test.hcl, beside the configuration it tests)
@@ -31,15 +33,16 @@ import (
 //	    contains = ["line", ...]          # or text the file holds (each line given must appear)
 //	  }
 //	}
-type configTest struct {
-	file, name string
-	decl       hcl.Range
-	vars       []string
-	steps      []testStep
+type Test struct {
+	File, Name string
+	Decl       hcl.Range
+	// Vars are the configuration's variables for the test, as NAME=VALUE.
+	Vars  []string
+	steps []step
 }
 
-// testStep is a given or an expect.
-type testStep struct {
+// step is a given or an expect.
+type step struct {
 	at     time.Duration
 	expect bool
 	addr   string
@@ -59,65 +62,53 @@ type testStep struct {
 	checkRange hcl.Range
 }
 
-var (
-	testFileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "test", LabelNames: []string{"name"}}}}
-	testSchema     = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "vars"}},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "given", LabelNames: []string{"source"}},
-			{Type: "expect", LabelNames: []string{"sink"}}},
-	}
-	givenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "at", Required: true},
-		{Name: "add"}, {Name: "update"}, {Name: "delete"}}}
-	expectSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "at", Required: true},
-		{Name: "state"}, {Name: "keys"}, {Name: "writes"},
-		{Name: "content"}, {Name: "contains"}}}
-)
-
-// parseTestFile reads the tests of one file.
-func parseTestFile(p *hclparse.Parser, path string) ([]*configTest, hcl.Diagnostics) {
+// ParseFile reads the tests of one file.
+func ParseFile(p *hclparse.Parser, path string) ([]*Test, hcl.Diagnostics) {
 	f, diags := p.ParseHCLFile(path)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	content, d := f.Body.Content(testFileSchema)
+	content, d := f.Body.Content(FileBlock.HCL())
 	diags = append(diags, d...)
-	var tests []*configTest
+	var tests []*Test
 	for _, b := range content.Blocks {
 		t, d := decodeTest(path, b)
 		diags = append(diags, d...)
 		tests = append(tests, t)
 	}
-	if len(content.Blocks) == 0 && !diags.HasErrors() {
+	if len(tests) == 0 && !diags.HasErrors() {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No tests",
 			Detail: `A config test file holds one or more test "NAME" { ... } blocks.`, Subject: f.Body.MissingItemRange().Ptr()})
 	}
 	return tests, diags
 }
 
-func decodeTest(path string, b *hcl.Block) (*configTest, hcl.Diagnostics) {
-	t := &configTest{file: path, name: b.Labels[0], decl: b.DefRange}
-	content, diags := b.Body.Content(testSchema)
-	if a := content.Attributes["vars"]; a != nil {
-		m, d := literalMap(a)
+// decodeTest decodes a test block. Its given and expect blocks are
+// decoded one by one, in file order, so that each reports what is wrong
+// with it alone.
+func decodeTest(path string, b *hcl.Block) (*Test, hcl.Diagnostics) {
+	t := &Test{File: path, Name: b.Labels[0], Decl: b.DefRange}
+	raw, diags := b.Body.Content(testBlock.Body.HCL())
+	c := &schema.Content{Attrs: raw.Attributes, Labels: b.Labels, Range: b.DefRange}
+	if testVars.Has(c) {
+		m, rng, d := testVars.Get(c)
 		diags = append(diags, d...)
 		for k, v := range m {
 			if v.Type() != cty.String {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable value",
-					Detail: fmt.Sprintf("Give variable %q as a string, as on the command line (-var %s=...).", k, k), Subject: a.Expr.Range().Ptr()})
+					Detail: fmt.Sprintf("Give variable %q as a string, as on the command line (-var %s=...).", k, k), Subject: rng.Ptr()})
 				continue
 			}
-			t.vars = append(t.vars, k+"="+v.AsString())
+			t.Vars = append(t.Vars, k+"="+v.AsString())
 		}
-		sort.Strings(t.vars)
+		sort.Strings(t.Vars)
 	}
-	for _, blk := range content.Blocks {
-		var s testStep
-		var d hcl.Diagnostics
-		if blk.Type == "given" {
-			s, d = decodeGiven(blk)
-		} else {
-			s, d = decodeExpect(blk)
+	for _, blk := range raw.Blocks {
+		decode := decodeGiven
+		if blk.Type == expectBlock.Name {
+			decode = decodeExpect
 		}
+		s, d := decode(blk)
 		diags = append(diags, d...)
 		t.steps = append(t.steps, s)
 	}
@@ -127,149 +118,130 @@ func decodeTest(path string, b *hcl.Block) (*configTest, hcl.Diagnostics) {
 	return t, diags
 }
 
-func decodeGiven(b *hcl.Block) (testStep, hcl.Diagnostics) {
-	s := testStep{addr: b.Labels[0], decl: b.DefRange}
-	content, diags := b.Body.Content(givenSchema)
-	s.at, diags = decodeAt(content.Attributes["at"], diags)
-	var d hcl.Diagnostics
-	if a := content.Attributes["add"]; a != nil {
-		s.add, d = literalMap(a)
-		diags = append(diags, d...)
+// read reads attr into *dst when it is set, and reports whether it is.
+func read[T any](attr *schema.Attr[T], c *schema.Content, dst *T, diags *hcl.Diagnostics) bool {
+	if !attr.Has(c) {
+		return false
 	}
-	if a := content.Attributes["update"]; a != nil {
-		s.update, d = literalMap(a)
-		diags = append(diags, d...)
-	}
-	if a := content.Attributes["delete"]; a != nil {
-		s.del, d = literalStrings(a)
-		diags = append(diags, d...)
-	}
+	v, _, d := attr.Get(c)
+	*dst = v
+	*diags = append(*diags, d...)
+	return true
+}
+
+// nameRange is where attr's name is written in c.
+func nameRange[T any](attr *schema.Attr[T], c *schema.Content) hcl.Range {
+	return c.Attrs[attr.Name()].NameRange
+}
+
+func decodeGiven(b *hcl.Block) (step, hcl.Diagnostics) {
+	c, diags := schema.Decode(b.Body, givenBlock.Body, nil, b.DefRange)
+	s := step{addr: b.Labels[0], decl: b.DefRange}
+	read(givenAt, c, &s.at, &diags)
+	read(givenAdd, c, &s.add, &diags)
+	read(givenUpdate, c, &s.update, &diags)
+	read(givenDelete, c, &s.del, &diags)
 	if s.add == nil && s.update == nil && s.del == nil && !diags.HasErrors() {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty given",
-			Detail: "Give add, update or delete: what the source reports at this time.", Subject: b.DefRange.Ptr()})
+			Detail: "Give add, update or delete: what the source reports at this time.", Subject: c.Range.Ptr()})
 	}
 	return s, diags
 }
 
-func decodeExpect(b *hcl.Block) (testStep, hcl.Diagnostics) {
-	s := testStep{addr: b.Labels[0], decl: b.DefRange, expect: true, checkRange: b.DefRange}
-	content, diags := b.Body.Content(expectSchema)
-	s.at, diags = decodeAt(content.Attributes["at"], diags)
-	var d hcl.Diagnostics
-	if a := content.Attributes["state"]; a != nil {
-		s.state, d = literalMap(a)
-		s.hasState, s.checkRange = true, a.NameRange
-		diags = append(diags, d...)
+func decodeExpect(b *hcl.Block) (step, hcl.Diagnostics) {
+	c, diags := schema.Decode(b.Body, expectBlock.Body, nil, b.DefRange)
+	s := step{addr: b.Labels[0], decl: b.DefRange, expect: true, checkRange: b.DefRange}
+	read(expectAt, c, &s.at, &diags)
+	if s.hasState = read(expectState, c, &s.state, &diags); s.hasState {
+		s.checkRange = nameRange(expectState, c)
 	}
-	if a := content.Attributes["keys"]; a != nil {
-		s.keys, d = literalStrings(a)
-		s.hasKeys, s.checkRange = true, a.NameRange
-		diags = append(diags, d...)
+	if s.hasKeys = read(expectKeys, c, &s.keys, &diags); s.hasKeys {
+		s.checkRange = nameRange(expectKeys, c)
 	}
-	if a := content.Attributes["writes"]; a != nil {
-		s.writes, d = literalStrings(a)
-		s.hasWrites = true
-		if !s.hasState && !s.hasKeys {
-			s.checkRange = a.NameRange
-		}
-		diags = append(diags, d...)
+	if s.hasWrites = read(expectWrites, c, &s.writes, &diags); s.hasWrites && !s.hasState && !s.hasKeys {
+		s.checkRange = nameRange(expectWrites, c)
 	}
-	d = decodeContent(&s, content.Attributes)
-	diags = append(diags, d...)
-	switch {
-	case s.hasState && s.hasKeys:
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Conflicting expectations",
-			Detail: "Give state (keys and values) or keys (keys only), not both.", Subject: content.Attributes["keys"].NameRange.Ptr()})
-	case !s.hasState && !s.hasKeys && !s.hasWrites && s.content == nil && s.contains == nil:
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty expect",
-			Detail: "Give state, keys, writes, content or contains: what the sink's target holds or wrote by this time.", Subject: b.DefRange.Ptr()})
-	}
-	return s, diags
-}
-
-// decodeContent reads content and contains, the rendered file of a sink
-// that renders one (sink "template").
-func decodeContent(s *testStep, attrs hcl.Attributes) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	if a := attrs["content"]; a != nil {
-		v, d := a.Expr.Value(nil)
+	var badContent bool // content that is no string: contains is not read
+	if expectContent.Has(c) {
+		text, _, d := expectContent.Get(c)
 		diags = append(diags, d...)
-		if !d.HasErrors() && (v.Type() != cty.String || v.IsNull() || !v.IsKnown()) {
-			return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid content",
-				Detail: "Give content as a string, such as a heredoc: content = <<-EOT ... EOT.", Subject: a.Expr.Range().Ptr()})
-		}
 		if !d.HasErrors() {
-			text := v.AsString()
-			s.content, s.checkRange = &text, a.NameRange
+			s.content, s.checkRange = &text, nameRange(expectContent, c)
 		}
+		badContent = len(d) > 0 && d[len(d)-1].Summary == "Invalid content"
 	}
-	if a := attrs["contains"]; a != nil {
-		var d hcl.Diagnostics
-		s.contains, d = literalStrings(a)
+	if !badContent && read(expectContains, c, &s.contains, &diags) {
 		if s.contains == nil {
 			s.contains = []string{}
 		}
 		if s.content == nil {
-			s.checkRange = a.NameRange
+			s.checkRange = nameRange(expectContains, c)
 		}
-		diags = append(diags, d...)
 	}
-	return diags
+	switch {
+	case s.hasState && s.hasKeys:
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Conflicting expectations",
+			Detail: "Give state (keys and values) or keys (keys only), not both.", Subject: nameRange(expectKeys, c).Ptr()})
+	case !s.hasState && !s.hasKeys && !s.hasWrites && s.content == nil && s.contains == nil:
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty expect",
+			Detail: "Give state, keys, writes, content or contains: what the sink's target holds or wrote by this time.", Subject: c.Range.Ptr()})
+	}
+	return s, diags
 }
 
-func decodeAt(a *hcl.Attribute, diags hcl.Diagnostics) (time.Duration, hcl.Diagnostics) {
-	if a == nil {
-		return 0, diags
+// readContent reads the content of a sink rendering one file (template).
+func readContent(expr hcl.Expression) (string, hcl.Diagnostics) {
+	v, diags := expr.Value(nil)
+	if diags.HasErrors() {
+		return "", diags
 	}
-	v, d := a.Expr.Value(nil)
-	if d.HasErrors() {
-		return 0, append(diags, d...)
+	if v.Type() != cty.String || v.IsNull() || !v.IsKnown() {
+		return "", append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid content",
+			Detail: "Give content as a string, such as a heredoc: content = <<-EOT ... EOT.", Subject: expr.Range().Ptr()})
 	}
-	if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-		if at, err := time.ParseDuration(v.AsString()); err == nil && at >= 0 {
-			return at, diags
-		}
-	}
-	return 0, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid time",
-		Detail: `Give the virtual time since the test started as a duration string, such as "0s", "150ms" or "31s".`, Subject: a.Expr.Range().Ptr()})
+	return v.AsString(), diags
 }
 
 // literalMap reads an object of KEY = VALUE with no references.
-func literalMap(a *hcl.Attribute) (map[string]cty.Value, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() {
-		return nil, diags
+func literalMap(name string) func(hcl.Expression) (map[string]cty.Value, hcl.Diagnostics) {
+	return func(expr hcl.Expression) (map[string]cty.Value, hcl.Diagnostics) {
+		v, diags := expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+		if !v.IsKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid map",
+				Detail: fmt.Sprintf("Give %s as { KEY = VALUE, ... } with quoted keys where needed.", name), Subject: expr.Range().Ptr()})
+		}
+		out := map[string]cty.Value{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = e
+		}
+		return out, diags
 	}
-	if !v.IsKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
-		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid map",
-			Detail: fmt.Sprintf("Give %s as { KEY = VALUE, ... } with quoted keys where needed.", a.Name), Subject: a.Expr.Range().Ptr()})
-	}
-	out := map[string]cty.Value{}
-	for it := v.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		out[k.AsString()] = e
-	}
-	return out, diags
 }
 
 // literalStrings reads a list of strings with no references.
-func literalStrings(a *hcl.Attribute) ([]string, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	bad := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid list",
-		Detail: fmt.Sprintf("Give %s as a list of strings: [\"a\", \"b\"].", a.Name), Subject: a.Expr.Range().Ptr()}
-	if !v.IsKnown() || v.IsNull() || !(v.Type().IsTupleType() || v.Type().IsListType()) {
-		return nil, append(diags, bad)
-	}
-	out := []string{}
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
-		if e.Type() != cty.String || e.IsNull() || !e.IsKnown() {
+func literalStrings(name string) func(hcl.Expression) ([]string, hcl.Diagnostics) {
+	return func(expr hcl.Expression) ([]string, hcl.Diagnostics) {
+		v, diags := expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+		bad := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid list",
+			Detail: fmt.Sprintf("Give %s as a list of strings: [\"a\", \"b\"].", name), Subject: expr.Range().Ptr()}
+		if !v.IsKnown() || v.IsNull() || !(v.Type().IsTupleType() || v.Type().IsListType()) {
 			return nil, append(diags, bad)
 		}
-		out = append(out, e.AsString())
+		out := []string{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			if e.Type() != cty.String || e.IsNull() || !e.IsKnown() {
+				return nil, append(diags, bad)
+			}
+			out = append(out, e.AsString())
+		}
+		return out, diags
 	}
-	return out, diags
 }

@@ -1,4 +1,4 @@
-package main
+package configtest
 
 import (
 	"context"
@@ -10,41 +10,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/spf13/cobra"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
-
-func newTestCmd() *cobra.Command {
-	var (
-		asJSON bool
-		run    string
-	)
-	cmd := &cobra.Command{
-		Use:   "test [-json] [-run NAME] [PATH...]",
-		Short: "Run the config tests (*.test.hcl) beside configurations",
-		Long: "Runs every test block of the *.test.hcl files beside a configuration (a PATH is a configuration\n" +
-			"directory, or one test file; none means the current directory). A test is a timeline: `given`\n" +
-			"blocks feed a source (add, update, delete records) at a virtual time, `expect` blocks check what a\n" +
-			"sink's target holds (state or keys, optionally the writes since the last check) at a virtual\n" +
-			"time. The graph runs on the real engine and transforms with a virtual clock, so debounce and\n" +
-			"grace periods pass in no real time, and sinks encode with their real encodings (a BPF map entry\n" +
-			"is its bytes in hex) into memory: nothing touches a cluster, bpffs, NATS or a file.\n\n" +
-			"Exit status: 0 every test passed, 1 a test failed, 2 a configuration or test file is invalid or\n" +
-			"no test was found.",
-		Example: "  pipeline test examples/flagship\n  pipeline test -json examples/* > results.json\n  pipeline test -run grace examples/flagship",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				args = []string{"."}
-			}
-			return runTests(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, run, asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
-	cmd.Flags().StringVar(&run, "run", "", "run only tests whose name contains this text")
-	return cmd
-}
 
 // testSuite is the tests of one configuration.
 type testSuite struct {
@@ -85,13 +55,25 @@ func findSuites(paths []string) ([]testSuite, error) {
 	return out, nil
 }
 
-func runTests(ctx context.Context, stdout, stderr io.Writer, paths []string, filter string, asJSON bool) error {
+// Options say how RunPaths runs and reports the tests.
+type Options struct {
+	Load   Load
+	Filter string // run only tests whose name contains it
+	JSON   bool   // report as JSON
+}
+
+// RunPaths runs the tests of the configurations and test files at paths
+// (see findSuites), writes what `pipeline test` writes, and returns its
+// exit status: 0 every test passed, 1 a test failed, 2 a configuration or
+// test file is invalid or no test was found.
+func RunPaths(ctx context.Context, stdout, stderr io.Writer, paths []string, opts Options) int {
+	filter, asJSON := opts.Filter, opts.JSON
 	suites, err := findSuites(paths)
 	if err != nil {
 		fmt.Fprintf(stderr, "Error: %s\n", err)
-		return exitError{2}
+		return 2
 	}
-	var results []*testResult
+	var results []*Result
 	invalid, found := false, 0
 	for _, s := range suites {
 		if len(s.files) == 0 {
@@ -102,30 +84,33 @@ func runTests(ctx context.Context, stdout, stderr io.Writer, paths []string, fil
 		}
 		p := hclparse.NewParser()
 		for _, f := range s.files {
-			tests, diags := parseTestFile(p, f)
+			tests, diags := ParseFile(p, f)
 			if diags.HasErrors() {
 				view.WriteDiagsText(stderr, p.Files(), diags)
 				invalid = true
 				continue
 			}
 			for _, t := range tests {
-				if filter != "" && !strings.Contains(t.name, filter) {
+				if filter != "" && !strings.Contains(t.Name, filter) {
 					continue
 				}
 				found++
-				res, l := runConfigTest(ctx, s.config, t)
-				if l.diags.HasErrors() {
-					files := l.files
+				res, l := Run(ctx, opts.Load, s.config, t)
+				if l.Diags.HasErrors() {
+					files := l.Files
+					if files == nil {
+						files = map[string]*hcl.File{}
+					}
 					for name, f := range p.Files() {
 						files[name] = f
 					}
-					view.WriteDiagsText(stderr, files, l.diags)
+					view.WriteDiagsText(stderr, files, l.Diags)
 					invalid = true
 					continue
 				}
 				results = append(results, res)
 				if !asJSON {
-					writeTestResult(stdout, res)
+					WriteResult(stdout, res)
 				}
 			}
 		}
@@ -133,7 +118,7 @@ func runTests(ctx context.Context, stdout, stderr io.Writer, paths []string, fil
 	return finishTests(stdout, stderr, results, invalid, found, asJSON)
 }
 
-func finishTests(stdout, stderr io.Writer, results []*testResult, invalid bool, found int, asJSON bool) error {
+func finishTests(stdout, stderr io.Writer, results []*Result, invalid bool, found int, asJSON bool) int {
 	passed, failed := 0, 0
 	for _, r := range results {
 		if r.Passed {
@@ -146,32 +131,33 @@ func finishTests(stdout, stderr io.Writer, results []*testResult, invalid bool, 
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if results == nil {
-			results = []*testResult{}
+			results = []*Result{}
 		}
 		_ = enc.Encode(struct {
-			Passed  int           `json:"passed"`
-			Failed  int           `json:"failed"`
-			Invalid bool          `json:"invalid"`
-			Tests   []*testResult `json:"tests"`
+			Passed  int       `json:"passed"`
+			Failed  int       `json:"failed"`
+			Invalid bool      `json:"invalid"`
+			Tests   []*Result `json:"tests"`
 		}{passed, failed, invalid, results})
 	} else {
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 	}
 	switch {
 	case invalid:
-		return exitError{2}
+		return 2
 	case found == 0:
 		fmt.Fprintln(stderr, "Error: no config tests found: write NAME.test.hcl files beside the configuration (see `pipeline test --help`)")
-		return exitError{2}
+		return 2
 	case failed > 0:
-		return exitError{1}
+		return 1
 	}
-	return nil
+	return 0
 }
 
-// writeTestResult prints one test: a line, and under a failure one block
-// per expectation, headed by the file:line:col of the expectation.
-func writeTestResult(w io.Writer, r *testResult) {
+// WriteResult prints one test's result for people: a line, and under a
+// failure one block per expectation, headed by the file:line:col of the
+// expectation.
+func WriteResult(w io.Writer, r *Result) {
 	w = view.PrintableWriter{W: w} // record keys and values
 	if r.Passed {
 		fmt.Fprintf(w, "ok    %s: %s (virtual %s, took %s)\n", r.File, r.Name, r.Virtual, r.Elapsed)
