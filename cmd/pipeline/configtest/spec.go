@@ -42,7 +42,7 @@ var (
 			Example(`["-10.0.0.7"]`)
 	expectContent = schema.Literal("content", "string", readContent).
 			Doc("Exactly the file a sink rendering one file (template) would write.").
-			Example("<<-EOT\n  server web-1 10.0.0.7:80\nEOT")
+			Example(`"server web-1 10.0.0.7:80\n"`)
 	expectContains = schema.Literal("contains", "list(string)", literalStrings("contains")).
 			Doc("Text the rendered file of a sink rendering one file (template) holds: each string must appear in it.").
 			Example(`["server web-1 10.0.0.7:80"]`)

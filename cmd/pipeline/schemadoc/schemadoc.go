@@ -1,4 +1,4 @@
-package main
+package schemadoc
 
 import (
 	"fmt"
@@ -6,51 +6,29 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
-
-	"github.com/pipeline/pipeline/cmd/pipeline/view"
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
 
-func newSchemaCmd() *cobra.Command {
-	var asJSON, markdown bool
-	cmd := &cobra.Command{
-		Use:   "schema [--json | --markdown]",
-		Short: "Print every registered block type with its attributes, types, defaults and docs",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			doc := describe(registry())
-			switch {
-			case asJSON:
-				return view.WriteJSON(cmd.OutOrStdout(), doc)
-			case markdown:
-				writeMarkdown(cmd.OutOrStdout(), doc)
-			default:
-				writeSchemaText(cmd.OutOrStdout(), doc)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (for editors and tools)")
-	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the reference docs as Markdown (make docs)")
-	return cmd
-}
-
-// schemaFormatVersion is the version of `pipeline schema --json`
+// FormatVersion is the version of `pipeline schema --json`
 // (docs/editors.md): the minor rises when fields are added, the major
 // when a field changes or goes. 1.1 added attributes' "enum", 1.2 types'
-// "outputs".
-const schemaFormatVersion = "1.2"
+// "outputs", 1.3 "test_file".
+const FormatVersion = "1.3"
 
-type schemaDoc struct {
-	FormatVersion string    `json:"format_version"`
-	Cluster       blockDoc  `json:"cluster"`
-	Leader        blockDoc  `json:"leader_election"`
-	Types         []typeDoc `json:"types"`
+// Doc is the whole language: `pipeline schema --json`.
+type Doc struct {
+	FormatVersion string `json:"format_version"`
+	Cluster       Block  `json:"cluster"`
+	Leader        Block  `json:"leader_election"`
+	Types         []Type `json:"types"`
+	// TestFile is the body of a config test file (NAME.test.hcl).
+	TestFile Block `json:"test_file"`
 }
 
-type typeDoc struct {
+// Type is one node type.
+type Type struct {
 	Kind    string `json:"kind"`
 	Type    string `json:"type"`
 	Summary string `json:"summary"`
@@ -58,61 +36,67 @@ type typeDoc struct {
 	Output  string `json:"output,omitempty"`
 	// Outputs: what the type emits in each case of one attribute, when
 	// that attribute decides it (source "files": format).
-	Outputs []outputCaseDoc `json:"outputs,omitempty"`
-	Accepts []string        `json:"accepts,omitempty"`
-	Body    blockDoc        `json:"body"`
+	Outputs []OutputCase `json:"outputs,omitempty"`
+	Accepts []string     `json:"accepts,omitempty"`
+	Body    Block        `json:"body"`
 }
 
-type outputCaseDoc struct {
+// OutputCase is what a type emits when one attribute has some values.
+type OutputCase struct {
 	Attribute string   `json:"attribute"`
 	Values    []string `json:"values"`
 	Output    string   `json:"output"`
 }
 
-type blockDoc struct {
+// Block is a block's body: its attributes and nested blocks.
+type Block struct {
 	Attributes []schema.AttrInfo `json:"attributes"`
-	Blocks     []nestedDoc       `json:"blocks,omitempty"`
+	Blocks     []Nested          `json:"blocks,omitempty"`
 }
 
-type nestedDoc struct {
+// Nested is a nested block.
+type Nested struct {
 	Name     string   `json:"name"`
 	Labels   []string `json:"labels,omitempty"`
 	Doc      string   `json:"doc,omitempty"`
 	Repeated bool     `json:"repeated"`
 	Required bool     `json:"required"`
-	Body     blockDoc `json:"body"`
+	Body     Block    `json:"body"`
 }
 
-func describe(reg *node.Registry) schemaDoc {
-	d := schemaDoc{FormatVersion: schemaFormatVersion, Cluster: describeBlock(schema.ClusterBlock),
-		Leader: describeBlock(schema.LeaderElectionBlock)}
+// Describe describes the language: the top-level blocks, every node type
+// of reg, and config test files.
+func Describe(reg *node.Registry) Doc {
+	d := Doc{FormatVersion: FormatVersion, Cluster: describeBlock(schema.ClusterBlock),
+		Leader: describeBlock(schema.LeaderElectionBlock), TestFile: describeBlock(configtest.FileBlock)}
 	for _, s := range reg.All() {
-		t := typeDoc{Kind: string(s.Kind), Type: s.Type, Summary: s.Summary, Doc: s.Doc, Output: string(s.Output),
+		t := Type{Kind: string(s.Kind), Type: s.Type, Summary: s.Summary, Doc: s.Doc, Output: string(s.Output),
 			Body: describeBlock(s.FullBody())}
 		for _, a := range s.Accepts {
 			t.Accepts = append(t.Accepts, string(a))
 		}
 		for _, c := range s.Outputs {
-			t.Outputs = append(t.Outputs, outputCaseDoc{Attribute: c.Attr, Values: c.Values, Output: string(c.Output)})
+			t.Outputs = append(t.Outputs, OutputCase{Attribute: c.Attr, Values: c.Values, Output: string(c.Output)})
 		}
 		d.Types = append(d.Types, t)
 	}
 	return d
 }
 
-func describeBlock(b schema.Block) blockDoc {
-	out := blockDoc{Attributes: []schema.AttrInfo{}}
+func describeBlock(b schema.Block) Block {
+	out := Block{Attributes: []schema.AttrInfo{}}
 	for _, a := range b.Attrs {
 		out.Attributes = append(out.Attributes, *a.Info())
 	}
 	for _, bt := range b.Blocks {
-		out.Blocks = append(out.Blocks, nestedDoc{Name: bt.Name, Labels: bt.Labels, Doc: bt.Doc, Repeated: bt.Many,
+		out.Blocks = append(out.Blocks, Nested{Name: bt.Name, Labels: bt.Labels, Doc: bt.Doc, Repeated: bt.Many,
 			Required: bt.Required, Body: describeBlock(bt.Body)})
 	}
 	return out
 }
 
-func writeSchemaText(w io.Writer, d schemaDoc) {
+// WriteText writes d for people: `pipeline schema`.
+func WriteText(w io.Writer, d Doc) {
 	for _, t := range d.Types {
 		fmt.Fprintf(w, "%s %q  %s\n", t.Kind, t.Type, t.Summary)
 		if t.Output != "" {
@@ -128,13 +112,15 @@ func writeSchemaText(w io.Writer, d schemaDoc) {
 	writeAttrsText(w, d.Cluster, "    ")
 	fmt.Fprintf(w, "\nleader_election  only the holder of a Kubernetes Lease writes to the sinks\n")
 	writeAttrsText(w, d.Leader, "    ")
+	fmt.Fprintf(w, "\nconfig test files (NAME.test.hcl, run by `pipeline test`)\n")
+	writeAttrsText(w, d.TestFile, "    ")
 }
 
 // emitsText says what a type emits: its output, or each case of the
 // attribute that decides it, as in `objects with format "kubernetes" (the
 // default); records with format "json" or "csv"`. code formats the
 // attribute's name.
-func emitsText(t typeDoc, code string) string {
+func emitsText(t Type, code string) string {
 	if len(t.Outputs) == 0 {
 		return t.Output
 	}
@@ -161,7 +147,7 @@ func orList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
-func attrDefault(b blockDoc, name string) string {
+func attrDefault(b Block, name string) string {
 	for _, a := range b.Attributes {
 		if a.Name == name {
 			return a.Default
@@ -170,7 +156,7 @@ func attrDefault(b blockDoc, name string) string {
 	return ""
 }
 
-func writeAttrsText(w io.Writer, b blockDoc, indent string) {
+func writeAttrsText(w io.Writer, b Block, indent string) {
 	for _, a := range b.Attributes {
 		extra := ""
 		if a.Required {
@@ -186,7 +172,8 @@ func writeAttrsText(w io.Writer, b blockDoc, indent string) {
 	}
 }
 
-func writeMarkdown(w io.Writer, d schemaDoc) {
+// WriteMarkdown writes d as docs/reference.md.
+func WriteMarkdown(w io.Writer, d Doc) {
 	fmt.Fprintln(w, "# Configuration reference")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Generated from the registry by `make docs` (`pipeline schema --markdown`); do not edit by hand.")
@@ -219,9 +206,24 @@ func writeMarkdown(w io.Writer, d schemaDoc) {
 		"A hot reload cannot add, remove or change this block (nor where the cluster block it uses connects): such a reload is rejected "+
 		"and the instance goes on with the settings it started with; restart the instances to apply a change.")
 	writeAttrsMarkdown(w, d.Leader, "")
+	fmt.Fprintln(w, "\n## Config tests\n\nThe blocks of a config test file, `NAME.test.hcl` beside the configuration, which `pipeline test` runs "+
+		"(docs/config-tests.md). A value is a literal: it may not use variables, locals or functions.")
+	for _, nb := range d.TestFile.Blocks {
+		fmt.Fprintf(w, "\n### %s\n\n%s\n", header(nb), nb.Doc)
+		writeAttrsMarkdown(w, nb.Body, "")
+	}
 }
 
-func writeAttrsMarkdown(w io.Writer, b blockDoc, prefix string) {
+// header is a nested block's header as written: `given "source" { ... }`.
+func header(nb Nested) string {
+	h := nb.Name
+	for _, l := range nb.Labels {
+		h += fmt.Sprintf(" %q", strings.ToUpper(l))
+	}
+	return h
+}
+
+func writeAttrsMarkdown(w io.Writer, b Block, prefix string) {
 	if len(b.Attributes) > 0 {
 		fmt.Fprintln(w, "\n| attribute | type | default | description |\n|---|---|---|---|")
 	}
@@ -250,7 +252,7 @@ func writeAttrsMarkdown(w io.Writer, b blockDoc, prefix string) {
 		if nb.Repeated {
 			rep = " (repeatable)"
 		}
-		fmt.Fprintf(w, "\nBlock `%s%s { ... }`%s: %s\n", prefix, nb.Name, rep, nb.Doc)
+		fmt.Fprintf(w, "\nBlock `%s%s { ... }`%s: %s\n", prefix, header(nb), rep, nb.Doc)
 		writeAttrsMarkdown(w, nb.Body, prefix+nb.Name+".")
 	}
 }
