@@ -68,6 +68,19 @@ func ParseFile(p *hclparse.Parser, path string) ([]*Test, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	return decodeFile(f, path, diags)
+}
+
+// Parse reads the tests of a file's text (an editor's buffer) named name.
+func Parse(src []byte, name string) ([]*Test, hcl.Diagnostics) {
+	f, diags := hclparse.NewParser().ParseHCL(src, name)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return decodeFile(f, name, diags)
+}
+
+func decodeFile(f *hcl.File, path string, diags hcl.Diagnostics) ([]*Test, hcl.Diagnostics) {
 	content, d := f.Body.Content(FileBlock.HCL())
 	diags = append(diags, d...)
 	var tests []*Test

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,21 +118,33 @@ func Run(ctx context.Context, load Load, cfgPaths []string, t *Test) (*Result, L
 	return r.res, l
 }
 
-// checkAddrs checks that every given names a source and every expect a sink.
+// checkAddrs checks that every given names a source and every expect a
+// sink of g.
 func checkAddrs(g *engine.Graph, t *Test) hcl.Diagnostics {
+	addrs := make([]string, 0, len(g.Nodes))
+	for _, n := range g.Nodes {
+		addrs = append(addrs, n.Address)
+	}
+	return CheckAddresses(t, addrs)
+}
+
+// CheckAddresses checks that every given of t names a source and every
+// expect a sink among addrs, the addresses of a configuration's nodes
+// ("KIND.TYPE.NAME"), which a diagnostic lists in the order given.
+func CheckAddresses(t *Test, addrs []string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, s := range t.steps {
 		want, verb, kind := node.KindSource, "A given", "source"
 		if s.expect {
 			want, verb, kind = node.KindSink, "An expect", "sink"
 		}
-		if n := g.Node(s.addr); n == nil || n.Kind != want {
-			var names []string
-			for _, n := range g.Nodes {
-				if n.Kind == want {
-					names = append(names, n.Address)
-				}
+		var names []string
+		for _, a := range addrs {
+			if strings.HasPrefix(a, string(want)+".") {
+				names = append(names, a)
 			}
+		}
+		if !slices.Contains(names, s.addr) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + kind,
 				Detail: fmt.Sprintf("%s block names a %s of the configuration: one of %v.", verb, kind, names), Subject: s.decl.Ptr()})
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -33,8 +34,20 @@ var variableBlock = schema.Block{Attrs: []schema.Attribute{
 }}
 
 // blockAt returns the schema of the body the frames lead to, and the node
-// spec of the outermost block when it is a node.
-func blockAt(reg *node.Registry, frames []*frame) (schema.Block, *node.Spec, bool) {
+// spec of the outermost block when it is a node. In a config test file
+// (test) the frames start from the file's body, configtest.FileBlock.
+func blockAt(reg *node.Registry, test bool, frames []*frame) (schema.Block, *node.Spec, bool) {
+	if test {
+		body := configtest.FileBlock
+		for _, f := range frames {
+			bt := nestedType(body, f.name)
+			if bt == nil {
+				return schema.Block{}, nil, false
+			}
+			body = bt.Body
+		}
+		return body, nil, true
+	}
 	if len(frames) == 0 {
 		return schema.Block{}, nil, false
 	}
