@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
@@ -37,7 +38,7 @@ func newExplainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var v explainView
+			var v admin.Explanation
 			if err := json.Unmarshal(body, &v); err != nil {
 				return fmt.Errorf("explain: read answer from %s: %w", against, err)
 			}
@@ -84,7 +85,7 @@ func fetchExplain(ctx context.Context, base, key string) ([]byte, error) {
 }
 
 // writeExplain renders an answer for people.
-func writeExplain(w io.Writer, v explainView, now time.Time) {
+func writeExplain(w io.Writer, v admin.Explanation, now time.Time) {
 	w = view.PrintableWriter{W: w}
 	if v.Absent {
 		writeAbsent(w, v)
@@ -131,7 +132,7 @@ func writeExplain(w io.Writer, v explainView, now time.Time) {
 // writeEntryTruth writes what the sink wants at the key, what it last
 // wrote there, and what the target held there when read, with the time
 // of that read.
-func writeEntryTruth(w io.Writer, e entryView) {
+func writeEntryTruth(w io.Writer, e admin.Entry) {
 	fmt.Fprintf(w, "  want     %s\n", jsonText(e.Want, e.Wanted))
 	if e.Written {
 		fmt.Fprintf(w, "  wrote    %s\n", jsonText(e.Wrote, true))
@@ -146,7 +147,7 @@ func writeEntryTruth(w io.Writer, e entryView) {
 	}
 }
 
-func writeAbsent(w io.Writer, v explainView) {
+func writeAbsent(w io.Writer, v admin.Explanation) {
 	fmt.Fprintf(w, "%s is in no sink.\n", v.Key)
 	if len(v.Seen) > 0 {
 		fmt.Fprintln(w, "It is held by:")
@@ -163,7 +164,7 @@ func writeAbsent(w io.Writer, v explainView) {
 	}
 }
 
-func originText(o *originView) string {
+func originText(o *admin.Origin) string {
 	var b strings.Builder
 	b.WriteString(o.Source)
 	if o.Name != "" {
@@ -188,7 +189,7 @@ func originText(o *originView) string {
 	return b.String()
 }
 
-func stageValue(st stageView) string {
+func stageValue(st admin.Stage) string {
 	if !st.Present {
 		return "(absent)"
 	}

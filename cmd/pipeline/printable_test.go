@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
@@ -120,8 +121,8 @@ func TestViewsEscapeTerminalControls(t *testing.T) {
 // endpoint answers, which --against may name anywhere.
 func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
 	value, _ := json.Marshal(hostileText)
-	line, err := json.Marshal(tapLine{Time: time.Now(), Node: "sink.log." + hostileText, Op: "upsert", Key: hostileText,
-		Value: value, Origin: &originView{Source: hostileText}})
+	line, err := json.Marshal(admin.TapLine{Time: time.Now(), Node: "sink.log." + hostileText, Op: "upsert", Key: hostileText,
+		Value: value, Origin: &admin.Origin{Source: hostileText}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
@@ -105,7 +106,7 @@ func printTap(ctx context.Context, w io.Writer, r io.Reader, f tapFlags) error {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	printed := 0
 	for sc.Scan() {
-		var l tapLine
+		var l admin.TapLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return fmt.Errorf("tap: unreadable line from the server: %w", err)
 		}
@@ -131,7 +132,7 @@ func printTap(ctx context.Context, w io.Writer, r io.Reader, f tapFlags) error {
 // "15:04:05.000 sink.ebpf_map.allowed + 10.0.0.7/32 \"0100\"". A
 // transform's upsert names the source the record came from, which for a
 // fan-in says which input's data it is.
-func readableTap(l tapLine) string {
+func readableTap(l admin.TapLine) string {
 	ts := l.Time.Local().Format("15:04:05.000")
 	switch l.Op {
 	case "upsert":

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -139,7 +140,7 @@ func TestTapShowsExactlyWhatTheSinkApplied(t *testing.T) {
 	}
 	var tapped, applied []string
 	for _, l := range strings.Split(strings.TrimSpace(got.String()), "\n") {
-		var tl tapLine
+		var tl admin.TapLine
 		if err := json.Unmarshal([]byte(l), &tl); err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestTapFanInSinkNamesInputs(t *testing.T) {
 	}
 	from := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(got.String()), "\n") {
-		var l tapLine
+		var l admin.TapLine
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatal(err)
 		}
@@ -251,9 +252,9 @@ func TestTapSamplesAndLimits(t *testing.T) {
 		t.Errorf("sample=2 of 10 upserts printed %d:\n%s", n, s.String())
 	}
 	sc := bufio.NewScanner(limited)
-	var lines []tapLine
+	var lines []admin.TapLine
 	for sc.Scan() {
-		var l tapLine
+		var l admin.TapLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +289,7 @@ func TestTapLineMasksSecrets(t *testing.T) {
 		"n":     cty.NumberIntVal(7),
 		"ips":   cty.ListVal([]cty.Value{cty.StringVal("10.0.0.1")}),
 	})
-	l := newTapLine(engine.TapEvent{Node: "source.static.s", Key: "hunter22", Value: v}, secrets)
+	l := admin.NewTapLine(engine.TapEvent{Node: "source.static.s", Key: "hunter22", Value: v}, secrets)
 	want := `{"ips":["10.0.0.1"],"n":7,"note":"pw=(sensitive)","token":"(sensitive)"}`
 	if string(l.Value) != want || l.Key != redact.Mask {
 		t.Errorf("line = %s %s, want key masked and %s", l.Key, l.Value, want)
@@ -305,7 +306,7 @@ func TestTapLineMasksSecrets(t *testing.T) {
 func TestTapLineNamesGenerationAndOrigin(t *testing.T) {
 	ev := engine.TapEvent{Node: "transform.extract.zone_a", Key: "10.0.0.1", Value: cty.StringVal("db-1"), CollectionGeneration: 4,
 		Origin: &node.Origin{Source: "source.files.hosts", File: "data/hosts.csv", Line: 2}}
-	b, err := json.Marshal(newTapLine(ev, redact.New(nil)))
+	b, err := json.Marshal(admin.NewTapLine(ev, redact.New(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestTapLineNamesGenerationAndOrigin(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("tap line (-want +got):\n%s", d)
 	}
-	if r := readableTap(newTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
+	if r := readableTap(admin.NewTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
 		t.Errorf("readable form %q does not name the source", r)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"encoding/json"
@@ -9,10 +9,10 @@ import (
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
-// tapLine is one line of /tap and of `pipeline tap --json`: a delta, or a
+// TapLine is one line of /tap and of `pipeline tap --json`: a delta, or a
 // notice of events left out (dropped: the client fell behind; limited:
 // over --rate; sampled out is not reported, it is what --sample asks).
-type tapLine struct {
+type TapLine struct {
 	Time  time.Time       `json:"time"`
 	Node  string          `json:"node"`
 	Op    string          `json:"op"` // upsert, delete, or skipped
@@ -23,15 +23,15 @@ type tapLine struct {
 	CollectionGeneration uint64 `json:"collection_generation,omitempty"`
 	// Origin is where an upserted record came from: its source (for a
 	// fan-in, which input's data it is) and file:line or object.
-	Origin  *originView `json:"origin,omitempty"`
-	Dropped uint64      `json:"dropped,omitempty"`
-	Limited uint64      `json:"limited,omitempty"`
+	Origin  *Origin `json:"origin,omitempty"`
+	Dropped uint64  `json:"dropped,omitempty"`
+	Limited uint64  `json:"limited,omitempty"`
 }
 
-// newTapLine renders ev with every secret masked: sensitive (marked)
+// NewTapLine renders ev with every secret masked: sensitive (marked)
 // values become redact.Mask, and strings holding a secret are masked.
-func newTapLine(ev engine.TapEvent, secrets *redact.Redactor) tapLine {
-	l := tapLine{Time: ev.Time.UTC(), Node: ev.Node, Op: "upsert", Key: secrets.String(ev.Key), CollectionGeneration: ev.CollectionGeneration}
+func NewTapLine(ev engine.TapEvent, secrets *redact.Redactor) TapLine {
+	l := TapLine{Time: ev.Time.UTC(), Node: ev.Node, Op: "upsert", Key: secrets.String(ev.Key), CollectionGeneration: ev.CollectionGeneration}
 	if ev.Delete {
 		l.Op = "delete"
 		return l
