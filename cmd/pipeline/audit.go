@@ -125,5 +125,5 @@ func printVerify(out io.Writer, v verifyView) {
 		ck = "checkpoint " + v.Checkpoint + " reached"
 	}
 	fmt.Fprintf(out, "trail intact: %s, seq %d to %d, in %s; %s (%.0f lines/s)\n",
-		plural(int(v.Lines), "line"), v.FirstSeq, v.HeadSeq, plural(len(v.Files), "file"), ck, v.LinesPerSec)
+		view.Plural(int(v.Lines), "line"), v.FirstSeq, v.HeadSeq, view.Plural(len(v.Files), "file"), ck, v.LinesPerSec)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -23,18 +24,18 @@ func TestPlanShowsHeldDeletes(t *testing.T) {
 		return engine.PlannedChange{Held: true, Change: reconcile.Change{Address: "sink.mem.m", Action: reconcile.Delete, Key: k,
 			Old: node.Entry{Key: k, Value: cty.StringVal("v")}}}
 	}
-	p := &maskedPlan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
+	p := &planview.Plan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
 		Held: 2, DeletesHeld: 2, Brake: why, Changes: []engine.PlannedChange{del("a"), del("b")}}},
 		Warnings: []engine.PlanWarning{{Address: "sink.mem.m", Message: why}}}}
 	var text bytes.Buffer
-	if err := (textPlan{max: 10}).write(&text, p); err != nil {
+	if err := (planview.Text{Max: 10}).Write(&text, p); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "- a  no longer desired, held by the deletion brake (was ") || !strings.Contains(text.String(), why) {
 		t.Errorf("text view:\n%s", text.String())
 	}
 	var js bytes.Buffer
-	if err := (jsonPlan{}).write(&js, p); err != nil {
+	if err := (planview.JSON{}).Write(&js, p); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -148,7 +149,7 @@ func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
 func TestColouredPlanEscapes(t *testing.T) {
 	var out bytes.Buffer
 	p := hostilePlan()
-	if err := (textPlan{colour: true, max: 10}).write(&out, p); err != nil {
+	if err := (planview.Text{Colour: true, Max: 10}).Write(&out, p); err != nil {
 		t.Fatal(err)
 	}
 	checkNoRaw(t, "coloured plan", out.String())
@@ -174,10 +175,10 @@ func TestTextLogQuotesControls(t *testing.T) {
 }
 
 // hostilePlan is a plan of one change whose every text is hostileText.
-func hostilePlan() *maskedPlan {
+func hostilePlan() *planview.Plan {
 	c := engine.PlannedChange{Change: reconcile.Change{Address: "sink.log.x", Action: reconcile.Create, Key: hostileText},
 		After: hostileText, Origins: []string{hostileText}, Detail: []string{hostileText}, DryRunError: hostileText}
-	return &maskedPlan{PlanResult: engine.PlanResult{
+	return &planview.Plan{PlanResult: engine.PlanResult{
 		Sinks: []engine.SinkPlan{{Address: "sink.log." + hostileText, Target: node.TargetInfo{Location: hostileText, Kind: hostileText, Exists: true},
 			Changes: []engine.PlannedChange{c}, File: &node.FilePlan{Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-" + hostileText + "\n+" + hostileText + "\n " + hostileText + "\n"}}},
 		Warnings: []engine.PlanWarning{{Address: hostileText, Message: hostileText}}}}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -233,10 +234,10 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	rp := &reloadPlan{against: "test", running: st}
-	rp.compare(g)
+	rp := &planview.Reload{Against: "test", Running: st}
+	rp.Diff = engine.DiffGraphs(st.Graph(), g)
 	var text view.TermText
-	textPlan{}.writeReload(&text, rp)
+	planview.Text{}.WriteReload(&text, rp)
 	want := fmt.Sprintf("~ %s  rebuilt (", addr)
 	if nd.Action == engine.Kept {
 		want = fmt.Sprintf("= %s  kept, applied in place (", addr)
@@ -250,7 +251,7 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	if !strings.Contains(line, want) || !strings.Contains(line, name) {
 		t.Errorf("%s: changing %s: plan --against says %q, want %q naming %s\n%s", addr, p, line, want, name, text.String())
 	}
-	for _, n := range reloadJSON(rp).Nodes {
+	for _, n := range planview.ReloadJSON(rp).Nodes {
 		if n.Address == addr && !slices.Contains(n.Changed, name) && !slices.Contains(n.InPlace, name) {
 			t.Errorf("%s: changing %s: plan --against --json: changed %v, in place %v, want %s in one", addr, p, n.Changed, n.InPlace, name)
 		}

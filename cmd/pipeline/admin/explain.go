@@ -72,7 +72,8 @@ func viewOrigin(o *node.Origin, secrets *redact.Redactor) *Origin {
 		ResourceVersion: o.ResourceVersion, Object: secrets.String(o.Object), File: o.File, Line: o.Line}
 }
 
-// Gate is a condition of the configuration that may keep the key out.
+// Gate is a selector or condition on the way to a sink that decides which
+// records reach it.
 type Gate struct {
 	Node string `json:"node"`
 	Attr string `json:"attr"`

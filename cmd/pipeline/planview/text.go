@@ -1,4 +1,4 @@
-package main
+package planview
 
 import (
 	"fmt"
@@ -13,24 +13,25 @@ import (
 	"github.com/pipeline/pipeline/schema"
 )
 
-// planView prints a plan; the text and JSON views are chosen once.
-type planView interface {
-	write(w io.Writer, p *maskedPlan) error
+// View prints a plan; the text and JSON views are chosen once.
+type View interface {
+	Write(w io.Writer, p *Plan) error
 }
 
-// textPlan is the human view: per sink its target and its first max
+// Text is the human view: per sink its target and its first max
 // changes, then the warnings and a one-line count.
-type textPlan struct {
-	colour bool
-	max    int
+type Text struct {
+	Colour bool
+	Max    int
 }
 
 var actionColours = map[reconcile.Action]string{reconcile.Create: "\x1b[32m", reconcile.Update: "\x1b[33m", reconcile.Delete: "\x1b[31m"}
 
-func (v textPlan) write(w io.Writer, p *maskedPlan) error {
-	t := view.NewTermText(v.colour)
-	if p.reload != nil {
-		v.writeReload(t, p.reload)
+// Write writes p for people.
+func (v Text) Write(w io.Writer, p *Plan) error {
+	t := view.NewTermText(v.Colour)
+	if p.Reload != nil {
+		v.WriteReload(t, p.Reload)
 	}
 	for _, s := range p.Sinks {
 		v.sink(t, &s)
@@ -39,7 +40,7 @@ func (v textPlan) write(w io.Writer, p *maskedPlan) error {
 		t.Paint("\x1b[33m", "Warning:")
 		fmt.Fprintf(t, " %s: %s\n", wn.Address, wn.Message)
 	}
-	t.Paint("\x1b[1m", planSummary(&p.PlanResult, p.reload))
+	t.Paint("\x1b[1m", planSummary(&p.PlanResult, p.Reload))
 	fmt.Fprintln(t)
 	_, err := io.WriteString(w, t.String())
 	return err
@@ -62,12 +63,12 @@ func targetLine(s *engine.SinkPlan) string {
 	case t.MaxEntries > 0:
 		parts = append(parts, fmt.Sprintf("%d / %d entries", s.Held, t.MaxEntries))
 	default:
-		parts = append(parts, plural(s.Held, "entry"))
+		parts = append(parts, view.Plural(s.Held, "entry"))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func (v textPlan) sink(t *view.TermText, s *engine.SinkPlan) {
+func (v Text) sink(t *view.TermText, s *engine.SinkPlan) {
 	t.Paint("\x1b[1m", s.Address)
 	fmt.Fprintf(t, "  (%s)\n", targetLine(s))
 	for _, p := range s.Pending {
@@ -77,7 +78,7 @@ func (v textPlan) sink(t *view.TermText, s *engine.SinkPlan) {
 		fmt.Fprintln(t, "    no changes")
 		return
 	}
-	shown := s.Changes[:min(len(s.Changes), v.max)]
+	shown := s.Changes[:min(len(s.Changes), v.Max)]
 	width := 0
 	for _, c := range shown {
 		width = max(width, len(view.Printable(c.Key)))
@@ -163,6 +164,6 @@ func countActions(cs []engine.PlannedChange) (a, u, d int) {
 }
 
 var (
-	_ planView = textPlan{}
-	_ planView = jsonPlan{}
+	_ View = Text{}
+	_ View = JSON{}
 )

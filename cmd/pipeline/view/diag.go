@@ -63,6 +63,7 @@ func SortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 	return out
 }
 
+// SourceLine is the text of the line r starts on, tabs as spaces.
 func SourceLine(files map[string]*hcl.File, r hcl.Range) (string, bool) {
 	f, ok := files[r.Filename]
 	if !ok || f == nil {
@@ -78,7 +79,8 @@ func SourceLine(files map[string]*hcl.File, r hcl.Range) (string, bool) {
 	return "", false
 }
 
-// The JSON view follows `terraform validate -json`.
+// Validate is the JSON view of diagnostics; it follows `terraform
+// validate -json`.
 type Validate struct {
 	FormatVersion string     `json:"format_version"`
 	Valid         bool       `json:"valid"`
@@ -116,6 +118,7 @@ type jsonSnippet struct {
 	Values               []any   `json:"values"`
 }
 
+// ValidateJSON is the JSON view of diagnostics, as `terraform validate -json`.
 func ValidateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) Validate {
 	out := Validate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
 	for _, d := range SortDiags(diags) {
@@ -145,6 +148,7 @@ func ValidateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) Validate {
 	return out
 }
 
+// WriteJSON writes v as indented JSON.
 func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -49,6 +49,7 @@ func isUnsafe(r rune) bool {
 // must hold whole characters, as each fmt.Fprintf call does.
 type PrintableWriter struct{ W io.Writer }
 
+// Write writes b through Printable.
 func (p PrintableWriter) Write(b []byte) (int, error) {
 	if _, err := io.WriteString(p.W, Printable(string(b))); err != nil {
 		return 0, err
@@ -70,6 +71,7 @@ func NewTermText(colour bool) *TermText { return &TermText{colour: colour} }
 // String is the text written so far.
 func (t *TermText) String() string { return t.b.String() }
 
+// Write adds p through Printable.
 func (t *TermText) Write(p []byte) (int, error) {
 	t.b.WriteString(Printable(string(p)))
 	return len(p), nil
