@@ -90,7 +90,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 		return err
 	}
 	opts := engine.PlanOptions{Logger: logger, Wait: f.wait}
-	if colourful(stderr) && !f.json {
+	if view.Colourful(stderr) && !f.json {
 		p := &progress{w: stderr}
 		opts.Progress = p.show
 		defer p.done()
@@ -104,7 +104,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	}
 	masked := planview.Mask(plan, secrets)
 	masked.Reload = reload
-	pv := planview.View(planview.Text{Colour: colourful(stdout), Max: f.maxEntries})
+	pv := planview.View(planview.Text{Colour: view.Colourful(stdout), Max: f.maxEntries})
 	if f.json {
 		pv = planview.JSON{}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/engine"
 )
@@ -16,7 +17,7 @@ import (
 // fetchGraph asks a running `pipeline run` for its graph (GET /graph on
 // its --listen address).
 func fetchGraph(ctx context.Context, base string) (*planview.Reload, error) {
-	u, err := adminURL(base, "/graph", nil)
+	u, err := inspect.AdminURL(base, "/graph", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -60,7 +61,7 @@ func TestPlanShowsHeldDeletes(t *testing.T) {
 func TestExplainShowsBrake(t *testing.T) {
 	const why = "300 deletes held by the deletion brake: more than max_deletes = 50% allows (150 of 300 entries held)"
 	var out bytes.Buffer
-	writeExplain(&out, admin.Explanation{Key: "k7", Entries: []admin.Entry{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
+	inspect.WriteExplain(&out, admin.Explanation{Key: "k7", Entries: []admin.Entry{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
 		Status: "held by the deletion brake", InTarget: true, Brake: why}}}, time.Now())
 	if !strings.Contains(out.String(), "sink.mem.m  k7  held by the deletion brake\n") || !strings.Contains(out.String(), "  brake    "+why+"\n") {
 		t.Errorf("explain:\n%s", out.String())

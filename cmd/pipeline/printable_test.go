@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
@@ -112,15 +113,16 @@ func TestViewsEscapeTerminalControls(t *testing.T) {
 	checkNoRaw(t, "explain", out.String()+errb.String())
 
 	out.Reset()
-	if err := runTop(context.Background(), &out, topFlags{against: addr, interval: 100 * time.Millisecond, count: 1}); err != nil {
+	if err := inspect.Top(context.Background(), &out, inspect.TopOptions{Against: addr, Interval: 100 * time.Millisecond, Count: 1}); err != nil {
 		t.Fatal(err)
 	}
 	checkNoRaw(t, "top", out.String())
 }
 
-// TestTapTopEscapeWhatTheServerSays: tap and top print what an admin
-// endpoint answers, which --against may name anywhere.
-func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
+// TestTapEscapesWhatTheServerSays: tap prints what an admin endpoint
+// answers, which --against may name anywhere (inspect's
+// TestTopEscapesWhatTheServerSays checks top).
+func TestTapEscapesWhatTheServerSays(t *testing.T) {
 	value, _ := json.Marshal(hostileText)
 	line, err := json.Marshal(admin.TapLine{Time: time.Now(), Node: "sink.log." + hostileText, Op: "upsert", Key: hostileText,
 		Value: value, Origin: &admin.Origin{Source: hostileText}})
@@ -128,20 +130,11 @@ func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := printTap(context.Background(), &out, bytes.NewReader(append(line, '\n')), tapFlags{}); err != nil {
+	if err := inspect.PrintTap(context.Background(), &out, bytes.NewReader(append(line, '\n')), inspect.TapOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	checkNoRaw(t, "tap", out.String())
 
-	for _, colour := range []bool{false, true} {
-		out.Reset()
-		s := &topSample{at: time.Now(), ready: engine.Readiness{Nodes: []engine.NodeStatus{{Address: "sink.x." + hostileText, State: hostileText}}}}
-		v := topView{w: &out, colour: colour, against: hostileText}
-		if err := v.render(topRows(nil, s), s); err != nil {
-			t.Fatal(err)
-		}
-		checkNoRaw(t, fmt.Sprintf("top (colour %v)", colour), out.String())
-	}
 }
 
 // TestColouredPlanEscapes: with colours on, the plan's own codes are the

@@ -183,7 +183,7 @@ func newLogger(w io.Writer, format, level string, secrets *redact.Redactor) (*sl
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redactor(secrets)}
 	switch format {
 	case "text":
-		if colourful(w) {
+		if view.Colourful(w) {
 			w = colourWriter{w}
 		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil

@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -135,7 +136,7 @@ func TestTapShowsExactlyWhatTheSinkApplied(t *testing.T) {
 	waitLines(t, out, before+3)
 
 	var got bytes.Buffer
-	if err := printTap(ctx, &got, body, tapFlags{json: true, count: 3}); err != nil {
+	if err := inspect.PrintTap(ctx, &got, body, inspect.TapOptions{JSON: true, Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	var tapped, applied []string
@@ -205,7 +206,7 @@ func TestTapFanInSinkNamesInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
-	if err := printTap(ctx, &got, body, tapFlags{json: true, count: 2}); err != nil {
+	if err := inspect.PrintTap(ctx, &got, body, inspect.TapOptions{JSON: true, Count: 2}); err != nil {
 		t.Fatal(err)
 	}
 	from := map[string]string{}
@@ -218,7 +219,7 @@ func TestTapFanInSinkNamesInputs(t *testing.T) {
 			t.Fatalf("tap line %s: want an upsert with its origin", line)
 		}
 		from[l.Key] = l.Origin.Source + " " + strings.Fields(filepath.Base(l.Origin.File))[0] // "pods.yaml document 2"
-		if r := readableTap(l); !strings.HasSuffix(r, "  (from "+l.Origin.Source+")") {
+		if r := inspect.ReadableTap(l); !strings.HasSuffix(r, "  (from "+l.Origin.Source+")") {
 			t.Errorf("readable line %q names no input", r)
 		}
 	}
@@ -245,7 +246,7 @@ func TestTapSamplesAndLimits(t *testing.T) {
 	writePods(t, pods, ips...) // 10 new keys in one change
 
 	var s bytes.Buffer
-	if err := printTap(ctx, &s, sampled, tapFlags{count: 5}); err != nil {
+	if err := inspect.PrintTap(ctx, &s, sampled, inspect.TapOptions{Count: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(s.String(), " + 10.0.0."); n != 5 {
@@ -269,11 +270,11 @@ func TestTapSamplesAndLimits(t *testing.T) {
 	if _, err := (&http.Client{}).Get("http://" + addr + "/tap?node=sink.log.nope"); err != nil {
 		t.Fatal(err)
 	}
-	err := runTap(ctx, io.Discard, []string{"sink.log.nope"}, tapFlags{against: addr, rate: 1, sample: 1})
+	err := inspect.Tap(ctx, io.Discard, []string{"sink.log.nope"}, inspect.TapOptions{Against: addr, Rate: 1, Sample: 1})
 	if err == nil || !strings.Contains(err.Error(), "no such node") {
 		t.Errorf("tapping an unknown node: %v", err)
 	}
-	err = runTap(ctx, io.Discard, []string{"sink.log.ot"}, tapFlags{against: addr, rate: 1, sample: 1})
+	err = inspect.Tap(ctx, io.Discard, []string{"sink.log.ot"}, inspect.TapOptions{Against: addr, Rate: 1, Sample: 1})
 	if err == nil || !strings.Contains(err.Error(), "did you mean sink.log.out?") {
 		t.Errorf("tapping a mistyped node: %v", err)
 	}
@@ -294,7 +295,7 @@ func TestTapLineMasksSecrets(t *testing.T) {
 	if string(l.Value) != want || l.Key != redact.Mask {
 		t.Errorf("line = %s %s, want key masked and %s", l.Key, l.Value, want)
 	}
-	if r := readableTap(l); strings.Contains(r, "hunter22") || strings.Contains(r, "s3cret") {
+	if r := inspect.ReadableTap(l); strings.Contains(r, "hunter22") || strings.Contains(r, "s3cret") {
 		t.Errorf("readable form leaks: %s", r)
 	}
 }
@@ -319,7 +320,7 @@ func TestTapLineNamesGenerationAndOrigin(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("tap line (-want +got):\n%s", d)
 	}
-	if r := readableTap(admin.NewTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
+	if r := inspect.ReadableTap(admin.NewTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
 		t.Errorf("readable form %q does not name the source", r)
 	}
 }
