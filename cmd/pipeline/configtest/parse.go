@@ -258,3 +258,19 @@ func literalStrings(name string) func(hcl.Expression) ([]string, hcl.Diagnostics
 		return out, diags
 	}
 }
+
+// Check is what `pipeline test` says of a test file's text before running
+// it: its blocks and values and, when addrs (the addresses of the
+// configuration's nodes) is not nil, that each given names one of its
+// sources and each expect one of its sinks. The language server checks
+// an open test file with it.
+func Check(name string, src []byte, addrs []string) hcl.Diagnostics {
+	tests, diags := Parse(src, name)
+	if addrs == nil || diags.HasErrors() {
+		return diags
+	}
+	for _, t := range tests {
+		diags = append(diags, CheckAddresses(t, addrs)...)
+	}
+	return diags
+}

@@ -38,7 +38,7 @@ func (s *Server) complete(w *workspace, f *parsed, off int) []protocol.Completio
 	c := cursorAt(f, off)
 	prefix := f.text.linePrefix(off)
 	if isTestFile(f.name) {
-		return completeTest(w, c, prefix)
+		return completeTest(w, &s.opts.TestFile, c, prefix)
 	}
 	if c.attr != "" {
 		return s.completeValue(w, c, prefix)
@@ -52,7 +52,7 @@ func (s *Server) complete(w *workspace, f *parsed, off int) []protocol.Completio
 	if len(c.frames) == 0 {
 		return completeTopLevel()
 	}
-	body, _, ok := blockAt(s.opts.Registry, false, c.frames)
+	body, _, ok := blockAt(s.opts.Registry, nil, c.frames)
 	if !ok {
 		return nil
 	}
@@ -74,10 +74,10 @@ func completeTopLevel() []protocol.CompletionItem {
 }
 
 // completeTest completes in a config test file: its blocks and
-// attributes (configtest.FileBlock), and a given's source or an expect's
+// attributes (declared by testFile), and a given's source or an expect's
 // sink among the configuration's. Values are literals: nothing is offered
 // inside them.
-func completeTest(w *workspace, c cursor, prefix string) []protocol.CompletionItem {
+func completeTest(w *workspace, testFile *schema.Block, c cursor, prefix string) []protocol.CompletionItem {
 	if c.attr != "" {
 		return nil
 	}
@@ -87,7 +87,7 @@ func completeTest(w *workspace, c cursor, prefix string) []protocol.CompletionIt
 	if !itemRE().MatchString(prefix) {
 		return nil
 	}
-	body, _, ok := blockAt(nil, true, c.frames)
+	body, _, ok := blockAt(nil, testFile, c.frames)
 	if !ok {
 		return nil
 	}
@@ -178,7 +178,7 @@ func completeItems(body schema.Block, present map[string]bool) []protocol.Comple
 // completeValue completes inside an attribute's value: enum values,
 // references, the fields of what the node's input offers, functions.
 func (s *Server) completeValue(w *workspace, c cursor, prefix string) []protocol.CompletionItem {
-	body, spec, _ := blockAt(s.opts.Registry, false, c.frames)
+	body, spec, _ := blockAt(s.opts.Registry, nil, c.frames)
 	info := attrInfo(body, c.attr)
 	if info == nil {
 		info = &schema.AttrInfo{Name: c.attr, Type: "expression"}

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"go.lsp.dev/protocol"
 
-	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -109,7 +108,7 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 		nodes = nil
 	}
 	for _, name := range tests {
-		diags = append(diags, checkTest(name, open[name], nodes)...)
+		diags = append(diags, s.checkTest(name, open[name], nodes)...)
 	}
 	texts := map[string]*text{}
 	textOf := func(name string) *text {
@@ -144,22 +143,22 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 	return out
 }
 
-// checkTest checks a config test file's text: its blocks and values
-// (configtest.Parse) and, when the configuration compiled without error
-// (nodes is not nil), that each given names one of its sources and each expect a sink.
-func checkTest(name string, src []byte, nodes map[string]any) hcl.Diagnostics {
+// checkTest checks a config test file's text with Options.CheckTest,
+// given the addresses of the configuration's nodes when it compiled
+// without error (nodes is not nil); without CheckTest, only its syntax.
+func (s *Server) checkTest(name string, src []byte, nodes map[string]any) hcl.Diagnostics {
 	if diags := schema.CheckNesting(src, name); diags.HasErrors() {
 		return diags
 	}
-	tests, diags := configtest.Parse(src, name)
-	if nodes == nil || diags.HasErrors() {
+	if s.opts.CheckTest == nil {
+		_, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 		return diags
 	}
-	addrs := slices.Sorted(maps.Keys(nodes))
-	for _, t := range tests {
-		diags = append(diags, configtest.CheckAddresses(t, addrs)...)
+	var addrs []string
+	if nodes != nil {
+		addrs = slices.Sorted(maps.Keys(nodes))
 	}
-	return diags
+	return s.opts.CheckTest(name, src, addrs)
 }
 
 // keepParses keeps the check's parse of each file (open documents as

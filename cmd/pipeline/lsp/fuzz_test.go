@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -25,7 +26,8 @@ func kubeSpec() node.Spec {
 func testServer() *Server {
 	reg := node.NewRegistry(kubeSpec(), static.Spec(), extract.Spec(), debounce.Spec(), ebpfmap.Spec())
 	return &Server{opts: Options{Registry: reg, Format: func(string, []byte) ([]byte, error) { return nil, nil },
-		Check: func(string, map[string][]byte) Checked { return Checked{} }},
+		Check:    func(string, map[string][]byte) Checked { return Checked{} },
+		TestFile: configtest.FileBlock, CheckTest: configtest.Check},
 		funcs: schema.Functions(".", nil), docs: map[string][]byte{}, versions: map[string]int32{},
 		cache: map[string]*parsed{}, indexed: map[string]*workspace{}, good: map[string]*parsed{}, sound: map[string]*workspace{}, dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}, kick: make(chan struct{}, 1)}
 }
@@ -87,7 +89,7 @@ func FuzzHandlers(f *testing.F) {
 				_ = file.text.rangeOf(*d.Subject)
 			}
 			if isTestFile(name) {
-				_ = checkTest(name, src, nodes)
+				_ = s.checkTest(name, src, nodes)
 			}
 		}
 	})

@@ -40,6 +40,10 @@ func (s *Server) hover(w *workspace, f *parsed, off int) *protocol.Hover {
 	frames, body, blocks := syntaxPath(f.body, off)
 	md, rng := "", hcl.Range{}
 	test := isTestFile(f.name)
+	var testFile *schema.Block
+	if test {
+		testFile = &s.opts.TestFile
+	}
 	if target, r, ok := stepLabelAt(f, off); ok {
 		md, rng = "`"+target+"` is not declared", r
 		if d := w.decls[target]; d != nil {
@@ -58,7 +62,7 @@ func (s *Server) hover(w *workspace, f *parsed, off int) *protocol.Hover {
 		switch {
 		case md != "":
 		case within(a.NameRange, off):
-			if sb, _, ok := blockAt(s.opts.Registry, test, frames); ok {
+			if sb, _, ok := blockAt(s.opts.Registry, testFile, frames); ok {
 				if info := attrInfo(sb, a.Name); info != nil {
 					md, rng = attrMarkdown(info), a.NameRange
 				}

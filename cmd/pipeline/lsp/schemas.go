@@ -8,7 +8,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
-	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -35,10 +34,11 @@ var variableBlock = schema.Block{Attrs: []schema.Attribute{
 
 // blockAt returns the schema of the body the frames lead to, and the node
 // spec of the outermost block when it is a node. In a config test file
-// (test) the frames start from the file's body, configtest.FileBlock.
-func blockAt(reg *node.Registry, test bool, frames []*frame) (schema.Block, *node.Spec, bool) {
-	if test {
-		body := configtest.FileBlock
+// the frames start from the file's body, testFile (nil in a configuration
+// file).
+func blockAt(reg *node.Registry, testFile *schema.Block, frames []*frame) (schema.Block, *node.Spec, bool) {
+	if testFile != nil {
+		body := *testFile
 		for _, f := range frames {
 			bt := nestedType(body, f.name)
 			if bt == nil {
