@@ -1,7 +1,11 @@
 // Command pipeline runs declarative pipelines: HCL files declaring sources,
 // transforms and sinks that the engine keeps in sync. This package is the
-// CLI: flags, exit codes and human/JSON views. It is the only place that
-// lists every node type (nodes.go).
+// CLI: the cobra commands with their flags and exit codes, the loader,
+// and `pipeline run` with its reloads. It is the only place that lists
+// every node type (nodes.go). What a command shows or serves lives in a
+// package of its own beside it: view (what every view shares), planview,
+// inspect (explain, tap, top), admin (the endpoint of --listen),
+// schemadoc, configtest (`pipeline test`), lsp and console.
 package main
 
 import (
