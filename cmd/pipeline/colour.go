@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"io"
-
 )
 
 // levelColours are the ANSI colours of the text log's levels on a terminal.
