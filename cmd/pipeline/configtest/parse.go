@@ -2,6 +2,8 @@ package configtest
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"time"
 
@@ -62,18 +64,39 @@ type step struct {
 	checkRange hcl.Range
 }
 
-// ParseFile reads the tests of one file.
+// ParseFile reads the tests of one file and keeps it in p, for rendering
+// diagnostics. A file too large or nested too deeply for the parser is
+// refused as configuration files are (schema.CheckNesting).
 func ParseFile(p *hclparse.Parser, path string) ([]*Test, hcl.Diagnostics) {
-	f, diags := p.ParseHCLFile(path)
+	src, err := readFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Failed to read file",
+			Detail: fmt.Sprintf("The configuration file %q could not be read.", path)}}
+	}
+	f, diags := schema.ParseConfig(src, path)
+	if f != nil {
+		p.AddFile(path, f)
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return decodeFile(f, path, diags)
 }
 
+// readFile reads at most one byte more than schema.MaxConfigBytes, so
+// that the parse reports a larger file as too large.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, schema.MaxConfigBytes+1))
+}
+
 // Parse reads the tests of a file's text (an editor's buffer) named name.
 func Parse(src []byte, name string) ([]*Test, hcl.Diagnostics) {
-	f, diags := hclparse.NewParser().ParseHCL(src, name)
+	f, diags := schema.ParseConfig(src, name)
 	if diags.HasErrors() {
 		return nil, diags
 	}

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 )
 
@@ -87,5 +89,24 @@ func TestCheckAddresses(t *testing.T) {
 	if len(diags) != 1 || diags[0].Summary != "Unknown source" || diags[0].Subject.Start.Line != 2 ||
 		diags[0].Detail != "A given block names a source of the configuration: one of [source.static.s]." {
 		t.Errorf("diagnostics: %v", diags)
+	}
+}
+
+// TestParseRefusesDeepNesting: a test file nested deeper than the parser
+// can recurse is refused as a configuration is, not a crash.
+func TestParseRefusesDeepNesting(t *testing.T) {
+	src := "test \"t\" {\n  given \"source.s.s\" {\n    at = \"0s\"\n    add = { a = " +
+		strings.Repeat("[", 200_000) + strings.Repeat("]", 200_000) + " }\n  }\n}\n"
+	path := filepath.Join(t.TempDir(), "deep.test.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, parse := range map[string]func() hcl.Diagnostics{
+		"ParseFile": func() hcl.Diagnostics { _, d := ParseFile(hclparse.NewParser(), path); return d },
+		"Parse":     func() hcl.Diagnostics { _, d := Parse([]byte(src), path); return d },
+	} {
+		if diags := parse(); len(diags) != 1 || diags[0].Summary != "Configuration nested too deeply" {
+			t.Errorf("%s: %v", name, diags)
+		}
 	}
 }
