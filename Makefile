@@ -97,7 +97,7 @@ FUZZ_TARGETS := \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
 	./cmd/pipeline/lsp:FuzzHandlers \
 	./cmd/pipeline/lsp:FuzzFraming \
-	./cmd/pipeline:FuzzPrintable \
+	./cmd/pipeline/view:FuzzPrintable \
 	./schema:FuzzCheckNesting
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // TestAttrRead: Read gathers diagnostics in one list and returns what Get
@@ -39,5 +40,36 @@ func TestAttrRead(t *testing.T) {
 	}
 	if _, rng, _ := absent.Get(c); absent.Range(c) != rng || rng != c.Range {
 		t.Errorf("Range(absent) = %v, Get's range %v, block %v", absent.Range(c), rng, c.Range)
+	}
+}
+
+// TestLiteral: a Literal handle hands its reader the expression as
+// written, evaluated in no context, and shows its declared type.
+func TestLiteral(t *testing.T) {
+	f, diags := hclsyntax.ParseConfig([]byte("at = \"5s\"\nref = var.x\n"), "t.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	read := func(expr hcl.Expression) (string, hcl.Diagnostics) {
+		v, diags := expr.Value(nil)
+		if diags.HasErrors() {
+			return "", diags
+		}
+		return v.AsString(), nil
+	}
+	at, ref := Literal("at", "duration", read), Literal("ref", "duration", read)
+	if at.Info().Type != "duration" {
+		t.Errorf("type %q", at.Info().Type)
+	}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{"x": cty.StringVal("1s")})}}
+	c, diags := Decode(f.Body, Block{Attrs: []Attribute{at, ref}}, ctx, hcl.Range{Filename: "t.hcl"})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if v, rng, diags := at.Get(c); v != "5s" || diags.HasErrors() || rng.Start.Line != 1 {
+		t.Errorf("Get(at) = %q at %v: %v", v, rng, diags)
+	}
+	if _, _, diags := ref.Get(c); !diags.HasErrors() {
+		t.Error("a literal read a variable of the configuration's context")
 	}
 }

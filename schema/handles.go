@@ -266,3 +266,13 @@ func Refs(name string, kinds ...string) *Attr[[]hcl.Traversal] {
 	}
 	return a
 }
+
+// Literal declares an attribute written as a literal, read from its
+// expression by read without the configuration's variables, locals or
+// functions (a config test's records and times). typ is the human type
+// the docs show.
+func Literal[T any](name, typ string, read func(expr hcl.Expression) (T, hcl.Diagnostics)) *Attr[T] {
+	a := &Attr[T]{info: AttrInfo{Name: name, Type: typ}}
+	a.raw = func(expr hcl.Expression, _ *Content) (T, hcl.Diagnostics) { return read(expr) }
+	return a
+}

@@ -7,31 +7,33 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 )
 
-// A request that finds maxAdminRequests in flight is answered 503 at once
+// A request that finds admin.MaxRequests in flight is answered 503 at once
 // instead of queueing: a thousand concurrent scrapes cost no more memory
-// than maxAdminRequests.
+// than admin.MaxRequests.
 func TestAdminConcurrencyLimit(t *testing.T) {
 	release := make(chan struct{})
-	started := make(chan struct{}, maxAdminRequests+1)
+	started := make(chan struct{}, admin.MaxRequests+1)
 	blocking := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		started <- struct{}{}
 		<-release
 	})
-	srv := httptest.NewServer(limitConcurrency(blocking, maxAdminRequests))
+	srv := httptest.NewServer(admin.LimitConcurrency(blocking, admin.MaxRequests))
 	defer srv.Close()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
 	var wg sync.WaitGroup
-	for range maxAdminRequests {
+	for range admin.MaxRequests {
 		wg.Go(func() {
 			if resp, err := client.Get(srv.URL); err == nil {
 				resp.Body.Close()
 			}
 		})
 	}
-	for range maxAdminRequests {
+	for range admin.MaxRequests {
 		<-started
 	}
 	resp, err := client.Get(srv.URL)

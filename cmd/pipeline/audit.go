@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	auditsink "github.com/pipeline/pipeline/sinks/audit"
 )
 
@@ -113,7 +114,7 @@ func newVerifyView(rep auditsink.Report, checkpoint string) verifyView {
 }
 
 func printVerify(out io.Writer, v verifyView) {
-	out = printableWriter{out} // a broken trail's detail quotes its text
+	out = view.PrintableWriter{W: out} // a broken trail's detail quotes its text
 	if v.Problem != nil {
 		fmt.Fprintf(out, "%s:%d: %s: %s\n", v.Problem.File, v.Problem.Line, v.Problem.Kind, v.Problem.Detail)
 		fmt.Fprintf(out, "trail broken: %d lines verified before it (%.0f lines/s)\n", v.Lines, v.LinesPerSec)
@@ -124,5 +125,5 @@ func printVerify(out io.Writer, v verifyView) {
 		ck = "checkpoint " + v.Checkpoint + " reached"
 	}
 	fmt.Fprintf(out, "trail intact: %s, seq %d to %d, in %s; %s (%.0f lines/s)\n",
-		plural(int(v.Lines), "line"), v.FirstSeq, v.HeadSeq, plural(len(v.Files), "file"), ck, v.LinesPerSec)
+		view.Plural(int(v.Lines), "line"), v.FirstSeq, v.HeadSeq, view.Plural(len(v.Files), "file"), ck, v.LinesPerSec)
 }

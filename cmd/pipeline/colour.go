@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"io"
-	"os"
-
-	"golang.org/x/term"
 )
 
 // levelColours are the ANSI colours of the text log's levels on a terminal.
@@ -33,14 +30,4 @@ func (c colourWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return c.w.Write(p)
-}
-
-// colourful reports whether text logs to w get colours: w is a terminal
-// and NO_COLOR (no-color.org) is not set.
-func colourful(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	return term.IsTerminal(int(f.Fd()))
 }

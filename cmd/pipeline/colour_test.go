@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 func TestColourWriter(t *testing.T) {
@@ -24,7 +26,7 @@ func TestColourWriter(t *testing.T) {
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
-	if colourful(&buf) {
+	if view.Colourful(&buf) {
 		t.Error("a buffer is not a terminal")
 	}
 }

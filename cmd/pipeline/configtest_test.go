@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 )
 
 // TestExamplesConfigTests runs the config tests every example ships.
@@ -68,7 +70,7 @@ func TestConfigTestFailures(t *testing.T) {
 	}
 	var res struct {
 		Passed, Failed int
-		Tests          []testResult
+		Tests          []configtest.Result
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("-json output: %v\n%s", err, stdout.String())

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 )
 
 type consoleFlags struct {
@@ -42,7 +44,7 @@ func newConsoleCmd() *cobra.Command {
 }
 
 func runConsole(ctx context.Context, w io.Writer, f consoleFlags) error {
-	u, err := adminURL(f.against, "/", url.Values{})
+	u, err := inspect.AdminURL(f.against, "/", url.Values{})
 	if err != nil {
 		return err
 	}

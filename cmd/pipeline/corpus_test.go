@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
@@ -173,7 +174,7 @@ func TestInvalidCorpus(t *testing.T) {
 				}
 			}
 			fmt.Fprintf(&golden, "### %s\n\n", filepath.ToSlash(path))
-			writeDiagsText(&golden, l.files, l.diags)
+			view.WriteDiagsText(&golden, l.files, l.diags)
 			done++
 		})
 	}
@@ -260,7 +261,7 @@ func TestValidCorpus(t *testing.T) {
 			l := loadWith([]string{path}, opts, registry())
 			if len(l.diags) > 0 {
 				var buf bytes.Buffer
-				writeDiagsText(&buf, l.files, l.diags)
+				view.WriteDiagsText(&buf, l.files, l.diags)
 				t.Fatalf("want no diagnostics, got:\n%s", buf.String())
 			}
 			if check := validChecks[name]; check != nil {
@@ -395,7 +396,7 @@ func TestOptionErrors(t *testing.T) {
 				t.Errorf("diagnostics (-want +got):\n%s", diff)
 			}
 			var text bytes.Buffer
-			writeDiagsText(&text, l.files, l.diags)
+			view.WriteDiagsText(&text, l.files, l.diags)
 			if tt.forbid != "" && strings.Contains(text.String(), tt.forbid) {
 				t.Errorf("output shows %q:\n%s", tt.forbid, text.String())
 			}

@@ -32,6 +32,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	adminapi "github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 )
@@ -237,7 +238,7 @@ func rejectLeaderChange(t *testing.T, hubDir string, leader, follower *instance)
 
 // lastReload returns the instance's latest reload record, or a zero one.
 func (in *instance) lastReload() engine.ReloadRecord {
-	var b reloadsBody
+	var b adminapi.Reloads
 	resp, err := http.Get("http://" + in.addr + "/reloads")
 	if err != nil {
 		return engine.ReloadRecord{}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -19,14 +20,14 @@ func TestDiagnosticsEscapeControlCharacters(t *testing.T) {
 		t.Fatal("no diagnostic")
 	}
 	var out bytes.Buffer
-	writeDiagsText(&out, l.Files(), diags)
+	view.WriteDiagsText(&out, l.Files(), diags)
 	if strings.ContainsAny(out.String(), "\x1b\x07\r") {
 		t.Errorf("raw control characters in:\n%q", out.String())
 	}
 	if !strings.Contains(out.String(), `\x1b]0;pwned\x07`) {
 		t.Errorf("escaped form missing in:\n%s", out.String())
 	}
-	if got := printable("a\tb\nc\u202ed\xff"); got != "a\tb\nc\\u202ed\\ufffd" {
+	if got := view.Printable("a\tb\nc\u202ed\xff"); got != "a\tb\nc\\u202ed\\ufffd" {
 		t.Errorf("printable = %q", got)
 	}
 }

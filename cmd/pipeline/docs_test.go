@@ -7,13 +7,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/schemadoc"
 )
 
 // TestReferenceDocsFresh fails when docs/reference.md differs from what the
 // registry generates: run `make docs` (or go test ./cmd/pipeline -update).
 func TestReferenceDocsFresh(t *testing.T) {
 	var buf bytes.Buffer
-	writeMarkdown(&buf, describe(registry()))
+	schemadoc.WriteMarkdown(&buf, schemadoc.Describe(registry()))
 	const path = "../../docs/reference.md"
 	if *update {
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

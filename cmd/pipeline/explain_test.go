@@ -5,8 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 )
 
 const explainConfig = `
@@ -82,9 +86,9 @@ func TestExplainCommand(t *testing.T) {
 // says which stage holds it last, so the reader knows where it stops.
 func TestExplainAbsentNamesTheLastStage(t *testing.T) {
 	var b strings.Builder
-	writeAbsent(&b, explainView{Key: "10.0.0.2", Absent: true,
-		Seen:  []stageView{{Node: "source.files.hosts", Key: "10.0.0.2", Present: true, Value: map[string]any{"zone": "b"}}},
-		Gates: []gateView{{Node: "transform.extract.zone_a", Attr: "where", Pos: "main.hcl:22:11", Text: `record.value.zone == "a"`}}})
+	inspect.WriteExplain(&b, admin.Explanation{Key: "10.0.0.2", Absent: true,
+		Seen:  []admin.Stage{{Node: "source.files.hosts", Key: "10.0.0.2", Present: true, Value: map[string]any{"zone": "b"}}},
+		Gates: []admin.Gate{{Node: "transform.extract.zone_a", Attr: "where", Pos: "main.hcl:22:11", Text: `record.value.zone == "a"`}}}, time.Now())
 	want := `10.0.0.2 is in no sink.
 It is held by:
   source.files.hosts = {"zone":"b"}

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/sinkloop"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -89,7 +90,7 @@ sink "ebpf_map" "allowed" {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var v explainView
+	var v admin.Explanation
 	if err := json.Unmarshal(body, &v); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
@@ -111,7 +112,7 @@ sink "ebpf_map" "allowed" {
 func TestExplainDetailOnce(t *testing.T) {
 	ex := engine.Explanation{Key: "a", Entries: []engine.SinkEntry{{Sink: "sink.template.cfg",
 		Entry: sinkloop.Entry{InputKey: "a", TargetKey: "a", Status: "applied", Detail: []string{"line 3: server a 10.0.0.1:80"}}}}}
-	v := viewExplanation(ex, redact.New(nil))
+	v := admin.ViewExplanation(ex, redact.New(nil))
 	if d := cmp.Diff([]string{"line 3: server a 10.0.0.1:80"}, v.Entries[0].Detail); d != "" {
 		t.Errorf("detail (-want +got):\n%s", d)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -45,7 +46,7 @@ func newFmtCmd() *cobra.Command {
 				switch {
 				case errors.As(err, &pe):
 					syntax = true
-					writeDiagsText(cmd.ErrOrStderr(), pe.files, pe.diags)
+					view.WriteDiagsText(cmd.ErrOrStderr(), pe.files, pe.diags)
 				case err != nil:
 					return err
 				case changed:
@@ -127,7 +128,7 @@ func fmtFile(cmd *cobra.Command, name string, write, diff bool) (bool, error) {
 	if err != nil || bytes.Equal(src, out) {
 		return false, err
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), printable(name))
+	fmt.Fprintln(cmd.OutOrStdout(), view.Printable(name))
 	if diff {
 		d, err := unifiedDiff(name, src, out)
 		if err != nil {
@@ -155,7 +156,7 @@ func fmtStdin(cmd *cobra.Command) error {
 	out, err := format("<stdin>", src)
 	var pe parseError
 	if errors.As(err, &pe) {
-		writeDiagsText(cmd.ErrOrStderr(), pe.files, pe.diags)
+		view.WriteDiagsText(cmd.ErrOrStderr(), pe.files, pe.diags)
 		return exitError{2}
 	}
 	_, err = cmd.OutOrStdout().Write(out)

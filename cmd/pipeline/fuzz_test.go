@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -93,8 +94,8 @@ func FuzzCompile(f *testing.F) {
 				t.Fatalf("a function panicked: %s", d.Detail)
 			}
 		}
-		writeDiagsText(io.Discard, l.Files(), diags)
-		if err := writeJSON(io.Discard, validateJSON(l.Files(), diags)); err != nil {
+		view.WriteDiagsText(io.Discard, l.Files(), diags)
+		if err := view.WriteJSON(io.Discard, view.ValidateJSON(l.Files(), diags)); err != nil {
 			t.Fatalf("render JSON: %v", err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
@@ -63,7 +64,7 @@ func checkBounded(t *testing.T, src string, reg *node.Registry) hcl.Diagnostics 
 			_, d := engine.Compile(cfg, reg)
 			diags = append(diags, d...)
 		}
-		writeDiagsText(io.Discard, l.Files(), diags)
+		view.WriteDiagsText(io.Discard, l.Files(), diags)
 		done <- diags
 	}()
 	var diags hcl.Diagnostics

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -21,7 +22,7 @@ func newGraphCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := load(args, vars)
 			if l.diags.HasErrors() {
-				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
+				view.WriteDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
 				return exitError{1}
 			}
 			switch format {

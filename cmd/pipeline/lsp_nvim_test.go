@@ -261,3 +261,32 @@ func TestLSPNeovimFilesFields(t *testing.T) {
 		t.Errorf("record.value. completes to %v, want the CSV's columns ip, name, zone", res.Labels)
 	}
 }
+
+// TestLSPNeovimConfigTestFile completes an expect's label in Neovim, in
+// the config test file of examples/flagship: the configuration's sinks.
+func TestLSPNeovimConfigTestFile(t *testing.T) {
+	nvim, bin := nvimAndPipeline(t)
+	file := filepath.Join(copyExample(t, "flagship"), "allowlist.test.hcl")
+	tmp := t.TempDir()
+	out, script := filepath.Join(tmp, "result.json"), filepath.Join(tmp, "test.lua")
+	lua := fmt.Sprintf(nvimCompleteScript, bin, file, out, lineOf(t, readString(t, file), "  # Within the 100ms debounce interval"), `  expect "sink.`)
+	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runNvim(t, nvim, tmp, script)
+	var res struct {
+		Err    any      `json:"err"`
+		Labels []string `json:"labels"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no result: %v", err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil || res.Err != nil {
+		t.Fatalf("script: %v %v: %s", err, res.Err, b)
+	}
+	slices.Sort(res.Labels)
+	if want := []string{"sink.audit.trail", "sink.ebpf_map.allowed", "sink.nats.events"}; !slices.Equal(res.Labels, want) {
+		t.Errorf(`expect "sink. completes to %v, want the flagship's sinks %v`, res.Labels, want)
+	}
+}

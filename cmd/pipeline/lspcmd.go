@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"github.com/pipeline/pipeline/cmd/pipeline/lsp"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -59,8 +60,10 @@ func lspOptions(debounce time.Duration) lsp.Options {
 			}
 			return c
 		},
-		Format:   format,
-		Debounce: debounce,
+		TestFile:  configtest.FileBlock,
+		CheckTest: configtest.Check,
+		Format:    format,
+		Debounce:  debounce,
 	}
 }
 

@@ -1,7 +1,11 @@
 // Command pipeline runs declarative pipelines: HCL files declaring sources,
 // transforms and sinks that the engine keeps in sync. This package is the
-// CLI: flags, exit codes and human/JSON views. It is the only place that
-// lists every node type (nodes.go).
+// CLI: the cobra commands with their flags and exit codes, the loader,
+// and `pipeline run` with its reloads. It is the only place that lists
+// every node type (nodes.go). What a command shows or serves lives in a
+// package of its own beside it: view (what every view shares), planview,
+// inspect (explain, tap, top), admin (the endpoint of --listen),
+// schemadoc, configtest (`pipeline test`), lsp and console.
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -42,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "Error: %s\n", printable(err.Error()))
+		fmt.Fprintf(stderr, "Error: %s\n", view.Printable(err.Error()))
 		return 1
 	}
 }

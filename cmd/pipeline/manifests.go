@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/deploy/manifests"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
@@ -33,11 +34,11 @@ func newManifestsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := load(args, f.vars)
 			if l.diags.HasErrors() {
-				writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
+				view.WriteDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
 				return exitError{1}
 			}
 			warnings := append(kubeconfigWarnings(l.cfg), ownerValueWarnings(l.cfg)...)
-			writeDiagsText(cmd.ErrOrStderr(), l.files, append(l.diags, warnings...)) // warnings only
+			view.WriteDiagsText(cmd.ErrOrStderr(), l.files, append(l.diags, warnings...)) // warnings only
 			f.opts.Leader = l.cfg.LeaderElection
 			f.opts.Privileged = f.privileged
 			out, err := manifests.Generate(f.opts, manifestInput(l))

@@ -6,17 +6,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
-	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
-	"github.com/pipeline/pipeline/schema"
 )
 
 type planFlags struct {
@@ -65,7 +63,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if f.maxEntries < 0 {
 		return fmt.Errorf("--max-entries %d: give a number of changes, or 0 for counts only", f.maxEntries)
 	}
-	var reload *reloadPlan
+	var reload *planview.Reload
 	if f.against != "" {
 		// The instance's fingerprint key must be in use before the
 		// planned graph compiles (fpkey.go).
@@ -73,15 +71,15 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 		if reload, err = fetchGraph(ctx, f.against); err != nil {
 			return err
 		}
-		reload.keyErr = useInstanceKey(reload.running)
+		reload.KeyErr = useInstanceKey(reload.Running)
 	}
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
-		writeDiagsText(stderr, l.files, l.diags)
+		view.WriteDiagsText(stderr, l.files, l.diags)
 		return exitError{1}
 	}
 	if reload != nil {
-		reload.compare(l.graph)
+		reload.Diff = engine.DiffGraphs(reload.Running.Graph(), l.graph)
 	}
 	if err := preflight(l.graph); err != nil {
 		return err
@@ -92,7 +90,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 		return err
 	}
 	opts := engine.PlanOptions{Logger: logger, Wait: f.wait}
-	if colourful(stderr) && !f.json {
+	if view.Colourful(stderr) && !f.json {
 		p := &progress{w: stderr}
 		opts.Progress = p.show
 		defer p.done()
@@ -104,16 +102,16 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if reload != nil {
 		keptEmitNothing(plan, reload)
 	}
-	masked := maskPlan(plan, secrets)
-	masked.reload = reload
-	view := planView(textPlan{colour: colourful(stdout), max: f.maxEntries})
+	masked := planview.Mask(plan, secrets)
+	masked.Reload = reload
+	pv := planview.View(planview.Text{Colour: view.Colourful(stdout), Max: f.maxEntries})
 	if f.json {
-		view = jsonPlan{}
+		pv = planview.JSON{}
 	}
-	if err := view.write(stdout, masked); err != nil {
+	if err := pv.Write(stdout, masked); err != nil {
 		return err
 	}
-	if a, c, r := plan.Counts(); a+c+r > 0 || replacements(plan) > 0 || (reload != nil && reload.diff.Changed()) {
+	if a, c, r := plan.Counts(); a+c+r > 0 || planview.Replacements(plan) > 0 || (reload != nil && reload.Diff.Changed()) {
 		return exitError{2}
 	}
 	return nil
@@ -144,144 +142,4 @@ func (p *progress) done() {
 	if p.lines > 0 {
 		fmt.Fprintln(p.w)
 	}
-}
-
-// maskPlan returns p with every secret masked in keys, values, origins,
-// locations and warnings, so no view can print one.
-func maskPlan(p *engine.PlanResult, secrets *redact.Redactor) *maskedPlan {
-	out := &maskedPlan{PlanResult: *p}
-	if secrets.Empty() {
-		return out
-	}
-	out.Sinks = make([]engine.SinkPlan, len(p.Sinks))
-	for i, s := range p.Sinks {
-		s.Target.Location = secrets.String(s.Target.Location)
-		changes := make([]engine.PlannedChange, len(s.Changes))
-		for j, c := range s.Changes {
-			before, after := secrets.String(c.Before), secrets.String(c.After)
-			mk := secrets.String(c.Key)
-			if before != c.Before || after != c.After || mk != c.Key {
-				out.sensitive(s.Address, mk)
-			}
-			c.Old.Value, c.New.Value = maskEntryValue(secrets, c.Old), maskEntryValue(secrets, c.New)
-			if before != c.Before || after != c.After {
-				// The shown value held a secret: its encoded form (a map
-				// value's hex) would show it too.
-				c.Old.Value, c.New.Value = maskWhole(c.Old.Value), maskWhole(c.New.Value)
-			}
-			c.Before, c.After, c.Key = before, after, mk
-			origins := make([]string, len(c.Origins))
-			for k, o := range c.Origins {
-				origins[k] = secrets.String(o)
-			}
-			c.Origins = origins
-			changes[j] = c
-		}
-		s.Changes = changes
-		pending := make([]node.PendingDeletion, len(s.Pending))
-		for k, pd := range s.Pending {
-			pending[k] = node.PendingDeletion{Key: secrets.String(pd.Key), Due: pd.Due}
-		}
-		s.Pending = pending
-		for k := range s.Skipped {
-			s.Skipped[k].Key, s.Skipped[k].Err = secrets.String(s.Skipped[k].Key), secrets.String(s.Skipped[k].Err)
-		}
-		if s.File != nil {
-			f := *s.File
-			f.Path, f.Diff = secrets.String(f.Path), secrets.String(f.Diff)
-			s.File = &f
-		}
-		out.Sinks[i] = s
-	}
-	out.Warnings = make([]engine.PlanWarning, len(p.Warnings))
-	for i, w := range p.Warnings {
-		out.Warnings[i] = engine.PlanWarning{Address: w.Address, Message: secrets.String(w.Message)}
-	}
-	return out
-}
-
-// maskedPlan is a plan whose secrets are masked, with the changes that
-// held one marked.
-type maskedPlan struct {
-	engine.PlanResult
-	masked map[string]bool // address + "\x00" + key
-	reload *reloadPlan     // --against: the node diff of a reload
-}
-
-func (m *maskedPlan) sensitive(addr, key string) {
-	if m.masked == nil {
-		m.masked = map[string]bool{}
-	}
-	m.masked[addr+"\x00"+key] = true
-}
-
-func (m *maskedPlan) isSensitive(addr, key string) bool { return m.masked[addr+"\x00"+key] }
-
-// planSummary is the one-line count that ends a text plan; with
-// --against it counts the nodes the reload would rebuild, add and remove
-// too, which plan's exit status 2 stands for even when no entry changes.
-func planSummary(p *engine.PlanResult, rp *reloadPlan) string {
-	s := entrySummary(p)
-	if rp == nil || !rp.diff.Changed() {
-		return s
-	}
-	c := rp.diff.Count()
-	nodes := fmt.Sprintf("The reload would rebuild %s, add %s and remove %s.", plural(c[engine.Rebuilt], "node"),
-		plural(c[engine.Added], "node"), plural(c[engine.Removed], "node"))
-	if strings.HasPrefix(s, "No changes.") {
-		return "No changes to the targets' entries. " + nodes + strings.TrimPrefix(s, "No changes. Every target already holds what the sources say.")
-	}
-	return s + " " + nodes
-}
-
-// plural is "1 node" or "2 nodes" ("1 entry", "2 entries").
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func entrySummary(p *engine.PlanResult) string {
-	a, c, r := p.Counts()
-	emit := ""
-	if e := p.Emits(); e > 0 {
-		emit = fmt.Sprintf(" The initial sync would emit %d records to append-only sinks.", e)
-	}
-	replace := ""
-	if n := replacements(p); n > 0 {
-		replace = fmt.Sprintf("%d to replace, ", n)
-	}
-	if a+c+r == 0 && replace == "" {
-		return "No changes. Every target already holds what the sources say." + emit
-	}
-	return fmt.Sprintf("Plan: %s%d to add, %d to change, %d to remove.", replace, a, c, r) + emit
-}
-
-// replacements counts the targets run would replace (must be replaced).
-func replacements(p *engine.PlanResult) int {
-	n := 0
-	for _, s := range p.Sinks {
-		if s.Target.Replace != "" {
-			n++
-		}
-	}
-	return n
-}
-
-func maskWhole(v cty.Value) cty.Value {
-	if v == cty.NilVal {
-		return v
-	}
-	return cty.StringVal(schema.Mask)
-}
-
-func maskEntryValue(secrets *redact.Redactor, e node.Entry) cty.Value {
-	if e.Value == cty.NilVal {
-		return e.Value
-	}
-	return secrets.Value(schema.Masked(e.Value))
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -22,18 +25,18 @@ func TestPlanShowsHeldDeletes(t *testing.T) {
 		return engine.PlannedChange{Held: true, Change: reconcile.Change{Address: "sink.mem.m", Action: reconcile.Delete, Key: k,
 			Old: node.Entry{Key: k, Value: cty.StringVal("v")}}}
 	}
-	p := &maskedPlan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
+	p := &planview.Plan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
 		Held: 2, DeletesHeld: 2, Brake: why, Changes: []engine.PlannedChange{del("a"), del("b")}}},
 		Warnings: []engine.PlanWarning{{Address: "sink.mem.m", Message: why}}}}
 	var text bytes.Buffer
-	if err := (textPlan{max: 10}).write(&text, p); err != nil {
+	if err := (planview.Text{Max: 10}).Write(&text, p); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "- a  no longer desired, held by the deletion brake (was ") || !strings.Contains(text.String(), why) {
 		t.Errorf("text view:\n%s", text.String())
 	}
 	var js bytes.Buffer
-	if err := (jsonPlan{}).write(&js, p); err != nil {
+	if err := (planview.JSON{}).Write(&js, p); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -58,7 +61,7 @@ func TestPlanShowsHeldDeletes(t *testing.T) {
 func TestExplainShowsBrake(t *testing.T) {
 	const why = "300 deletes held by the deletion brake: more than max_deletes = 50% allows (150 of 300 entries held)"
 	var out bytes.Buffer
-	writeExplain(&out, explainView{Key: "k7", Entries: []entryView{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
+	inspect.WriteExplain(&out, admin.Explanation{Key: "k7", Entries: []admin.Entry{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
 		Status: "held by the deletion brake", InTarget: true, Brake: why}}}, time.Now())
 	if !strings.Contains(out.String(), "sink.mem.m  k7  held by the deletion brake\n") || !strings.Contains(out.String(), "  brake    "+why+"\n") {
 		t.Errorf("explain:\n%s", out.String())

@@ -12,10 +12,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -32,29 +36,16 @@ const hostileHCL = `x\u001b]0;pwned\u0007\u001b[2J\u009b2J\u007f\r\u202eevil`
 // ourColours are the only escape sequences the views write themselves.
 var ourColours = regexp.MustCompile(`\x1b\[(0|1|2|31|32|33)m|\x1b\[H\x1b\[2J`)
 
+// unsafeRune is a character the views escape.
+func unsafeRune(r rune) bool { return view.Printable(string(r)) != string(r) }
+
 // checkNoRaw fails when text holds a control or bidi character other than
 // the views' own colour codes.
 func checkNoRaw(t *testing.T, view, text string) {
 	t.Helper()
 	rest := ourColours.ReplaceAllString(text, "")
-	if i := strings.IndexFunc(rest, isUnsafe); i >= 0 {
+	if i := strings.IndexFunc(rest, unsafeRune); i >= 0 {
 		t.Errorf("%s writes %q raw:\n%q", view, []rune(rest[i:])[0], text)
-	}
-}
-
-func TestPrintable(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain é😀\tand\nlines": "plain é😀\tand\nlines",
-		hostileText:            `x\x1b]0;pwned\x07\x1b[2J\x9b2J\x7f\x0d\u202eevil`,
-		"bad \xff byte":        `bad \ufffd byte`,
-		"\u2028\u2066":         `\u2028\u2066`,
-	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
-		}
-		if again := printable(printable(in)); again != printable(in) {
-			t.Errorf("printable is not idempotent on %q: %q", in, again)
-		}
 	}
 }
 
@@ -122,36 +113,28 @@ func TestViewsEscapeTerminalControls(t *testing.T) {
 	checkNoRaw(t, "explain", out.String()+errb.String())
 
 	out.Reset()
-	if err := runTop(context.Background(), &out, topFlags{against: addr, interval: 100 * time.Millisecond, count: 1}); err != nil {
+	if err := inspect.Top(context.Background(), &out, inspect.TopOptions{Against: addr, Interval: 100 * time.Millisecond, Count: 1}); err != nil {
 		t.Fatal(err)
 	}
 	checkNoRaw(t, "top", out.String())
 }
 
-// TestTapTopEscapeWhatTheServerSays: tap and top print what an admin
-// endpoint answers, which --against may name anywhere.
-func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
+// TestTapEscapesWhatTheServerSays: tap prints what an admin endpoint
+// answers, which --against may name anywhere (inspect's
+// TestTopEscapesWhatTheServerSays checks top).
+func TestTapEscapesWhatTheServerSays(t *testing.T) {
 	value, _ := json.Marshal(hostileText)
-	line, err := json.Marshal(tapLine{Time: time.Now(), Node: "sink.log." + hostileText, Op: "upsert", Key: hostileText,
-		Value: value, Origin: &originView{Source: hostileText}})
+	line, err := json.Marshal(admin.TapLine{Time: time.Now(), Node: "sink.log." + hostileText, Op: "upsert", Key: hostileText,
+		Value: value, Origin: &admin.Origin{Source: hostileText}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := printTap(context.Background(), &out, bytes.NewReader(append(line, '\n')), tapFlags{}); err != nil {
+	if err := inspect.PrintTap(context.Background(), &out, bytes.NewReader(append(line, '\n')), inspect.TapOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	checkNoRaw(t, "tap", out.String())
 
-	for _, colour := range []bool{false, true} {
-		out.Reset()
-		s := &topSample{at: time.Now(), ready: engine.Readiness{Nodes: []engine.NodeStatus{{Address: "sink.x." + hostileText, State: hostileText}}}}
-		v := topView{w: &out, colour: colour, against: hostileText}
-		if err := v.render(topRows(nil, s), s); err != nil {
-			t.Fatal(err)
-		}
-		checkNoRaw(t, fmt.Sprintf("top (colour %v)", colour), out.String())
-	}
 }
 
 // TestColouredPlanEscapes: with colours on, the plan's own codes are the
@@ -159,7 +142,7 @@ func TestTapTopEscapeWhatTheServerSays(t *testing.T) {
 func TestColouredPlanEscapes(t *testing.T) {
 	var out bytes.Buffer
 	p := hostilePlan()
-	if err := (textPlan{colour: true, max: 10}).write(&out, p); err != nil {
+	if err := (planview.Text{Colour: true, Max: 10}).Write(&out, p); err != nil {
 		t.Fatal(err)
 	}
 	checkNoRaw(t, "coloured plan", out.String())
@@ -185,31 +168,13 @@ func TestTextLogQuotesControls(t *testing.T) {
 }
 
 // hostilePlan is a plan of one change whose every text is hostileText.
-func hostilePlan() *maskedPlan {
+func hostilePlan() *planview.Plan {
 	c := engine.PlannedChange{Change: reconcile.Change{Address: "sink.log.x", Action: reconcile.Create, Key: hostileText},
 		After: hostileText, Origins: []string{hostileText}, Detail: []string{hostileText}, DryRunError: hostileText}
-	return &maskedPlan{PlanResult: engine.PlanResult{
+	return &planview.Plan{PlanResult: engine.PlanResult{
 		Sinks: []engine.SinkPlan{{Address: "sink.log." + hostileText, Target: node.TargetInfo{Location: hostileText, Kind: hostileText, Exists: true},
 			Changes: []engine.PlannedChange{c}, File: &node.FilePlan{Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-" + hostileText + "\n+" + hostileText + "\n " + hostileText + "\n"}}},
 		Warnings: []engine.PlanWarning{{Address: hostileText, Message: hostileText}}}}
-}
-
-// FuzzPrintable: whatever the text, printable's output is valid UTF-8
-// with no control, separator or bidi character but newline and tab, and
-// printing it again changes nothing.
-func FuzzPrintable(f *testing.F) {
-	for _, s := range []string{hostileText, "plain", "bad \xff\xfe", "\u2066\u2069\u200f", "\r\n\t\x00\x7f\u0085"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := printable(s)
-		if !utf8.ValidString(out) || strings.ContainsFunc(out, isUnsafe) {
-			t.Fatalf("printable(%q) = %q", s, out)
-		}
-		if again := printable(out); again != out {
-			t.Fatalf("printable(%q) = %q, again %q", s, out, again)
-		}
-	})
 }
 
 // TestTestAndAuditViewsEscape: a failed config test shows record keys and
@@ -217,8 +182,8 @@ func FuzzPrintable(f *testing.F) {
 func TestTestAndAuditViewsEscape(t *testing.T) {
 	value, _ := json.Marshal(hostileText)
 	var out bytes.Buffer
-	writeTestResult(&out, &testResult{File: "a.test.hcl", Name: hostileText, Failures: []testFailure{{Pos: "a.test.hcl:3:1", Node: "sink.log.x",
-		Message: hostileText, Missing: []testEntry{{Key: hostileText, Value: value}}, Unexpected: []testEntry{{Key: hostileText, Value: value}}}}})
+	configtest.WriteResult(&out, &configtest.Result{File: "a.test.hcl", Name: hostileText, Failures: []configtest.Failure{{Pos: "a.test.hcl:3:1", Node: "sink.log.x",
+		Message: hostileText, Missing: []configtest.Entry{{Key: hostileText, Value: value}}, Unexpected: []configtest.Entry{{Key: hostileText, Value: value}}}}})
 	checkNoRaw(t, "pipeline test", out.String())
 	out.Reset()
 	printVerify(&out, verifyView{Problem: &problemView{File: "audit.jsonl", Line: 3, Kind: "bad_line", Detail: hostileText}})

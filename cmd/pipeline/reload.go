@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/configwatch"
@@ -112,7 +113,7 @@ func (r *reloader) reload(ctx context.Context, trigger string, force bool) {
 	}
 	rec.Diagnostics = r.diagnostics(l.diags)
 	if l.diags.HasErrors() {
-		rec.Error = "the configuration has " + plural(errorCount(l.diags), "error")
+		rec.Error = "the configuration has " + view.Plural(errorCount(l.diags), "error")
 	} else if change := leaderChange(r.leader, l.cfg.LeaderElection); change != "" {
 		rec.Error = r.secrets.String(leaderRefusal(change))
 	} else if err := preflight(l.graph); err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/planview"
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
@@ -242,24 +244,24 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	rp := &reloadPlan{against: "test", running: st}
-	rp.compare(g)
-	var text termText
-	textPlan{}.writeReload(&text, rp)
+	rp := &planview.Reload{Against: "test", Running: st}
+	rp.Diff = engine.DiffGraphs(st.Graph(), g)
+	var text view.TermText
+	planview.Text{}.WriteReload(&text, rp)
 	want := fmt.Sprintf("~ %s  rebuilt (", addr)
 	if nd.Action == engine.Kept {
 		want = fmt.Sprintf("= %s  kept, applied in place (", addr)
 	}
 	line := ""
-	for _, l := range strings.Split(text.b.String(), "\n") {
+	for _, l := range strings.Split(text.String(), "\n") {
 		if strings.Contains(l, " "+addr+" ") {
 			line = l
 		}
 	}
 	if !strings.Contains(line, want) || !strings.Contains(line, name) {
-		t.Errorf("%s: changing %s: plan --against says %q, want %q naming %s\n%s", addr, p, line, want, name, text.b.String())
+		t.Errorf("%s: changing %s: plan --against says %q, want %q naming %s\n%s", addr, p, line, want, name, text.String())
 	}
-	for _, n := range reloadJSON(rp).Nodes {
+	for _, n := range planview.ReloadJSON(rp).Nodes {
 		if n.Address == addr && !slices.Contains(n.Changed, name) && !slices.Contains(n.InPlace, name) {
 			t.Errorf("%s: changing %s: plan --against --json: changed %v, in place %v, want %s in one", addr, p, n.Changed, n.InPlace, name)
 		}

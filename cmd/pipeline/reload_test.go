@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
@@ -84,9 +85,9 @@ func runWatched(t *testing.T, path string) *watched {
 	return w
 }
 
-func (w *watched) reloads(t *testing.T) reloadsBody {
+func (w *watched) reloads(t *testing.T) admin.Reloads {
 	t.Helper()
-	var b reloadsBody
+	var b admin.Reloads
 	if err := json.Unmarshal([]byte(get(t, w.client, "http://"+w.addr+"/reloads")), &b); err != nil {
 		t.Fatalf("decode /reloads: %v", err)
 	}

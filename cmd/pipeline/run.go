@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,11 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/console"
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -89,7 +89,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, paths []string, 
 	defer signal.Stop(hup)
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
-		writeDiagsText(stderr, l.files, l.diags)
+		view.WriteDiagsText(stderr, l.files, l.diags)
 		return exitError{1}
 	}
 	if err := preflight(l.graph); err != nil {
@@ -183,7 +183,7 @@ func newLogger(w io.Writer, format, level string, secrets *redact.Redactor) (*sl
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redactor(secrets)}
 	switch format {
 	case "text":
-		if colourful(w) {
+		if view.Colourful(w) {
 			w = colourWriter{w}
 		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -234,43 +234,7 @@ func serveHTTP(addr string, g prometheus.Gatherer, rt *engine.Runtime, secrets *
 	if err != nil {
 		return nil, fmt.Errorf("admin endpoint: %w", err) // the error names the address
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.Handle("/reloads", reloadsHandler(rt, secrets))
-	mux.Handle("/graph", graphHandler(rt, secrets, keyFile))
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		r := rt.Readiness()
-		for i := range r.Nodes {
-			r.Nodes[i].Detail = secrets.String(r.Nodes[i].Detail)
-		}
-		if r.LastReload != nil {
-			r.LastReload.Error = secrets.String(r.LastReload.Error)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if !r.Ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(r)
-	})
-	mux.Handle("/explain", explainHandler(rt, secrets))
-	registerTap(mux, rt, secrets) // admin_tap.go
-	root := limitConcurrency(mux, maxAdminRequests)
-	if page != nil {
-		mux.Handle("GET /{$}", page)
-		mux.Handle("GET /console/", page)
-		// Open pages follow /console/events for as long as they are open,
-		// so the stream is bounded by the console itself, not by the slots
-		// every other request shares.
-		outer := http.NewServeMux()
-		outer.Handle("GET /console/events", page)
-		outer.Handle("/", root)
-		root = outer
-	}
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: console.HostGuard(root, addr, allowHosts),
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: console.HostGuard(admin.Handler(g, rt, secrets, keyFile, page), addr, allowHosts),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	go func() {

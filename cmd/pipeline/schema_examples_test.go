@@ -5,16 +5,18 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/schemadoc"
 )
 
 // TestAttributeExamplesParse: every attribute's Example and Default, as
 // docs/reference.md and editors show them, is an HCL expression a user can
 // paste: it parses. It walks the registry and the top-level blocks.
 func TestAttributeExamplesParse(t *testing.T) {
-	d := describe(registry())
-	var walk func(where string, b blockDoc)
+	d := schemadoc.Describe(registry())
+	var walk func(where string, b schemadoc.Block)
 	checked := 0
-	walk = func(where string, b blockDoc) {
+	walk = func(where string, b schemadoc.Block) {
 		for _, a := range b.Attributes {
 			for what, src := range map[string]string{"example": a.Example, "default": a.Default} {
 				if src == "" {
@@ -32,6 +34,7 @@ func TestAttributeExamplesParse(t *testing.T) {
 	}
 	walk("cluster", d.Cluster)
 	walk("leader_election", d.Leader)
+	walk("test_file", d.TestFile)
 	for _, ty := range d.Types {
 		walk(ty.Kind+"."+ty.Type, ty.Body)
 	}

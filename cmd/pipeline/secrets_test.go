@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 const secretsConfig = `
@@ -266,8 +268,8 @@ sink "log" "dup2" {
 		t.Fatalf("no diagnostic for two sinks on one path: %v", l.diags)
 	}
 	var diags bytes.Buffer
-	writeDiagsText(&diags, l.files, l.diags)
-	if err := writeJSON(&diags, validateJSON(l.files, l.diags)); err != nil {
+	view.WriteDiagsText(&diags, l.files, l.diags)
+	if err := view.WriteJSON(&diags, view.ValidateJSON(l.files, l.diags)); err != nil {
 		t.Fatal(err)
 	}
 	outputs["diagnostics"] = diags.String()

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/admin"
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -134,12 +136,12 @@ func TestTapShowsExactlyWhatTheSinkApplied(t *testing.T) {
 	waitLines(t, out, before+3)
 
 	var got bytes.Buffer
-	if err := printTap(ctx, &got, body, tapFlags{json: true, count: 3}); err != nil {
+	if err := inspect.PrintTap(ctx, &got, body, inspect.TapOptions{JSON: true, Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	var tapped, applied []string
 	for _, l := range strings.Split(strings.TrimSpace(got.String()), "\n") {
-		var tl tapLine
+		var tl admin.TapLine
 		if err := json.Unmarshal([]byte(l), &tl); err != nil {
 			t.Fatal(err)
 		}
@@ -204,12 +206,12 @@ func TestTapFanInSinkNamesInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
-	if err := printTap(ctx, &got, body, tapFlags{json: true, count: 2}); err != nil {
+	if err := inspect.PrintTap(ctx, &got, body, inspect.TapOptions{JSON: true, Count: 2}); err != nil {
 		t.Fatal(err)
 	}
 	from := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(got.String()), "\n") {
-		var l tapLine
+		var l admin.TapLine
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +219,7 @@ func TestTapFanInSinkNamesInputs(t *testing.T) {
 			t.Fatalf("tap line %s: want an upsert with its origin", line)
 		}
 		from[l.Key] = l.Origin.Source + " " + strings.Fields(filepath.Base(l.Origin.File))[0] // "pods.yaml document 2"
-		if r := readableTap(l); !strings.HasSuffix(r, "  (from "+l.Origin.Source+")") {
+		if r := inspect.ReadableTap(l); !strings.HasSuffix(r, "  (from "+l.Origin.Source+")") {
 			t.Errorf("readable line %q names no input", r)
 		}
 	}
@@ -244,16 +246,16 @@ func TestTapSamplesAndLimits(t *testing.T) {
 	writePods(t, pods, ips...) // 10 new keys in one change
 
 	var s bytes.Buffer
-	if err := printTap(ctx, &s, sampled, tapFlags{count: 5}); err != nil {
+	if err := inspect.PrintTap(ctx, &s, sampled, inspect.TapOptions{Count: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(s.String(), " + 10.0.0."); n != 5 {
 		t.Errorf("sample=2 of 10 upserts printed %d:\n%s", n, s.String())
 	}
 	sc := bufio.NewScanner(limited)
-	var lines []tapLine
+	var lines []admin.TapLine
 	for sc.Scan() {
-		var l tapLine
+		var l admin.TapLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
@@ -268,11 +270,11 @@ func TestTapSamplesAndLimits(t *testing.T) {
 	if _, err := (&http.Client{}).Get("http://" + addr + "/tap?node=sink.log.nope"); err != nil {
 		t.Fatal(err)
 	}
-	err := runTap(ctx, io.Discard, []string{"sink.log.nope"}, tapFlags{against: addr, rate: 1, sample: 1})
+	err := inspect.Tap(ctx, io.Discard, []string{"sink.log.nope"}, inspect.TapOptions{Against: addr, Rate: 1, Sample: 1})
 	if err == nil || !strings.Contains(err.Error(), "no such node") {
 		t.Errorf("tapping an unknown node: %v", err)
 	}
-	err = runTap(ctx, io.Discard, []string{"sink.log.ot"}, tapFlags{against: addr, rate: 1, sample: 1})
+	err = inspect.Tap(ctx, io.Discard, []string{"sink.log.ot"}, inspect.TapOptions{Against: addr, Rate: 1, Sample: 1})
 	if err == nil || !strings.Contains(err.Error(), "did you mean sink.log.out?") {
 		t.Errorf("tapping a mistyped node: %v", err)
 	}
@@ -288,12 +290,12 @@ func TestTapLineMasksSecrets(t *testing.T) {
 		"n":     cty.NumberIntVal(7),
 		"ips":   cty.ListVal([]cty.Value{cty.StringVal("10.0.0.1")}),
 	})
-	l := newTapLine(engine.TapEvent{Node: "source.static.s", Key: "hunter22", Value: v}, secrets)
+	l := admin.NewTapLine(engine.TapEvent{Node: "source.static.s", Key: "hunter22", Value: v}, secrets)
 	want := `{"ips":["10.0.0.1"],"n":7,"note":"pw=(sensitive)","token":"(sensitive)"}`
 	if string(l.Value) != want || l.Key != redact.Mask {
 		t.Errorf("line = %s %s, want key masked and %s", l.Key, l.Value, want)
 	}
-	if r := readableTap(l); strings.Contains(r, "hunter22") || strings.Contains(r, "s3cret") {
+	if r := inspect.ReadableTap(l); strings.Contains(r, "hunter22") || strings.Contains(r, "s3cret") {
 		t.Errorf("readable form leaks: %s", r)
 	}
 }
@@ -305,7 +307,7 @@ func TestTapLineMasksSecrets(t *testing.T) {
 func TestTapLineNamesGenerationAndOrigin(t *testing.T) {
 	ev := engine.TapEvent{Node: "transform.extract.zone_a", Key: "10.0.0.1", Value: cty.StringVal("db-1"), CollectionGeneration: 4,
 		Origin: &node.Origin{Source: "source.files.hosts", File: "data/hosts.csv", Line: 2}}
-	b, err := json.Marshal(newTapLine(ev, redact.New(nil)))
+	b, err := json.Marshal(admin.NewTapLine(ev, redact.New(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +320,7 @@ func TestTapLineNamesGenerationAndOrigin(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("tap line (-want +got):\n%s", d)
 	}
-	if r := readableTap(newTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
+	if r := inspect.ReadableTap(admin.NewTapLine(ev, redact.New(nil))); !strings.HasSuffix(r, `+ 10.0.0.1 "db-1"  (from source.files.hosts)`) {
 		t.Errorf("readable form %q does not name the source", r)
 	}
 }

@@ -11,9 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 )
 
 // openPTY opens a pseudo-terminal pair: what top writes to the second
@@ -64,7 +65,7 @@ func TestTopRendersInTerminal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	writePods(t, pods, "10.0.0.1", "10.0.0.2")
-	if err := runTop(ctx, tty, topFlags{against: addr, interval: 300 * time.Millisecond, count: 3}); err != nil {
+	if err := inspect.Top(ctx, tty, inspect.TopOptions{Against: addr, Interval: 300 * time.Millisecond, Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -119,45 +120,15 @@ func checkTopScreen(t *testing.T, s string) {
 func TestTopPlainWhenNotATerminal(t *testing.T) {
 	addr, _, _ := startFilesPipeline(t)
 	var out bytes.Buffer
-	if err := runTop(context.Background(), &out, topFlags{against: addr, interval: 100 * time.Millisecond, count: 2}); err != nil {
+	if err := inspect.Top(context.Background(), &out, inspect.TopOptions{Against: addr, Interval: 100 * time.Millisecond, Count: 2}); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
 	if strings.Contains(s, "\x1b") || strings.Count(s, "pipeline top") != 2 || !strings.Contains(s, "sink.log.out") {
 		t.Errorf("plain output:\n%s", s)
 	}
-	if err := runTop(context.Background(), io.Discard, topFlags{against: "127.0.0.1:1", interval: time.Second, count: 1}); err == nil ||
+	if err := inspect.Top(context.Background(), io.Discard, inspect.TopOptions{Against: "127.0.0.1:1", Interval: time.Second, Count: 1}); err == nil ||
 		!strings.Contains(err.Error(), "is `pipeline run` serving") {
 		t.Errorf("top against nothing: %v", err)
-	}
-}
-
-// TestTopFits80Columns: a frame with 30-character addresses and large
-// numbers fits an 80-column terminal.
-func TestTopFits80Columns(t *testing.T) {
-	rows := []topRow{
-		{node: "source.kubernetes.backend_pods", state: "degraded", records: 123456, in: 9999, out: 12345, queue: 4096,
-			resyncs: 12, restarts: 3, latency: -1},
-		{node: "transform.grace_period.drainxx", state: "healthy", records: 2_500_000, in: 0.5, out: 0.5, latency: -1},
-		{node: "sink.ebpf_map.allowed_networks", state: "pending", records: 99999, in: 812, out: 812, latency: 0.1234,
-			errs: 12.3, sink: true},
-	}
-	s := &topSample{at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	s.ready.Ready = true
-	for _, colour := range []bool{false, true} {
-		var out bytes.Buffer
-		v := &topView{w: &out, colour: colour, against: "127.0.0.1:9464"}
-		if err := v.render(rows, s); err != nil {
-			t.Fatal(err)
-		}
-		plain := strings.NewReplacer("\x1b[H\x1b[2J", "", "\x1b[32m", "", "\x1b[33m", "", "\x1b[31m", "", "\x1b[0m", "").Replace(out.String())
-		for _, line := range strings.Split(plain, "\n") {
-			if n := utf8.RuneCountInString(line); n > 80 {
-				t.Errorf("colour %v: %d columns: %q", colour, n, line)
-			}
-		}
-		if !strings.Contains(plain, "123.5k") || !strings.Contains(plain, "12.3k") || !strings.Contains(plain, "123ms") {
-			t.Errorf("numbers not compact:\n%s", plain)
-		}
 	}
 }

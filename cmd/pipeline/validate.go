@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -44,14 +46,14 @@ func newValidateCmd() *cobra.Command {
 				})
 				all = append(all, l.diags...)
 				if !asJSON {
-					writeDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
+					view.WriteDiagsText(cmd.ErrOrStderr(), l.files, l.diags)
 					if !l.diags.HasErrors() {
-						fmt.Fprintf(cmd.OutOrStdout(), "Success! %s is valid (%d nodes).\n", printable(path), len(l.graph.Nodes))
+						fmt.Fprintf(cmd.OutOrStdout(), "Success! %s is valid (%d nodes).\n", view.Printable(path), len(l.graph.Nodes))
 					}
 				}
 			}
 			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), validateJSON(files, all)); err != nil {
+				if err := view.WriteJSON(cmd.OutOrStdout(), view.ValidateJSON(files, all)); err != nil {
 					return err
 				}
 			}

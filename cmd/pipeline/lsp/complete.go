@@ -20,6 +20,11 @@ var (
 	headerRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^\s*(source|transform|sink)\s+("?)([\w-]*)$`)
 	})
+	// stepRE is the label of a config test's given or expect block being
+	// typed: `given "source.st`.
+	stepRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(given|expect)\s+("?)([\w.-]*)$`)
+	})
 	// itemRE is an attribute or block name being typed at a line's start.
 	itemRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*[\w-]*$`) })
 	// wordRE is the traversal being typed: `transform.extract.` or `lo`.
@@ -32,6 +37,9 @@ var (
 func (s *Server) complete(w *workspace, f *parsed, off int) []protocol.CompletionItem {
 	c := cursorAt(f, off)
 	prefix := f.text.linePrefix(off)
+	if isTestFile(f.name) {
+		return completeTest(w, &s.opts.TestFile, c, prefix)
+	}
 	if c.attr != "" {
 		return s.completeValue(w, c, prefix)
 	}
@@ -44,7 +52,7 @@ func (s *Server) complete(w *workspace, f *parsed, off int) []protocol.Completio
 	if len(c.frames) == 0 {
 		return completeTopLevel()
 	}
-	body, _, ok := blockAt(s.opts.Registry, c.frames)
+	body, _, ok := blockAt(s.opts.Registry, nil, c.frames)
 	if !ok {
 		return nil
 	}
@@ -62,6 +70,54 @@ func completeTopLevel() []protocol.CompletionItem {
 			Detail: t.doc, InsertText: insert, InsertTextFormat: protocol.InsertTextFormatSnippet,
 			SortText: string(rune('a' + i))})
 	}
+	return items
+}
+
+// completeTest completes in a config test file: its blocks and
+// attributes (declared by testFile), and a given's source or an expect's
+// sink among the configuration's. Values are literals: nothing is offered
+// inside them.
+func completeTest(w *workspace, testFile *schema.Block, c cursor, prefix string) []protocol.CompletionItem {
+	if c.attr != "" {
+		return nil
+	}
+	if m := stepRE().FindStringSubmatch(prefix); m != nil && len(c.frames) == 1 {
+		return stepTargets(w, m[1], m[2] == "")
+	}
+	if !itemRE().MatchString(prefix) {
+		return nil
+	}
+	body, _, ok := blockAt(nil, testFile, c.frames)
+	if !ok {
+		return nil
+	}
+	var present map[string]bool
+	if len(c.frames) > 0 {
+		present = c.frames[len(c.frames)-1].present
+	}
+	return completeItems(body, present)
+}
+
+// stepTargets lists the configuration's sources (for a given) or sinks
+// (for an expect), by address.
+func stepTargets(w *workspace, step string, quote bool) []protocol.CompletionItem {
+	kind := string(schema.KindSource)
+	if step == "expect" {
+		kind = string(schema.KindSink)
+	}
+	var items []protocol.CompletionItem
+	for key, d := range w.decls {
+		if !strings.HasPrefix(key, kind+".") {
+			continue
+		}
+		insert := key
+		if quote {
+			insert = `"` + key + `"`
+		}
+		items = append(items, protocol.CompletionItem{Label: key, Kind: protocol.CompletionItemKindReference,
+			Detail: kind, Documentation: markdown(blockText(d)), InsertText: insert})
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Label < items[j].Label })
 	return items
 }
 
@@ -122,7 +178,7 @@ func completeItems(body schema.Block, present map[string]bool) []protocol.Comple
 // completeValue completes inside an attribute's value: enum values,
 // references, the fields of what the node's input offers, functions.
 func (s *Server) completeValue(w *workspace, c cursor, prefix string) []protocol.CompletionItem {
-	body, spec, _ := blockAt(s.opts.Registry, c.frames)
+	body, spec, _ := blockAt(s.opts.Registry, nil, c.frames)
 	info := attrInfo(body, c.attr)
 	if info == nil {
 		info = &schema.AttrInfo{Name: c.attr, Type: "expression"}

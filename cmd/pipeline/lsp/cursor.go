@@ -115,6 +115,10 @@ func (s *tokenScan) step(tok hclsyntax.Token) {
 	switch tok.Type {
 	case hclsyntax.TokenNewline, hclsyntax.TokenEOF:
 		s.item = s.item[:0]
+	case hclsyntax.TokenComment: // a line comment holds its newline and ends the line
+		if bytes.HasSuffix(tok.Bytes, []byte("\n")) {
+			s.item = s.item[:0]
+		}
 	case hclsyntax.TokenEqual:
 		if len(s.item) > 0 && s.item[0].Type == hclsyntax.TokenIdent {
 			s.attr = string(s.item[0].Bytes)

@@ -7,12 +7,15 @@ import (
 	"maps"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"go.lsp.dev/protocol"
+
+	"github.com/pipeline/pipeline/schema"
 )
 
 // diagnoseLoop checks the configurations of changed documents once typing
@@ -78,8 +81,8 @@ func (s *Server) safeCheck(dir string, open map[string][]byte) (byFile map[strin
 }
 
 // check returns validate's diagnostics for dir by file, with the texts to
-// convert their positions; config test files open in dir get their syntax
-// errors (validate does not load them).
+// convert their positions; config test files open in dir get what
+// `pipeline test` would say of them before running (checkTest).
 func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol.Diagnostic {
 	overlay := map[string][]byte{}
 	var tests []string
@@ -100,9 +103,12 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 		s.built[dir] = checked.Nodes
 		s.mu.Unlock()
 	}
+	nodes := checked.Nodes
+	if diags.HasErrors() { // a node that failed to build is no unknown node
+		nodes = nil
+	}
 	for _, name := range tests {
-		_, d := hclsyntax.ParseConfig(open[name], name, hcl.InitialPos)
-		diags = append(diags, d...)
+		diags = append(diags, s.checkTest(name, open[name], nodes)...)
 	}
 	texts := map[string]*text{}
 	textOf := func(name string) *text {
@@ -135,6 +141,24 @@ func (s *Server) check(dir string, open map[string][]byte) map[string][]protocol
 		out[name] = append(out[name], toLSP(d, textOf(name).rangeOf(r)))
 	}
 	return out
+}
+
+// checkTest checks a config test file's text with Options.CheckTest,
+// given the addresses of the configuration's nodes when it compiled
+// without error (nodes is not nil); without CheckTest, only its syntax.
+func (s *Server) checkTest(name string, src []byte, nodes map[string]any) hcl.Diagnostics {
+	if diags := schema.CheckNesting(src, name); diags.HasErrors() {
+		return diags
+	}
+	if s.opts.CheckTest == nil {
+		_, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		return diags
+	}
+	var addrs []string
+	if nodes != nil {
+		addrs = slices.Sorted(maps.Keys(nodes))
+	}
+	return s.opts.CheckTest(name, src, addrs)
 }
 
 // keepParses keeps the check's parse of each file (open documents as

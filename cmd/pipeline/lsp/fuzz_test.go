@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -25,7 +26,8 @@ func kubeSpec() node.Spec {
 func testServer() *Server {
 	reg := node.NewRegistry(kubeSpec(), static.Spec(), extract.Spec(), debounce.Spec(), ebpfmap.Spec())
 	return &Server{opts: Options{Registry: reg, Format: func(string, []byte) ([]byte, error) { return nil, nil },
-		Check: func(string, map[string][]byte) Checked { return Checked{} }},
+		Check:    func(string, map[string][]byte) Checked { return Checked{} },
+		TestFile: configtest.FileBlock, CheckTest: configtest.Check},
 		funcs: schema.Functions(".", nil), docs: map[string][]byte{}, versions: map[string]int32{},
 		cache: map[string]*parsed{}, indexed: map[string]*workspace{}, good: map[string]*parsed{}, sound: map[string]*workspace{}, dirty: map[string]bool{}, published: map[string]map[string]bool{}, built: map[string]map[string]any{}, kick: make(chan struct{}, 1)}
 }
@@ -63,24 +65,32 @@ func FuzzHandlers(f *testing.F) {
 	f.Add([]byte("x = <<EOT\n${a.\nEOT\n\xff\xfe\x00"), uint16(1), uint16(4))
 	f.Add([]byte("é😀 = \"é😀\"\r\n"), uint16(0), uint16(3))
 	s := testServer()
+	f.Add([]byte("test \"t\" {\n  given \"source.\n  expect \"sink.s.a\" {\n    at = \"1s\"\n    state = {\n"), uint16(1), uint16(18))
+	// Each text is also a config test file's, checked as the server
+	// checks one against a configuration of one source and one sink.
+	nodes := map[string]any{"source.static.s": nil, "sink.log.s": nil}
 	f.Fuzz(func(t *testing.T, src []byte, line, col uint16) {
-		name := "/fuzz/main.hcl"
-		s.docs[name] = src
-		w, file := s.snapshot(fileURI(name))
-		p := protocol.Position{Line: uint32(line % 64), Character: uint32(col)}
-		off := file.text.offset(p)
-		if off < 0 || off > len(src) {
-			t.Fatalf("offset %d out of [0,%d]", off, len(src))
-		}
-		_ = file.text.position(off)
-		_ = s.complete(w, file, off)
-		_ = s.hover(w, file, off)
-		_ = definition(w, file, off)
-		_ = references(w, file, off, true)
-		_ = symbols(file)
-		_ = s.format(fileURI(name))
-		for _, d := range []hcl.Diagnostic{{Subject: &hcl.Range{Filename: name, Start: hcl.Pos{Line: int(line), Column: int(col), Byte: int(col)}}}} {
-			_ = file.text.rangeOf(*d.Subject)
+		for _, name := range []string{"/fuzz/main.hcl", "/fuzz/main.test.hcl"} {
+			s.docs[name] = src
+			w, file := s.snapshot(fileURI(name))
+			p := protocol.Position{Line: uint32(line % 64), Character: uint32(col)}
+			off := file.text.offset(p)
+			if off < 0 || off > len(src) {
+				t.Fatalf("offset %d out of [0,%d]", off, len(src))
+			}
+			_ = file.text.position(off)
+			_ = s.complete(w, file, off)
+			_ = s.hover(w, file, off)
+			_ = definition(w, file, off)
+			_ = references(w, file, off, true)
+			_ = symbols(file)
+			_ = s.format(fileURI(name))
+			for _, d := range []hcl.Diagnostic{{Subject: &hcl.Range{Filename: name, Start: hcl.Pos{Line: int(line), Column: int(col), Byte: int(col)}}}} {
+				_ = file.text.rangeOf(*d.Subject)
+			}
+			if isTestFile(name) {
+				_ = s.checkTest(name, src, nodes)
+			}
 		}
 	})
 }

@@ -39,7 +39,18 @@ func syntaxPath(body *hclsyntax.Body, off int) ([]*frame, *hclsyntax.Body, []*hc
 func (s *Server) hover(w *workspace, f *parsed, off int) *protocol.Hover {
 	frames, body, blocks := syntaxPath(f.body, off)
 	md, rng := "", hcl.Range{}
-	if len(blocks) > 0 {
+	test := isTestFile(f.name)
+	var testFile *schema.Block
+	if test {
+		testFile = &s.opts.TestFile
+	}
+	if target, r, ok := stepLabelAt(f, off); ok {
+		md, rng = "`"+target+"` is not declared", r
+		if d := w.decls[target]; d != nil {
+			md = blockText(d)
+		}
+	}
+	if len(blocks) > 0 && !test {
 		top := blocks[0]
 		if isNodeKind(top.Type) && len(top.Labels) == 2 && within(top.LabelRanges[0], off) {
 			if sp, ok := s.opts.Registry.Lookup(schema.Kind(top.Type), top.Labels[0]); ok {
@@ -51,12 +62,12 @@ func (s *Server) hover(w *workspace, f *parsed, off int) *protocol.Hover {
 		switch {
 		case md != "":
 		case within(a.NameRange, off):
-			if sb, _, ok := blockAt(s.opts.Registry, frames); ok {
+			if sb, _, ok := blockAt(s.opts.Registry, testFile, frames); ok {
 				if info := attrInfo(sb, a.Name); info != nil {
 					md, rng = attrMarkdown(info), a.NameRange
 				}
 			}
-		case within(a.Expr.Range(), off):
+		case within(a.Expr.Range(), off) && !test:
 			md, rng = s.hoverExpr(w, f, a.Expr, off)
 		}
 	}

@@ -15,15 +15,38 @@ func location(f *parsed, r hcl.Range) protocol.Location {
 
 // definition returns where the reference under off is declared.
 func definition(w *workspace, f *parsed, off int) []protocol.Location {
-	r, ok := refAt(f, off)
+	target, _, ok := stepLabelAt(f, off)
 	if !ok {
-		return nil
+		var r ref
+		if r, ok = refAt(f, off); !ok {
+			return nil
+		}
+		target = r.target
 	}
-	d := w.decls[r.target]
+	d := w.decls[target]
 	if d == nil {
 		return nil
 	}
 	return []protocol.Location{location(d.file, d.rng())}
+}
+
+// stepLabelAt returns the address a config test's given or expect block
+// names when off is on its label, with the label's range.
+func stepLabelAt(f *parsed, off int) (string, hcl.Range, bool) {
+	if !isTestFile(f.name) {
+		return "", hcl.Range{}, false
+	}
+	for _, t := range f.body.Blocks {
+		if !within(t.Range(), off) {
+			continue
+		}
+		for _, b := range t.Body.Blocks {
+			if (b.Type == "given" || b.Type == "expect") && len(b.Labels) == 1 && within(b.LabelRanges[0], off) {
+				return b.Labels[0], b.LabelRanges[0], true
+			}
+		}
+	}
+	return "", hcl.Range{}, false
 }
 
 // references returns every reference to what is under off: a reference

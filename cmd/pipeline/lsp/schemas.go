@@ -33,8 +33,21 @@ var variableBlock = schema.Block{Attrs: []schema.Attribute{
 }}
 
 // blockAt returns the schema of the body the frames lead to, and the node
-// spec of the outermost block when it is a node.
-func blockAt(reg *node.Registry, frames []*frame) (schema.Block, *node.Spec, bool) {
+// spec of the outermost block when it is a node. In a config test file
+// the frames start from the file's body, testFile (nil in a configuration
+// file).
+func blockAt(reg *node.Registry, testFile *schema.Block, frames []*frame) (schema.Block, *node.Spec, bool) {
+	if testFile != nil {
+		body := *testFile
+		for _, f := range frames {
+			bt := nestedType(body, f.name)
+			if bt == nil {
+				return schema.Block{}, nil, false
+			}
+			body = bt.Body
+		}
+		return body, nil, true
+	}
 	if len(frames) == 0 {
 		return schema.Block{}, nil, false
 	}

@@ -31,6 +31,13 @@ type Options struct {
 	// Check validates the configuration at path (a directory), reading
 	// overlay's contents instead of the disk's for the files it names.
 	Check func(path string, overlay map[string][]byte) Checked
+	// TestFile declares the blocks of a config test file (*.test.hcl):
+	// completion and hover read it.
+	TestFile schema.Block
+	// CheckTest is what `pipeline test` says of a config test file's text
+	// before running it; addrs are the addresses of the configuration's
+	// nodes ("KIND.TYPE.NAME"), nil when it did not compile.
+	CheckTest func(name string, src []byte, addrs []string) hcl.Diagnostics
 	// Format is `pipeline fmt` of one file's bytes.
 	Format func(name string, src []byte) ([]byte, error)
 	// Debounce is how long diagnostics wait for typing to pause; 0 checks

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
-// reloadsBody is the body of GET /reloads.
-type reloadsBody struct {
+// Reloads is the body of GET /reloads.
+type Reloads struct {
 	// Generation is the running configuration's generation.
 	Generation uint64 `json:"generation"`
 	// Reloads are the latest reloads, newest first.
@@ -26,7 +26,7 @@ func reloadsHandler(rt *engine.Runtime, secrets *redact.Redactor) http.Handler {
 			return
 		}
 		recs := rt.Reloads()
-		body := reloadsBody{Generation: rt.Generation(), Reloads: make([]engine.ReloadRecord, 0, len(recs))}
+		body := Reloads{Generation: rt.Generation(), Reloads: make([]engine.ReloadRecord, 0, len(recs))}
 		for i := len(recs) - 1; i >= 0; i-- {
 			rec := recs[i]
 			rec.Error = secrets.String(rec.Error)

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 )
 
 // maxTaps bounds concurrent /tap streams so that they never take every
-// admin slot (maxAdminRequests) from the metrics scraper.
+// admin slot (MaxRequests) from the metrics scraper.
 const maxTaps = 4
 
 // tapBuffer is how many events a tap holds for a slow client before it
@@ -20,7 +20,7 @@ const maxTaps = 4
 const tapBuffer = 4096
 
 // registerTap adds GET /tap?node=ADDR[&node=ADDR...][&rate=N][&sample=N]:
-// a stream of JSON lines (tapLine), one per delta of the named nodes, until
+// a stream of JSON lines (TapLine), one per delta of the named nodes, until
 // the client goes away. rate caps lines per second (default 100, 0 for no
 // cap); sample=N keeps every Nth delta. Values are masked as in logs.
 func registerTap(mux *http.ServeMux, rt *engine.Runtime, secrets *redact.Redactor) {
@@ -115,7 +115,7 @@ func streamTaps(w http.ResponseWriter, r *http.Request, taps []*engine.Tap, q ta
 				continue
 			}
 			sent++
-			if err := enc.Encode(newTapLine(ev, secrets)); err != nil {
+			if err := enc.Encode(NewTapLine(ev, secrets)); err != nil {
 				return
 			}
 		}
@@ -131,14 +131,14 @@ func reportSkipped(enc *json.Encoder, taps []*engine.Tap, reported []uint64, lim
 	now := time.Now().UTC()
 	for i, t := range taps {
 		if d := t.Dropped(); d > reported[i] {
-			if err := enc.Encode(tapLine{Time: now, Op: "skipped", Dropped: d - reported[i]}); err != nil {
+			if err := enc.Encode(TapLine{Time: now, Op: "skipped", Dropped: d - reported[i]}); err != nil {
 				return err
 			}
 			reported[i] = d
 		}
 	}
 	if *limited > 0 {
-		if err := enc.Encode(tapLine{Time: now, Op: "skipped", Limited: *limited}); err != nil {
+		if err := enc.Encode(TapLine{Time: now, Op: "skipped", Limited: *limited}); err != nil {
 			return err
 		}
 		*limited = 0

@@ -1,4 +1,4 @@
-package main
+package inspect
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 )
 
 // topMetrics are the families top reads, each by its node label (and the
@@ -93,7 +95,7 @@ func topRows(prev, cur *topSample) []topRow {
 	for _, st := range cur.ready.Nodes {
 		n := st.Address
 		// The instance's answer is printed: its names and states are escaped.
-		r := topRow{node: printable(n), state: printable(st.State), sink: strings.HasPrefix(n, "sink."),
+		r := topRow{node: view.Printable(n), state: view.Printable(st.State), sink: strings.HasPrefix(n, "sink."),
 			records: cur.metrics["pipeline_node_records"][n], queue: cur.metrics["pipeline_node_queue_depth"][n],
 			in: rate("pipeline_node_deltas_total/in", n), out: rate("pipeline_node_deltas_total/out", n),
 			errs: rate("pipeline_sink_writes_total/error", n), latency: -1,
@@ -133,7 +135,7 @@ func (v *topView) render(rows []topRow, s *topSample) error {
 	if s.ready.Ready {
 		ready = "ready"
 	}
-	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", printable(v.against), ready, s.at.Format(time.TimeOnly))
+	fmt.Fprintf(&b, "pipeline top  %s  %s  %s\n\n", view.Printable(v.against), ready, s.at.Format(time.TimeOnly))
 	// The table is laid out without colour, then the states are painted:
 	// tabwriter counts escape codes as width, which shifted every coloured
 	// row against the header. Padding 1, short headings (explained in the

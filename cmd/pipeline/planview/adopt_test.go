@@ -1,11 +1,10 @@
-package main
+package planview
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -26,10 +25,10 @@ func TestPlanShowsAdoption(t *testing.T) {
 	}
 	hand, old := add("shop/hand"), add("shop/old")
 	hand.Refused, old.Adopts = refused, adopts
-	p := &maskedPlan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.kubernetes.k", Type: "kubernetes", Prune: true,
+	p := &Plan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.kubernetes.k", Type: "kubernetes", Prune: true,
 		Changes: []engine.PlannedChange{hand, old}}}}}
 	var text bytes.Buffer
-	if err := (textPlan{max: 10}).write(&text, p); err != nil {
+	if err := (Text{Max: 10}).Write(&text, p); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"! shop/hand  refused: " + refused + "\n", "+ shop/old   => \"v\"\n      adopts it: " + adopts + "\n"} {
@@ -41,7 +40,7 @@ func TestPlanShowsAdoption(t *testing.T) {
 		t.Errorf("text view shows a refusal as a failure:\n%s", text.String())
 	}
 	var js bytes.Buffer
-	if err := (jsonPlan{}).write(&js, p); err != nil {
+	if err := (JSON{}).Write(&js, p); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -58,16 +57,5 @@ func TestPlanShowsAdoption(t *testing.T) {
 	}
 	if c := doc.Sinks[0].Changes; doc.Version != "1.4" || c[0].Refused != refused || c[1].Adopts != adopts || c[0].Adopts != "" || c[1].Refused != "" {
 		t.Errorf("json: %s", js.String())
-	}
-}
-
-// TestExplainShowsRejected: explain's text view says when the target
-// rejected a key's write for good.
-func TestExplainShowsRejected(t *testing.T) {
-	var out bytes.Buffer
-	writeExplain(&out, explainView{Key: "k7", Entries: []entryView{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
-		Status: "wanted, not in the target", Wanted: true, Attempts: 1, LastError: "invalid", Rejected: "rejected by the target: not retried"}}}, time.Now())
-	if !strings.Contains(out.String(), "  rejected rejected by the target: not retried\n") {
-		t.Errorf("explain:\n%s", out.String())
 	}
 }

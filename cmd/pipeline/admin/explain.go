@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -14,18 +14,19 @@ import (
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
-// explainView is the JSON of GET /explain?key=KEY, which `pipeline
+// Explanation is the JSON of GET /explain?key=KEY, which `pipeline
 // explain` prints. Values are masked: a sensitive value (a marked one, or
 // one equal to a sensitive variable or attribute) shows as "(sensitive)".
-type explainView struct {
-	Key     string      `json:"key"`
-	Entries []entryView `json:"entries"`
-	Seen    []stageView `json:"seen,omitempty"`
-	Gates   []gateView  `json:"gates,omitempty"`
-	Absent  bool        `json:"absent"`
+type Explanation struct {
+	Key     string  `json:"key"`
+	Entries []Entry `json:"entries"`
+	Seen    []Stage `json:"seen,omitempty"`
+	Gates   []Gate  `json:"gates,omitempty"`
+	Absent  bool    `json:"absent"`
 }
 
-type entryView struct {
+// Entry is what one sink wants, wrote and read at the key.
+type Entry struct {
 	Sink      string `json:"sink"`
 	InputKey  string `json:"input_key"`
 	TargetKey string `json:"target_key"`
@@ -39,23 +40,24 @@ type entryView struct {
 	// ActualReadAt is when the target was read at the key (absent for an
 	// append-only target, which cannot be read); ReadError why that read
 	// failed.
-	ActualReadAt *time.Time  `json:"actual_read_at,omitempty"`
-	ReadError    string      `json:"read_error,omitempty"`
-	Attempts     int         `json:"attempts,omitempty"`
-	LastError    string      `json:"last_error,omitempty"`
-	LastErrorAt  *time.Time  `json:"last_error_at,omitempty"`
-	RetryAt      *time.Time  `json:"retry_at,omitempty"`
-	Origin       *originView `json:"origin,omitempty"`
-	Path         []stageView `json:"path,omitempty"`
-	Input        string      `json:"input,omitempty"`        // fan-in: the input whose record the sink has
-	OtherInputs  []string    `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
-	Conflict     string      `json:"conflict,omitempty"`
-	Brake        string      `json:"brake,omitempty"`    // why the deletion brake holds the key's delete
-	Rejected     string      `json:"rejected,omitempty"` // the target rejected the last write for good: when it is written again
-	Detail       []string    `json:"detail,omitempty"`
+	ActualReadAt *time.Time `json:"actual_read_at,omitempty"`
+	ReadError    string     `json:"read_error,omitempty"`
+	Attempts     int        `json:"attempts,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	LastErrorAt  *time.Time `json:"last_error_at,omitempty"`
+	RetryAt      *time.Time `json:"retry_at,omitempty"`
+	Origin       *Origin    `json:"origin,omitempty"`
+	Path         []Stage    `json:"path,omitempty"`
+	Input        string     `json:"input,omitempty"`        // fan-in: the input whose record the sink has
+	OtherInputs  []string   `json:"other_inputs,omitempty"` // fan-in: other inputs holding the key
+	Conflict     string     `json:"conflict,omitempty"`
+	Brake        string     `json:"brake,omitempty"`    // why the deletion brake holds the key's delete
+	Rejected     string     `json:"rejected,omitempty"` // the target rejected the last write for good: when it is written again
+	Detail       []string   `json:"detail,omitempty"`
 }
 
-type originView struct {
+// Origin is where a record came from: its source and object or file:line.
+type Origin struct {
 	Source          string `json:"source"`
 	Namespace       string `json:"namespace,omitempty"`
 	Name            string `json:"name,omitempty"`
@@ -66,19 +68,22 @@ type originView struct {
 	Line            int    `json:"line,omitempty"`
 }
 
-func viewOrigin(o *node.Origin, secrets *redact.Redactor) *originView {
-	return &originView{Source: o.Source, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
+func viewOrigin(o *node.Origin, secrets *redact.Redactor) *Origin {
+	return &Origin{Source: o.Source, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
 		ResourceVersion: o.ResourceVersion, Object: secrets.String(o.Object), File: o.File, Line: o.Line}
 }
 
-type gateView struct {
+// Gate is a selector or condition on the way to a sink that decides which
+// records reach it.
+type Gate struct {
 	Node string `json:"node"`
 	Attr string `json:"attr"`
 	Pos  string `json:"pos"`
 	Text string `json:"text"`
 }
 
-type stageView struct {
+// Stage is the key at one node of the graph.
+type Stage struct {
 	Node          string     `json:"node"`
 	Key           string     `json:"key"`
 	Present       bool       `json:"present"`
@@ -101,16 +106,17 @@ func explainHandler(rt *engine.Runtime, secrets *redact.Redactor) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		v := viewExplanation(rt.Explain(ctx, key), secrets)
+		v := ViewExplanation(rt.Explain(ctx, key), secrets)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)
 	})
 }
 
-func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainView {
-	v := explainView{Key: secrets.String(ex.Key), Entries: []entryView{}, Absent: len(ex.Entries) == 0}
+// ViewExplanation is the JSON of ex, every secret masked.
+func ViewExplanation(ex engine.Explanation, secrets *redact.Redactor) Explanation {
+	v := Explanation{Key: secrets.String(ex.Key), Entries: []Entry{}, Absent: len(ex.Entries) == 0}
 	for _, e := range ex.Entries {
-		ev := entryView{Sink: e.Sink, InputKey: secrets.String(e.InputKey), TargetKey: secrets.String(e.TargetKey),
+		ev := Entry{Sink: e.Sink, InputKey: secrets.String(e.InputKey), TargetKey: secrets.String(e.TargetKey),
 			Status: e.Status, Wanted: e.Wanted, Want: maskValue(e.Want, secrets), Written: e.Written, Wrote: maskValue(e.Wrote, secrets),
 			InTarget: e.InTarget, Actual: maskValue(e.Actual, secrets), ActualReadAt: timePtr(e.ActualAt), ReadError: secrets.String(e.ReadError),
 			Attempts: e.Attempts, LastError: secrets.String(e.LastError), LastErrorAt: timePtr(e.LastErrorAt),
@@ -131,13 +137,13 @@ func viewExplanation(ex engine.Explanation, secrets *redact.Redactor) explainVie
 		v.Seen = append(v.Seen, viewStage(st, secrets))
 	}
 	for _, g := range ex.Gates {
-		v.Gates = append(v.Gates, gateView{Node: g.Node, Attr: g.Attr, Pos: g.Pos, Text: secrets.String(g.Text)})
+		v.Gates = append(v.Gates, Gate{Node: g.Node, Attr: g.Attr, Pos: g.Pos, Text: secrets.String(g.Text)})
 	}
 	return v
 }
 
-func viewStage(st engine.Stage, secrets *redact.Redactor) stageView {
-	return stageView{Node: st.Node, Key: secrets.String(st.Key), Present: st.Present,
+func viewStage(st engine.Stage, secrets *redact.Redactor) Stage {
+	return Stage{Node: st.Node, Key: secrets.String(st.Key), Present: st.Present,
 		Value: maskValue(st.Value, secrets), PendingDelete: timePtr(st.PendingDelete)}
 }
 

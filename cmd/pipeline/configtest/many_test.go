@@ -1,9 +1,8 @@
-package main
+package configtest
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 // each.
 func TestConfigTestManyGivens(t *testing.T) {
 	dir := t.TempDir()
-	writeConfig(t, filepath.Join(dir, "main.hcl"), `
+	writeFile(t, filepath.Join(dir, "main.hcl"), `
 source "static" "s" {
   records = {}
 }
@@ -33,16 +32,14 @@ sink "log" "out" {
 	}
 	b.WriteString("  expect \"sink.log.out\" {\n    at   = \"1s\"\n    keys = [\"k0\"]\n  }\n}\n")
 	tf := filepath.Join(dir, "many.test.hcl")
-	if err := os.WriteFile(tf, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests, diags := parseTestFile(hclparse.NewParser(), tf)
+	writeFile(t, tf, b.String())
+	tests, diags := ParseFile(hclparse.NewParser(), tf)
 	if diags.HasErrors() || len(tests) != 1 {
 		t.Fatalf("%d tests: %s", len(tests), diags.Error())
 	}
-	res, l := runConfigTest(context.Background(), []string{filepath.Join(dir, "main.hcl")}, tests[0])
-	if l.diags.HasErrors() {
-		t.Fatal(l.diags.Error())
+	res, l := Run(context.Background(), testLoad, []string{filepath.Join(dir, "main.hcl")}, tests[0])
+	if l.Diags.HasErrors() {
+		t.Fatal(l.Diags.Error())
 	}
 	if len(res.Failures) != 1 {
 		t.Errorf("%d failures, want the one expect's (k1 to k19999 held, not expected)", len(res.Failures))

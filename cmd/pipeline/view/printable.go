@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // what is shown. printable writes each of those as a Go-style escape
 // (\x1b, \u202e); an invalid UTF-8 byte becomes \ufffd. Newlines and tabs
 // stay. JSON views need none of this: their encoder escapes.
-func printable(s string) string {
+func Printable(s string) string {
 	if !strings.ContainsFunc(s, isUnsafe) {
 		return s
 	}
@@ -45,35 +45,43 @@ func isUnsafe(r rune) bool {
 	return r != '\n' && r != '\t' && (r == utf8.RuneError || unicode.IsControl(r) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Bidi_Control, r))
 }
 
-// printableWriter passes everything written through printable. Each Write
+// PrintableWriter passes everything written through printable. Each Write
 // must hold whole characters, as each fmt.Fprintf call does.
-type printableWriter struct{ w io.Writer }
+type PrintableWriter struct{ W io.Writer }
 
-func (p printableWriter) Write(b []byte) (int, error) {
-	if _, err := io.WriteString(p.w, printable(string(b))); err != nil {
+// Write writes b through Printable.
+func (p PrintableWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.W, Printable(string(b))); err != nil {
 		return 0, err
 	}
 	return len(b), nil
 }
 
-// termText is a coloured human view's text as it is built: what is
+// TermText is a coloured human view's text as it is built: what is
 // written to it, fmt.Fprintf's included, goes through printable, and only
-// paint's colour codes reach the terminal raw.
-type termText struct {
+// Paint's colour codes reach the terminal raw.
+type TermText struct {
 	b      strings.Builder
 	colour bool
 }
 
-func (t *termText) Write(p []byte) (int, error) {
-	t.b.WriteString(printable(string(p)))
+// NewTermText starts a view's text, in colour when colour is set.
+func NewTermText(colour bool) *TermText { return &TermText{colour: colour} }
+
+// String is the text written so far.
+func (t *TermText) String() string { return t.b.String() }
+
+// Write adds p through Printable.
+func (t *TermText) Write(p []byte) (int, error) {
+	t.b.WriteString(Printable(string(p)))
 	return len(p), nil
 }
 
-// paint writes s in the colour of an SGR code when colour is on.
-func (t *termText) paint(code, s string) {
+// Paint writes s in the colour of an SGR code when colour is on.
+func (t *TermText) Paint(code, s string) {
 	if !t.colour {
-		t.b.WriteString(printable(s))
+		t.b.WriteString(Printable(s))
 		return
 	}
-	t.b.WriteString(code + printable(s) + "\x1b[0m")
+	t.b.WriteString(code + Printable(s) + "\x1b[0m")
 }

@@ -1,8 +1,9 @@
-package main
+package planview
 
 import (
 	"io"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
@@ -14,8 +15,8 @@ import (
 // a minor bump only adds fields, a major bump means readers must reject.
 const planFormatVersion = "1.4"
 
-// jsonPlan is the machine view: the whole plan, every change included.
-type jsonPlan struct{}
+// JSON is the machine view: the whole plan, every change included.
+type JSON struct{}
 
 type planDoc struct {
 	FormatVersion string               `json:"format_version"`
@@ -24,7 +25,7 @@ type planDoc struct {
 	Warnings      []warningDoc         `json:"warnings"`
 	Summary       summaryDoc           `json:"summary"`
 	// Reload is present with --against only.
-	Reload *reloadDoc `json:"reload,omitempty"`
+	Reload *ReloadDoc `json:"reload,omitempty"`
 }
 
 type sinkDoc struct {
@@ -103,7 +104,8 @@ type summaryDoc struct {
 	Emit int `json:"emit"`
 }
 
-func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
+// Write writes p as the --json document.
+func (JSON) Write(w io.Writer, p *Plan) error {
 	doc := planDoc{FormatVersion: planFormatVersion, Sources: p.Sources, Sinks: []sinkDoc{}, Warnings: []warningDoc{}}
 	if doc.Sources == nil {
 		doc.Sources = []engine.SourceState{}
@@ -116,11 +118,11 @@ func (jsonPlan) write(w io.Writer, p *maskedPlan) error {
 	}
 	doc.Summary.Add, doc.Summary.Change, doc.Summary.Remove = p.Counts()
 	doc.Summary.Emit = p.Emits()
-	doc.Reload = reloadJSON(p.reload)
-	return writeJSON(w, doc)
+	doc.Reload = ReloadJSON(p.Reload)
+	return view.WriteJSON(w, doc)
 }
 
-func sinkJSON(p *maskedPlan, s *engine.SinkPlan) sinkDoc {
+func sinkJSON(p *Plan, s *engine.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
 		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
 		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File,

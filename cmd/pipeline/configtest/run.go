@@ -1,10 +1,11 @@
-package main
+package configtest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -23,39 +25,39 @@ import (
 // after a step; a graph that never rests fails the test instead of hanging.
 const settleLimit = time.Minute
 
-// testResult is one test's outcome (also its -json form).
-type testResult struct {
-	File     string        `json:"file"`
-	Name     string        `json:"name"`
-	Pos      string        `json:"pos"`
-	Passed   bool          `json:"passed"`
-	Virtual  string        `json:"virtual_time"`
-	Elapsed  string        `json:"elapsed"`
-	Failures []testFailure `json:"failures,omitempty"`
+// Result is one test's outcome (also its -json form).
+type Result struct {
+	File     string    `json:"file"`
+	Name     string    `json:"name"`
+	Pos      string    `json:"pos"`
+	Passed   bool      `json:"passed"`
+	Virtual  string    `json:"virtual_time"`
+	Elapsed  string    `json:"elapsed"`
+	Failures []Failure `json:"failures,omitempty"`
 	// settles counts the times the pipeline was let come to rest.
 	settles int
 }
 
-// testFailure is one expectation that did not hold, or a given that could
+// Failure is one expectation that did not hold, or a given that could
 // not apply.
-type testFailure struct {
-	Pos        string       `json:"pos"`
-	Node       string       `json:"node"`
-	At         string       `json:"at"`
-	Message    string       `json:"message,omitempty"`
-	Missing    []testEntry  `json:"missing,omitempty"`
-	Unexpected []testEntry  `json:"unexpected,omitempty"`
-	Changed    []testChange `json:"changed,omitempty"`
-	WantWrites []string     `json:"want_writes,omitempty"`
-	GotWrites  []string     `json:"got_writes,omitempty"`
+type Failure struct {
+	Pos        string   `json:"pos"`
+	Node       string   `json:"node"`
+	At         string   `json:"at"`
+	Message    string   `json:"message,omitempty"`
+	Missing    []Entry  `json:"missing,omitempty"`
+	Unexpected []Entry  `json:"unexpected,omitempty"`
+	Changed    []Change `json:"changed,omitempty"`
+	WantWrites []string `json:"want_writes,omitempty"`
+	GotWrites  []string `json:"got_writes,omitempty"`
 }
 
-type testEntry struct {
+type Entry struct {
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-type testChange struct {
+type Change struct {
 	Key  string          `json:"key"`
 	Want json.RawMessage `json:"want"`
 	Got  json.RawMessage `json:"got"`
@@ -63,38 +65,52 @@ type testChange struct {
 
 // testRun is one test on its sandbox.
 type testRun struct {
-	t       *configTest
+	t       *Test
 	sb      *engine.Sandbox
 	secrets *redact.Redactor
 	have    map[string]map[string]bool // source -> keys it holds, to check add/update/delete
-	res     *testResult
+	res     *Result
 }
 
-// runConfigTest runs t against the configuration at cfgPaths. Diagnostics
-// mean the test could not run (the configuration or the test file is wrong).
-func runConfigTest(ctx context.Context, cfgPaths []string, t *configTest) (*testResult, *loaded) {
+// Loaded is a configuration loaded and compiled, as the command's loader
+// returns it: the files are kept for rendering diagnostics.
+type Loaded struct {
+	Files     map[string]*hcl.File
+	Graph     *engine.Graph
+	Sensitive []string // the values of sensitive variables and attributes
+	Diags     hcl.Diagnostics
+}
+
+// Load loads and compiles the configuration at paths with the variables
+// vars (NAME=VALUE).
+type Load func(paths, vars []string) Loaded
+
+// Run runs t against the configuration at cfgPaths, loaded by load.
+// Errors in the returned diagnostics mean the test could not run (the
+// configuration or the test file is wrong).
+func Run(ctx context.Context, load Load, cfgPaths []string, t *Test) (*Result, Loaded) {
 	started := time.Now()
-	l := load(cfgPaths, t.vars)
-	if l.diags.HasErrors() {
+	l := load(cfgPaths, t.Vars)
+	if l.Diags.HasErrors() {
 		return nil, l
 	}
-	if l.diags = append(l.diags, checkTestAddrs(l.graph, t)...); l.diags.HasErrors() {
+	if l.Diags = append(l.Diags, checkAddrs(l.Graph, t)...); l.Diags.HasErrors() {
 		return nil, l
 	}
-	sb, err := engine.NewSandbox(l.graph, slog.New(slog.DiscardHandler))
+	sb, err := engine.NewSandbox(l.Graph, slog.New(slog.DiscardHandler))
 	if err != nil {
-		l.diags = append(l.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot run the test",
-			Detail: err.Error(), Subject: t.decl.Ptr()})
+		l.Diags = append(l.Diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot run the test",
+			Detail: err.Error(), Subject: t.Decl.Ptr()})
 		return nil, l
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sb.Start(ctx)
 	defer sb.Stop()
-	r := &testRun{t: t, sb: sb, secrets: redact.New(l.cfg.Sensitive), have: map[string]map[string]bool{},
-		res: &testResult{File: t.file, Name: t.name, Pos: schema.Pos(t.decl)}}
-	if err := r.run(ctx, l.graph); err != nil {
-		r.res.Failures = append(r.res.Failures, testFailure{Pos: schema.Pos(t.decl), Message: err.Error()})
+	r := &testRun{t: t, sb: sb, secrets: redact.New(l.Sensitive), have: map[string]map[string]bool{},
+		res: &Result{File: t.File, Name: t.Name, Pos: schema.Pos(t.Decl)}}
+	if err := r.run(ctx, l.Graph); err != nil {
+		r.res.Failures = append(r.res.Failures, Failure{Pos: schema.Pos(t.Decl), Message: err.Error()})
 	}
 	r.res.Passed = len(r.res.Failures) == 0
 	r.res.Virtual = sb.Now().String()
@@ -102,21 +118,33 @@ func runConfigTest(ctx context.Context, cfgPaths []string, t *configTest) (*test
 	return r.res, l
 }
 
-// checkTestAddrs checks that every given names a source and every expect a sink.
-func checkTestAddrs(g *engine.Graph, t *configTest) hcl.Diagnostics {
+// checkAddrs checks that every given names a source and every expect a
+// sink of g.
+func checkAddrs(g *engine.Graph, t *Test) hcl.Diagnostics {
+	addrs := make([]string, 0, len(g.Nodes))
+	for _, n := range g.Nodes {
+		addrs = append(addrs, n.Address)
+	}
+	return CheckAddresses(t, addrs)
+}
+
+// CheckAddresses checks that every given of t names a source and every
+// expect a sink among addrs, the addresses of a configuration's nodes
+// ("KIND.TYPE.NAME"), which a diagnostic lists in the order given.
+func CheckAddresses(t *Test, addrs []string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, s := range t.steps {
 		want, verb, kind := node.KindSource, "A given", "source"
 		if s.expect {
 			want, verb, kind = node.KindSink, "An expect", "sink"
 		}
-		if n := g.Node(s.addr); n == nil || n.Kind != want {
-			var names []string
-			for _, n := range g.Nodes {
-				if n.Kind == want {
-					names = append(names, n.Address)
-				}
+		var names []string
+		for _, a := range addrs {
+			if strings.HasPrefix(a, string(want)+".") {
+				names = append(names, a)
 			}
+		}
+		if !slices.Contains(names, s.addr) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + kind,
 				Detail: fmt.Sprintf("%s block names a %s of the configuration: one of %v.", verb, kind, names), Subject: s.decl.Ptr()})
 		}
@@ -169,7 +197,7 @@ func (r *testRun) run(ctx context.Context, g *engine.Graph) error {
 }
 
 // give applies a given step as its source's deltas, one batch.
-func (r *testRun) give(s testStep) error {
+func (r *testRun) give(s step) error {
 	have := r.have[s.addr]
 	if have == nil {
 		have = map[string]bool{}
@@ -199,14 +227,14 @@ func (r *testRun) give(s testStep) error {
 		deltas = append(deltas, node.Delta{Key: k, Delete: true})
 	}
 	for _, p := range problems {
-		r.res.Failures = append(r.res.Failures, testFailure{Pos: schema.Pos(s.decl), Node: s.addr, At: s.at.String(), Message: p})
+		r.res.Failures = append(r.res.Failures, Failure{Pos: schema.Pos(s.decl), Node: s.addr, At: s.at.String(), Message: p})
 	}
 	return r.sb.Apply(s.addr, deltas)
 }
 
 // check compares a sink's target with an expect step.
-func (r *testRun) check(s testStep) {
-	f := testFailure{Pos: schema.Pos(s.checkRange), Node: s.addr, At: s.at.String()}
+func (r *testRun) check(s step) {
+	f := Failure{Pos: schema.Pos(s.checkRange), Node: s.addr, At: s.at.String()}
 	entries, err := r.sb.SinkState(s.addr)
 	if err != nil {
 		f.Message = err.Error()
@@ -251,7 +279,7 @@ func (r *testRun) check(s testStep) {
 
 // checkContent compares the file a rendering sink would write with the
 // step's content or contains; it returns what differs, masked, or "".
-func (r *testRun) checkContent(s testStep) string {
+func (r *testRun) checkContent(s step) string {
 	got, ok, err := r.sb.SinkContent(s.addr)
 	switch {
 	case err != nil:
@@ -304,20 +332,20 @@ func lineDiff(want, got string) string {
 
 // diffState fills f with the difference; a want value of cty.NilVal
 // matches any value.
-func (r *testRun) diffState(f *testFailure, want, got map[string]cty.Value) {
+func (r *testRun) diffState(f *Failure, want, got map[string]cty.Value) {
 	for _, k := range sortedKeys(want) {
 		g, ok := got[k]
 		w := want[k]
 		switch {
 		case !ok:
-			f.Missing = append(f.Missing, testEntry{Key: k, Value: r.show(w)})
+			f.Missing = append(f.Missing, Entry{Key: k, Value: r.show(w)})
 		case w != cty.NilVal && !sameValue(w, g):
-			f.Changed = append(f.Changed, testChange{Key: k, Want: r.show(w), Got: r.show(g)})
+			f.Changed = append(f.Changed, Change{Key: k, Want: r.show(w), Got: r.show(g)})
 		}
 	}
 	for _, k := range sortedKeys(got) {
 		if _, ok := want[k]; !ok {
-			f.Unexpected = append(f.Unexpected, testEntry{Key: r.secrets.String(k), Value: r.show(got[k])})
+			f.Unexpected = append(f.Unexpected, Entry{Key: r.secrets.String(k), Value: r.show(got[k])})
 		}
 	}
 }
@@ -341,7 +369,11 @@ func (r *testRun) show(v cty.Value) json.RawMessage {
 	if v == cty.NilVal {
 		return nil
 	}
-	return newTapLine(engine.TapEvent{Value: v}, r.secrets).Value
+	b, err := json.Marshal(view.PlainValue(v, r.secrets))
+	if err != nil {
+		return json.RawMessage(`null`)
+	}
+	return b
 }
 
 func sortedKeys(m map[string]cty.Value) []string {

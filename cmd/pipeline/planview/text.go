@@ -1,4 +1,4 @@
-package main
+package planview
 
 import (
 	"fmt"
@@ -6,41 +6,43 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/schema"
 )
 
-// planView prints a plan; the text and JSON views are chosen once.
-type planView interface {
-	write(w io.Writer, p *maskedPlan) error
+// View prints a plan; the text and JSON views are chosen once.
+type View interface {
+	Write(w io.Writer, p *Plan) error
 }
 
-// textPlan is the human view: per sink its target and its first max
+// Text is the human view: per sink its target and its first max
 // changes, then the warnings and a one-line count.
-type textPlan struct {
-	colour bool
-	max    int
+type Text struct {
+	Colour bool
+	Max    int
 }
 
 var actionColours = map[reconcile.Action]string{reconcile.Create: "\x1b[32m", reconcile.Update: "\x1b[33m", reconcile.Delete: "\x1b[31m"}
 
-func (v textPlan) write(w io.Writer, p *maskedPlan) error {
-	t := &termText{colour: v.colour}
-	if p.reload != nil {
-		v.writeReload(t, p.reload)
+// Write writes p for people.
+func (v Text) Write(w io.Writer, p *Plan) error {
+	t := view.NewTermText(v.Colour)
+	if p.Reload != nil {
+		v.WriteReload(t, p.Reload)
 	}
 	for _, s := range p.Sinks {
 		v.sink(t, &s)
 	}
 	for _, wn := range p.Warnings {
-		t.paint("\x1b[33m", "Warning:")
+		t.Paint("\x1b[33m", "Warning:")
 		fmt.Fprintf(t, " %s: %s\n", wn.Address, wn.Message)
 	}
-	t.paint("\x1b[1m", planSummary(&p.PlanResult, p.reload))
+	t.Paint("\x1b[1m", planSummary(&p.PlanResult, p.Reload))
 	fmt.Fprintln(t)
-	_, err := io.WriteString(w, t.b.String())
+	_, err := io.WriteString(w, t.String())
 	return err
 }
 
@@ -61,13 +63,13 @@ func targetLine(s *engine.SinkPlan) string {
 	case t.MaxEntries > 0:
 		parts = append(parts, fmt.Sprintf("%d / %d entries", s.Held, t.MaxEntries))
 	default:
-		parts = append(parts, plural(s.Held, "entry"))
+		parts = append(parts, view.Plural(s.Held, "entry"))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
-	t.paint("\x1b[1m", s.Address)
+func (v Text) sink(t *view.TermText, s *engine.SinkPlan) {
+	t.Paint("\x1b[1m", s.Address)
 	fmt.Fprintf(t, "  (%s)\n", targetLine(s))
 	for _, p := range s.Pending {
 		fmt.Fprintf(t, "    pending: %s would be removed at %s (grace period)\n", p.Key, p.Due.UTC().Format(time.RFC3339))
@@ -76,20 +78,20 @@ func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
 		fmt.Fprintln(t, "    no changes")
 		return
 	}
-	shown := s.Changes[:min(len(s.Changes), v.max)]
+	shown := s.Changes[:min(len(s.Changes), v.Max)]
 	width := 0
 	for _, c := range shown {
-		width = max(width, len(printable(c.Key)))
+		width = max(width, len(view.Printable(c.Key)))
 	}
 	for _, c := range shown {
 		fmt.Fprint(t, "  ")
 		if c.Refused != "" { // run would write nothing there
-			t.paint(actionColours[reconcile.Delete], "!")
-			fmt.Fprintf(t, " %-*s  refused: %s\n", width, printable(c.Key), c.Refused)
+			t.Paint(actionColours[reconcile.Delete], "!")
+			fmt.Fprintf(t, " %-*s  refused: %s\n", width, view.Printable(c.Key), c.Refused)
 			continue
 		}
-		t.paint(actionColours[c.Action], string(rune(c.Action)))
-		fmt.Fprintf(t, " %-*s  %s\n", width, printable(c.Key), changeText(c))
+		t.Paint(actionColours[c.Action], string(rune(c.Action)))
+		fmt.Fprintf(t, " %-*s  %s\n", width, view.Printable(c.Key), changeText(c))
 		if c.Adopts != "" {
 			fmt.Fprintf(t, "      adopts it: %s\n", c.Adopts)
 		}
@@ -113,14 +115,14 @@ func (v textPlan) sink(t *termText, s *engine.SinkPlan) {
 }
 
 // diffLine writes one line of a file's unified diff, painted.
-func diffLine(t *termText, l string) {
+func diffLine(t *view.TermText, l string) {
 	switch {
 	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "@@"):
-		t.paint("\x1b[1m", l)
+		t.Paint("\x1b[1m", l)
 	case strings.HasPrefix(l, "+"):
-		t.paint(actionColours[reconcile.Create], l)
+		t.Paint(actionColours[reconcile.Create], l)
 	case strings.HasPrefix(l, "-"):
-		t.paint(actionColours[reconcile.Delete], l)
+		t.Paint(actionColours[reconcile.Delete], l)
 	default:
 		fmt.Fprint(t, l)
 	}
@@ -170,6 +172,6 @@ func countActions(cs []engine.PlannedChange) (a, u, d int) {
 }
 
 var (
-	_ planView = textPlan{}
-	_ planView = jsonPlan{}
+	_ View = Text{}
+	_ View = JSON{}
 )

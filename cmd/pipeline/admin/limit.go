@@ -1,18 +1,18 @@
-package main
+package admin
 
 import "net/http"
 
 // The admin endpoint (/metrics, /healthz, /readyz) must not let a burst of
 // clients grow the process: each connection costs buffers and a goroutine,
 // and each /metrics scrape gathers every metric family.
-// maxAdminRequests bounds requests being served; further requests get 503
+// MaxRequests bounds requests being served; further requests get 503
 // at once. (Open connections are not capped: with keep-alive, idle clients
 // holding the slots would starve the scraper. Server timeouts bound them.)
-const maxAdminRequests = 8
+const MaxRequests = 8
 
-// limitConcurrency answers 503 (with Retry-After) to a request that finds
+// LimitConcurrency answers 503 (with Retry-After) to a request that finds
 // n requests already in flight, instead of queueing it.
-func limitConcurrency(h http.Handler, n int) http.Handler {
+func LimitConcurrency(h http.Handler, n int) http.Handler {
 	sem := make(chan struct{}, n)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

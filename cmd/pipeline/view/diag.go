@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"bufio"
@@ -12,20 +12,20 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// writeDiagsText renders diagnostics for people: severity and summary, the
+// WriteDiagsText renders diagnostics for people: severity and summary, the
 // file:line:col, the source line with the range underlined, then the detail.
-func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) {
-	for _, d := range sortDiags(diags) {
+func WriteDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) {
+	for _, d := range SortDiags(diags) {
 		sev := "Error"
 		if d.Severity == hcl.DiagWarning {
 			sev = "Warning"
 		}
-		fmt.Fprintf(w, "%s: %s\n", sev, printable(d.Summary))
+		fmt.Fprintf(w, "%s: %s\n", sev, Printable(d.Summary))
 		if d.Subject != nil {
 			r := *d.Subject
-			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", printable(r.Filename), r.Start.Line, r.Start.Column)
-			if line, ok := sourceLine(files, r); ok {
-				line = printable(line)
+			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", Printable(r.Filename), r.Start.Line, r.Start.Column)
+			if line, ok := SourceLine(files, r); ok {
+				line = Printable(line)
 				prefix := fmt.Sprintf("  %4d: ", r.Start.Line)
 				fmt.Fprintf(w, "%s%s\n", prefix, line)
 				width := max(1, r.End.Column-r.Start.Column) // an empty range (a missing item) gets one caret
@@ -36,15 +36,15 @@ func writeDiagsText(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnosti
 			}
 		}
 		if d.Detail != "" {
-			fmt.Fprintf(w, "\n%s\n", printable(d.Detail))
+			fmt.Fprintf(w, "\n%s\n", Printable(d.Detail))
 		}
 		fmt.Fprintln(w)
 	}
 }
 
-// sortDiags orders errors before warnings, then each by file and position
+// SortDiags orders errors before warnings, then each by file and position
 // (those without a position first).
-func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+func SortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 	out := append(hcl.Diagnostics(nil), diags...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Severity != out[j].Severity {
@@ -63,7 +63,8 @@ func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 	return out
 }
 
-func sourceLine(files map[string]*hcl.File, r hcl.Range) (string, bool) {
+// SourceLine is the text of the line r starts on, tabs as spaces.
+func SourceLine(files map[string]*hcl.File, r hcl.Range) (string, bool) {
 	f, ok := files[r.Filename]
 	if !ok || f == nil {
 		return "", false
@@ -78,8 +79,9 @@ func sourceLine(files map[string]*hcl.File, r hcl.Range) (string, bool) {
 	return "", false
 }
 
-// The JSON view follows `terraform validate -json`.
-type jsonValidate struct {
+// Validate is the JSON view of diagnostics; it follows `terraform
+// validate -json`.
+type Validate struct {
 	FormatVersion string     `json:"format_version"`
 	Valid         bool       `json:"valid"`
 	ErrorCount    int        `json:"error_count"`
@@ -116,9 +118,10 @@ type jsonSnippet struct {
 	Values               []any   `json:"values"`
 }
 
-func validateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) jsonValidate {
-	out := jsonValidate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
-	for _, d := range sortDiags(diags) {
+// ValidateJSON is the JSON view of diagnostics, as `terraform validate -json`.
+func ValidateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) Validate {
+	out := Validate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
+	for _, d := range SortDiags(diags) {
 		jd := jsonDiag{Severity: "error", Summary: d.Summary, Detail: d.Detail}
 		if d.Severity == hcl.DiagWarning {
 			jd.Severity = "warning"
@@ -130,7 +133,7 @@ func validateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) jsonValidat
 			jd.Range = &jsonRange{Filename: r.Filename,
 				Start: jsonPos{r.Start.Line, r.Start.Column, r.Start.Byte},
 				End:   jsonPos{r.End.Line, r.End.Column, r.End.Byte}}
-			if line, ok := sourceLine(files, *r); ok {
+			if line, ok := SourceLine(files, *r); ok {
 				end := r.End.Column - 1
 				if r.End.Line != r.Start.Line || end > len(line) {
 					end = len(line)
@@ -145,7 +148,8 @@ func validateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) jsonValidat
 	return out
 }
 
-func writeJSON(w io.Writer, v any) error {
+// WriteJSON writes v as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
