@@ -208,7 +208,10 @@ func (p *printer) blocks(bt *schema.BlockType, c *schema.Content) string {
 // compile-time values it refers to, and whether any of them is sensitive.
 func (p *printer) expr(e hcl.Expression, ctx *hcl.EvalContext) (string, []string, bool) {
 	vars := e.Variables()
-	evaluable := ctx != nil && !slices.ContainsFunc(vars, func(tr hcl.Traversal) bool { return ctx.Variables[tr.RootName()] == cty.NilVal })
+	// An expression that loops (a template over a local) is printed as
+	// written with the values it reads, not run: its value may take
+	// minutes to compute.
+	evaluable := ctx != nil && !loops(e) && !slices.ContainsFunc(vars, func(tr hcl.Traversal) bool { return ctx.Variables[tr.RootName()] == cty.NilVal })
 	if evaluable {
 		if v, diags := e.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
 			// A sensitive variable's value is marked, and so is what a
@@ -313,4 +316,21 @@ func sourceBytes(rng hcl.Range, cfg *schema.Config) []byte {
 		return nil
 	}
 	return f.Bytes[rng.Start.Byte:rng.End.Byte]
+}
+
+// loops reports whether e holds a for expression or a splat.
+func loops(e hcl.Expression) bool {
+	syn, ok := e.(hclsyntax.Node)
+	if !ok {
+		return false
+	}
+	found := false
+	_ = hclsyntax.VisitAll(syn, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch n.(type) {
+		case *hclsyntax.ForExpr, *hclsyntax.SplatExpr:
+			found = true
+		}
+		return nil
+	})
+	return found
 }
