@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -80,10 +81,14 @@ func (c Client) Command(ctx context.Context, cmd string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// ctxErr prefers the context's error to the deadline error it caused.
+// ctxErr prefers the context's error to the deadline error it caused,
+// which the connection may see first.
 func ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return context.DeadlineExceeded
 	}
 	return err
 }
