@@ -67,6 +67,7 @@ var scenarios = []scenario{
 	{"kube-sink-apply", kubeSinkApply},     // K1
 	{"kube-sink-latency", kubeSinkLatency}, // K2
 	{"files-many", manyFiles},              // F1, F2
+	{"haproxy-routes", haproxyRoutes},      // H1..H5
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A
