@@ -218,18 +218,21 @@ func (h *haproxyBench) run(ctx context.Context, run int) (r haproxyRun, err erro
 		"runtime_socket=" + sock, "listen=" + listen, "quiet=1ms", "drain=0s"} {
 		args = append(args, "--var", v)
 	}
-	p, err := e.startProc(fmt.Sprintf("pipeline-haproxy-%d-%d", h.n, run), e.opts.Pipeline, append(args, h.example)...)
-	if err != nil {
-		return r, err
-	}
-	defer p.stop()
-	if err := waitFile(ctx, p, cfg, 2*time.Minute); err != nil {
+	// HAProxy runs before the pipeline starts, as where it is deployed:
+	// the pipeline's first render replaces its placeholder and reloads it.
+	placeholder := strings.NewReplacer("SOCK", sock, "LISTEN", listen).Replace(haproxyPlaceholder)
+	if err := os.WriteFile(cfg, []byte(placeholder), 0o644); err != nil {
 		return r, err
 	}
 	if out, err := exec.CommandContext(ctx, h.haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
 		return r, fmt.Errorf("start haproxy: %w: %s", err, out)
 	}
 	defer backendtest.StopPidFile(pid)
+	p, err := e.startProc(fmt.Sprintf("pipeline-haproxy-%d-%d", h.n, run), e.opts.Pipeline, append(args, h.example)...)
+	if err != nil {
+		return r, err
+	}
+	defer p.stop()
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if err := h.allServed(ctx, p, client, listen); err != nil {
 		return r, h.explain(err, p, cfg)
@@ -259,6 +262,19 @@ func (h *haproxyBench) run(ctx context.Context, run int) (r haproxyRun, err erro
 	r.procs = haproxyProcesses(pid)
 	return r, nil
 }
+
+// haproxyPlaceholder is what HAProxy runs before the pipeline's first
+// render: its runtime socket and frontend, no route.
+const haproxyPlaceholder = `global
+  stats socket SOCK level admin
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend http
+  bind LISTEN
+`
 
 // explain adds the pipeline's log and the end of haproxy.cfg to err.
 func (h *haproxyBench) explain(err error, p *proc, cfg string) error {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +206,23 @@ func serverState(cols map[string]int, f []string) (ServerState, error) {
 // touched is as cfg (the new file) says: address, port, weight and
 // maintenance, and that every removed server is gone or in maintenance.
 func (c Client) Verify(ctx context.Context, cfg []byte, ops []Op) error {
+	ids := make([]string, len(ops))
+	for i, o := range ops {
+		ids[i] = o.Backend + "/" + o.Server
+	}
+	return c.compare(ctx, cfg, ids)
+}
+
+// Check reads what HAProxy holds and checks that it is what cfg says for
+// every server of every backend, and that every other server is in
+// maintenance: that HAProxy runs cfg, so that Diff's ops from cfg apply.
+func (c Client) Check(ctx context.Context, cfg []byte) error {
+	return c.compare(ctx, cfg, nil)
+}
+
+// compare checks the servers ids (backend/server) against cfg; every
+// server HAProxy holds or cfg names when ids is nil.
+func (c Client) compare(ctx context.Context, cfg []byte, ids []string) error {
 	nc, err := Parse(cfg)
 	if err != nil {
 		return err
@@ -224,14 +243,21 @@ func (c Client) Verify(ctx context.Context, cfg []byte, ops []Op) error {
 			}
 		}
 	}
+	if ids == nil {
+		ids = slices.Sorted(maps.Keys(want))
+		for _, s := range held {
+			if id := s.Backend + "/" + s.Name; want[id].Name == "" {
+				ids = append(ids, id)
+			}
+		}
+	}
 	var errs []error
-	for _, o := range ops {
-		id := o.Backend + "/" + o.Server
+	for _, id := range ids {
 		got, held := byID[id]
 		w, wanted := want[id]
 		switch {
 		case !wanted && held && !got.Maint():
-			errs = append(errs, fmt.Errorf("%s: removed from the file but serving", id))
+			errs = append(errs, fmt.Errorf("%s: not in the file but serving", id))
 		case wanted && !held:
 			errs = append(errs, fmt.Errorf("%s: in the file but not in HAProxy", id))
 		case wanted:

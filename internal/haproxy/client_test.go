@@ -148,7 +148,7 @@ func TestVerify(t *testing.T) {
 		{"a config-disabled server enabled at run time", cfg, []Op{{Action: SetWeight, Backend: "be", Server: "b"}}, ""},
 		{"removed, in maintenance", cfg, []Op{{Action: DelServer, Backend: "be", Server: "c"}}, ""},
 		{"removed, gone", cfg, []Op{{Action: DelServer, Backend: "be", Server: "z"}}, ""},
-		{"removed but serving", edit(t, "  server a 10.0.0.1:80\n", ""), []Op{{Action: DelServer, Backend: "st", Server: "y"}, {Action: DelServer, Backend: "be", Server: "a"}}, "be/a: removed from the file but serving"},
+		{"removed but serving", edit(t, "  server a 10.0.0.1:80\n", ""), []Op{{Action: DelServer, Backend: "st", Server: "y"}, {Action: DelServer, Backend: "be", Server: "a"}}, "be/a: not in the file but serving"},
 		{"port", base, []Op{{Action: SetAddr, Backend: "be", Server: "a"}}, "be/a: HAProxy has 10.0.0.1:81, the file 10.0.0.1:80"},
 		{"weight", edit(t, "10.0.0.1:80", "10.0.0.1:81 weight 4"), []Op{{Action: SetWeight, Backend: "be", Server: "a"}}, "HAProxy has weight 1, the file 4"},
 		{"state", edit(t, "10.0.0.1:80", "10.0.0.1:81 disabled"), []Op{{Action: SetState, Backend: "be", Server: "a"}}, "HAProxy has state ready, the file maint"},
@@ -161,6 +161,30 @@ func TestVerify(t *testing.T) {
 				t.Errorf("Verify = %v, want %q", err, tt.err)
 			}
 		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	sock := fakeSocket(t, func(string) (string, bool) { return stateAnswer, true })
+	c := Client{Socket: sock}
+	runs := `backend be
+  server a 10.0.0.1:81
+  server b 10.0.0.2:80 weight 5
+backend st
+  balance source
+  server x 10.0.1.1:80
+`
+	if err := c.Check(context.Background(), []byte(runs)); err != nil {
+		t.Errorf("Check of the file HAProxy runs (c in maintenance, not in it): %v", err)
+	}
+	for _, tt := range []struct{ cfg, err string }{
+		{strings.Replace(runs, "10.0.0.1:81", "10.0.0.1:80", 1), "be/a: HAProxy has 10.0.0.1:81, the file 10.0.0.1:80"},
+		{strings.Replace(runs, "  server a 10.0.0.1:81\n", "", 1), "be/a: not in the file but serving"},
+		{runs + "  server w 10.0.1.2:80\n", "st/w: in the file but not in HAProxy"},
+	} {
+		if err := c.Check(context.Background(), []byte(tt.cfg)); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("Check = %v, want %q", err, tt.err)
+		}
 	}
 }
 

@@ -7,8 +7,9 @@
 // Parse reads just enough of haproxy.cfg to find its sections and each
 // backend's server lines; Diff compares two files and returns either the
 // runtime operations that turn the first into the second or the reason a
-// reload is needed; Client sends operations over the stats socket (Apply)
-// and reads back what HAProxy holds (Verify). Anything Diff cannot prove
+// reload is needed; Client tells whether HAProxy runs a file (Check),
+// sends operations over the stats socket (Apply) and reads back what
+// HAProxy then holds (Verify). Anything Diff cannot prove
 // equivalent, and any error, mismatch or timeout of Apply or Verify, is the
 // caller's cue to check, swap and reload as it would without this package.
 //

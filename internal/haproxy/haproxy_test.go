@@ -278,6 +278,9 @@ func TestRuntimeUpdatesLive(t *testing.T) {
 			t.Fatalf("step %d: %s, want %d ops", i, u.Describe(), cfgs[i].ops)
 		}
 		ctx := context.Background()
+		if err := c.Check(ctx, prev); err != nil {
+			t.Fatalf("step %d: HAProxy does not run the previous file: %v", i, err)
+		}
 		if err := c.Apply(ctx, u.Ops); err != nil {
 			t.Fatalf("step %d: apply %s: %v", i, u.Describe(), err)
 		}
@@ -309,6 +312,12 @@ func TestRuntimeUpdatesLive(t *testing.T) {
 	all := Diff(first, prev)
 	if err := c.Verify(context.Background(), prev, all.Ops); err != nil {
 		t.Errorf("after a reload of the last file: %v", err)
+	}
+	if err := c.Check(context.Background(), prev); err != nil {
+		t.Errorf("after a reload of the last file: %v", err)
+	}
+	if err := c.Check(context.Background(), first); err == nil {
+		t.Error("Check says HAProxy runs the first file")
 	}
 	tr.stop()
 	if f := tr.failed.Load(); f > 0 {
