@@ -239,7 +239,7 @@ func (c Client) compare(ctx context.Context, cfg []byte, ids []string) error {
 	for _, sec := range nc.Sections {
 		if hasServers(sec.Kind) {
 			for _, s := range sec.Servers {
-				want[sec.Name+"/"+s.Name] = s
+				want[sec.Name+"/"+s.Name] = sec.merged(s)
 			}
 		}
 	}

@@ -167,10 +167,29 @@ func (s *Section) dynamic() string {
 	return fmt.Sprintf("balance %s is a static algorithm", algo)
 }
 
-// defaultServer says whether a default-server line applies to s: HAProxy
-// 2.6 does not apply it to servers added at run time, nor does Diff know
-// the weight it gives.
-func (s *Section) defaultServer() bool { return s.setting("default-server") != nil }
+// merged returns srv with the options of the default-server lines in
+// effect before its own (those of the defaults section, then the
+// section's), as HAProxy applies them to a server of the file; HAProxy
+// 2.6 does not apply them to a server added at run time, so Diff passes
+// them to `add server` itself.
+func (s *Section) merged(srv Server) Server {
+	var opts []string
+	for _, sec := range []*Section{s.defaults, s} {
+		if sec == nil {
+			continue
+		}
+		for _, d := range sec.Directives {
+			if f := strings.Fields(d.Text); f[0] == "default-server" {
+				opts = append(opts, f[1:]...)
+			}
+		}
+	}
+	if opts == nil {
+		return srv
+	}
+	srv.Options = append(opts, srv.Options...)
+	return srv
+}
 
 // addrPort returns the server's address when it is an IP literal with a
 // port, as `set server … addr` and `add server` take.

@@ -169,22 +169,20 @@ func change(sec *Section, o, s Server) ([]Op, string) {
 			ops = append(ops, Op{Action: SetAddr, Backend: sec.Name, Server: s.Name, Addr: na})
 		}
 	}
-	ow, ok1 := o.weight()
-	nw, ok2 := s.weight()
+	om, nm := sec.merged(o), sec.merged(s)
+	ow, ok1 := om.weight()
+	nw, ok2 := nm.weight()
 	if !ok1 || !ok2 {
 		return nil, "weight is not a number from 0 to 256"
 	}
 	if ow != nw {
-		if sec.defaultServer() {
-			return nil, "weight changed in a backend with default-server"
-		}
 		if why := sec.dynamic(); why != "" {
 			return nil, "weight changed: " + why
 		}
 		ops = append(ops, Op{Action: SetWeight, Backend: sec.Name, Server: s.Name, Weight: nw})
 	}
-	if o.disabled() != s.disabled() {
-		ops = append(ops, Op{Action: SetState, Backend: sec.Name, Server: s.Name, Disabled: s.disabled()})
+	if om.disabled() != nm.disabled() {
+		ops = append(ops, Op{Action: SetState, Backend: sec.Name, Server: s.Name, Disabled: nm.disabled()})
 	}
 	return ops, ""
 }
@@ -214,8 +212,6 @@ func add(sec *Section, s Server) ([]Op, string) {
 		return nil, "added with quotes, escapes or variables"
 	case !validName(sec.Name) || !validName(s.Name):
 		return nil, "its name cannot be sent to the runtime API"
-	case sec.defaultServer():
-		return nil, "added to a backend with default-server, which HAProxy does not apply to servers added at run time"
 	}
 	if why := sec.dynamic(); why != "" {
 		return nil, "added: " + why
@@ -224,31 +220,57 @@ func add(sec *Section, s Server) ([]Op, string) {
 	if !ok {
 		return nil, fmt.Sprintf("added with address %s: the runtime API adds only an IP address with a port", s.Addr)
 	}
-	w, ok := s.weight()
+	m := sec.merged(s)
+	w, ok := m.weight()
 	if !ok {
 		return nil, "weight is not a number from 0 to 256"
 	}
-	var opts []string
-	for i := 0; i < len(s.Options); i++ {
-		k := s.Options[i]
+	opts, why := addOptions(m.Options)
+	if why != "" {
+		return nil, why
+	}
+	return []Op{{Action: AddServer, Backend: sec.Name, Server: s.Name, Addr: ap, Weight: w, Disabled: m.disabled(), Options: opts}}, ""
+}
+
+// addOptions returns the options `add server` is given for a server
+// with opts (default-server's first): each keyword once, the last one
+// written winning, as in the file; state is set apart.
+func addOptions(opts []string) ([]string, string) {
+	type option struct{ key, arg string }
+	var list []option
+	at := map[string]int{}
+	for i := 0; i < len(opts); i++ {
+		k := opts[i]
 		if k == "disabled" || k == "enabled" {
 			continue
 		}
-		arg, known := addable[k]
+		form, known := addable[k]
 		if !known {
 			return nil, fmt.Sprintf("added with option %s, which this package does not add at run time", k)
 		}
-		opts = append(opts, k)
-		if arg == nil {
+		o := option{key: k}
+		if form != nil {
+			if i+1 >= len(opts) || !form.MatchString(opts[i+1]) {
+				return nil, fmt.Sprintf("option %s has no valid argument", k)
+			}
+			i++
+			o.arg = opts[i]
+		}
+		if j, seen := at[k]; seen {
+			list[j] = o
 			continue
 		}
-		if i+1 >= len(s.Options) || !arg.MatchString(s.Options[i+1]) {
-			return nil, fmt.Sprintf("option %s has no valid argument", k)
-		}
-		i++
-		opts = append(opts, s.Options[i])
+		at[k] = len(list)
+		list = append(list, o)
 	}
-	return []Op{{Action: AddServer, Backend: sec.Name, Server: s.Name, Addr: ap, Weight: w, Disabled: s.disabled(), Options: opts}}, ""
+	var out []string
+	for _, o := range list {
+		out = append(out, o.key)
+		if o.arg != "" {
+			out = append(out, o.arg)
+		}
+	}
+	return out, ""
 }
 
 // Describe is the update in one line: the ops, or why it takes a reload.

@@ -120,8 +120,9 @@ func TestDiffReload(t *testing.T) {
 		{"added to a static backend", "", edit(t, "  server x 10.0.1.1:80\n", "  server x 10.0.1.1:80\n  server z 10.0.1.2:80\n"), "added: balance source is a static algorithm"},
 		{"added to static-rr from defaults", edit(t, "timeout connect 1s", "timeout connect 1s\n  balance static-rr", "  balance roundrobin\n", ""),
 			edit(t, "timeout connect 1s", "timeout connect 1s\n  balance static-rr", "  balance roundrobin\n", "", "weight 5\n", "weight 5\n  server c 10.0.0.3:80\n"), "balance static-rr is a static algorithm"},
-		{"added with default-server", edit(t, "timeout connect 1s", "timeout connect 1s\n  default-server maxconn 10"),
-			edit(t, "timeout connect 1s", "timeout connect 1s\n  default-server maxconn 10", "weight 5\n", "weight 5\n  server c 10.0.0.3:80\n"), "default-server"},
+		{"added with a default-server option not added at run time", edit(t, "timeout connect 1s", "timeout connect 1s\n  default-server ssl"),
+			edit(t, "timeout connect 1s", "timeout connect 1s\n  default-server ssl", "weight 5\n", "weight 5\n  server c 10.0.0.3:80\n"), "added with option ssl"},
+		{"default-server changed", "", edit(t, "timeout connect 1s", "timeout connect 1s\n  default-server weight 3"), "section defaults changed"},
 		{"hash without consistent", hashed, strings.Replace(hashed, "hash-type consistent\n", "", 1), "backend st changed"},
 		{"added with an option not added at run time", "", edit(t, "weight 5\n", "weight 5\n  server c 10.0.0.3:443 ssl verify none\n"), "option ssl"},
 		{"added with a bad argument", "", edit(t, "weight 5\n", "weight 5\n  server c 10.0.0.3:80 inter 2s;shutdown\n"), "option inter has no valid argument"},
@@ -164,6 +165,35 @@ func TestDiffConsistentHashing(t *testing.T) {
 	want := []Op{{Action: AddServer, Backend: "st", Server: "z", Addr: ap("10.0.1.2:80"), Weight: 1}, {Action: SetWeight, Backend: "st", Server: "x", Weight: 2}}
 	if diff := cmp.Diff(Update{Ops: want}, u, equateAddr); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
+	}
+}
+
+// default-server lines apply to the servers of the file, and HAProxy
+// 2.6 does not apply them to a server added at run time: Diff passes
+// them to add server, the server's own options winning.
+func TestDiffDefaultServer(t *testing.T) {
+	old := edit(t, "timeout connect 1s", "timeout connect 1s\n  default-server check inter 3s weight 10", "balance roundrobin\n", "balance roundrobin\n  default-server maxconn 50 inter 2s\n")
+	tests := []struct {
+		name string
+		new  []string
+		want []Op
+	}{
+		{"added", []string{"weight 5\n", "weight 5\n  server c 10.0.0.3:80 maxconn 7\n"}, []Op{{Action: AddServer, Backend: "be", Server: "c", Addr: ap("10.0.0.3:80"), Weight: 10,
+			Options: []string{"check", "inter", "2s", "weight", "10", "maxconn", "7"}}}},
+		{"the default weight written out", []string{"10.0.0.1:80", "10.0.0.1:80 weight 10"}, nil},
+		{"a weight instead of the default", []string{"10.0.0.1:80", "10.0.0.1:80 weight 1"}, []Op{{Action: SetWeight, Backend: "be", Server: "a", Weight: 1}}},
+		{"back to the default weight", []string{" weight 5", ""}, []Op{{Action: SetWeight, Backend: "be", Server: "b", Weight: 10}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := old
+			for i := 0; i+1 < len(tt.new); i += 2 {
+				n = strings.Replace(n, tt.new[i], tt.new[i+1], 1)
+			}
+			if diff := cmp.Diff(Update{Ops: tt.want}, Diff([]byte(old), []byte(n)), equateAddr); diff != "" {
+				t.Errorf("Diff (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -224,6 +224,7 @@ defaults
   timeout connect 1s
   timeout client 5s
   timeout server 5s
+  default-server maxconn 100 weight 3
 frontend fe
   bind LISTEN
   default_backend be
@@ -336,7 +337,7 @@ func TestRuntimeRefusalsLive(t *testing.T) {
 	if !errors.As(err, &ae) || !strings.Contains(ae.Answer, "dynamic load balancing") {
 		t.Errorf("add to a static backend: %v", err)
 	}
-	for _, op := range []Op{{Action: SetWeight, Backend: "be", Server: "nope", Weight: 1}, {Action: SetWeight, Backend: "st", Server: "x", Weight: 3}} {
+	for _, op := range []Op{{Action: SetWeight, Backend: "be", Server: "nope", Weight: 1}, {Action: SetWeight, Backend: "st", Server: "x", Weight: 5}} {
 		if err := c.Apply(ctx, []Op{op}); !errors.As(err, &ae) {
 			t.Errorf("%s: %v, want HAProxy's refusal", op, err)
 		}
