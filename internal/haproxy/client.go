@@ -210,26 +210,30 @@ func (c Client) Verify(ctx context.Context, cfg []byte, ops []Op) error {
 	for i, o := range ops {
 		ids[i] = o.Backend + "/" + o.Server
 	}
-	return c.compare(ctx, cfg, ids)
+	_, err := c.compare(ctx, cfg, ids)
+	return err
 }
 
 // Check reads what HAProxy holds and checks that it is what cfg says for
 // every server of every backend, and that every other server is in
 // maintenance: that HAProxy runs cfg, so that Diff's ops from cfg apply.
-func (c Client) Check(ctx context.Context, cfg []byte) error {
+// It returns the ops deleting those other servers: servers removed
+// earlier while they still had connections, kept in maintenance since.
+func (c Client) Check(ctx context.Context, cfg []byte) ([]Op, error) {
 	return c.compare(ctx, cfg, nil)
 }
 
 // compare checks the servers ids (backend/server) against cfg; every
-// server HAProxy holds or cfg names when ids is nil.
-func (c Client) compare(ctx context.Context, cfg []byte, ids []string) error {
+// server HAProxy holds or cfg names when ids is nil, returning the ops
+// deleting those HAProxy holds in maintenance that cfg does not name.
+func (c Client) compare(ctx context.Context, cfg []byte, ids []string) ([]Op, error) {
 	nc, err := Parse(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	held, err := c.Servers(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byID := make(map[string]ServerState, len(held))
 	for _, s := range held {
@@ -243,11 +247,16 @@ func (c Client) compare(ctx context.Context, cfg []byte, ids []string) error {
 			}
 		}
 	}
+	var leftover []Op
 	if ids == nil {
 		ids = slices.Sorted(maps.Keys(want))
 		for _, s := range held {
-			if id := s.Backend + "/" + s.Name; want[id].Name == "" {
-				ids = append(ids, id)
+			if _, wanted := want[s.Backend+"/"+s.Name]; wanted {
+				continue
+			}
+			ids = append(ids, s.Backend+"/"+s.Name)
+			if s.Maint() && validName(s.Backend) && validName(s.Name) {
+				leftover = append(leftover, Op{Action: DelServer, Backend: s.Backend, Server: s.Name})
 			}
 		}
 	}
@@ -266,7 +275,10 @@ func (c Client) compare(ctx context.Context, cfg []byte, ids []string) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return leftover, nil
 }
 
 // matches says how a held server differs from its line in the file.

@@ -174,15 +174,19 @@ backend st
   balance source
   server x 10.0.1.1:80
 `
-	if err := c.Check(context.Background(), []byte(runs)); err != nil {
+	left, err := c.Check(context.Background(), []byte(runs))
+	if err != nil {
 		t.Errorf("Check of the file HAProxy runs (c in maintenance, not in it): %v", err)
+	}
+	if diff := cmp.Diff([]Op{{Action: DelServer, Backend: "be", Server: "c"}}, left, equateAddr); diff != "" {
+		t.Errorf("leftovers (-want +got):\n%s", diff)
 	}
 	for _, tt := range []struct{ cfg, err string }{
 		{strings.Replace(runs, "10.0.0.1:81", "10.0.0.1:80", 1), "be/a: HAProxy has 10.0.0.1:81, the file 10.0.0.1:80"},
 		{strings.Replace(runs, "  server a 10.0.0.1:81\n", "", 1), "be/a: not in the file but serving"},
 		{runs + "  server w 10.0.1.2:80\n", "st/w: in the file but not in HAProxy"},
 	} {
-		if err := c.Check(context.Background(), []byte(tt.cfg)); err == nil || !strings.Contains(err.Error(), tt.err) {
+		if _, err := c.Check(context.Background(), []byte(tt.cfg)); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("Check = %v, want %q", err, tt.err)
 		}
 	}

@@ -279,7 +279,7 @@ func TestRuntimeUpdatesLive(t *testing.T) {
 			t.Fatalf("step %d: %s, want %d ops", i, u.Describe(), cfgs[i].ops)
 		}
 		ctx := context.Background()
-		if err := c.Check(ctx, prev); err != nil {
+		if _, err := c.Check(ctx, prev); err != nil {
 			t.Fatalf("step %d: HAProxy does not run the previous file: %v", i, err)
 		}
 		if err := c.Apply(ctx, u.Ops); err != nil {
@@ -314,10 +314,10 @@ func TestRuntimeUpdatesLive(t *testing.T) {
 	if err := c.Verify(context.Background(), prev, all.Ops); err != nil {
 		t.Errorf("after a reload of the last file: %v", err)
 	}
-	if err := c.Check(context.Background(), prev); err != nil {
+	if _, err := c.Check(context.Background(), prev); err != nil {
 		t.Errorf("after a reload of the last file: %v", err)
 	}
-	if err := c.Check(context.Background(), first); err == nil {
+	if _, err := c.Check(context.Background(), first); err == nil {
 		t.Error("Check says HAProxy runs the first file")
 	}
 	tr.stop()
@@ -346,5 +346,81 @@ func TestRuntimeRefusalsLive(t *testing.T) {
 	other = []byte(strings.Replace(string(other), "127.0.0.1:1\n", "127.0.0.1:7 weight 3\n", 1))
 	if err := c.Verify(ctx, other, []Op{{Action: SetAddr, Backend: "be", Server: "s1"}}); err == nil || !strings.Contains(err.Error(), "HAProxy has 127.0.0.1:1, the file 127.0.0.1:7") {
 		t.Errorf("Verify = %v, want the port mismatch", err)
+	}
+}
+
+// TestRemovedWithConnectionsLive: a server removed while a request is
+// under way stays in maintenance (HAProxy refuses to delete it), the
+// request completes, and a later Check hands back the op that deletes it.
+func TestRemovedWithConnectionsLive(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	slow := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		entered <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "slow")
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = slow.Serve(l) }()
+	defer slow.Close()
+	ports, stop, err := backendtest.Serve("127.0.0.1", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	withServers := func(lines string) string {
+		return strings.Replace(strings.Replace(liveCfg, "balance roundrobin", "balance roundrobin\n  http-reuse never", 1), "SERVERS", lines, 1)
+	}
+	r := startHAProxy(t, withServers("  server s1 "+l.Addr().String()))
+	c := Client{Socket: r.sock}
+	ctx := context.Background()
+	answer := make(chan string, 1)
+	go func() {
+		a, err := get(ctx, &http.Client{Timeout: 10 * time.Second}, r.listen)
+		if err != nil {
+			a = err.Error()
+		}
+		answer <- a
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not reach the slow server")
+	}
+	old, _ := os.ReadFile(r.cfg)
+	next := []byte(r.write(t, withServers(fmt.Sprintf("  server s2 127.0.0.1:%d", ports[0]))))
+	u := Diff(old, next)
+	if err := c.Apply(ctx, u.Ops); err != nil {
+		t.Fatalf("apply %s: %v", u.Describe(), err)
+	}
+	if err := c.Verify(ctx, next, u.Ops); err != nil {
+		t.Fatalf("verify %s: %v", u.Describe(), err)
+	}
+	left, err := c.Check(ctx, next)
+	if err != nil || len(left) != 1 || left[0].Server != "s1" {
+		t.Fatalf("Check = %v, %v; want s1 left in maintenance", left, err)
+	}
+	close(release)
+	if a := <-answer; a != "slow" {
+		t.Fatalf("the request under way got %q", a)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(left) > 0 {
+		if err := c.Apply(ctx, left); err != nil {
+			t.Fatal(err)
+		}
+		if left, err = c.Check(ctx, next); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("s1 is not deleted 10s after its last request ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held, err := c.Servers(ctx)
+	if err != nil || len(held) != 2 || held[0].Name != "s2" {
+		t.Errorf("HAProxy holds %+v, %v; want be/s2 and st/x", held, err)
 	}
 }
