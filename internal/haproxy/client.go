@@ -146,6 +146,21 @@ func (c Client) Servers(ctx context.Context) ([]ServerState, error) {
 	return parseServersState(a)
 }
 
+// backendServers reads the servers of one backend.
+func (c Client) backendServers(ctx context.Context, backend string) ([]ServerState, error) {
+	cmd := "show servers state " + backend
+	a, err := c.Command(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	held, err := parseServersState(a)
+	var ae *AnswerError
+	if errors.As(err, &ae) {
+		ae.Command = cmd
+	}
+	return held, err
+}
+
 // parseServersState reads the answer of `show servers state` (format 1).
 func parseServersState(a string) ([]ServerState, error) {
 	lines := strings.Split(a, "\n")
@@ -202,68 +217,91 @@ func serverState(cols map[string]int, f []string) (ServerState, error) {
 	return s, errors.Join(errs[:]...)
 }
 
-// Verify reads what HAProxy holds and checks that every server the ops
-// touched is as cfg (the new file) says: address, port, weight and
-// maintenance, and that every removed server is gone or in maintenance.
-func (c Client) Verify(ctx context.Context, cfg []byte, ops []Op) error {
-	ids := make([]string, len(ops))
-	for i, o := range ops {
-		ids[i] = o.Backend + "/" + o.Server
+// Verify reads what HAProxy holds in the backends the ops touch and
+// checks that every server they touched is as cfg (the new file) says:
+// address, port, weight and maintenance, and that every removed server
+// is gone or in maintenance.
+func (c Client) Verify(ctx context.Context, cfg *Config, ops []Op) error {
+	touched := map[string][]string{}
+	for _, o := range ops {
+		touched[o.Backend] = append(touched[o.Backend], o.Server)
 	}
-	_, err := c.compare(ctx, cfg, ids)
-	return err
+	var errs []error
+	for _, b := range slices.Sorted(maps.Keys(touched)) {
+		_, err := c.compare(ctx, cfg, b, touched[b])
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// Check reads what HAProxy holds and checks that it is what cfg says for
-// every server of every backend, and that every other server is in
-// maintenance: that HAProxy runs cfg, so that Diff's ops from cfg apply.
-// It returns the ops deleting those other servers: servers removed
-// earlier while they still had connections, kept in maintenance since.
-func (c Client) Check(ctx context.Context, cfg []byte) ([]Op, error) {
-	return c.compare(ctx, cfg, nil)
+// Check reads what HAProxy holds in the backends the ops touch and checks
+// that it is what cfg (the file HAProxy is taken to run) says for every
+// server of them, and that every other server is in maintenance: that
+// the ops apply. It returns the ops deleting those other servers: servers
+// removed earlier while they still had connections, kept in maintenance
+// since.
+func (c Client) Check(ctx context.Context, cfg *Config, ops []Op) ([]Op, error) {
+	var leftover []Op
+	var errs []error
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if seen[o.Backend] {
+			continue
+		}
+		seen[o.Backend] = true
+		left, err := c.compare(ctx, cfg, o.Backend, nil)
+		leftover, errs = append(leftover, left...), append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return leftover, nil
 }
 
-// compare checks the servers ids (backend/server) against cfg; every
-// server HAProxy holds or cfg names when ids is nil, returning the ops
-// deleting those HAProxy holds in maintenance that cfg does not name.
-func (c Client) compare(ctx context.Context, cfg []byte, ids []string) ([]Op, error) {
-	nc, err := Parse(cfg)
+// compare checks the servers names of backend against cfg, or every
+// server HAProxy holds or cfg names when names is nil, and returns the
+// ops deleting those HAProxy holds in maintenance that cfg does not name.
+func (c Client) compare(ctx context.Context, cfg *Config, backend string, names []string) ([]Op, error) {
+	sec := cfg.proxy(backend)
+	if sec == nil {
+		return nil, fmt.Errorf("backend %s: not in the file", backend)
+	}
+	servers, err := sec.Servers()
 	if err != nil {
 		return nil, err
 	}
-	held, err := c.Servers(ctx)
+	held, err := c.backendServers(ctx, backend)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]ServerState, len(held))
+	byName := make(map[string]ServerState, len(held))
 	for _, s := range held {
-		byID[s.Backend+"/"+s.Name] = s
-	}
-	want := make(map[string]Server)
-	for _, sec := range nc.Sections {
-		if hasServers(sec.Kind) {
-			for _, s := range sec.Servers {
-				want[sec.Name+"/"+s.Name] = sec.merged(s)
-			}
+		if s.Backend == backend {
+			byName[s.Name] = s
 		}
 	}
+	want := make(map[string]Server, len(servers))
+	for _, s := range servers {
+		want[s.Name] = sec.merged(s)
+	}
 	var leftover []Op
-	if ids == nil {
-		ids = slices.Sorted(maps.Keys(want))
+	if names == nil {
+		names = slices.Sorted(maps.Keys(want))
 		for _, s := range held {
-			if _, wanted := want[s.Backend+"/"+s.Name]; wanted {
+			if _, wanted := want[s.Name]; wanted || s.Backend != backend {
 				continue
 			}
-			ids = append(ids, s.Backend+"/"+s.Name)
+			names = append(names, s.Name)
 			if s.Maint() && validName(s.Backend) && validName(s.Name) {
 				leftover = append(leftover, Op{Action: DelServer, Backend: s.Backend, Server: s.Name})
 			}
 		}
 	}
 	var errs []error
-	for _, id := range ids {
-		got, held := byID[id]
-		w, wanted := want[id]
+	for _, name := range names {
+		got, held := byName[name]
+		w, wanted := want[name]
+		id := backend + "/" + name
 		switch {
 		case !wanted && held && !got.Maint():
 			errs = append(errs, fmt.Errorf("%s: not in the file but serving", id))

@@ -156,7 +156,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := c.Verify(context.Background(), []byte(tt.cfg), tt.ops)
+			err := c.Verify(context.Background(), Parse([]byte(tt.cfg)), tt.ops)
 			if got := errText(err); !strings.Contains(got, tt.err) || (tt.err == "") != (err == nil) {
 				t.Errorf("Verify = %v, want %q", err, tt.err)
 			}
@@ -174,7 +174,8 @@ backend st
   balance source
   server x 10.0.1.1:80
 `
-	left, err := c.Check(context.Background(), []byte(runs))
+	both := []Op{{Backend: "be"}, {Backend: "st"}}
+	left, err := c.Check(context.Background(), Parse([]byte(runs)), both)
 	if err != nil {
 		t.Errorf("Check of the file HAProxy runs (c in maintenance, not in it): %v", err)
 	}
@@ -186,7 +187,7 @@ backend st
 		{strings.Replace(runs, "  server a 10.0.0.1:81\n", "", 1), "be/a: not in the file but serving"},
 		{runs + "  server w 10.0.1.2:80\n", "st/w: in the file but not in HAProxy"},
 	} {
-		if _, err := c.Check(context.Background(), []byte(tt.cfg)); err == nil || !strings.Contains(err.Error(), tt.err) {
+		if _, err := c.Check(context.Background(), Parse([]byte(tt.cfg)), both); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("Check = %v, want %q", err, tt.err)
 		}
 	}

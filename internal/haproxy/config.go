@@ -1,21 +1,22 @@
 package haproxy
 
 import (
-	"bytes"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 )
 
-// Config is what Diff reads of a haproxy.cfg: its sections in order, each
-// with its directives and, for proxies that have servers (backend,
-// listen), its server lines apart.
+// Config is what Diff reads of a haproxy.cfg: its sections in order.
+// Parse finds only where each section starts; a section's lines are read
+// when first asked for, so that a Diff of two large files reads only the
+// sections that differ. A Config is used by one goroutine at a time.
 type Config struct {
 	Sections []*Section
 	// opaque says why Diff cannot tell what the file means (a quoted or
 	// escaped keyword, a conditional block), or is "".
 	opaque string
+	byName map[string]*Section // proxies by name, built when first asked for
 }
 
 // A Section is one section of the file: the lines from a section keyword
@@ -26,10 +27,16 @@ type Section struct {
 	Line int // of the section keyword, from 1
 	// Header is the section line itself, normalized ("backend be from d").
 	Header string
-	// Directives are the section's lines other than its servers, each
-	// normalized: comments cut and tokens joined by one space.
-	Directives []Directive
-	Servers    []Server
+	// body is the section's lines after its keyword line, as written,
+	// the first of them line bodyLine.
+	body     string
+	bodyLine int
+	// read is set once body was read into directives and servers, err
+	// being the first line refused.
+	read       bool
+	err        error
+	directives []Directive
+	servers    []Server
 	// defaults is the defaults section this proxy takes its defaults from.
 	defaults *Section
 	// opaque is set when the section line holds quotes, escapes or
@@ -37,7 +44,8 @@ type Section struct {
 	opaque bool
 }
 
-// A Directive is one normalized line of a section.
+// A Directive is one line of a section other than a server, trimmed but
+// as written (normalized says what it means).
 type Directive struct {
 	Text string
 	Line int
@@ -66,59 +74,177 @@ var sectionKinds = map[string]bool{
 // hasServers says which sections' server lines are proxy servers.
 func hasServers(kind string) bool { return kind == "backend" || kind == "listen" }
 
-// Parse reads the sections and server lines of a haproxy.cfg. It refuses
-// what HAProxy would refuse among what it reads (a server line without an
-// address, two servers of one name in a backend) and never panics.
-func Parse(b []byte) (*Config, error) {
+// Parse finds the sections of a haproxy.cfg. It never fails and never
+// panics: what HAProxy would refuse among what this package reads (a
+// server line without an address, two servers of one name in a backend)
+// is the error of the section's Servers.
+func Parse(b []byte) *Config {
 	c := &Config{}
-	cur := &Section{}
+	text := string(b)
+	cur := &Section{bodyLine: 1}
 	var lastDefaults *Section
 	named := map[string]*Section{}
-	for n, raw := range bytes.Split(b, []byte("\n")) {
-		line := n + 1
-		fields, opaque := tokens(string(raw))
-		if len(fields) == 0 {
-			continue
+	start := 0
+	for n, off := 1, 0; off < len(text); n++ {
+		raw, next := text[off:], len(text)
+		if i := strings.IndexByte(raw, '\n'); i >= 0 {
+			raw, next = raw[:i], off+i+1
 		}
-		text := strings.Join(fields, " ")
-		if c.opaque == "" && (strings.ContainsAny(fields[0], "\"'\\$") || strings.HasPrefix(fields[0], ".")) {
-			c.opaque = fmt.Sprintf("line %d: %s is read by HAProxy in ways this reader does not follow", line, fields[0])
-		}
-		if sectionKinds[fields[0]] {
-			c.Sections = append(c.Sections, cur)
-			cur = &Section{Kind: fields[0], Line: line, Header: text, opaque: opaque}
-			if len(fields) > 1 {
-				cur.Name = fields[1]
+		if line := strings.TrimSpace(raw); line != "" && line[0] != '#' {
+			first := firstWord(line)
+			if c.opaque == "" && (strings.ContainsAny(first, "\"'\\$") || first[0] == '.') {
+				c.opaque = fmt.Sprintf("line %d: %s is read by HAProxy in ways this reader does not follow", n, first)
 			}
-			switch {
-			case cur.Kind == "defaults":
-				lastDefaults = cur
-				if cur.Name != "" {
-					named[cur.Name] = cur
+			if sectionKinds[first] {
+				cur.body = text[start:off]
+				c.Sections = append(c.Sections, cur)
+				cur = newSection(line, n, lastDefaults, named)
+				if cur.Kind == "defaults" {
+					lastDefaults = cur
 				}
-			case len(fields) > 3 && fields[2] == "from":
-				cur.defaults = named[fields[3]]
-			default:
-				cur.defaults = lastDefaults
-			}
-			continue
-		}
-		if fields[0] != "server" || !hasServers(cur.Kind) || cur.opaque {
-			cur.Directives = append(cur.Directives, Directive{Text: text, Line: line})
-			continue
-		}
-		if len(fields) < 3 {
-			return nil, fmt.Errorf("line %d: server needs a name and an address", line)
-		}
-		for _, s := range cur.Servers {
-			if s.Name == fields[1] {
-				return nil, fmt.Errorf("line %d: %s %q has two servers named %q (the first at line %d)", line, cur.Kind, cur.Name, s.Name, s.Line)
+				start = next
 			}
 		}
-		cur.Servers = append(cur.Servers, Server{Name: fields[1], Addr: fields[2], Options: fields[3:], Line: line, Opaque: opaque, Text: text})
+		off = next
 	}
+	cur.body = text[start:]
 	c.Sections = append(c.Sections, cur)
-	return c, nil
+	return c
+}
+
+// proxy returns the backend or listen section named name, or nil.
+func (c *Config) proxy(name string) *Section {
+	if c.byName == nil {
+		c.byName = map[string]*Section{}
+		for _, s := range c.Sections {
+			if hasServers(s.Kind) {
+				c.byName[s.Name] = s
+			}
+		}
+	}
+	return c.byName[name]
+}
+
+// parse reads the section's body once.
+func (s *Section) parse() error {
+	if s.read {
+		return s.err
+	}
+	s.read = true
+	rest := s.body
+	for n := s.bodyLine; rest != ""; n++ {
+		raw, after, _ := strings.Cut(rest, "\n")
+		rest = after
+		line := strings.TrimSpace(raw)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if firstWord(line) == "server" && hasServers(s.Kind) && !s.opaque {
+			if err := s.addServer(line, n); err != nil && s.err == nil {
+				s.err = err
+			}
+			continue
+		}
+		s.directives = append(s.directives, Directive{Text: line, Line: n})
+	}
+	return s.err
+}
+
+// Directives returns the section's lines other than its servers.
+func (s *Section) Directives() []Directive {
+	_ = s.parse()
+	return s.directives
+}
+
+// Servers returns the section's servers, or the first server line
+// HAProxy would refuse.
+func (s *Section) Servers() ([]Server, error) {
+	err := s.parse()
+	return s.servers, err
+}
+
+// firstWord returns line's first word; line is trimmed and not empty.
+func firstWord(line string) string {
+	for i := 0; i < len(line); i++ {
+		if line[i] == ' ' || line[i] == '\t' {
+			return line[:i]
+		}
+	}
+	return line
+}
+
+// newSection starts the section whose keyword line is line.
+func newSection(line string, n int, lastDefaults *Section, named map[string]*Section) *Section {
+	var fields []string
+	opaque := false
+	header := line
+	if plain(line) {
+		// The common case, without allocating: "backend name".
+		kind, rest, _ := strings.Cut(line, " ")
+		name, rest, _ := strings.Cut(rest, " ")
+		fields = []string{kind, name}
+		if rest != "" {
+			fields = append(fields, strings.Split(rest, " ")...)
+		} else if name == "" {
+			fields = fields[:1]
+		}
+	} else {
+		fields, opaque = tokens(line)
+		header = strings.Join(fields, " ")
+	}
+	s := &Section{Kind: fields[0], Line: n, Header: header, opaque: opaque, bodyLine: n + 1}
+	if len(fields) > 1 {
+		s.Name = fields[1]
+	}
+	switch {
+	case s.Kind == "defaults":
+		if s.Name != "" {
+			named[s.Name] = s
+		}
+	case len(fields) > 3 && fields[2] == "from":
+		s.defaults = named[fields[3]]
+	default:
+		s.defaults = lastDefaults
+	}
+	return s
+}
+
+// plain says whether a trimmed line is already normalized: words split by
+// one space, no comment, nothing quoted, escaped or substituted.
+func plain(line string) bool {
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '\t', '#', '"', '\'', '\\', '$', '\r', '\v', '\f':
+			return false
+		case ' ':
+			if line[i+1] == ' ' { // trimmed: a space is never last
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// addServer adds the server of line to s.
+func (s *Section) addServer(line string, n int) error {
+	fields, opaque := tokens(line)
+	if len(fields) < 3 {
+		return fmt.Errorf("line %d: server needs a name and an address", n)
+	}
+	for _, o := range s.servers {
+		if o.Name == fields[1] {
+			return fmt.Errorf("line %d: %s %q has two servers named %q (the first at line %d)", n, s.Kind, s.Name, o.Name, o.Line)
+		}
+	}
+	s.servers = append(s.servers, Server{Name: fields[1], Addr: fields[2], Options: fields[3:], Line: n, Opaque: opaque, Text: strings.Join(fields, " ")})
+	return nil
+}
+
+// normalized is a directive's text with its comment cut and its words
+// joined by one space.
+func normalized(text string) string {
+	f, _ := tokens(text)
+	return strings.Join(f, " ")
 }
 
 // tokens splits a line into its words with the comment cut. A line with
@@ -139,8 +265,9 @@ func (s *Section) setting(key string) []string {
 		if sec == nil {
 			continue
 		}
-		for i := len(sec.Directives) - 1; i >= 0; i-- {
-			if f := strings.Fields(sec.Directives[i].Text); f[0] == key {
+		ds := sec.Directives()
+		for i := len(ds) - 1; i >= 0; i-- {
+			if f, _ := tokens(ds[i].Text); len(f) > 0 && f[0] == key {
 				return f[1:]
 			}
 		}
@@ -178,9 +305,11 @@ func (s *Section) merged(srv Server) Server {
 		if sec == nil {
 			continue
 		}
-		for _, d := range sec.Directives {
-			if f := strings.Fields(d.Text); f[0] == "default-server" {
-				opts = append(opts, f[1:]...)
+		for _, d := range sec.Directives() {
+			if strings.HasPrefix(d.Text, "default-server") {
+				if f, _ := tokens(d.Text); f[0] == "default-server" {
+					opts = append(opts, f[1:]...)
+				}
 			}
 		}
 	}

@@ -25,28 +25,31 @@ func Diff(old, new []byte) Update {
 	if string(old) == string(new) {
 		return Update{}
 	}
-	oc, err := Parse(old)
-	if err != nil {
-		return Update{Reload: "running file: " + err.Error()}
-	}
-	nc, err := Parse(new)
-	if err != nil {
-		return Update{Reload: err.Error()}
+	return DiffConfigs(Parse(old), Parse(new))
+}
+
+// DiffConfigs is Diff of two parsed files: a caller that keeps the parsed
+// file HAProxy runs parses only the new one. Only the sections that
+// differ as written are read.
+func DiffConfigs(oc, nc *Config) Update {
+	if same(oc, nc) {
+		return Update{}
 	}
 	for _, c := range []*Config{nc, oc} {
 		if c.opaque != "" {
 			return Update{Reload: c.opaque}
 		}
 	}
-	if why := sameSkeleton(oc, nc); why != "" {
+	if why := sameSections(oc, nc); why != "" {
 		return Update{Reload: why}
 	}
 	var u Update
 	for i, ns := range nc.Sections {
-		if !hasServers(ns.Kind) || ns.opaque {
+		os := oc.Sections[i]
+		if os.body == ns.body {
 			continue
 		}
-		ops, why := diffServers(oc.Sections[i], ns)
+		ops, why := diffSection(os, ns)
 		if why != "" {
 			return Update{Reload: why}
 		}
@@ -55,9 +58,53 @@ func Diff(old, new []byte) Update {
 	return u
 }
 
-// sameSkeleton says how the two files differ in anything but the server
-// lines of backends, or returns "".
-func sameSkeleton(oc, nc *Config) string {
+// same says whether the two files' sections are the same as written
+// (blank lines and comments between sections aside).
+func same(oc, nc *Config) bool {
+	if len(oc.Sections) != len(nc.Sections) {
+		return false
+	}
+	for i, ns := range nc.Sections {
+		if os := oc.Sections[i]; os.Header != ns.Header || os.body != ns.body {
+			return false
+		}
+	}
+	return true
+}
+
+// diffSection returns the ops that turn section os into ns (the same
+// section of the two files), or why it takes a reload.
+func diffSection(os, ns *Section) ([]Op, string) {
+	if err := os.parse(); err != nil {
+		return nil, "running file: " + err.Error()
+	}
+	if err := ns.parse(); err != nil {
+		return nil, err.Error()
+	}
+	if why := sameDirectives(ns, os.directives, ns.directives); why != "" {
+		return nil, why
+	}
+	if !hasServers(ns.Kind) || ns.opaque {
+		return nil, ""
+	}
+	return diffServers(os, ns)
+}
+
+// sameSections says how the two files' sections differ in their kinds,
+// names or order, or returns "".
+func sameSections(oc, nc *Config) string {
+	if len(oc.Sections) == len(nc.Sections) {
+		same := true
+		for i, ns := range nc.Sections {
+			if oc.Sections[i].Header != ns.Header {
+				same = false
+				break
+			}
+		}
+		if same {
+			return ""
+		}
+	}
 	index := func(c *Config) map[string]*Section {
 		m := make(map[string]*Section, len(c.Sections))
 		for _, s := range c.Sections {
@@ -80,18 +127,23 @@ func sameSkeleton(oc, nc *Config) string {
 		return "the number of sections changed"
 	}
 	for i, ns := range nc.Sections {
-		os := oc.Sections[i]
-		if os.Header != ns.Header {
+		if oc.Sections[i].Header != ns.Header {
 			return fmt.Sprintf("line %d: %s moved", ns.Line, describe(ns))
 		}
-		for j, d := range ns.Directives {
-			if j >= len(os.Directives) || os.Directives[j].Text != d.Text {
-				return fmt.Sprintf("line %d: %s changed: %s", d.Line, describe(ns), d.Text)
-			}
+	}
+	return ""
+}
+
+// sameDirectives says how the directives n of section s differ from o,
+// or returns "". A line is normalized only when it differs as written.
+func sameDirectives(s *Section, o, n []Directive) string {
+	for j, d := range n {
+		if j >= len(o) || (o[j].Text != d.Text && normalized(o[j].Text) != normalized(d.Text)) {
+			return fmt.Sprintf("line %d: %s changed: %s", d.Line, describe(s), normalized(d.Text))
 		}
-		if len(os.Directives) > len(ns.Directives) {
-			return fmt.Sprintf("%s changed: %s removed", describe(ns), os.Directives[len(ns.Directives)].Text)
-		}
+	}
+	if len(o) > len(n) {
+		return fmt.Sprintf("%s changed: %s removed", describe(s), normalized(o[len(n)].Text))
 	}
 	return ""
 }
@@ -109,12 +161,12 @@ func describe(s *Section) string {
 // diffServers returns the ops that turn os's servers into ns's (the same
 // section in both files), or why it takes a reload.
 func diffServers(os, ns *Section) ([]Op, string) {
-	old := make(map[string]Server, len(os.Servers))
-	for _, s := range os.Servers {
+	old := make(map[string]Server, len(os.servers))
+	for _, s := range os.servers {
 		old[s.Name] = s
 	}
 	var adds, changes, dels []Op
-	for _, s := range ns.Servers {
+	for _, s := range ns.servers {
 		o, ok := old[s.Name]
 		delete(old, s.Name)
 		var ops []Op
@@ -131,7 +183,7 @@ func diffServers(os, ns *Section) ([]Op, string) {
 		}
 		changes = append(changes, ops...)
 	}
-	for _, s := range os.Servers {
+	for _, s := range os.servers {
 		if _, gone := old[s.Name]; !gone {
 			continue
 		}

@@ -32,7 +32,7 @@ type running struct {
 
 // startHAProxy writes cfg (SOCK and LISTEN replaced) and runs HAProxy on it
 // until the test ends.
-func startHAProxy(t *testing.T, cfg string) *running {
+func startHAProxy(t testing.TB, cfg string) *running {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -80,7 +80,7 @@ func startHAProxy(t *testing.T, cfg string) *running {
 	return r
 }
 
-func (r *running) write(t *testing.T, cfg string) string {
+func (r *running) write(t testing.TB, cfg string) string {
 	t.Helper()
 	cfg = strings.NewReplacer("SOCK", r.sock, "LISTEN", r.listen).Replace(cfg)
 	if err := os.WriteFile(r.cfg, []byte(cfg), 0o644); err != nil {
@@ -95,7 +95,7 @@ func (r *running) answers() bool {
 }
 
 // workers returns the pids of the master's children.
-func (r *running) workers(t *testing.T) []int {
+func (r *running) workers(t testing.TB) []int {
 	t.Helper()
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
@@ -121,7 +121,7 @@ func (r *running) workers(t *testing.T) []int {
 	return out
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -279,13 +279,13 @@ func TestRuntimeUpdatesLive(t *testing.T) {
 			t.Fatalf("step %d: %s, want %d ops", i, u.Describe(), cfgs[i].ops)
 		}
 		ctx := context.Background()
-		if _, err := c.Check(ctx, prev); err != nil {
+		if _, err := c.Check(ctx, Parse(prev), u.Ops); err != nil {
 			t.Fatalf("step %d: HAProxy does not run the previous file: %v", i, err)
 		}
 		if err := c.Apply(ctx, u.Ops); err != nil {
 			t.Fatalf("step %d: apply %s: %v", i, u.Describe(), err)
 		}
-		if err := c.Verify(ctx, next, u.Ops); err != nil {
+		if err := c.Verify(ctx, Parse(next), u.Ops); err != nil {
 			t.Fatalf("step %d: verify %s: %v", i, u.Describe(), err)
 		}
 		tr.settle(t, 20, cfgs[i].serves...)
@@ -311,13 +311,13 @@ func TestRuntimeUpdatesLive(t *testing.T) {
 	}
 	tr.settle(t, 20, cfgs[len(cfgs)-1].serves...)
 	all := Diff(first, prev)
-	if err := c.Verify(context.Background(), prev, all.Ops); err != nil {
+	if err := c.Verify(context.Background(), Parse(prev), all.Ops); err != nil {
 		t.Errorf("after a reload of the last file: %v", err)
 	}
-	if _, err := c.Check(context.Background(), prev); err != nil {
+	if _, err := c.Check(context.Background(), Parse(prev), all.Ops); err != nil {
 		t.Errorf("after a reload of the last file: %v", err)
 	}
-	if _, err := c.Check(context.Background(), first); err == nil {
+	if _, err := c.Check(context.Background(), Parse(first), all.Ops); err == nil {
 		t.Error("Check says HAProxy runs the first file")
 	}
 	tr.stop()
@@ -344,7 +344,7 @@ func TestRuntimeRefusalsLive(t *testing.T) {
 	}
 	other, _ := os.ReadFile(r.cfg)
 	other = []byte(strings.Replace(string(other), "127.0.0.1:1\n", "127.0.0.1:7 weight 3\n", 1))
-	if err := c.Verify(ctx, other, []Op{{Action: SetAddr, Backend: "be", Server: "s1"}}); err == nil || !strings.Contains(err.Error(), "HAProxy has 127.0.0.1:1, the file 127.0.0.1:7") {
+	if err := c.Verify(ctx, Parse(other), []Op{{Action: SetAddr, Backend: "be", Server: "s1"}}); err == nil || !strings.Contains(err.Error(), "HAProxy has 127.0.0.1:1, the file 127.0.0.1:7") {
 		t.Errorf("Verify = %v, want the port mismatch", err)
 	}
 }
@@ -395,10 +395,10 @@ func TestRemovedWithConnectionsLive(t *testing.T) {
 	if err := c.Apply(ctx, u.Ops); err != nil {
 		t.Fatalf("apply %s: %v", u.Describe(), err)
 	}
-	if err := c.Verify(ctx, next, u.Ops); err != nil {
+	if err := c.Verify(ctx, Parse(next), u.Ops); err != nil {
 		t.Fatalf("verify %s: %v", u.Describe(), err)
 	}
-	left, err := c.Check(ctx, next)
+	left, err := c.Check(ctx, Parse(next), u.Ops)
 	if err != nil || len(left) != 1 || left[0].Server != "s1" {
 		t.Fatalf("Check = %v, %v; want s1 left in maintenance", left, err)
 	}
@@ -411,7 +411,7 @@ func TestRemovedWithConnectionsLive(t *testing.T) {
 		if err := c.Apply(ctx, left); err != nil {
 			t.Fatal(err)
 		}
-		if left, err = c.Check(ctx, next); err != nil {
+		if left, err = c.Check(ctx, Parse(next), u.Ops); err != nil {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
