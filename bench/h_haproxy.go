@@ -228,12 +228,17 @@ func (h *haproxyBench) run(ctx context.Context, run int) (r haproxyRun, err erro
 		return r, fmt.Errorf("start haproxy: %w: %s", err, out)
 	}
 	defer backendtest.StopPidFile(pid)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	// HAProxy 2.6 ignores a SIGUSR2 that comes while its first worker is
+	// still starting: the pipeline starts once the placeholder answers.
+	if err := answering(ctx, client, listen); err != nil {
+		return r, err
+	}
 	p, err := e.startProc(fmt.Sprintf("pipeline-haproxy-%d-%d", h.n, run), e.opts.Pipeline, append(args, h.example)...)
 	if err != nil {
 		return r, err
 	}
 	defer p.stop()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if err := h.allServed(ctx, p, client, listen); err != nil {
 		return r, h.explain(err, p, cfg)
 	}
@@ -275,6 +280,25 @@ defaults
 frontend http
   bind LISTEN
 `
+
+// answering waits until HAProxy answers on listen, whatever the answer.
+func answering(ctx context.Context, c *http.Client, listen string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := c.Get("http://" + listen + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("HAProxy does not answer on %s after 30s: %w", listen, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // explain adds the pipeline's log and the end of haproxy.cfg to err.
 func (h *haproxyBench) explain(err error, p *proc, cfg string) error {
@@ -470,12 +494,13 @@ func sinkCounts(c *http.Client, addr string) [3]float64 {
 			continue
 		}
 		v, _ := strconv.ParseFloat(f[1], 64)
+		name, labels, _ := strings.Cut(f[0], "{")
 		switch {
-		case strings.HasPrefix(f[0], `pipeline_sink_template_runtime_updates_total{result="ok"`):
+		case name == "pipeline_sink_template_runtime_updates_total" && strings.Contains(labels, `result="ok"`):
 			out[0] += v
-		case strings.HasPrefix(f[0], `pipeline_sink_template_reloads_total{result="ok"`):
+		case name == "pipeline_sink_template_reloads_total" && strings.Contains(labels, `result="ok"`):
 			out[1] += v
-		case strings.HasPrefix(f[0], "pipeline_sink_template_runtime_fallbacks_total"):
+		case name == "pipeline_sink_template_runtime_updates_total" && strings.Contains(labels, `result="fallback"`):
 			out[2] += v
 		}
 	}
