@@ -195,7 +195,9 @@ func CheckExpr(expr hcl.Expression, ctx *hcl.EvalContext, roots []string) hcl.Di
 	for _, r := range roots {
 		child.Variables[r] = cty.DynamicVal
 	}
+	restore := checkLoopsOnce(expr)
 	v, d := expr.Value(child)
+	restore()
 	if !d.HasErrors() {
 		if err := CheckNumbers(v); err != nil {
 			d = append(d, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid number",

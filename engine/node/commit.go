@@ -7,11 +7,18 @@ import "context"
 // every record (its Update and Delete only record the entries), or one
 // that shows how many entries it holds (a BPF map's fill level). The sink
 // loop calls Commit at the end of every round of writes (after the
-// round's Update and Delete calls) and of every full reconcile. Commit runs on the sink loop's goroutine and may block on I/O
-// bounded by ctx; the target reports its own failures (Env.Health, its
-// metrics) and schedules its own retries. It returns what it wrote as a
-// whole, if anything, as entries `pipeline tap` shows (a file's path with
-// its digest and size, never its text).
+// round's Update and Delete calls) and of every full reconcile. Commit
+// runs on the sink loop's goroutine and may block on I/O bounded by ctx.
+//
+// It returns two kinds of entries. Those with Err nil are what it wrote
+// as a whole, if anything, for `pipeline tap` to show (a file's path with
+// its digest and size, never its text). Those with Err set name the keys
+// whose write failed in the round, whether the round's Update or Delete
+// said so or not: a wanted entry (Value: the wanted one) the target does
+// not hold, or a deleted one (Value: what the target still holds) it
+// holds. The loop takes back its record of their writes and handles them
+// as any failed write: per-key status, backoff, the round's log line, and
+// a retry that calls Update or Delete again, then Commit.
 type Committer interface {
 	Commit(ctx context.Context, r Round) []Entry
 }

@@ -35,7 +35,7 @@ func (s *state) full(ctx context.Context) {
 		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
 	}
 	w := s.fullPass(ctx, s.resync)
-	s.commit(ctx, true)
+	s.commit(ctx, true, &w)
 	s.dirty = s.dirty[:0]
 	s.needFull, s.resync = false, false
 	s.fulls++

@@ -399,20 +399,60 @@ func (s *state) incremental(ctx context.Context) {
 	})
 	s.addDeletes(&b)
 	start := time.Now()
-	logRound(s.log, "batch applied", start, s.apply(ctx, &b), true)
-	s.commit(ctx, false)
+	w := s.apply(ctx, &b)
+	s.commit(ctx, false, &w)
+	logRound(s.log, "batch applied", start, w, true)
 }
 
 // commit ends a round for a target that writes its entries as a whole
-// (node.Committer).
-func (s *state) commit(ctx context.Context, full bool) {
-	if c, ok := s.target.(node.Committer); ok && ctx.Err() == nil {
-		for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.held}) {
-			if s.cfg.Tapping() {
-				s.cfg.Tapped(e, false)
-			}
+// (node.Committer): the entries it hands back failed are counted in w,
+// the round's count, and recorded as failed writes (commitFailed).
+func (s *state) commit(ctx context.Context, full bool, w *written) {
+	c, ok := s.target.(node.Committer)
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	failed := w.failed
+	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.held}) {
+		switch {
+		case e.Err != nil:
+			s.commitFailed(e, w)
+		case s.cfg.Tapping():
+			s.cfg.Tapped(e, false)
 		}
 	}
+	if w.failed > failed {
+		s.updateHealth()
+		s.cfg.Held(s.held)
+	}
+}
+
+// commitFailed takes back the loop's record of the write of e's key,
+// which its Committer says failed, and records the failure through
+// outcome, so the key is retried. A wanted key holds nothing as far as
+// the loop knows, so its retry writes it through. A deleted key holds
+// what the target says it still holds, as written by this run (it was
+// deletable), so its retry deletes it again. A write this round counted
+// as done is counted as failed instead.
+func (s *state) commitFailed(e node.Entry, w *written) {
+	ks := s.stateOf(e.Key)
+	del := ks.owners == 0
+	if del {
+		if !ks.held() && ks.fail == nil && w.dels > 0 {
+			w.dels--
+		}
+		s.holdEntry(ks, s.keep(&e), onRead)
+		ks.step(onWrite)
+		s.met.DelErr.Inc()
+	} else {
+		if ks.fail == nil && w.ups > 0 {
+			w.ups--
+		}
+		s.dropEntry(ks)
+		s.met.WriteErr.Inc()
+	}
+	s.outcome(ks, e.Err, del)
+	w.failed++
 }
 
 // takeDirty empties the dirty list and visits each key on it that is

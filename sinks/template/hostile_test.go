@@ -2,7 +2,6 @@ package template
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,10 +111,10 @@ func TestFailedBackupLeavesNoTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		batch := []node.Entry{{Key: node.Key(fmt.Sprint("b", i)), Value: server("10.0.0.2", 80)}}
-		f.tg.Update(context.Background(), batch)
-		if batch[0].Err == nil || !strings.Contains(batch[0].Err.Error(), "backup") {
-			t.Fatalf("attempt %d: %v, want the backup's failure", i, batch[0].Err)
+		key := node.Key(fmt.Sprint("b", i))
+		err := f.round([]node.Entry{{Key: key, Value: server("10.0.0.2", 80)}}, synced)[key]
+		if err == nil || !strings.Contains(err.Error(), "backup") {
+			t.Fatalf("attempt %d: %v, want the backup's failure", i, err)
 		}
 	}
 	if names, _ := filepath.Glob(filepath.Join(filepath.Dir(f.path), ".*.tmp")); len(names) > 0 {
@@ -161,9 +160,11 @@ func TestMaxSize(t *testing.T) {
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			f.tg.Update(context.Background(), batch)
-			f.tg.Commit(context.Background(), full)
+			failed := f.round(batch, full)
 			runtime.ReadMemStats(&after)
+			if len(failed) != len(batch) {
+				t.Errorf("%d entries failed, want all %d", len(failed), len(batch))
+			}
 			if _, err := os.Stat(f.path); !os.IsNotExist(err) {
 				t.Fatal("an oversize render was written")
 			}
@@ -177,9 +178,12 @@ func TestMaxSize(t *testing.T) {
 				t.Errorf("the render allocated %d MiB before it stopped", alloc>>20)
 			}
 			// The entries' retry says why, without rendering again.
-			f.tg.Update(context.Background(), batch[:1])
-			if !errors.Is(batch[0].Err, errTooLarge) && !strings.Contains(fmt.Sprint(batch[0].Err), "max_size") {
-				t.Errorf("entry error %v", batch[0].Err)
+			err := f.round(batch[:1], synced)[batch[0].Key]
+			if !strings.Contains(fmt.Sprint(err), "max_size") {
+				t.Errorf("entry error %v", err)
+			}
+			if n := f.count("pipeline_sink_template_renders_total", "result", "refused"); n != 1 {
+				t.Errorf("renders_total{refused} = %v after the retry, want no second render", n)
 			}
 		})
 	}
@@ -191,17 +195,15 @@ func TestCheckTimeoutIsTheEntrysError(t *testing.T) {
 	f := open(t, serversTmpl+`check_command = ["sh", "-c", "grep -q 10.0.0.9 \"$0\" && sleep 10; exit 0", "{{path}}"]`+"\ncheck_timeout = \"200ms\"")
 	f.put("a", server("10.0.0.1", 80), full)
 	batch := []node.Entry{{Key: "slow", Value: server("10.0.0.9", 80)}}
-	f.tg.Update(context.Background(), batch)
-	if batch[0].Err == nil || !strings.Contains(batch[0].Err.Error(), "timed out") {
-		t.Fatalf("entry error %v, want the timeout", batch[0].Err)
+	if err := f.round(batch, synced)["slow"]; err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("entry error %v, want the timeout", err)
 	}
 	actual, err := f.tg.Actual(context.Background())
 	if err != nil || len(actual) != 1 || actual[0].Key != "a" {
 		t.Errorf("Actual %v %v, want only a", actual, err)
 	}
 	// A timeout is not the candidate's fault: the retry checks again.
-	batch[0].Err = nil
-	f.tg.Update(context.Background(), batch)
+	f.round(batch, synced)
 	if n := f.count("pipeline_sink_template_checks_total", "result", "failed"); n != 2 {
 		t.Errorf("checks failed = %v, want the retry checked again", n)
 	}
@@ -212,9 +214,7 @@ func TestCheckTimeoutIsTheEntrysError(t *testing.T) {
 func TestActualReadsTheFile(t *testing.T) {
 	f := open(t, serversTmpl+`check_command = ["sh", "-c", "! grep -q 10.0.0.9 \"$0\"", "{{path}}"]`)
 	f.put("a", server("10.0.0.1", 80), full)
-	batch := []node.Entry{{Key: "bad", Value: server("10.0.0.9", 80)}}
-	f.tg.Update(context.Background(), batch)
-	if batch[0].Err == nil {
+	if err := f.round([]node.Entry{{Key: "bad", Value: server("10.0.0.9", 80)}}, synced)["bad"]; err == nil {
 		t.Fatal("a refused entry succeeded")
 	}
 	got, err := f.tg.Actual(context.Background())

@@ -63,9 +63,8 @@ func TestExplainLines(t *testing.T) {
 	}
 	_ = os.RemoveAll(f.path[:strings.LastIndex(f.path, "/")])
 	batch := []node.Entry{{Key: "web-c", Value: server("10.0.0.3", 80)}}
-	f.tg.Update(context.Background(), batch)
-	if batch[0].Err == nil || !strings.Contains(batch[0].Err.Error(), "no such file or directory") {
-		t.Errorf("the entry of a failing write: %v, want its error", batch[0].Err)
+	if err := f.round(batch, synced)["web-c"]; err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Errorf("the entry of a failing write: %v, want its error", err)
 	}
 	// Why it failed is the entry's error, shown once; explain says
 	// where its lines would be, and that the file does not hold them.

@@ -93,13 +93,15 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	if len(objs) > 0 {
 		records = cty.TupleVal(objs)
 	}
+	budget := &renderBudget{left: 2 * s.maxSize}
 	ctx := s.ctx.NewChild()
-	ctx.Variables = map[string]cty.Value{"records": records}
+	ctx.Variables = map[string]cty.Value{"records": records, budgetVar: cty.CapsuleVal(budgetType, budget)}
+	ctx.Functions = budgetFuncs(s.ctx, budget)
 	if s.fast != nil && len(out.secrets) == 0 {
 		buf := bytes.NewBuffer(make([]byte, 0, min(s.sizeHint.Load(), s.maxSize)))
 		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots), limit: s.maxSize}
 		ok := s.fast(buf, ctx, env)
-		if env.over || (ok && int64(buf.Len()) > s.maxSize) {
+		if env.over || budget.over || (ok && int64(buf.Len()) > s.maxSize) {
 			return out, s.tooLarge()
 		}
 		if ok {
@@ -109,7 +111,7 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 		}
 	}
 	data, ok, over := streamTemplate(s.tmpl, ctx, s.maxSize)
-	if over {
+	if over || budget.over {
 		return out, s.tooLarge()
 	}
 	if ok {
@@ -117,6 +119,9 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 		return out, nil
 	}
 	v, diags := s.tmpl.Value(ctx)
+	if budget.over {
+		return out, s.tooLarge()
+	}
 	if diags.HasErrors() {
 		return out, fmt.Errorf("render: %s", diagText(diags))
 	}
@@ -139,7 +144,7 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 var errTooLarge = errors.New("render too large")
 
 func (s *Sink) tooLarge() error {
-	return fmt.Errorf("%w: more than max_size (%d bytes)", errTooLarge, s.maxSize)
+	return fmt.Errorf("%w: more than max_size (%d bytes), or values on the way more than twice that", errTooLarge, s.maxSize)
 }
 
 func convertString(v cty.Value) (string, error) {

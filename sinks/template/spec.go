@@ -35,7 +35,7 @@ var (
 	backupAttr = schema.Bool("backup").Default(false, "false").
 			Doc("Keep the file replaced by each write as PATH.bak, with the replaced file's mode and owner. When PATH is a symbolic link, PATH.bak is a link to the same place, never a copy of what it points at.")
 	maxSizeAttr = schema.Size("max_size").Default(64<<20, `"64MiB"`).
-			Doc("Largest render written. A render that grows past it stops at once and is refused like a failed check: the file is kept, and the entries are reported as failing. It also bounds how much of the file on disk is read.")
+			Doc("Largest render written. A render that grows past it stops at once and is refused like a failed check: the file is kept, and the entries are reported as failing. The values a render builds on the way (what its functions return, the elements its for expressions build) may total twice max_size, checked before each is built, and a render over that is refused the same way. It also bounds how much of the file on disk is read.")
 	checkAttr = schema.StringList("check_command").Default(nil, "[]").
 			Doc("Command run on each candidate before the swap: a list (argv, no shell) in which `{{path}}` stands for the candidate's path. A non-zero exit, or no exit within check_timeout, keeps the current file, and every entry the candidate would have changed is reported as failing with the reason (log, /readyz degraded, `explain`); pipeline_sink_template_checks_total{result=\"failed\"} counts it. The command's output is shown only as show_command_output says. The same candidate is not checked again: the next change is.").
 			Example(`["haproxy", "-c", "-f", "{{path}}"]`)
@@ -125,6 +125,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	add(d)
 	if s.tmpl != nil && !d.HasErrors() {
 		s.fast, s.fastSlots, s.fastPaths = compileFast(s.tmpl, s.ctx)
+		wrapLoops(s.tmpl) // after compileFast, which walks the template as written
 	}
 	var path string
 	path, s.pathRange, d = pathAttr.Get(b.Content)

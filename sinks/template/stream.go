@@ -78,7 +78,7 @@ func (st *streamer) write(expr hcl.Expression, ctx *hcl.EvalContext) bool {
 
 // loop is %{ for k, v in coll }...%{ endfor }, with its if clause.
 func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
-	coll, diags := f.CollExpr.Value(ctx)
+	coll, diags := unwrapped(f.CollExpr).Value(ctx)
 	if diags.HasErrors() || !coll.IsWhollyKnown() || coll.IsNull() {
 		return false
 	}
@@ -108,7 +108,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 				continue
 			}
 		}
-		if !st.write(f.ValExpr, child) || st.full() {
+		if !st.write(unwrapped(f.ValExpr), child) || st.full() {
 			return false
 		}
 	}

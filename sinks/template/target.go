@@ -24,11 +24,11 @@ import (
 	"github.com/pipeline/pipeline/schema"
 )
 
-// Target is one rendered file. Update and Delete record the entries and,
-// once the input synced, make the file equal to their render at once, so
-// each entry's outcome is what happened to the file; Commit writes what
-// the round left unwritten (the first render, a restore at a full
-// reconcile) and hands the round's writes to tap.
+// Target is one rendered file. Update and Delete record the entries;
+// Commit, at the end of each round once the input synced, makes the file
+// equal to their render (apply), once per round, and hands back the
+// round's write for tap and the entries the file does not hold as
+// wanted, with the reason, as the round's failures.
 //
 // The fields above mu belong to the sink loop's goroutine (Update,
 // Delete, Commit, Actual, Explain, PlanFile); mu guards those the reload
@@ -48,7 +48,6 @@ type Target struct {
 	recs    map[node.Key]record // each held entry as the template sees it
 	order   []node.Key          // held's keys sorted; nil after a key came or went
 	secret  map[node.Key]bool   // held entries whose value is sensitive
-	synced  bool                // the last round said the input synced: writes go through
 	changed bool                // held changed since the last render
 	last    *rendering          // the render of held; nil before the first and after a failed one
 	// renderErr is why held does not render (nil: it does, or it was
@@ -209,11 +208,10 @@ func (t *Target) Actual(context.Context) ([]node.Entry, error) {
 	return out, nil
 }
 
-// Update implements node.Target: it records the entries and, once the
-// input synced, writes the file. An entry the file does not hold
-// afterwards fails with the reason (render error, check refused, write
-// failed).
-func (t *Target) Update(ctx context.Context, batch []node.Entry) {
+// Update implements node.Target: it records the entries, and writes
+// nothing: Commit applies the round's change once, whatever the round's
+// Updates and Deletes were.
+func (t *Target) Update(_ context.Context, batch []node.Entry) {
 	for _, e := range batch {
 		old, ok := t.held[e.Key]
 		if !ok {
@@ -232,21 +230,10 @@ func (t *Target) Update(ctx context.Context, batch []node.Entry) {
 		}
 		t.changed = true
 	}
-	if !t.synced || t.plan {
-		return
-	}
-	if err := t.write(ctx, false); err != nil {
-		for i, e := range batch {
-			if h, ok := t.onDisk(e.Key); !ok || !h.Same(e) {
-				batch[i].Err = err
-			}
-		}
-	}
 }
 
-// Delete implements node.Target: as Update; a key the file still holds
-// afterwards fails.
-func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
+// Delete implements node.Target: as Update.
+func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 	for _, e := range batch {
 		if _, ok := t.held[e.Key]; ok {
 			delete(t.held, e.Key)
@@ -257,43 +244,60 @@ func (t *Target) Delete(ctx context.Context, batch []node.Entry) {
 			t.changed = true
 		}
 	}
-	if !t.synced || t.plan {
-		return
-	}
-	if err := t.write(ctx, false); err != nil {
-		for i, e := range batch {
-			if _, ok := t.onDisk(e.Key); ok {
-				batch[i].Err = err
-			}
-		}
-	}
 }
 
-// onDisk is key's entry in the file as last read or written.
-func (t *Target) onDisk(key node.Key) (node.Entry, bool) {
-	if t.disk == nil {
-		return node.Entry{}, false
-	}
-	e, ok := t.disk.entries[key]
-	return e, ok
-}
-
-// Commit implements node.Committer: once the input synced, it makes the
-// file equal to the render of what the target holds, comparing it with
-// the disk at a full reconcile, and returns the round's writes for tap.
+// Commit implements node.Committer: once the input synced, it applies
+// the round's change (apply: one render, compare, check, swap and reload
+// per round, however many Updates and Deletes the round made), comparing
+// with the disk at a full reconcile. It returns the round's write for tap
+// and, with Err set, every entry whose write failed: each key the file
+// does not hold as held (its wanted entry), and each deleted key the file
+// still holds (the entry it holds).
 func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
-	if t.plan {
+	if t.plan || !r.Synced {
 		return nil
 	}
-	t.synced = r.Synced
-	if !r.Synced {
-		return nil
-	}
-	if r.Full || t.changed || t.last == nil || t.disk == nil {
-		_ = t.write(ctx, r.Full) // reported by write; entries fail at their next write
+	var err error
+	if r.Full || t.unwritten() {
+		err = t.apply(ctx, r.Full)
 	}
 	out := t.tapped
 	t.tapped = nil
+	if err != nil && ctx.Err() == nil {
+		out = append(out, t.failed(err)...)
+	}
+	return out
+}
+
+// unwritten reports whether the file may not hold the render of held: it
+// changed since the last render, the last render or write failed, or
+// the file holds none of our renders.
+func (t *Target) unwritten() bool {
+	return t.changed || t.last == nil || t.disk == nil || len(t.unsettled) > 0
+}
+
+// failed is every entry the file does not hold as held, after a write
+// that failed with err: every held entry when the file holds none of our
+// renders, else the keys changed since it last did (unsettled) whose
+// entry differs from the file's.
+func (t *Target) failed(err error) []node.Entry {
+	var out []node.Entry
+	if t.disk == nil {
+		for _, k := range slices.Sorted(maps.Keys(t.held)) {
+			out = append(out, node.Entry{Key: k, Value: t.held[k].Value, Err: err})
+		}
+		return out
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.unsettled)) {
+		h, wanted := t.held[k]
+		d, in := t.disk.entries[k]
+		switch {
+		case wanted && (!in || !d.Same(h)):
+			out = append(out, node.Entry{Key: k, Value: h.Value, Err: err})
+		case !wanted && in:
+			out = append(out, node.Entry{Key: k, Value: d.Value, Err: err})
+		}
+	}
 	return out
 }
 
@@ -335,11 +339,12 @@ func (t *Target) rendered() (*rendering, error) {
 	return t.last, nil
 }
 
-// write makes the file equal to the render of held: render, compare,
-// check, swap, reload. Between full reconciles the file is taken to hold
-// what was last written; full reads it. The error is what keeps the file
-// from holding the render, as shown (masked).
-func (t *Target) write(ctx context.Context, full bool) error {
+// apply makes the file equal to the render of held: render, compare with
+// the file, then (swap) check, back up, swap and reload. It is the one
+// place a change reaches the file. Between full reconciles the file is
+// taken to hold what was last written; full reads it. The error is what
+// keeps the file from holding the render, as shown (masked).
+func (t *Target) apply(ctx context.Context, full bool) error {
 	rend, err := t.rendered()
 	if err != nil {
 		return err
