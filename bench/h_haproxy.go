@@ -28,7 +28,7 @@ import (
 // and N EndpointSlices (one ready endpoint each, on one of two HTTP
 // backends of this host's address, "blue" and "green", as EndpointSlices
 // refuse loopback addresses), and a real HAProxy in master-worker mode,
-// for N = 300, 1,000 and 3,000 routes. Each run starts the pipeline
+// for N in opts.Routes (300, 1,000 and 3,000 routes). Each run starts the pipeline
 // afresh: the sync is from its start to every route served through
 // HAProxy. Then, with a steady request loop over all routes, opts.Changes
 // rollouts one at a time: an EndpointSlice's endpoint replaced by another
@@ -59,12 +59,8 @@ func haproxyRoutes(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizes := []int{300, 1000, 3000}
-	if e.opts.Smoke {
-		sizes = []int{20}
-	}
 	var rows []Row
-	for _, n := range sizes {
+	for _, n := range e.opts.Routes {
 		h := &haproxyBench{e: e, haproxy: haproxy, example: example, ip: ip, ports: ports, n: n, ns: fmt.Sprintf("bench-h%d", n)}
 		rs, err := h.rows(ctx)
 		if err != nil {

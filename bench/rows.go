@@ -24,6 +24,7 @@ type Options struct {
 	Agents        int           `json:"agents"`         // agents of P9b
 	AgentsPerProc int           `json:"per_process"`    // P9b agents sharing one process
 	ReconcileKeys int           `json:"reconcile_keys"` // keys of the ebpf reconcile rows
+	Routes        []int         `json:"routes"`         // Ingresses of each size of the H rows
 	Pipeline      string        `json:"pipeline"`       // the pipeline binary under test
 	Self          string        `json:"-"`              // this program, re-run for the churn process
 	Contenders    string        `json:"-"`              // directory of the contender programs (make contenders)
