@@ -20,15 +20,16 @@ import (
 //
 //   - a for expression is charged elementCost per element of the
 //     collection it iterates, before it iterates, and each element's size
-//     once built; a splat ([*]) is charged per element of its source. The
-//     template's own %{ for } directives, which the fast path and the
-//     streaming renderer write straight into the bounded text, are not;
+//     once built; a splat ([*]) is charged per element of its source;
 //   - a function's result is charged once built; a function whose result
 //     can be far larger than its arguments (join's separator repeated per
 //     element, format's verbs repeating an argument, replace, split into
 //     elements, jsondecode, jsonencode) is first charged an upper bound
 //     of its result computed from its arguments, and not called when that
-//     does not fit.
+//     does not fit;
+//   - each pass of a %{ for } directive is charged passCost, whether it
+//     writes or not: two nested directives over a long list write little
+//     but would run for minutes.
 //
 // A render over its budget is refused like one over max_size. Every
 // charge after the first refusal fails at once, so a render that went
@@ -37,6 +38,10 @@ import (
 // elementCost is what one element of a collection is charged: about what
 // a cty value and its place in a tuple take.
 const elementCost = 128
+
+// passCost is what one pass of a %{ for } directive is charged: its
+// text is bounded by max_size already, its time is not.
+const passCost = 16
 
 // budgetVar is the variable a render's EvalContext holds its budget in
 // (a capsule): not an identifier, so a template cannot read it.
@@ -347,8 +352,8 @@ func wrapLoops(expr hcl.Expression) {
 }
 
 // unwrapped is a for's collection or element as written: the template's
-// own %{ for } directives, written straight into the bounded text, are
-// not charged.
+// own %{ for } directives write straight into the bounded text, and are
+// charged per pass (passCost) instead.
 func unwrapped(e hclsyntax.Expression) hclsyntax.Expression {
 	if l, ok := e.(*loopCharge); ok {
 		return l.Args[0]

@@ -18,23 +18,26 @@ import (
 // One ${...} that builds a huge value by itself is refused like a render
 // over max_size, before it is built: each of these would build from
 // hundreds of megabytes to gigabytes from 3,000 records; refused, each
-// allocates a few megabytes.
+// allocates a few megabytes. So are nested %{ for } directives that
+// write little but would run 9 million passes.
 func TestBudgetBoundsOneInterpolation(t *testing.T) {
 	const x = `join("", [for r in records : "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"])` // 300 KB
 	for name, body := range map[string]string{
-		"nested for":          `${join("", flatten([for a in records : [for b in records : "xxxxxxxx"]]))}`,
-		"nested for, no fn":   `${length([for a in records : [for b in records : b.key]])}`,
-		"splat in a for":      `${length([for a in records : records[*].key])}`,
-		"join's separator":    `${join(` + x + `, [for r in records : r.key])}`,
-		"replace":             `${replace(` + x + `, "x", ` + x + `)}`,
-		"regex replace":       `${replace(` + x + `, "/x/", "$0$0$0$0$0$0$0$0$0$0")}`,
-		"format's verbs":      `${format(replace(` + x + `, "x", "%[1]s"), ` + x + `)}`,
-		"formatlist":          `${join("", formatlist("%s%s%s%s", [for r in records : ` + x + `], "y", "z", "w"))}`,
-		"split":               `${length(split("", ` + x + `))}`,
-		"template in a for":   `${join("", [for r in records : "${` + x + `}${` + x + `}"])}`,
-		"object for":          `${length({for a in records : a.key => [for b in records : b.key]})}`,
-		"through try":         `${try(join("", flatten([for a in records : [for b in records : "xxxxxxxx"]])), "")}x`,
-		"jsonencode in a for": `${join("", [for r in records : jsonencode(` + x + `)])}`,
+		"nested for":                `${join("", flatten([for a in records : [for b in records : "xxxxxxxx"]]))}`,
+		"nested for, no fn":         `${length([for a in records : [for b in records : b.key]])}`,
+		"splat in a for":            `${length([for a in records : records[*].key])}`,
+		"join's separator":          `${join(` + x + `, [for r in records : r.key])}`,
+		"replace":                   `${replace(` + x + `, "x", ` + x + `)}`,
+		"regex replace":             `${replace(` + x + `, "/x/", "$0$0$0$0$0$0$0$0$0$0")}`,
+		"format's verbs":            `${format(replace(` + x + `, "x", "%[1]s"), ` + x + `)}`,
+		"formatlist":                `${join("", formatlist("%s%s%s%s", [for r in records : ` + x + `], "y", "z", "w"))}`,
+		"split":                     `${length(split("", ` + x + `))}`,
+		"template in a for":         `${join("", [for r in records : "${` + x + `}${` + x + `}"])}`,
+		"object for":                `${length({for a in records : a.key => [for b in records : b.key]})}`,
+		"through try":               `${try(join("", flatten([for a in records : [for b in records : "xxxxxxxx"]])), "")}x`,
+		"directives writing little": `%{ for a in records }%{ for b in records }%{ if a.key == b.key }x%{ endif }%{ endfor }%{ endfor }`,
+		"directives through HCL":    `%{ for a in records }%{ for b in records }%{ if upper(a.key) == b.key }x%{ endif }%{ endfor }%{ endfor }`,
+		"jsonencode in a for":       `${join("", [for r in records : jsonencode(` + x + `)])}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := open(t, "template = <<-EOT\n"+body+"\nEOT\nmax_size = \"1MiB\"")

@@ -31,10 +31,20 @@ type writer func(buf *bytes.Buffer, ctx *hcl.EvalContext, env *fastEnv) bool
 type fastEnv struct {
 	recs []record
 	slot []int
-	// limit is max_size; over is set when the render grew past it, which
-	// stops it at once (not a reason to ask HCL).
-	limit int64
-	over  bool
+	// limit is max_size; over is set when the render grew past it, or
+	// past its budget, which stops it at once (not a reason to ask HCL).
+	limit  int64
+	over   bool
+	budget *renderBudget
+}
+
+// pass charges one pass of a loop to the render's budget, and reports
+// whether that spent it.
+func (env *fastEnv) pass() bool {
+	if env.budget.charge(passCost) != nil {
+		env.over = true
+	}
+	return env.over
 }
 
 // full reports whether buf grew past the render's limit, and says so in
@@ -171,6 +181,9 @@ func (c *fastCompiler) forLoop(e *hclsyntax.TemplateJoinExpr) writer {
 		child := ctx.NewChild()
 		child.Variables = vars
 		for it := v.ElementIterator(); it.Next(); {
+			if env.pass() {
+				return false
+			}
 			k, el := it.Element()
 			if f.KeyVar != "" {
 				vars[f.KeyVar] = k
@@ -205,6 +218,9 @@ func (c *fastCompiler) recordsLoop(f *hclsyntax.ForExpr) writer {
 		child := ctx.NewChild()
 		child.Variables = vars
 		for i := range env.recs {
+			if env.pass() {
+				return false
+			}
 			env.slot[slot] = i
 			vars[f.ValVar] = env.recs[i].obj
 			if !body(buf, child, env) || env.full(buf) {

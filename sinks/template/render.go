@@ -99,7 +99,7 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	ctx.Functions = budgetFuncs(s.ctx, budget)
 	if s.fast != nil && len(out.secrets) == 0 {
 		buf := bytes.NewBuffer(make([]byte, 0, min(s.sizeHint.Load(), s.maxSize)))
-		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots), limit: s.maxSize}
+		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots), limit: s.maxSize, budget: budget}
 		ok := s.fast(buf, ctx, env)
 		if env.over || budget.over || (ok && int64(buf.Len()) > s.maxSize) {
 			return out, s.tooLarge()

@@ -23,7 +23,7 @@ func streamTemplate(expr hcl.Expression, ctx *hcl.EvalContext, limit int64) (dat
 	if _, wrap := expr.(*hclsyntax.TemplateWrapExpr); wrap {
 		return nil, false, false // a lone ${x} is x itself, not text
 	}
-	st := &streamer{limit: limit}
+	st := &streamer{limit: limit, budget: budgetOf(ctx)}
 	if !st.write(expr, ctx) {
 		return nil, false, st.over
 	}
@@ -31,9 +31,10 @@ func streamTemplate(expr hcl.Expression, ctx *hcl.EvalContext, limit int64) (dat
 }
 
 type streamer struct {
-	buf   bytes.Buffer
-	limit int64
-	over  bool
+	buf    bytes.Buffer
+	limit  int64
+	over   bool
+	budget *renderBudget // nil: none (outside a render)
 }
 
 func (st *streamer) full() bool {
@@ -90,6 +91,10 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	vars := map[string]cty.Value{}
 	child.Variables = vars
 	for it := coll.ElementIterator(); it.Next(); {
+		if st.budget != nil && st.budget.charge(passCost) != nil {
+			st.over = true
+			return false
+		}
 		k, v := it.Element()
 		if f.KeyVar != "" {
 			vars[f.KeyVar] = k
