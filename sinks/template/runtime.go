@@ -67,11 +67,11 @@ func (p via) String() string {
 // runtimeUpdate makes the change from the file on disk to rend over
 // HAProxy's runtime API and then writes the file with no check and no
 // reload. It does so only when HAProxy runs the file on disk: the file is
-// the last one written, no reload is under way or due, the last one is
-// reload_interval old (a worker still starting may not answer on the
-// socket yet), and what HAProxy holds is what the file says. It returns
-// false, with why, when the change is to be checked, swapped and reloaded
-// instead; true with the write's error otherwise.
+// the last one written, no reload is under way or due, the last reload is
+// at least reload_interval and runtimeSettle old (it waits until then),
+// and HAProxy holds in the backends the change touches what the file
+// says. It returns false, with why, when the change is to be checked,
+// swapped and reloaded instead; true with the write's error otherwise.
 func (t *Target) runtimeUpdate(ctx context.Context, rend *rendering, digest string, cur *onDisk) (bool, string, error) {
 	if t.disk == nil {
 		return false, "the file on disk is not the last one written", nil
@@ -119,12 +119,19 @@ func (t *Target) runtimeUpdate(ctx context.Context, rend *rendering, digest stri
 		return false, "the runtime update failed: " + err.Error(), nil
 	}
 	t.met.runtime.WithLabelValues("ok").Inc()
+	return true, "", t.writeRuntime(rend, digest, cur, ops, next)
+}
+
+// writeRuntime writes rend (digest), which HAProxy took at run time by
+// ops, with no check and no reload, and records it for explain, the audit
+// and tap.
+func (t *Target) writeRuntime(rend *rendering, digest string, cur *onDisk, ops []haproxy.Op, next *haproxy.Config) error {
 	t.mu.Lock()
 	desc := t.redactor().String(describeOps(haproxy.Update{Ops: ops}))
 	t.mu.Unlock()
 	if t.s.backup && cur != nil && cur.existed {
 		if err := backup(t.s.path, *cur); err != nil {
-			return true, "", t.problem("write", err, "cannot back the file up; will retry")
+			return t.problem("write", err, "cannot back the file up; will retry")
 		}
 	}
 	tmp, err := atomicfile.Create(t.s.path, rend.data, atomicfile.Options{Mode: t.s.mode, UID: t.own.uid, GID: t.own.gid})
@@ -132,13 +139,13 @@ func (t *Target) runtimeUpdate(ctx context.Context, rend *rendering, digest stri
 		err = tmp.Commit()
 	}
 	if err != nil {
-		return true, "", t.problem("write", err, "HAProxy took the change at run time, but the file cannot be written; will retry")
+		return t.problem("write", err, "HAProxy took the change at run time, but the file cannot be written; will retry")
 	}
 	t.note(via{runtime: true, detail: desc, at: t.env.Now()})
 	t.settled(rend, digest)
 	t.running, t.runningDigest = next, digest
 	t.met.renders.WithLabelValues("written").Inc()
-	t.env.Logger.Info("file written after a runtime update", "file", t.s.path, "bytes", len(rend.data), "digest", digest[:12], "count", len(u.Ops))
+	t.env.Logger.Info("file written after a runtime update", "file", t.s.path, "bytes", len(rend.data), "digest", digest[:12], "count", len(ops))
 	detail := fmt.Sprintf("rendered %s (%d bytes): runtime update, no check, no reload: %s", t.s.path, len(rend.data), desc)
 	t.env.Decide(node.Decision{Kind: node.DecisionFileRendered, Node: t.s.address, Detail: detail, Attrs: map[string]string{
 		"file": t.s.path, "sha256": digest, "bytes": strconv.Itoa(len(rend.data)), "check": "none", "reload": "none",
@@ -146,7 +153,7 @@ func (t *Target) runtimeUpdate(ctx context.Context, rend *rendering, digest stri
 	t.tapped = append(t.tapped, node.Entry{Key: node.Key(t.s.path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
 		"bytes": cty.NumberIntVal(int64(len(rend.data))), "records": cty.NumberIntVal(int64(len(t.held))),
 		"check": cty.StringVal("none"), "reload": cty.StringVal("none"), "runtime": cty.StringVal(desc)})})
-	return true, "", nil
+	return nil
 }
 
 // runtimeSettle is the least time from a reload to a runtime update:
