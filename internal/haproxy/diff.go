@@ -58,8 +58,7 @@ func DiffConfigs(oc, nc *Config) Update {
 	return u
 }
 
-// same says whether the two files' sections are the same as written
-// (blank lines and comments between sections aside).
+// same says whether the two files' sections are the same as written.
 func same(oc, nc *Config) bool {
 	if len(oc.Sections) != len(nc.Sections) {
 		return false
