@@ -98,12 +98,24 @@ func TestRuntimeUpdateHAProxy(t *testing.T) {
 	master := readPid(t, pidFile)
 	t.Cleanup(func() { _ = syscall.Kill(master, syscall.SIGTERM) })
 	before := waitChildren(t, master, "", 10*time.Second)
+	// HAProxy 2.6 ignores a SIGUSR2 while its first worker starts: the
+	// first render comes once the placeholder answers (a 503).
+	answering(t, listen)
 
 	web := func(port int) cty.Value {
 		return cty.ObjectVal(map[string]cty.Value{"kind": cty.StringVal("server"), "ip": cty.StringVal("127.0.0.1"), "port": cty.NumberIntVal(int64(port))})
 	}
 	// The first render replaces the placeholder: a reload.
 	f.put("web/1", web(ports[0]), full)
+	// The master may still miss that first SIGUSR2 (its worker answers a
+	// moment before the master takes signals again): it is sent again
+	// here until a new worker runs, as this test is about what follows.
+	for i := 0; waitChildren(t, master, before, 2*time.Second) == before; i++ {
+		if i == 5 {
+			t.Fatalf("HAProxy's worker is still %s after the first reload", before)
+		}
+		_ = syscall.Kill(master, syscall.SIGUSR2)
+	}
 	worker := newWorker(t, master, before)
 	served(t, listen, "blue")
 	if got := f.count("pipeline_sink_template_reloads_total", "result", "ok"); got != 1 {
@@ -199,6 +211,24 @@ func newWorker(t *testing.T, master int, old string) string {
 			t.Fatalf("HAProxy's workers are %q 10s after a reload from %q", now, old)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// answering waits until HAProxy answers on listen, whatever it answers.
+func answering(t *testing.T, listen string) {
+	t.Helper()
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := c.Get("http://" + listen + "/")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HAProxy does not answer on %s after 10s: %v", listen, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
