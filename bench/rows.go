@@ -24,6 +24,7 @@ type Options struct {
 	Agents        int           `json:"agents"`         // agents of P9b
 	AgentsPerProc int           `json:"per_process"`    // P9b agents sharing one process
 	ReconcileKeys int           `json:"reconcile_keys"` // keys of the ebpf reconcile rows
+	Routes        []int         `json:"routes"`         // Ingresses of each size of the H rows
 	Pipeline      string        `json:"pipeline"`       // the pipeline binary under test
 	Self          string        `json:"-"`              // this program, re-run for the churn process
 	Contenders    string        `json:"-"`              // directory of the contender programs (make contenders)
@@ -68,6 +69,7 @@ var scenarios = []scenario{
 	{"kube-sink-latency", kubeSinkLatency}, // K2
 	{"files-many", manyFiles},              // F1, F2
 	{"metrics-scrape", metricsScrape},      // M1
+	{"haproxy-routes", haproxyRoutes},      // H1..H5
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -64,7 +65,8 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 	}
 	defer backendtest.StopPidFile(pid)
 	args := []string{"run", "--listen", "127.0.0.1:19466", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
-		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "drain=2s", "examples/haproxy"}
+		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "drain=2s",
+		"-var", "runtime_socket=" + filepath.Join(dir, "admin.sock"), "examples/haproxy"}
 	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
 	cmd := exec.Command(d.bin, args...)
 	cmd.Stdout, cmd.Stderr = prefixWriter("    haproxy-job| "), prefixWriter("    haproxy-job| ")
@@ -76,11 +78,49 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 	if err := expectServed(ctx, listen, "both pods serve", names...); err != nil {
 		return err
 	}
-	say("deleting web-2's EndpointSlice (its pod went away): it drains for 2s, then the next render drops it and HAProxy reloads")
+	say("deleting web-2's EndpointSlice (its pod went away): it drains for 2s, then the next render drops it over HAProxy's runtime socket, without a reload")
 	if err := d.cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, "web-demo-2", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	return expectServed(ctx, listen, "only web-1 serves", names[0])
+	if err := expectServed(ctx, listen, "only web-1 serves", names[0]); err != nil {
+		return err
+	}
+	runtime, reloads, err := templateCounts("127.0.0.1:19466")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    $ curl http://127.0.0.1:19466/metrics -> runtime updates %.0f, reloads %.0f\n", runtime, reloads)
+	if runtime < 1 {
+		return fmt.Errorf("the removal did not go over the runtime socket (runtime updates %.0f, reloads %.0f)", runtime, reloads)
+	}
+	say("the first render was loaded by a reload; the removal was a runtime update: no new HAProxy worker")
+	return nil
+}
+
+// templateCounts reads the template sink's runtime updates and reloads
+// (ok) from the pipeline's metrics at addr.
+func templateCounts(addr string) (runtime, reloads float64, err error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		name, rest, _ := strings.Cut(l, "{")
+		labels, value, _ := strings.Cut(rest, "} ")
+		if !strings.Contains(labels, `result="ok"`) {
+			continue
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		switch name {
+		case "pipeline_sink_template_runtime_updates_total":
+			runtime += v
+		case "pipeline_sink_template_reloads_total":
+			reloads += v
+		}
+	}
+	return runtime, reloads, err
 }
 
 // bootstrapHAProxy is the configuration HAProxy starts from before

@@ -67,7 +67,7 @@ func TestHAProxyFromKubernetes(t *testing.T) {
 	}
 
 	run := launchVars(t, "../../examples/haproxy", []string{"kubeconfig=" + kubeconfig, "namespace=" + ns, "config=" + cfg,
-		"pid_file=" + pid, "listen=" + listen, "quiet=100ms", "drain=2s"})
+		"pid_file=" + pid, "listen=" + listen, "quiet=100ms", "drain=2s", "runtime_socket=" + filepath.Join(dir, "admin.sock")})
 	defer stopOK(t, run)
 	waitFor(t, 60*time.Second, "the configuration is rendered", func() bool { _, err := os.Stat(cfg); return err == nil })
 	startHAProxy(t, haproxy, cfg, pid)

@@ -39,6 +39,7 @@ test "ready endpoints become servers of the Ingress's backend; a removed one dra
       # shop. Do not edit: a change here is undone at the next resync.
       global
         log stderr format raw local0 warning
+        stats socket /run/haproxy/admin.sock level admin
 
       defaults
         mode http

@@ -2,7 +2,9 @@
 # endpoints of the EndpointSlices of one namespace become haproxy.cfg,
 # which `haproxy -c` checks before it is swapped in and a SIGUSR2 to
 # HAProxy's master (master-worker mode, -W) loads without dropping
-# established connections.
+# established connections. An endpoint change (a server's address or
+# port, a server added or removed) needs no reload: it goes over HAProxy's
+# runtime socket, and the file is written to match.
 #
 #   haproxy -W -D -f /etc/haproxy/haproxy.cfg -p /run/haproxy.pid
 #   pipeline run examples/haproxy
@@ -30,6 +32,12 @@ variable "config" {
 variable "pid_file" {
   type    = string
   default = "/run/haproxy.pid"
+}
+
+variable "runtime_socket" {
+  type        = string
+  default     = "/run/haproxy/admin.sock"
+  description = "HAProxy's runtime API socket (stats socket, level admin)."
 }
 
 variable "listen" {
@@ -129,4 +137,7 @@ sink "template" "haproxy" {
   check_command = ["haproxy", "-c", "-f", "{{path}}"]
   reload_signal = "SIGUSR2"
   pid_file      = var.pid_file
+  runtime "haproxy" {
+    socket = var.runtime_socket
+  }
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/haproxy"
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
@@ -35,7 +36,23 @@ func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePla
 	red := redact.New(t.s.secrets)
 	red.Add(rend.secrets)
 	fp.Diff = unifiedDiff(t.s.path, red.String(string(cur)), red.String(string(rend.data)))
+	if t.s.runtime != nil {
+		fp.Diff = red.String(runtimePlan(cur, rend.data, existed)) + "\n" + fp.Diff
+	}
 	return fp, nil
+}
+
+// runtimePlan is the line heading the diff with a runtime block: how the
+// change would reach the program, taken that it runs the file on disk.
+func runtimePlan(cur, next []byte, existed bool) string {
+	if !existed {
+		return "# check, swap and reload: no file on disk yet"
+	}
+	u := haproxy.Diff(cur, next)
+	if u.Reload != "" {
+		return "# check, swap and reload: " + u.Reload
+	}
+	return "# runtime update, no check, no reload (if HAProxy runs the file on disk): " + describeOps(u)
 }
 
 // diffLimit bounds the text plan diffs: difflib's matching grows with the
@@ -75,6 +92,9 @@ func (t *Target) Explain(key node.Key) []string {
 		out = append(out, fmt.Sprintf("%s reload failed: %s", t.s.path, msg))
 	}
 	t.mu.Unlock()
+	if p, ok := t.paths[key]; ok {
+		out = append(out, fmt.Sprintf("%s: the key's last change: %s", t.s.path, red.String(p.String())))
+	}
 	if _, ok := t.held[key]; !ok || t.last == nil {
 		return out
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/haproxy"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -73,7 +74,8 @@ func Spec() node.Spec {
 			"logs, plan (masked in the diff), explain, tap or audit. See docs/template.md.",
 		Accepts: []node.DataType{node.Records},
 		Body: schema.Block{Attrs: []schema.Attribute{templateAttr, templateFileAttr, pathAttr, modeAttr, ownerAttr, groupAttr, backupAttr, maxSizeAttr,
-			checkAttr, checkTimeoutAttr, showOutputAttr, reloadAttr, signalAttr, pidFileAttr, pidProgramAttr, reloadTimeoutAttr, reloadGapAttr}},
+			checkAttr, checkTimeoutAttr, showOutputAttr, reloadAttr, signalAttr, pidFileAttr, pidProgramAttr, reloadTimeoutAttr, reloadGapAttr},
+			Blocks: []*schema.BlockType{runtimeBlock}},
 		NewSink: newSink,
 	}
 }
@@ -104,6 +106,7 @@ type Sink struct {
 	fastSlots     int        // loops over records in it
 	fastPaths     [][]string // the record paths it reads (a record's cells)
 	sizeHint      atomic.Int64
+	runtime       *haproxy.Client // the runtime block; nil: every change reloads
 }
 
 func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
@@ -154,6 +157,8 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	add(d)
 	add(emptyArgv(s.reload, reloadRange, "reload_command"))
 	add(s.decodeSignal(b.Content, reloadRange, abs))
+	s.runtime, d = decodeRuntime(b.Content, abs)
+	add(d)
 	s.pidProgram = pidProgramAttr.Read(b.Content, &diags)
 	if s.pidProgram == "" {
 		s.pidProgram = "haproxy"

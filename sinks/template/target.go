@@ -20,6 +20,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/atomicfile"
 	"github.com/pipeline/pipeline/internal/backoff"
+	"github.com/pipeline/pipeline/internal/haproxy"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -68,6 +69,15 @@ type Target struct {
 	// failed, not timed out): the same bytes are not checked again.
 	refused *refusal
 	tapped  []node.Entry // this round's writes, for Commit to return
+
+	// With a runtime block: paths says how each held key's last change
+	// reached the program (explain), why why the change under way is not
+	// a runtime update, and running is the file on disk parsed
+	// (runningDigest's), kept from one runtime update to the next.
+	paths         map[node.Key]via
+	why           string
+	running       *haproxy.Config
+	runningDigest string
 
 	mu         sync.Mutex
 	problems   map[string]string // stage -> error, for health and explain
@@ -137,6 +147,7 @@ type metrics struct {
 	reloads  *prometheus.CounterVec
 	restored prometheus.Counter
 	failing  prometheus.Gauge
+	runtime  *prometheus.CounterVec
 }
 
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
@@ -172,8 +183,10 @@ func (t *Target) registerMetrics() error {
 			Help: "Times the file was found changed or removed by someone else and restored."}),
 		failing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_sink_template_failing",
 			Help: "1 while the file is not what the input says (render, check, write or reload failing), else 0."}),
+		runtime: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_template_runtime_updates_total",
+			Help: "Changes sent over the runtime block's socket instead of a reload, by result: ok (applied and verified; the file written with no check and no reload), fallback (an error, mismatch or timeout: checked, swapped and reloaded instead)."}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{t.met.renders, t.met.checks, t.met.reloads, t.met.restored, t.met.failing} {
+	for _, c := range []prometheus.Collector{t.met.renders, t.met.checks, t.met.reloads, t.met.restored, t.met.failing, t.met.runtime} {
 		if err := t.env.Metrics.Register(c); err != nil {
 			return fmt.Errorf("%s: register metrics: %w", t.s.path, err)
 		}
@@ -366,7 +379,7 @@ func (t *Target) apply(ctx context.Context, full bool) error {
 			t.met.renders.WithLabelValues("unchanged").Inc()
 			return nil
 		}
-		if err := t.swap(ctx, rend, digest, &cur); err != nil {
+		if err := t.change(ctx, rend, digest, &cur); err != nil {
 			return err
 		}
 	} else {
@@ -374,7 +387,7 @@ func (t *Target) apply(ctx context.Context, full bool) error {
 			t.settled(rend, digest) // back to what the file holds
 			return nil
 		}
-		if err := t.swap(ctx, rend, digest, nil); err != nil {
+		if err := t.change(ctx, rend, digest, nil); err != nil {
 			return err
 		}
 	}
@@ -444,6 +457,9 @@ func (t *Target) swap(ctx context.Context, rend *rendering, digest string, cur *
 		return t.problem("write", err, "cannot swap the file; will retry")
 	}
 	restoring := t.ours && t.disk == nil
+	if t.s.runtime != nil {
+		t.note(via{detail: t.why, at: t.env.Now()})
+	}
 	t.settled(rend, digest)
 	t.met.renders.WithLabelValues("written").Inc()
 	if restoring {
@@ -643,8 +659,14 @@ func (t *Target) redactor() *redact.Redactor {
 // digest and size, never its text.
 func (t *Target) decide(digest string, size int, check, reload string, restored bool) {
 	detail := fmt.Sprintf("rendered %s (%d bytes): check %s, reload %s", t.s.path, size, check, reload)
-	t.env.Decide(node.Decision{Kind: node.DecisionFileRendered, Node: t.s.address, Detail: detail, Attrs: map[string]string{
-		"file": t.s.path, "sha256": digest, "bytes": strconv.Itoa(size), "check": check, "reload": reload, "restored": strconv.FormatBool(restored)}})
+	attrs := map[string]string{"file": t.s.path, "sha256": digest, "bytes": strconv.Itoa(size), "check": check, "reload": reload,
+		"restored": strconv.FormatBool(restored)}
+	if t.s.runtime != nil {
+		// With a runtime block, say why this change was not one.
+		detail += "; not a runtime update: " + t.why
+		attrs["via"], attrs["reason"] = "reload", t.why
+	}
+	t.env.Decide(node.Decision{Kind: node.DecisionFileRendered, Node: t.s.address, Detail: detail, Attrs: attrs})
 }
 
 // Describe implements node.Describer.
@@ -661,7 +683,7 @@ func (t *Target) Close() error {
 	if t.cancel != nil {
 		t.cancel()
 		<-t.done
-		for _, c := range []prometheus.Collector{t.met.renders, t.met.checks, t.met.reloads, t.met.restored, t.met.failing} {
+		for _, c := range []prometheus.Collector{t.met.renders, t.met.checks, t.met.reloads, t.met.restored, t.met.failing, t.met.runtime} {
 			t.env.Metrics.Unregister(c)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,7 @@ func run() error {
 	flag.IntVar(&o.ChurnPods, "churn-pods", 5000, "objects the churn row updates in turn")
 	flag.IntVar(&o.Agents, "agents", 1000, "agents of the hub and many agents rows (P9b)")
 	flag.IntVar(&o.AgentsPerProc, "agents-per-process", 100, "P9b agents run in one process (bench/cmd/agents)")
+	routes := flag.String("routes", "300,1000,3000", "Ingresses and EndpointSlices of each size of the HAProxy rows (H)")
 	flag.StringVar(&o.Pipeline, "pipeline", "bin/pipeline", "the pipeline binary under test (make build)")
 	flag.StringVar(&o.Contenders, "contenders", "bin/contenders", "directory of the floor and hand-written controller programs (make contenders)")
 	flag.StringVar(&o.Only, "only", "", "run only the scenarios whose name matches this regexp")
@@ -61,9 +63,17 @@ func run() error {
 		printTable(res, *markdown)
 		return nil
 	}
+	for _, f := range strings.Split(*routes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-routes: %q is not a number of routes", f)
+		}
+		o.Routes = append(o.Routes, n)
+	}
 	if o.Smoke {
 		o.Runs, o.Pods, o.Changes, o.ChurnRate, o.ChurnDuration, o.ChurnPods = 1, 200, 10, 50000, 2*time.Second, 500
 		o.BigPods, o.Agents, o.AgentsPerProc = 300, 20, 10
+		o.Routes = []int{20}
 	}
 	self, err := os.Executable()
 	if err != nil {
