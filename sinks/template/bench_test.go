@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	gotemplate "text/template"
 	"time"
@@ -198,4 +199,61 @@ func (r renderTarget) change(i int) {
 	be := benchBackend(0)
 	r.t.Update(context.Background(), []node.Entry{{Key: node.Key(be.Name), Value: cty.ObjectVal(map[string]cty.Value{"ip": cty.StringVal(be.IP), "port": cty.NumberIntVal(int64(8081 - i%2))})}})
 	r.t.Commit(context.Background(), synced)
+}
+
+// exampleRoutes is the size of T3: examples/haproxy at 3,000 routes.
+const exampleRoutes = 3000
+
+// BenchmarkExampleRender3000 is T3: examples/haproxy's template (its
+// variables given as literals) over 3,000 routes, each a backend of three
+// endpoints, rendered, compared and written atomically after one
+// endpoint's port changed. The template groups the records by backend in
+// one pass, so a render is linear in the records.
+func BenchmarkExampleRender3000(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "haproxy", "haproxy.cfg.tmpl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl := strings.NewReplacer("${var.namespace}", "shop", "${var.listen}", "127.0.0.1:8080",
+		"${var.runtime_socket}", "/run/haproxy/admin.sock").Replace(string(src))
+	path := filepath.Join(b.TempDir(), "haproxy.cfg")
+	s := nodetest.MustBuild(b, Spec(), fmt.Sprintf("input = source.static.x\npath = %q\ntemplate = <<-EOT\n%sEOT\n", path, tmpl), up).Sink.(*Sink)
+	env, _ := nodetest.Env(b, nil)
+	env.Logger = discardLogger()
+	tg, err := s.Open(context.Background(), env, node.ModeRun)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tg.Close() })
+	t := tg.(*Target)
+	str := cty.StringVal
+	endpoint := func(i, j, port int) node.Entry {
+		addr := fmt.Sprintf("10.%d.%d.%d", i>>8, i&255, j+1)
+		return node.Entry{Key: node.Key(fmt.Sprintf("endpoint/svc-%04d/%s:%d", i, addr, port)), Value: cty.ObjectVal(map[string]cty.Value{
+			"kind": str("endpoint"), "backend": str(fmt.Sprintf("shop_svc-%04d", i)), "name": str(fmt.Sprintf("svc-%04d-%d", i, j)),
+			"address": str(addr), "port": cty.NumberIntVal(int64(port))})}
+	}
+	var batch []node.Entry
+	for i := range exampleRoutes {
+		batch = append(batch, node.Entry{Key: node.Key(fmt.Sprintf("route/ing-%04d/0", i)), Value: cty.ObjectVal(map[string]cty.Value{
+			"kind": str("route"), "host": str(fmt.Sprintf("h%04d.example", i)), "path": str("/"),
+			"backend": str(fmt.Sprintf("shop_svc-%04d", i)), "snippet": str("")})})
+		for j := range 3 {
+			batch = append(batch, endpoint(i, j, 8080))
+		}
+	}
+	t.Update(context.Background(), batch)
+	if w := t.Commit(context.Background(), full); len(w) != 1 || w[0].Err != nil {
+		b.Fatalf("first render wrote %v", w)
+	}
+	for i := 0; b.Loop(); i++ {
+		// A rollout of one endpoint: its port moves, so its record goes
+		// and another comes.
+		old, next := endpoint(0, 0, 8080+i%2), endpoint(0, 0, 8081-i%2)
+		t.Delete(context.Background(), []node.Entry{old})
+		t.Update(context.Background(), []node.Entry{next})
+		if w := t.Commit(context.Background(), synced); len(w) != 1 || w[0].Err != nil {
+			b.Fatalf("render %d wrote %v", i, w)
+		}
+	}
 }
