@@ -162,8 +162,8 @@ func (t *Target) Show(e node.Entry) string { return e.Value.AsString() }
 
 // held is one key's entry in the store.
 type held struct {
-	entry  node.Entry // Key, Value and Data as Prepare made them
-	skip   bool
+	entry node.Entry // Key, Value and Data as Prepare made them
+	skip  bool
 	// metric is the series as Collect sends it, built once per write
 	// rather than on every scrape; nil when skip.
 	metric promclient.Metric
