@@ -99,6 +99,7 @@ var reloadBases = map[string][]string{
 		"input = source.static.in\npath = \"out.cfg\"\ntemplate = \"n=${length(records)}\"",
 		"input = source.static.in\npath = \"out.cfg\"\ntemplate_file = \"t.tmpl\"",
 		"input = source.static.in\npath = \"out.cfg\"\ntemplate = \"x\"\nmode = \"0600\"\nreload_signal = \"SIGHUP\"\npid_file = \"run/x.pid\"",
+		"input = source.static.in\npath = \"out.cfg\"\ntemplate = \"x\"\nreload_signal = \"SIGUSR2\"\npid_file = \"run/x.pid\"\nruntime \"haproxy\" {\n  socket = \"run/admin.sock\"\n  timeout = \"2s\"\n}",
 	},
 	"sink.prometheus": {
 		"input = source.static.in\nmetric = \"widget_ready\"\nhelp = \"h\"\nlabels = { name = record.key }\nvalue = 1",

@@ -38,7 +38,7 @@ func Open(path string, flag int, perm os.FileMode) (*os.File, fs.FileInfo, error
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s is %s: %w", path, Kind(fi.Mode()), ErrNotRegular)
+		return nil, nil, NotRegular(path, fi.Mode())
 	}
 	return f, fi, nil
 }
@@ -82,6 +82,15 @@ func Read(path string, limit int64) ([]byte, fs.FileInfo, error) {
 func tooLarge(path string, limit int64) error {
 	return fmt.Errorf("%s holds more than the %d bytes allowed: %w", path, limit, ErrTooLarge)
 }
+
+// NotRegular is the error for path, of mode m, that is not a regular file:
+// "PATH is not a regular file (a FIFO)", matching ErrNotRegular.
+func NotRegular(path string, m fs.FileMode) error { return &notRegular{path, Kind(m)} }
+
+type notRegular struct{ path, kind string }
+
+func (e *notRegular) Error() string        { return e.path + " is not a regular file (" + e.kind + ")" }
+func (e *notRegular) Is(target error) bool { return target == ErrNotRegular }
 
 // Kind names what a file that is not regular is, for an error.
 func Kind(m fs.FileMode) string {

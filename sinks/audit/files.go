@@ -31,7 +31,7 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 }
 
 func notRegular(path string, m fs.FileMode) error {
-	return fmt.Errorf("%s is %s: %w: an audit trail's files must be regular files", path, regfile.Kind(m), regfile.ErrNotRegular)
+	return fmt.Errorf("%w: an audit trail's files must be regular files", regfile.NotRegular(path, m))
 }
 
 // errLineTooLong is returned for a line longer than maxLineBytes.

@@ -72,7 +72,7 @@ func TestSpecialFiles(t *testing.T) {
 	if !f.out.Synced() || f.health.State() != node.Degraded {
 		t.Errorf("synced %v, health %s", f.out.Synced(), f.health.State())
 	}
-	for _, want := range []string{"fifo.yaml is a FIFO: not a regular file", "zero.yaml is a character device: not a regular file"} {
+	for _, want := range []string{"fifo.yaml is not a regular file (a FIFO)", "zero.yaml is not a regular file (a character device)"} {
 		if !strings.Contains(f.health.Detail, want) {
 			t.Errorf("health detail %q lacks %q", f.health.Detail, want)
 		}
