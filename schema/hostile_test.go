@@ -153,7 +153,7 @@ func TestConfigFileBounds(t *testing.T) {
 	go func() { _, diags := NewLoader().Load([]string{fifo}, Options{Environ: []string{}}); done <- diags }()
 	select {
 	case diags := <-done:
-		if !diags.HasErrors() || !strings.Contains(diags.Error(), "is a FIFO") {
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "is not a regular file (a FIFO)") {
 			t.Errorf("a FIFO: %v", diags)
 		}
 	case <-time.After(30 * time.Second):
