@@ -163,9 +163,8 @@ func (t *Target) Show(e node.Entry) string { return e.Value.AsString() }
 // held is one key's entry in the store.
 type held struct {
 	entry node.Entry // Key, Value and Data as Prepare made them
-	skip  bool
 	// metric is the series as Collect sends it, built once per write
-	// rather than on every scrape; nil when skip.
+	// rather than on every scrape; nil for a skipped record.
 	metric promclient.Metric
 }
 
@@ -202,12 +201,12 @@ func (st *store) put(k node.Key, v cty.Value, sr series, data []byte) error {
 		if other, taken := st.ids[sid]; taken && other != k {
 			return fmt.Errorf("another key, %s, serves this series already: labels must tell the records of one sink apart", other)
 		}
-		replacing := had && !old.skip
+		replacing := had && old.metric != nil
 		if !replacing && len(st.ids) >= st.s.maxSeries {
 			return errMaxSeries
 		}
 	}
-	h := held{entry: node.Entry{Key: k, Value: v, Data: data}, skip: skip}
+	h := held{entry: node.Entry{Key: k, Value: v, Data: data}}
 	if !skip {
 		m, err := promclient.NewConstMetric(st.desc, st.typ, sr.value, sr.values...)
 		if err != nil {
@@ -215,7 +214,7 @@ func (st *store) put(k node.Key, v cty.Value, sr series, data []byte) error {
 		}
 		h.metric = m
 	}
-	if had && !old.skip {
+	if had && old.metric != nil {
 		delete(st.ids, id(old.entry.Data))
 	}
 	st.keys[k] = h
@@ -229,7 +228,7 @@ func (st *store) remove(k node.Key) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if h, ok := st.keys[k]; ok {
-		if !h.skip {
+		if h.metric != nil {
 			delete(st.ids, id(h.entry.Data))
 		}
 		delete(st.keys, k)
@@ -261,7 +260,7 @@ func (st *store) Collect(ch chan<- promclient.Metric) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	for _, h := range st.keys {
-		if h.skip {
+		if h.metric == nil {
 			continue
 		}
 		ch <- h.metric
@@ -286,7 +285,7 @@ func (t *Target) Explain(k node.Key) []string {
 	switch {
 	case !ok:
 		return nil
-	case h.skip:
+	case h.metric == nil:
 		return []string{"not served: the value is not a finite number (counted in pipeline_sink_prometheus_skipped_total)"}
 	}
 	sr, err := decode(h.entry.Data, len(t.s.labels))
