@@ -9,59 +9,59 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
 
 // staging holds the new parts of a reload until the swap.
 type staging struct {
-	nodes  []*Node
+	nodes  []*graph.Node
 	cfg    *schema.Config // of the new graph: the new unions' merge reads it
-	tasks  map[*Node]*task
-	opened map[*Node]node.Target
+	tasks  map[*graph.Node]*task
+	opened map[*graph.Node]node.Target
 	// handover holds the new sinks that take over a target a running
 	// sink holds (a rebuilt sink, or one on a retired sink's pin): an
 	// exclusive resource such as a pin lock opens only once its holder
 	// stopped, so these open after the retired sinks stop.
-	handover map[*Node]bool
+	handover map[*graph.Node]bool
 	// unions holds, by new node, the running union it takes over (see
 	// sameUnion): kept running, never stopped by this reload.
-	unions map[*Node]*fanIn
+	unions map[*graph.Node]*fanIn
 }
 
 // apply runs the reload: merge, stage, swap; or tear the stage down.
-func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout time.Duration) error {
-	merged := &Graph{Config: g.Config, byAddr: map[string]*Node{}}
-	var fresh []*Node
+func (r *Runtime) apply(ctx context.Context, cur, g *graph.Graph, d graph.GraphDiff, timeout time.Duration) error {
+	merged := graph.New(g.Config)
+	var fresh []*graph.Node
 	for _, n := range g.Nodes {
 		use := n
-		if a, _ := d.Action(n.Address); a == Kept {
+		if a, _ := d.Action(n.Address); a == graph.Kept {
 			use = cur.Node(n.Address) // the running instance, with its state
 			use.OnRemove = n.OnRemove // read by a later removal only; see inPlaceAttrs
 		} else {
 			fresh = append(fresh, n)
 			for i, in := range n.Inputs {
-				n.Inputs[i] = merged.byAddr[in.Address] // a kept input is the running one
+				n.Inputs[i] = merged.Node(in.Address) // a kept input is the running one
 			}
 		}
-		merged.Nodes = append(merged.Nodes, use)
-		merged.byAddr[n.Address] = use
+		merged.Add(use)
 	}
-	var retired []*Node // running nodes that stop: removed or rebuilt
+	var retired []*graph.Node // running nodes that stop: removed or rebuilt
 	for _, o := range cur.Nodes {
-		if a, _ := d.Action(o.Address); a != Kept {
+		if a, _ := d.Action(o.Address); a != graph.Kept {
 			retired = append(retired, o)
 		}
 	}
-	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{},
-		handover: map[*Node]bool{}, unions: map[*Node]*fanIn{}}
+	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*graph.Node]*task{}, opened: map[*graph.Node]node.Target{},
+		handover: map[*graph.Node]bool{}, unions: map[*graph.Node]*fanIn{}}
 	held := claimSet(retired)
 	r.mu.RLock()
 	for _, n := range fresh {
 		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
 			st.unions[n] = r.fanins[o]
 		}
-		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
+		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == graph.Rebuilt || overlaps(n, held)) {
 			st.handover[n] = true
 		}
 	}
@@ -89,7 +89,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 }
 
 // kept returns the set of the unions a reload hands over.
-func kept(unions map[*Node]*fanIn) map[*fanIn]bool {
+func kept(unions map[*graph.Node]*fanIn) map[*fanIn]bool {
 	out := make(map[*fanIn]bool, len(unions))
 	for _, f := range unions {
 		out[f] = true
@@ -98,10 +98,10 @@ func kept(unions map[*Node]*fanIn) map[*fanIn]bool {
 }
 
 // claimSet returns the claims of the sinks among nodes.
-func claimSet(nodes []*Node) map[string]bool {
+func claimSet(nodes []*graph.Node) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range nodes {
-		if c, ok := n.Sink.(claimer); ok {
+		if c, ok := n.Sink.(graph.Claimer); ok {
 			for _, cl := range c.Claims() {
 				out[cl.What+"\x00"+cl.Name] = true
 			}
@@ -111,8 +111,8 @@ func claimSet(nodes []*Node) map[string]bool {
 }
 
 // overlaps reports whether n claims one of claims (see claimSet).
-func overlaps(n *Node, claims map[string]bool) bool {
-	c, ok := n.Impl().(claimer)
+func overlaps(n *graph.Node, claims map[string]bool) bool {
+	c, ok := n.Impl().(graph.Claimer)
 	return ok && slices.ContainsFunc(c.Claims(), func(cl node.Claim) bool { return claims[cl.What+"\x00"+cl.Name] })
 }
 
@@ -152,8 +152,8 @@ func stageErr(ctx context.Context, err error, timeout time.Duration) error {
 }
 
 // stopSinks stops the running sinks among nodes and returns them.
-func (r *Runtime) stopSinks(nodes []*Node) []*Node {
-	var out []*Node
+func (r *Runtime) stopSinks(nodes []*graph.Node) []*graph.Node {
+	var out []*graph.Node
 	for _, o := range nodes {
 		r.mu.RLock()
 		t := r.tasks[o]
@@ -205,7 +205,7 @@ func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Dura
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var waiting *Node
+		var waiting *graph.Node
 		r.mu.RLock()
 		for _, n := range st.nodes {
 			if f := r.fanins[n]; waiting == nil && f != nil && !f.out.isSynced() {
@@ -258,7 +258,7 @@ func (r *Runtime) unstage(st *staging) {
 // swap installs the merged graph once the replaced sinks stopped (so no
 // two loops write one target at once) and starts the new sinks; the
 // replaced sources and transforms stop last, once nothing consumes them.
-func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired []*Node, d GraphDiff) {
+func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, retired []*graph.Node, d graph.GraphDiff) {
 	r.mu.Lock()
 	var oldRest []*task
 	for _, o := range retired {
@@ -297,7 +297,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	r.mu.Lock()
 	var cleanups []*sink
 	for _, o := range retired {
-		if a, _ := d.Action(o.Address); a == Removed {
+		if a, _ := d.Action(o.Address); a == graph.Removed {
 			if o.Kind == node.KindSink && o.OnRemove == node.OnRemoveClean {
 				cleanups = append(cleanups, r.sinks[o])
 			}
@@ -316,7 +316,7 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 
 // removeLocked forgets a node that no longer runs, and the tap hub of its
 // address when the running graph has no node there.
-func (r *Runtime) removeLocked(n *Node) {
+func (r *Runtime) removeLocked(n *graph.Node) {
 	delete(r.outs, n)
 	delete(r.healths, n)
 	delete(r.stats, n)
@@ -377,7 +377,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 // env is the node.Env of a node run. A node of a reload being staged
 // registers its metrics on a registry of its own, which the swap publishes;
 // the first run of a staged sink reuses the registry its target opened with.
-func (r *Runtime) env(n *Node) node.Env {
+func (r *Runtime) env(n *graph.Node) node.Env {
 	r.mu.RLock()
 	h := r.healths[n]
 	r.mu.RUnlock()

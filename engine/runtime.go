@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/backoff"
 )
@@ -38,13 +40,13 @@ type Runtime struct {
 	// changes while nodes run. They are keyed by *Node, so the nodes of a
 	// reload being staged live beside the running ones.
 	mu      sync.RWMutex
-	g       *Graph
-	outs    map[*Node]*collection
-	healths map[*Node]*health
-	stats   map[*Node]*nodeStats
-	sinks   map[*Node]*sink
-	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
-	tasks   map[*Node]*task
+	g       *graph.Graph
+	outs    map[*graph.Node]*collection
+	healths map[*graph.Node]*health
+	stats   map[*graph.Node]*nodeStats
+	sinks   map[*graph.Node]*sink
+	fanins  map[*graph.Node]*fanIn // unions of nodes with several inputs (fanin.go)
+	tasks   map[*graph.Node]*task
 	srcCtx  context.Context    // parent of the sources' contexts, set by Run
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
@@ -55,19 +57,19 @@ type Runtime struct {
 }
 
 // NewRuntime prepares g for running.
-func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
+func NewRuntime(g *graph.Graph, opts RunOptions) (*Runtime, error) {
 	if err := checkRunnable(g); err != nil {
 		return nil, err
 	}
-	g.fingerprints() // GraphState reports them; a reload diffs them
+	g.Fingerprints() // GraphState reports them; a reload diffs them
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = 5 * time.Second
 	}
-	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
-		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sink{}, tasks: map[*Node]*task{},
+	r := &Runtime{g: g, opts: opts, outs: map[*graph.Node]*collection{}, healths: map[*graph.Node]*health{},
+		stats: map[*graph.Node]*nodeStats{}, sinks: map[*graph.Node]*sink{}, tasks: map[*graph.Node]*task{},
 		taps: map[string]*tapHub{}, dec: newDecisions(g, opts.Logger)}
 	r.reload.init(opts.Metrics)
 	for _, n := range g.Nodes {
@@ -92,7 +94,7 @@ func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
 
 // checkRunnable refuses a graph that did not build wholly: NewRuntime and
 // Reload run only built graphs.
-func checkRunnable(g *Graph) error {
+func checkRunnable(g *graph.Graph) error {
 	if g == nil {
 		return errors.New("no graph")
 	}
@@ -106,7 +108,7 @@ func checkRunnable(g *Graph) error {
 
 // addLocked creates n's health, metrics, output collection and, for a
 // sink, its reconcile loop. n's input must be added first.
-func (r *Runtime) addLocked(n *Node) {
+func (r *Runtime) addLocked(n *graph.Node) {
 	r.stats[n] = r.opts.Metrics.statsFor(n.Address)
 	r.healths[n] = &health{since: time.Now()}
 	if n.Kind != node.KindSink {
@@ -120,7 +122,7 @@ func (r *Runtime) addLocked(n *Node) {
 	r.sinks[n] = r.newSinkLocked(n)
 }
 
-func (r *Runtime) logger(n *Node) *slog.Logger {
+func (r *Runtime) logger(n *graph.Node) *slog.Logger {
 	return r.opts.Logger.With("node", n.Address)
 }
 
@@ -179,7 +181,7 @@ func startTask(parent context.Context, fn func(context.Context)) *task {
 
 // startLocked runs n under supervision in a context of its own, a child of
 // the sources' or of the other nodes' context.
-func (r *Runtime) startLocked(n *Node) *task {
+func (r *Runtime) startLocked(n *graph.Node) *task {
 	parent := r.restCtx
 	if n.Kind == node.KindSource {
 		parent = r.srcCtx
@@ -242,7 +244,7 @@ func (r *Runtime) quiet() bool {
 }
 
 // supervise runs n until ctx ends, restarting it with backoff when it fails.
-func (r *Runtime) supervise(ctx context.Context, n *Node) {
+func (r *Runtime) supervise(ctx context.Context, n *graph.Node) {
 	log := r.logger(n)
 	r.mu.RLock()
 	h := r.healths[n]
@@ -279,7 +281,7 @@ func (r *Runtime) supervise(ctx context.Context, n *Node) {
 	}
 }
 
-func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
+func (r *Runtime) runOnce(ctx context.Context, n *graph.Node) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s: panic: %v", n.Address, p)
@@ -343,6 +345,30 @@ func (r *Runtime) Readiness() Readiness {
 		}
 		out.Ready = out.Ready && st.Ready
 		out.Nodes = append(out.Nodes, st)
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
+	return out
+}
+
+// GraphState returns the running graph's state. A reload swaps the graph
+// and adds to its maps under r.mu: take what is needed under the lock, and
+// ask the collections and nodes without it.
+func (r *Runtime) GraphState() graph.GraphState {
+	var out graph.GraphState
+	r.mu.RLock()
+	nodes, outs, sinks := r.g.Nodes, maps.Clone(r.outs), maps.Clone(r.sinks)
+	r.mu.RUnlock()
+	for _, n := range nodes {
+		ns := n.State()
+		if c := outs[n]; c != nil {
+			ns.Records, ns.Synced = c.len(), c.isSynced()
+		} else if s := sinks[n]; s != nil {
+			ns.Synced = s.Started()
+		}
+		if p, ok := n.Impl().(node.PendingLister); ok {
+			ns.Pending = p.Pending()
+		}
+		out.Nodes = append(out.Nodes, ns)
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
 	return out

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -28,7 +29,7 @@ type Sandbox struct {
 var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // NewSandbox prepares g (built, as for run) for a config test.
-func NewSandbox(g *Graph, logger *slog.Logger) (*Sandbox, error) {
+func NewSandbox(g *graph.Graph, logger *slog.Logger) (*Sandbox, error) {
 	rt, err := NewRuntime(g, RunOptions{Logger: logger, DrainTimeout: time.Second})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -27,7 +28,7 @@ type memTarget struct {
 }
 
 // opener returns the sink loop's open function for n.
-func (m *memTarget) opener(n *Node) func(context.Context, node.Env) (node.Target, error) {
+func (m *memTarget) opener(n *graph.Node) func(context.Context, node.Env) (node.Target, error) {
 	return func(_ context.Context, env node.Env) (node.Target, error) {
 		if enc, ok := n.Sink.(node.Encoder); ok {
 			p, err := enc.Encoder(env)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/sinkloop"
 )
@@ -12,7 +13,7 @@ import (
 // (engine/sinkloop) and what the engine hands each run of it.
 type sink struct {
 	*sinkloop.Loop
-	n   *Node
+	n   *graph.Node
 	in  *collection
 	tap *tapPort // tap.go
 	// opened is a target a reload opened before the swap, for the first run.
@@ -25,7 +26,7 @@ type sink struct {
 
 // newSinkLocked returns sink node n's loop, wired to the runtime's
 // health, decisions, leader election, tap and metrics.
-func (r *Runtime) newSinkLocked(n *Node) *sink {
+func (r *Runtime) newSinkLocked(n *graph.Node) *sink {
 	s := &sink{n: n, in: r.inputOf(n), tap: r.tapPortLocked(n), stats: r.stats[n]}
 	h, log, dec := r.healths[n], r.logger(n), r.dec
 	m := r.opts.Metrics
