@@ -80,27 +80,27 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	r.mu.RLock()
 	g := r.g
 	nodes := g.Nodes
-	loops := maps.Clone(r.sinks)
-	outs := maps.Clone(r.outs)
+	recs := maps.Clone(r.nodes)
 	r.mu.RUnlock()
 	for _, n := range nodes {
-		if n.Kind != node.KindSink || loops[n] == nil {
+		rn := recs[n]
+		if n.Kind != node.KindSink || rn == nil {
 			continue
 		}
 		r.mu.RLock()
-		in, f := r.inputOf(n), r.fanins[n]
+		in, f := r.inputOf(n), rn.fanIn
 		r.mu.RUnlock()
-		e, ok := sinkEntry(ctx, n, loops[n], in, key)
+		e, ok := sinkEntry(ctx, n, rn.sink, in, key)
 		if !ok {
 			continue
 		}
 		if rec, ok := in.lookup(e.InputKey); ok {
 			e.Origin = rec.Origin
 			if f != nil {
-				e.Input, e.OtherInputs = fanInHolders(n, e.InputKey, e.Origin, outs)
+				e.Input, e.OtherInputs = fanInHolders(n, e.InputKey, e.Origin, recs)
 			}
 			if e.Origin != nil {
-				e.Path = r.stages(n, e.Origin, e.InputKey, e.Input, outs)
+				e.Path = r.stages(n, e.Origin, e.InputKey, e.Input, recs)
 			}
 		}
 		if f != nil {
@@ -112,8 +112,8 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	}
 	if len(ex.Entries) == 0 {
 		for _, n := range nodes {
-			if c := outs[n]; c != nil {
-				if rec, ok := c.lookup(key); ok {
+			if rn := recs[n]; rn != nil && rn.out != nil {
+				if rec, ok := rn.out.lookup(key); ok {
 					ex.Seen = append(ex.Seen, r.stage(n, key, rec, true))
 				}
 			}
@@ -144,7 +144,7 @@ func sinkEntry(ctx context.Context, n *graph.Node, s *sink, in *collection, key 
 // the origin's source, with what its output holds. Where a record passes
 // from objects to records (extract) its key changes from the object's to
 // the record's.
-func (r *Runtime) stages(sink *graph.Node, org *node.Origin, key node.Key, via string, outs map[*graph.Node]*collection) []Stage {
+func (r *Runtime) stages(sink *graph.Node, org *node.Origin, key node.Key, via string, recs records) []Stage {
 	path := pathFrom(sink, org.Source, via)
 	out := make([]Stage, 0, len(path))
 	for _, n := range path {
@@ -152,7 +152,7 @@ func (r *Runtime) stages(sink *graph.Node, org *node.Origin, key node.Key, via s
 		if n.Emits == node.Objects {
 			k = objectKey(org)
 		}
-		rec, ok := outs[n].lookup(k)
+		rec, ok := recs.out(n).lookup(k)
 		out = append(out, r.stage(n, k, rec, ok))
 	}
 	return out
@@ -208,10 +208,10 @@ func pathFrom(sink *graph.Node, src, via string) []*graph.Node {
 // that hold key. Origins are shared by reference from the source on, so
 // the pointer names the input exactly; with a merge, or an input without
 // provenance, the first holder stands for it.
-func fanInHolders(n *graph.Node, key node.Key, org *node.Origin, outs map[*graph.Node]*collection) (input string, others []string) {
+func fanInHolders(n *graph.Node, key node.Key, org *node.Origin, recs records) (input string, others []string) {
 	var holders []string
 	for _, in := range n.Inputs {
-		c := outs[in]
+		c := recs.out(in)
 		if c == nil {
 			continue
 		}

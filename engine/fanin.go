@@ -49,17 +49,6 @@ type fanIn struct {
 	inflight atomic.Int32 // events taken from an input and not yet handled (sandbox.go)
 }
 
-// newFanIns prepares the union of every node with several inputs.
-func (r *Runtime) newFanIns() {
-	r.fanins = map[*graph.Node]*fanIn{}
-	for _, n := range r.g.Nodes {
-		if n.FanIn() {
-			r.fanins[n] = r.newFanInLocked(n, r.g.Config)
-			r.showFanIn(n, r.fanins[n])
-		}
-	}
-}
-
 // newFanInLocked prepares the union of n's inputs, which must be added;
 // cfg evaluates its merge expression.
 func (r *Runtime) newFanInLocked(n *graph.Node, cfg *schema.Config) *fanIn {
@@ -67,7 +56,7 @@ func (r *Runtime) newFanInLocked(n *graph.Node, cfg *schema.Config) *fanIn {
 		held: make([]map[node.Key]node.Record, len(n.Inputs)), synced: make([]bool, len(n.Inputs)),
 		touched: map[node.Key]struct{}{}, clashes: map[node.Key]string{}}
 	for i, in := range n.Inputs {
-		f.ins = append(f.ins, r.outs[in])
+		f.ins = append(f.ins, r.nodes[in].out)
 		f.held[i] = map[node.Key]node.Record{}
 	}
 	if n.Merge != nil && cfg != nil {
@@ -98,12 +87,12 @@ func (r *Runtime) showFanIn(n *graph.Node, f *fanIn) {
 }
 
 // inputOf returns the collection n consumes: its input's, or the union of
-// its inputs.
+// its inputs; nil for a source.
 func (r *Runtime) inputOf(n *graph.Node) *collection {
-	if f := r.fanins[n]; f != nil {
+	if f := r.nodes[n].fanIn; f != nil {
 		return f.out
 	}
-	return r.outs[n.Input()]
+	return r.nodes.out(n.Input())
 }
 
 // startFanInLocked runs f until its task stops or the other nodes' context
@@ -116,7 +105,7 @@ func (r *Runtime) stopFanIns(nodes []*graph.Node, keep map[*fanIn]bool) {
 	var ts []*task
 	r.mu.RLock()
 	for _, n := range nodes {
-		if f := r.fanins[n]; f != nil && f.task != nil && !keep[f] {
+		if f := r.nodes[n].fanIn; f != nil && f.task != nil && !keep[f] {
 			ts = append(ts, f.task)
 		}
 	}
@@ -346,12 +335,14 @@ func (f *fanIn) conflict(k node.Key) (string, bool) {
 // collections returns every collection of the runtime: the nodes' outputs
 // and the unions of fan-ins.
 func (r *Runtime) collections() []*collection {
-	out := make([]*collection, 0, len(r.outs)+len(r.fanins))
-	for _, c := range r.outs {
-		out = append(out, c)
-	}
-	for _, f := range r.fanins {
-		out = append(out, f.out)
+	var out []*collection
+	for _, rn := range r.nodes {
+		if rn.out != nil {
+			out = append(out, rn.out)
+		}
+		if rn.fanIn != nil {
+			out = append(out, rn.fanIn.out)
+		}
 	}
 	return out
 }

@@ -244,7 +244,7 @@ func TestFanInConflictRules(t *testing.T) {
 				if d := cmp.Diff(want, sink.State(), ctyEq()); d != "" {
 					t.Fatalf("sink (-want +got):\n%s", d)
 				}
-				f := h.rt.fanins[h.rt.g.Node("sink.mem.m")]
+				f := h.rt.nodes[h.rt.g.Node("sink.mem.m")].fanIn
 				if got := testutil.ToFloat64(f.conflicts); got != tt.conflicts {
 					t.Fatalf("conflicts = %v, want %v", got, tt.conflicts)
 				}

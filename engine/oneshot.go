@@ -48,8 +48,10 @@ func (r *Runtime) SyncOnce(ctx context.Context, wait time.Duration, progress fun
 			}
 		})
 	}
-	for _, f := range r.fanins { // under Run, each has a task instead (startFanInLocked)
-		wg.Go(func() { f.run(runCtx) })
+	for _, rn := range r.nodes { // under Run, each union has a task instead (startFanInLocked)
+		if f := rn.fanIn; f != nil {
+			wg.Go(func() { f.run(runCtx) })
+		}
 	}
 	defer func() {
 		stop()
@@ -77,11 +79,11 @@ func (r *Runtime) SyncOnce(ctx context.Context, wait time.Duration, progress fun
 		case <-ctx.Done():
 			var waiting []string
 			for _, n := range r.g.Nodes {
-				if n.Kind != node.KindSource || r.outs[n].isSynced() {
+				if n.Kind != node.KindSource || r.nodes[n].out.isSynced() {
 					continue
 				}
 				// What the source last said of itself tells a user what to fix.
-				if st := r.healths[n].status(n.Address, false); st.Detail != "" {
+				if st := r.nodes[n].health.status(n.Address, false); st.Detail != "" {
 					waiting = append(waiting, fmt.Sprintf("%s (%s: %s)", n.Address, st.State, st.Detail))
 				} else {
 					waiting = append(waiting, n.Address)
@@ -105,7 +107,7 @@ func (r *Runtime) sourceStates() ([]SourceState, bool) {
 	var out []SourceState
 	for _, n := range r.g.Nodes {
 		if n.Kind == node.KindSource {
-			c := r.outs[n]
+			c := r.nodes[n].out
 			c.mu.Lock()
 			out = append(out, SourceState{Address: n.Address, Records: len(c.state), Synced: c.synced})
 			c.mu.Unlock()
@@ -130,7 +132,7 @@ func (r *Runtime) InputRecord(n *graph.Node, k node.Key) (node.Record, bool) {
 // health, no metrics.
 func (r *Runtime) TargetEnv(n *graph.Node) node.Env {
 	r.mu.RLock()
-	h := r.healths[n]
+	h := r.nodes[n].health
 	r.mu.RUnlock()
 	return node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}}
 }
@@ -139,7 +141,7 @@ func (r *Runtime) TargetEnv(n *graph.Node) node.Env {
 // it for a synced output; false when the graph has no such node.
 func (r *Runtime) Status(addr string) (NodeStatus, bool) {
 	r.mu.RLock()
-	h := r.healths[r.g.Node(addr)]
+	h := r.nodes[r.g.Node(addr)].health
 	r.mu.RUnlock()
 	if h == nil {
 		return NodeStatus{}, false

@@ -59,7 +59,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *graph.Graph, d graph.GraphD
 	r.mu.RLock()
 	for _, n := range fresh {
 		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
-			st.unions[n] = r.fanins[o]
+			st.unions[n] = r.nodes[o].fanIn
 		}
 		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == graph.Rebuilt || overlaps(n, held)) {
 			st.handover[n] = true
@@ -79,7 +79,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *graph.Graph, d graph.GraphD
 		r.unstage(st)
 		r.mu.Lock()
 		for _, o := range stopped {
-			r.tasks[o] = r.startLocked(o) // reads its target and goes on: no churn
+			r.nodes[o].task = r.startLocked(o) // reads its target and goes on: no churn
 		}
 		r.mu.Unlock()
 		return err
@@ -156,7 +156,7 @@ func (r *Runtime) stopSinks(nodes []*graph.Node) []*graph.Node {
 	var out []*graph.Node
 	for _, o := range nodes {
 		r.mu.RLock()
-		t := r.tasks[o]
+		t := r.nodes[o].task
 		r.mu.RUnlock()
 		if t != nil && o.Kind == node.KindSink {
 			t.stop()
@@ -172,13 +172,11 @@ func (r *Runtime) stopSinks(nodes []*graph.Node) []*graph.Node {
 func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duration) error {
 	r.mu.Lock()
 	for _, n := range st.nodes {
-		switch { // the union before its consumer, which reads from it
-		case st.unions[n] != nil:
-			r.fanins[n] = st.unions[n]
-		case n.FanIn():
-			r.fanins[n] = r.newFanInLocked(n, st.cfg)
+		f := st.unions[n] // the union before its consumer, which reads from it
+		if f == nil && n.FanIn() {
+			f = r.newFanInLocked(n, st.cfg)
 		}
-		r.addLocked(n)
+		r.addLocked(n, f)
 		r.reload.staged[n] = nil
 	}
 	r.mu.Unlock()
@@ -187,7 +185,7 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 	}
 	r.mu.Lock()
 	for _, n := range st.nodes {
-		if f := r.fanins[n]; f != nil && st.unions[n] == nil {
+		if f := r.nodes[n].fanIn; f != nil && st.unions[n] == nil {
 			r.startFanInLocked(f)
 		}
 		if n.Kind != node.KindSink {
@@ -208,17 +206,17 @@ func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Dura
 		var waiting *graph.Node
 		r.mu.RLock()
 		for _, n := range st.nodes {
-			if f := r.fanins[n]; waiting == nil && f != nil && !f.out.isSynced() {
+			if f := r.nodes[n].fanIn; waiting == nil && f != nil && !f.out.isSynced() {
 				waiting = n
 			}
 			if n.Kind == node.KindSink {
 				continue
 			}
-			if s := r.healths[n].status(n.Address, false); s.State == node.Down.String() {
+			if s := r.nodes[n].health.status(n.Address, false); s.State == node.Down.String() {
 				r.mu.RUnlock()
 				return fmt.Errorf("%s: failed to start: %s", n.Address, s.Detail)
 			}
-			if waiting == nil && !r.outs[n].isSynced() {
+			if waiting == nil && !r.nodes[n].out.isSynced() {
 				waiting = n
 			}
 		}
@@ -262,18 +260,18 @@ func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, re
 	r.mu.Lock()
 	var oldRest []*task
 	for _, o := range retired {
-		if t := r.tasks[o]; t != nil && o.Kind != node.KindSink {
+		if t := r.nodes[o].task; t != nil && o.Kind != node.KindSink {
 			oldRest = append(oldRest, t)
 		}
 	}
 	r.g = merged
 	for _, o := range retired {
-		if r.fanins[o] != nil {
+		if r.nodes[o].fanIn != nil {
 			r.showFanIn(o, nil) // unless the new node at its address shows its own, below
 		}
 	}
 	for _, n := range st.nodes {
-		if f := r.fanins[n]; f != nil {
+		if f := r.nodes[n].fanIn; f != nil {
 			r.showFanIn(n, f)
 		}
 		if reg := r.reload.staged[n]; reg != nil && r.opts.Metrics != nil {
@@ -281,11 +279,11 @@ func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, re
 		}
 		if n.Kind != node.KindSink {
 			delete(r.reload.staged, n)
-			r.tasks[n] = st.tasks[n]
+			r.nodes[n].task = st.tasks[n]
 			continue
 		}
-		r.sinks[n].opened = st.opened[n]
-		r.tasks[n] = r.startLocked(n)
+		r.nodes[n].sink.opened = st.opened[n]
+		r.nodes[n].task = r.startLocked(n)
 	}
 	r.dec.setGates(merged)
 	r.setTapsLive(st.nodes, retired)
@@ -299,7 +297,7 @@ func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, re
 	for _, o := range retired {
 		if a, _ := d.Action(o.Address); a == graph.Removed {
 			if o.Kind == node.KindSink && o.OnRemove == node.OnRemoveClean {
-				cleanups = append(cleanups, r.sinks[o])
+				cleanups = append(cleanups, r.nodes[o].sink)
 			}
 			if r.opts.Metrics != nil {
 				r.opts.Metrics.nodeGatherer.set(o.Address, nil)
@@ -317,12 +315,7 @@ func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, re
 // removeLocked forgets a node that no longer runs, and the tap hub of its
 // address when the running graph has no node there.
 func (r *Runtime) removeLocked(n *graph.Node) {
-	delete(r.outs, n)
-	delete(r.healths, n)
-	delete(r.stats, n)
-	delete(r.sinks, n)
-	delete(r.tasks, n)
-	delete(r.fanins, n)
+	delete(r.nodes, n)
 	delete(r.reload.staged, n)
 	r.forgetTapLocked(n.Address)
 }
@@ -379,7 +372,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 // the first run of a staged sink reuses the registry its target opened with.
 func (r *Runtime) env(n *graph.Node) node.Env {
 	r.mu.RLock()
-	h := r.healths[n]
+	h := r.nodes[n].health
 	r.mu.RUnlock()
 	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
 		ConfigGeneration: r.Generation(), OneShot: r.oneShot}

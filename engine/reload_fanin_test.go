@@ -58,7 +58,7 @@ func startFanInReload(t *testing.T, config string, held map[string][]node.Record
 func (h *fanInReload) union() *fanIn {
 	h.rt.mu.RLock()
 	defer h.rt.mu.RUnlock()
-	return h.rt.fanins[h.rt.g.Node("sink.mem.m")]
+	return h.rt.nodes[h.rt.g.Node("sink.mem.m")].fanIn
 }
 
 func (h *fanInReload) runs(name string) int {
@@ -288,7 +288,7 @@ func TestReloadFanInTransform(t *testing.T) {
 		d := func() *fanIn {
 			h.rt.mu.RLock()
 			defer h.rt.mu.RUnlock()
-			return h.rt.fanins[h.rt.g.Node("transform.drop.d")]
+			return h.rt.nodes[h.rt.g.Node("transform.drop.d")].fanIn
 		}
 		before := d()
 		rec := h.reload(config("t0"))

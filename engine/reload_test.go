@@ -635,10 +635,17 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 	t.Helper()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	nodes := len(r.g.Nodes)
-	if len(r.healths) != nodes || len(r.stats) != nodes || len(r.tasks) != nodes || len(r.reload.staged) != 0 {
-		t.Errorf("runtime holds %d healths, %d stats, %d tasks, %d staged for %d nodes",
-			len(r.healths), len(r.stats), len(r.tasks), len(r.reload.staged), nodes)
+	nodes, tasks, held := len(r.g.Nodes), 0, 0
+	for _, rn := range r.nodes {
+		if rn.task != nil {
+			tasks++
+		}
+		if rn.fanIn != nil {
+			held++
+		}
+	}
+	if len(r.nodes) != nodes || tasks != nodes || len(r.reload.staged) != 0 {
+		t.Errorf("runtime holds %d records, %d tasks, %d staged for %d nodes", len(r.nodes), tasks, len(r.reload.staged), nodes)
 	}
 	consumers := map[*graph.Node]int{}
 	unions := 0
@@ -646,7 +653,7 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 		for _, in := range n.Inputs { // a union subscribes once to each input
 			consumers[in]++
 		}
-		f := r.fanins[n]
+		f := r.nodes[n].fanIn
 		if n.FanIn() != (f != nil) {
 			t.Errorf("%s has %d inputs and union %v", n.Address, len(n.Inputs), f != nil)
 		}
@@ -661,10 +668,14 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 			t.Errorf("the union of %s has %d subscriptions for its one consumer", n.Address, subs)
 		}
 	}
-	if len(r.fanins) != unions {
-		t.Errorf("runtime holds %d unions for %d nodes with fan-in", len(r.fanins), unions)
+	if held != unions {
+		t.Errorf("runtime holds %d unions for %d nodes with fan-in", held, unions)
 	}
-	for n, c := range r.outs {
+	for n, rn := range r.nodes {
+		c := rn.out
+		if c == nil {
+			continue
+		}
 		c.mu.Lock()
 		subs := len(c.subs)
 		c.mu.Unlock()

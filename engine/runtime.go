@@ -36,17 +36,12 @@ type Runtime struct {
 	opts RunOptions
 	dec  *decisions
 
-	// mu guards the graph and the per-node maps below, which Reload
-	// changes while nodes run. They are keyed by *Node, so the nodes of a
-	// reload being staged live beside the running ones.
+	// mu guards the graph and the node records, which Reload changes
+	// while nodes run. They are keyed by *Node, so the nodes of a reload
+	// being staged live beside the running ones.
 	mu      sync.RWMutex
 	g       *graph.Graph
-	outs    map[*graph.Node]*collection
-	healths map[*graph.Node]*health
-	stats   map[*graph.Node]*nodeStats
-	sinks   map[*graph.Node]*sink
-	fanins  map[*graph.Node]*fanIn // unions of nodes with several inputs (fanin.go)
-	tasks   map[*graph.Node]*task
+	nodes   records
 	srcCtx  context.Context    // parent of the sources' contexts, set by Run
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
@@ -54,6 +49,28 @@ type Runtime struct {
 	clock   node.Clock         // nil: the wall clock; a config test's virtual clock
 	sandbox bool               // a config test drives the sources (sandbox.go)
 	oneShot bool               // plan: nodes run until synced (node.Env.OneShot)
+}
+
+// running is one node as the runtime keeps it, from addLocked to
+// removeLocked. Only task changes after addLocked, under Runtime.mu.
+type running struct {
+	health *health
+	stats  *nodeStats
+	out    *collection // a source's or transform's output; nil for a sink
+	sink   *sink       // a sink's loop; nil for the others
+	fanIn  *fanIn      // the union a node with several inputs consumes (fanin.go)
+	task   *task       // its supervised goroutine, once started
+}
+
+// records are the nodes' records, by node.
+type records map[*graph.Node]*running
+
+// out is n's output collection; nil for a sink or a node not kept.
+func (rs records) out(n *graph.Node) *collection {
+	if rn := rs[n]; rn != nil {
+		return rn.out
+	}
+	return nil
 }
 
 // NewRuntime prepares g for running.
@@ -68,28 +85,35 @@ func NewRuntime(g *graph.Graph, opts RunOptions) (*Runtime, error) {
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = 5 * time.Second
 	}
-	r := &Runtime{g: g, opts: opts, outs: map[*graph.Node]*collection{}, healths: map[*graph.Node]*health{},
-		stats: map[*graph.Node]*nodeStats{}, sinks: map[*graph.Node]*sink{}, tasks: map[*graph.Node]*task{},
-		taps: map[string]*tapHub{}, dec: newDecisions(g, opts.Logger)}
+	r := &Runtime{g: g, opts: opts, nodes: records{}, taps: map[string]*tapHub{}, dec: newDecisions(g, opts.Logger)}
 	r.reload.init(opts.Metrics)
-	for _, n := range g.Nodes {
-		if n.Kind != node.KindSink {
-			r.addLocked(n)
+	var sinks []*sink
+	for _, n := range g.Nodes { // every node after its inputs
+		var f *fanIn
+		if n.FanIn() {
+			f = r.newFanInLocked(n, g.Config)
+			r.showFanIn(n, f)
 		}
-	}
-	r.newFanIns()
-	for _, n := range g.Nodes {
-		if n.Kind == node.KindSink {
-			r.addLocked(n)
+		if s := r.addLocked(n, f).sink; s != nil {
+			sinks = append(sinks, s)
 		}
 	}
 	// The sinks of the first graph free the start-up memory; a reload's
 	// new sinks start over a steady heap and free nothing.
-	mem := newStartupMemory(len(r.sinks))
-	for _, sl := range r.sinks {
-		sl.mem = mem
+	mem := newStartupMemory(len(sinks))
+	for _, s := range sinks {
+		s.mem = mem
 	}
 	return r, nil
+}
+
+// synced reports the node's output synced, or for a sink the target
+// written after its input synced.
+func (rn *running) synced() bool {
+	if rn.out != nil {
+		return rn.out.isSynced()
+	}
+	return rn.sink.Started()
 }
 
 // checkRunnable refuses a graph that did not build wholly: NewRuntime and
@@ -106,20 +130,22 @@ func checkRunnable(g *graph.Graph) error {
 	return nil
 }
 
-// addLocked creates n's health, metrics, output collection and, for a
-// sink, its reconcile loop. n's input must be added first.
-func (r *Runtime) addLocked(n *graph.Node) {
-	r.stats[n] = r.opts.Metrics.statsFor(n.Address)
-	r.healths[n] = &health{since: time.Now()}
+// addLocked creates n's record: its health, metrics, output collection
+// or, for a sink, its reconcile loop over the union f (nil: its only
+// input). n's inputs must be added first.
+func (r *Runtime) addLocked(n *graph.Node, f *fanIn) *running {
+	rn := &running{health: &health{since: time.Now()}, stats: r.opts.Metrics.statsFor(n.Address), fanIn: f}
+	r.nodes[n] = rn
 	if n.Kind != node.KindSink {
-		r.outs[n] = newCollection(r.opts.QueueLimit, r.stats[n])
-		r.outs[n].tap = r.tapPortLocked(n)
+		rn.out = newCollection(r.opts.QueueLimit, rn.stats)
+		rn.out.tap = r.tapPortLocked(n)
 		if n.Kind == node.KindSource {
-			r.outs[n].origin = &node.Origin{Source: n.Address}
+			rn.out.origin = &node.Origin{Source: n.Address}
 		}
-		return
+		return rn
 	}
-	r.sinks[n] = r.newSinkLocked(n)
+	rn.sink = r.newSinkLocked(n, rn)
+	return rn
 }
 
 func (r *Runtime) logger(n *graph.Node) *slog.Logger {
@@ -138,11 +164,12 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.configLoaded()
 	r.mu.Lock()
 	r.srcCtx, r.restCtx = srcCtx, restCtx
-	for _, f := range r.fanins {
-		r.startFanInLocked(f)
-	}
 	for _, n := range r.g.Nodes {
-		r.tasks[n] = r.startLocked(n)
+		rn := r.nodes[n]
+		if rn.fanIn != nil {
+			r.startFanInLocked(rn.fanIn)
+		}
+		rn.task = r.startLocked(n)
 	}
 	r.mu.Unlock()
 	close(r.reload.started)
@@ -194,14 +221,12 @@ func (r *Runtime) startLocked(n *graph.Node) *task {
 func (r *Runtime) wait(kind node.Kind) {
 	r.mu.RLock()
 	var ts []*task
-	for n, t := range r.tasks {
-		if kind == "" || n.Kind == kind {
-			ts = append(ts, t)
+	for n, rn := range r.nodes {
+		if rn.task != nil && (kind == "" || n.Kind == kind) {
+			ts = append(ts, rn.task)
 		}
-	}
-	for _, f := range r.fanins {
-		if kind == "" && f.task != nil {
-			ts = append(ts, f.task)
+		if kind == "" && rn.fanIn != nil && rn.fanIn.task != nil {
+			ts = append(ts, rn.fanIn.task)
 		}
 	}
 	r.mu.RUnlock()
@@ -235,8 +260,8 @@ func (r *Runtime) quiet() bool {
 			return false
 		}
 	}
-	for _, s := range r.sinks {
-		if !s.Idle() && s.Started() {
+	for _, rn := range r.nodes {
+		if s := rn.sink; s != nil && !s.Idle() && s.Started() {
 			return false
 		}
 	}
@@ -247,7 +272,7 @@ func (r *Runtime) quiet() bool {
 func (r *Runtime) supervise(ctx context.Context, n *graph.Node) {
 	log := r.logger(n)
 	r.mu.RLock()
-	h := r.healths[n]
+	h := r.nodes[n].health
 	r.mu.RUnlock()
 	attempt := 0
 	for {
@@ -290,7 +315,7 @@ func (r *Runtime) runOnce(ctx context.Context, n *graph.Node) (err error) {
 	}()
 	env := r.env(n)
 	r.mu.RLock()
-	out, in, stats, sl := r.outs[n], r.inputOf(n), r.stats[n], r.sinks[n]
+	rn, in := r.nodes[n], r.inputOf(n)
 	r.mu.RUnlock()
 	switch {
 	case n.Source != nil:
@@ -298,14 +323,14 @@ func (r *Runtime) runOnce(ctx context.Context, n *graph.Node) (err error) {
 			<-ctx.Done() // the config test feeds the collection
 			return nil
 		}
-		return n.Source.Run(ctx, env, out)
+		return n.Source.Run(ctx, env, rn.out)
 	case n.Transform != nil:
-		sub := in.subscribe(stats)
+		sub := in.subscribe(rn.stats)
 		defer in.unsubscribe(sub)
 		_, sub.packed = n.Transform.(node.PackedInput)
-		return n.Transform.Run(ctx, env, sub, out)
+		return n.Transform.Run(ctx, env, sub, rn.out)
 	case n.Sink != nil:
-		return sl.run(ctx, env, r.dec)
+		return rn.sink.run(ctx, env, r.dec)
 	}
 	return fmt.Errorf("%s: not built", n.Address)
 }
@@ -320,13 +345,9 @@ func (r *Runtime) Readiness() Readiness {
 		out.Leader = r.opts.Leader.Status()
 	}
 	for _, n := range r.g.Nodes {
-		var synced bool
-		if c, ok := r.outs[n]; ok {
-			synced = c.isSynced()
-		} else if s, ok := r.sinks[n]; ok {
-			synced = s.Started() // the target holds the synced input
-		}
-		st := r.healths[n].status(n.Address, synced)
+		rn := r.nodes[n]
+		synced := rn.synced()
+		st := rn.health.status(n.Address, synced)
 		if n.Kind != node.KindSink && synced && st.State == node.Pending.String() && st.Detail == "" {
 			// A node that reports no health of its own is healthy once its
 			// output is synced.
@@ -339,7 +360,7 @@ func (r *Runtime) Readiness() Readiness {
 			// Ready once the target holds the synced input: a probe or an
 			// agent waiting for /readyz must not find a half-written target.
 			// A standby (not leading) writes nothing and is ready to take over.
-			st.Ready = st.State == node.Healthy.String() && (synced || (r.sinks[n] != nil && r.sinks[n].Standby()))
+			st.Ready = st.State == node.Healthy.String() && (synced || rn.sink.Standby())
 		default:
 			st.Ready = st.State != node.Down.String()
 		}
@@ -356,14 +377,15 @@ func (r *Runtime) Readiness() Readiness {
 func (r *Runtime) GraphState() graph.GraphState {
 	var out graph.GraphState
 	r.mu.RLock()
-	nodes, outs, sinks := r.g.Nodes, maps.Clone(r.outs), maps.Clone(r.sinks)
+	nodes, recs := r.g.Nodes, maps.Clone(r.nodes)
 	r.mu.RUnlock()
 	for _, n := range nodes {
 		ns := n.State()
-		if c := outs[n]; c != nil {
-			ns.Records, ns.Synced = c.len(), c.isSynced()
-		} else if s := sinks[n]; s != nil {
-			ns.Synced = s.Started()
+		if rn := recs[n]; rn != nil {
+			ns.Synced = rn.synced()
+			if rn.out != nil {
+				ns.Records = rn.out.len()
+			}
 		}
 		if p, ok := n.Impl().(node.PendingLister); ok {
 			ns.Pending = p.Pending()

@@ -40,12 +40,12 @@ func NewSandbox(g *graph.Graph, logger *slog.Logger) (*Sandbox, error) {
 		if n.Kind != node.KindSource {
 			sb.readers[rt.inputOf(n)]++
 		}
-		if rt.fanins[n] != nil {
+		if rt.nodes[n].fanIn != nil {
 			for _, in := range n.Inputs {
-				sb.readers[rt.outs[in]]++ // the union's own subscription
+				sb.readers[rt.nodes[in].out]++ // the union's own subscription
 			}
 		}
-		if s := rt.sinks[n]; s != nil {
+		if s := rt.nodes[n].sink; s != nil {
 			m := &memTarget{state: map[node.Key]node.Entry{}}
 			sb.mems[n.Address] = m
 			s.memOpen = m.opener(s.n)
@@ -81,7 +81,7 @@ func (sb *Sandbox) source(addr string) (*collection, error) {
 	if n == nil || n.Kind != node.KindSource {
 		return nil, fmt.Errorf("%s: no such source", addr)
 	}
-	return sb.rt.outs[n], nil
+	return sb.rt.nodes[n].out, nil
 }
 
 // Apply publishes deltas as the source at addr would, stamped with the virtual time.
@@ -149,7 +149,7 @@ func (sb *Sandbox) Settle(ctx context.Context) error {
 // failure is the answer, not something to retry.
 func (sb *Sandbox) failed() error {
 	for _, n := range sb.rt.g.Nodes {
-		h := sb.rt.healths[n]
+		h := sb.rt.nodes[n].health
 		h.mu.Lock()
 		restarts, detail := h.restarts, h.engMsg
 		h.mu.Unlock()
@@ -164,8 +164,8 @@ func (sb *Sandbox) atRest() bool {
 	if !sb.clock.settled() {
 		return false
 	}
-	for _, f := range sb.rt.fanins {
-		if f.inflight.Load() != 0 {
+	for _, rn := range sb.rt.nodes {
+		if rn.fanIn != nil && rn.fanIn.inflight.Load() != 0 {
 			return false
 		}
 	}
@@ -177,8 +177,8 @@ func (sb *Sandbox) atRest() bool {
 			return false
 		}
 	}
-	for _, s := range sb.rt.sinks {
-		if !s.Idle() {
+	for _, rn := range sb.rt.nodes {
+		if rn.sink != nil && !rn.sink.Idle() {
 			return false
 		}
 	}

@@ -26,9 +26,9 @@ type sink struct {
 
 // newSinkLocked returns sink node n's loop, wired to the runtime's
 // health, decisions, leader election, tap and metrics.
-func (r *Runtime) newSinkLocked(n *graph.Node) *sink {
-	s := &sink{n: n, in: r.inputOf(n), tap: r.tapPortLocked(n), stats: r.stats[n]}
-	h, log, dec := r.healths[n], r.logger(n), r.dec
+func (r *Runtime) newSinkLocked(n *graph.Node, rn *running) *sink {
+	s := &sink{n: n, in: r.inputOf(n), tap: r.tapPortLocked(n), stats: rn.stats}
+	h, log, dec := rn.health, r.logger(n), r.dec
 	m := r.opts.Metrics
 	if m == nil {
 		m = NewMetrics(discardRegisterer{}, "")

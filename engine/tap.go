@@ -172,13 +172,14 @@ func (r *Runtime) tapPortLocked(n *graph.Node) *tapPort {
 
 // tapPortOf returns the port of n's collection or sink loop, or nil.
 func (r *Runtime) tapPortOf(n *graph.Node) *tapPort {
-	if c := r.outs[n]; c != nil {
-		return c.tap
+	rn := r.nodes[n]
+	switch {
+	case rn == nil:
+		return nil
+	case rn.sink != nil:
+		return rn.sink.tap
 	}
-	if s := r.sinks[n]; s != nil {
-		return s.tap
-	}
-	return nil
+	return rn.out.tap
 }
 
 // setTapsLive hands every hub of a reload's changed addresses from the
