@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/pipeline/pipeline/engine/graph"
@@ -221,3 +224,202 @@ func (sb *Sandbox) SinkContent(addr string) (content string, ok bool, err error)
 	}
 	return string(b), true, nil
 }
+
+// AppliedEntry is one write a sandboxed sink applied.
+type AppliedEntry struct {
+	Delete bool
+	Entry  node.Entry
+}
+
+// memTarget is a sink's target in a config test: it holds entries in
+// memory and encodes them with the sink's own Prepare.
+type memTarget struct {
+	prep   node.Preparer
+	mu     sync.Mutex
+	state  map[node.Key]node.Entry
+	writes []AppliedEntry
+}
+
+// opener returns the sink loop's open function for n.
+func (m *memTarget) opener(n *graph.Node) func(context.Context, node.Env) (node.Target, error) {
+	return func(_ context.Context, env node.Env) (node.Target, error) {
+		if enc, ok := n.Sink.(node.Encoder); ok {
+			p, err := enc.Encoder(env)
+			if err != nil {
+				return nil, fmt.Errorf("%s: encoder: %w", n.Address, err)
+			}
+			m.prep = p
+		}
+		return m, nil
+	}
+}
+
+func (m *memTarget) Prepare(r node.Record) (node.Entry, error) {
+	if m.prep == nil {
+		return node.Entry{Key: r.Key, Value: r.Value}, nil
+	}
+	return m.prep.Prepare(r)
+}
+
+func (m *memTarget) Actual(context.Context) ([]node.Entry, error) { return m.entries(), nil }
+
+func (m *memTarget) Update(_ context.Context, batch []node.Entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range batch {
+		m.state[e.Key] = e
+		m.writes = append(m.writes, AppliedEntry{Entry: e})
+	}
+}
+
+func (m *memTarget) Delete(_ context.Context, batch []node.Entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range batch {
+		delete(m.state, e.Key)
+		m.writes = append(m.writes, AppliedEntry{Delete: true, Entry: e})
+	}
+}
+
+func (m *memTarget) Close() error { return nil }
+
+func (m *memTarget) entries() []node.Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.SortedFunc(maps.Values(m.state), func(a, b node.Entry) int { return cmp.Compare(a.Key, b.Key) })
+}
+
+func (m *memTarget) takeWrites() []AppliedEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.writes
+	m.writes = nil
+	return w
+}
+
+var _ node.Target = (*memTarget)(nil)
+
+// VirtualClock is a node.Clock whose time moves only when a config test
+// moves it. It also tells the test when every fired timer was taken up:
+// a fired timer is outstanding until its owner resets or stops it, which
+// node.ConsumeTimed does after every wake-up.
+type VirtualClock struct {
+	mu          sync.Mutex
+	now         time.Time
+	timers      map[*vtimer]struct{}
+	outstanding int
+}
+
+// NewVirtualClock returns a clock standing at start.
+func NewVirtualClock(start time.Time) *VirtualClock {
+	return &VirtualClock{now: start, timers: map[*vtimer]struct{}{}}
+}
+
+type vtimer struct {
+	c      *VirtualClock
+	ch     chan time.Time
+	when   time.Time
+	active bool
+	fired  bool // fired and not yet reset or stopped by its owner
+}
+
+// Now implements node.Clock.
+func (c *VirtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// NewTimer implements node.Clock.
+func (c *VirtualClock) NewTimer(d time.Duration) node.Timer {
+	t := &vtimer{c: c, ch: make(chan time.Time, 1)}
+	c.mu.Lock()
+	c.timers[t] = struct{}{}
+	c.mu.Unlock()
+	t.Reset(d)
+	return t
+}
+
+func (t *vtimer) C() <-chan time.Time { return t.ch }
+
+func (t *vtimer) Reset(d time.Duration) bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := t.stopLocked()
+	t.when, t.active = c.now.Add(d), true
+	if d <= 0 {
+		c.fireLocked(t)
+	}
+	return was
+}
+
+func (t *vtimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.stopLocked()
+}
+
+// stopLocked disarms t and takes back a value it sent and nobody received.
+func (t *vtimer) stopLocked() bool {
+	was := t.active
+	t.active = false
+	if t.fired {
+		t.fired = false
+		t.c.outstanding--
+	}
+	select {
+	case <-t.ch:
+	default:
+	}
+	return was
+}
+
+func (c *VirtualClock) fireLocked(t *vtimer) {
+	t.active = false
+	select {
+	case t.ch <- c.now:
+	default:
+	}
+	if !t.fired {
+		t.fired = true
+		c.outstanding++
+	}
+}
+
+// next returns the earliest time an armed timer waits for.
+func (c *VirtualClock) next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var due time.Time
+	ok := false
+	for t := range c.timers {
+		if t.active && (!ok || t.when.Before(due)) {
+			due, ok = t.when, true
+		}
+	}
+	return due, ok
+}
+
+// set moves the clock to at (never backwards) and fires every timer due.
+func (c *VirtualClock) set(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.After(c.now) {
+		c.now = at
+	}
+	for t := range c.timers {
+		if t.active && !t.when.After(c.now) {
+			c.fireLocked(t)
+		}
+	}
+}
+
+// settled reports whether every fired timer was taken up.
+func (c *VirtualClock) settled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outstanding == 0
+}
+
+var _ node.Clock = (*VirtualClock)(nil)
