@@ -131,22 +131,19 @@ func (r *Runtime) InputRecord(n *graph.Node, k node.Key) (node.Record, bool) {
 // TargetEnv is what plan opens sink n's target with: n's logger and
 // health, no metrics.
 func (r *Runtime) TargetEnv(n *graph.Node) node.Env {
-	r.mu.RLock()
-	h := r.nodes[n].health
-	r.mu.RUnlock()
-	return node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}}
+	return node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}}
 }
 
 // Status is the health node addr reports of itself, as Readiness shows
 // it for a synced output; false when the graph has no such node.
 func (r *Runtime) Status(addr string) (NodeStatus, bool) {
 	r.mu.RLock()
-	h := r.nodes[r.g.Node(addr)].health
+	rn := r.nodes[r.g.Node(addr)]
 	r.mu.RUnlock()
-	if h == nil {
+	if rn == nil {
 		return NodeStatus{}, false
 	}
-	return h.status(addr, true), true
+	return rn.health.status(addr, true), true
 }
 
 // OriginName names the source object of org, the provenance of input

@@ -216,10 +216,7 @@ func (r *Runtime) noteLocked(rec ReloadRecord) ReloadRecord {
 		}
 		m.reloadOK.Set(ok)
 	}
-	counts := map[graph.Action]int{}
-	for _, n := range rec.Nodes {
-		counts[n.Action]++
-	}
+	counts := graph.GraphDiff{Nodes: rec.Nodes}.Count()
 	attrs := []any{"generation", rec.Generation, "result", string(rec.Result), "trigger", rec.Trigger,
 		"duration", rec.Duration, "kept", counts[graph.Kept], "rebuilt", counts[graph.Rebuilt], "added", counts[graph.Added], "removed", counts[graph.Removed]}
 	kind := node.DecisionReloadApplied

@@ -371,10 +371,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 // registers its metrics on a registry of its own, which the swap publishes;
 // the first run of a staged sink reuses the registry its target opened with.
 func (r *Runtime) env(n *graph.Node) node.Env {
-	r.mu.RLock()
-	h := r.nodes[n].health
-	r.mu.RUnlock()
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
 		ConfigGeneration: r.Generation(), OneShot: r.oneShot}
 	m := r.opts.Metrics
 	if m == nil {

@@ -148,6 +148,13 @@ func (r *Runtime) addLocked(n *graph.Node, f *fanIn) *running {
 	return rn
 }
 
+// healthOf is n's health, which a reload may add beside the running ones.
+func (r *Runtime) healthOf(n *graph.Node) *health {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.nodes[n].health
+}
+
 func (r *Runtime) logger(n *graph.Node) *slog.Logger {
 	return r.opts.Logger.With("node", n.Address)
 }
@@ -271,9 +278,7 @@ func (r *Runtime) quiet() bool {
 // supervise runs n until ctx ends, restarting it with backoff when it fails.
 func (r *Runtime) supervise(ctx context.Context, n *graph.Node) {
 	log := r.logger(n)
-	r.mu.RLock()
-	h := r.nodes[n].health
-	r.mu.RUnlock()
+	h := r.healthOf(n)
 	attempt := 0
 	for {
 		started := time.Now()

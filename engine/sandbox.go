@@ -190,31 +190,38 @@ func (sb *Sandbox) atRest() bool {
 
 // SinkState is what a sink's target holds, sorted by key.
 func (sb *Sandbox) SinkState(addr string) ([]node.Entry, error) {
-	m, ok := sb.mems[addr]
-	if !ok {
-		return nil, fmt.Errorf("%s: no such sink", addr)
+	m, err := sb.mem(addr)
+	if err != nil {
+		return nil, err
 	}
 	return m.entries(), nil
 }
 
 // SinkWrites returns the entries a sink applied since the last call, in order.
 func (sb *Sandbox) SinkWrites(addr string) ([]AppliedEntry, error) {
-	m, ok := sb.mems[addr]
-	if !ok {
-		return nil, fmt.Errorf("%s: no such sink", addr)
+	m, err := sb.mem(addr)
+	if err != nil {
+		return nil, err
 	}
 	return m.takeWrites(), nil
+}
+
+// mem is the in-memory target of the sink at addr.
+func (sb *Sandbox) mem(addr string) (*memTarget, error) {
+	if m, ok := sb.mems[addr]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("%s: no such sink", addr)
 }
 
 // SinkContent is the document a sink that renders one (node.Renderer)
 // would write for what its target holds; ok is false for other sinks.
 func (sb *Sandbox) SinkContent(addr string) (content string, ok bool, err error) {
-	m, found := sb.mems[addr]
-	n := sb.rt.g.Node(addr)
-	if !found || n == nil {
-		return "", false, fmt.Errorf("%s: no such sink", addr)
+	m, err := sb.mem(addr)
+	if err != nil {
+		return "", false, err
 	}
-	r, isRenderer := n.Sink.(node.Renderer)
+	r, isRenderer := sb.rt.g.Node(addr).Sink.(node.Renderer)
 	if !isRenderer {
 		return "", false, nil
 	}
