@@ -36,9 +36,9 @@ import (
 // `pipeline plan --against` on the same machine uses it (UseFingerprintKey).
 
 // inPlaceAttrs are common attributes the engine reads when it removes a
-// node, not while it runs: a reload hands a new value to the running node
-// (reload_apply.go), which keeps running. Each has a part, so a diff names
-// its change (NodeDiff.InPlace), but no share in the fingerprint.
+// node, not while it runs: a reload hands a new value to the running
+// node (engine/reload_apply.go), which keeps running. Each has a part, so
+// a diff names its change (NodeDiff.InPlace), but no share in the fingerprint.
 var inPlaceAttrs = map[string]bool{node.OnRemoveAttr.Info().Name: true}
 
 var fingerprintKey = func() []byte {
@@ -84,7 +84,7 @@ func secretDigest(s string) string {
 
 // Fingerprints sets the fingerprint of every built node, once. Compile
 // leaves them out (validate, graph and the language server never use
-// them); DiffGraphs and NewRuntime call it.
+// them); DiffGraphs and engine.NewRuntime call it.
 func (g *Graph) Fingerprints() {
 	if g == nil {
 		return

@@ -63,7 +63,7 @@ type Node struct {
 	OnRemove string
 	// Fingerprint digests the node's effective definition and its input's
 	// fingerprint (see fingerprint.go); DiffGraphs compares it. Empty when
-	// the node did not build, and until DiffGraphs or NewRuntime computed it.
+	// the node did not build, and until DiffGraphs or engine.NewRuntime computed it.
 	Fingerprint string
 	// Parts digests each part of the definition (fingerprint.go).
 	Parts map[string]string
