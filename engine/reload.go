@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
@@ -93,12 +91,11 @@ type reloadState struct {
 	gen     uint64
 	records []ReloadRecord
 	last    *ReloadStatus // guarded by Runtime.mu for Readiness
-	staged  map[*graph.Node]*prometheus.Registry
 	met     *Metrics
 }
 
 func (s *reloadState) init(m *Metrics) {
-	s.gen, s.met, s.staged, s.started = 1, m, map[*graph.Node]*prometheus.Registry{}, make(chan struct{})
+	s.gen, s.met, s.started = 1, m, make(chan struct{})
 }
 
 // close waits for a reload under way and refuses later ones.

@@ -176,8 +176,7 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 		if f == nil && n.FanIn() {
 			f = r.newFanInLocked(n, st.cfg)
 		}
-		r.addLocked(n, f)
-		r.reload.staged[n] = nil
+		r.addLocked(n, f).staged = true
 	}
 	r.mu.Unlock()
 	if err := r.openSinks(ctx, st, false, timeout); err != nil {
@@ -271,19 +270,19 @@ func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, re
 		}
 	}
 	for _, n := range st.nodes {
-		if f := r.nodes[n].fanIn; f != nil {
-			r.showFanIn(n, f)
+		rn := r.nodes[n]
+		if rn.fanIn != nil {
+			r.showFanIn(n, rn.fanIn)
 		}
-		if reg := r.reload.staged[n]; reg != nil && r.opts.Metrics != nil {
-			r.opts.Metrics.nodeGatherer.set(n.Address, reg)
+		if rn.reg != nil && r.opts.Metrics != nil {
+			r.opts.Metrics.nodeGatherer.set(n.Address, rn.reg)
 		}
 		if n.Kind != node.KindSink {
-			delete(r.reload.staged, n)
-			r.nodes[n].task = st.tasks[n]
+			rn.staged, rn.task = false, st.tasks[n]
 			continue
 		}
-		r.nodes[n].sink.opened = st.opened[n]
-		r.nodes[n].task = r.startLocked(n)
+		rn.sink.opened = st.opened[n]
+		rn.task = r.startLocked(n)
 	}
 	r.dec.setGates(merged)
 	r.setTapsLive(st.nodes, retired)
@@ -316,7 +315,6 @@ func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, re
 // address when the running graph has no node there.
 func (r *Runtime) removeLocked(n *graph.Node) {
 	delete(r.nodes, n)
-	delete(r.reload.staged, n)
 	r.forgetTapLocked(n.Address)
 }
 
@@ -379,18 +377,17 @@ func (r *Runtime) env(n *graph.Node) node.Env {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	reg, staged := r.reload.staged[n]
+	rn := r.nodes[n]
 	switch {
-	case staged && r.g.Node(n.Address) != n:
-		reg = prometheus.NewRegistry()
-		r.reload.staged[n] = reg
-	case staged && reg != nil:
-		delete(r.reload.staged, n)
+	case rn.staged && r.g.Node(n.Address) != n:
+		rn.reg = prometheus.NewRegistry()
+	case rn.staged && rn.reg != nil:
+		rn.staged = false
 	default:
 		env.Metrics = m.nodeRegistry(n.Address)
 		return env
 	}
-	env.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, reg)
+	env.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, rn.reg)
 	return env
 }
 

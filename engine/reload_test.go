@@ -635,17 +635,20 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 	t.Helper()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	nodes, tasks, held := len(r.g.Nodes), 0, 0
+	nodes, tasks, held, staged := len(r.g.Nodes), 0, 0, 0
 	for _, rn := range r.nodes {
 		if rn.task != nil {
 			tasks++
+		}
+		if rn.staged {
+			staged++
 		}
 		if rn.fanIn != nil {
 			held++
 		}
 	}
-	if len(r.nodes) != nodes || tasks != nodes || len(r.reload.staged) != 0 {
-		t.Errorf("runtime holds %d records, %d tasks, %d staged for %d nodes", len(r.nodes), tasks, len(r.reload.staged), nodes)
+	if len(r.nodes) != nodes || tasks != nodes || staged != 0 {
+		t.Errorf("runtime holds %d records, %d tasks, %d staged for %d nodes", len(r.nodes), tasks, staged, nodes)
 	}
 	consumers := map[*graph.Node]int{}
 	unions := 0

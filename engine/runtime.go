@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/backoff"
@@ -52,7 +54,8 @@ type Runtime struct {
 }
 
 // running is one node as the runtime keeps it, from addLocked to
-// removeLocked. Only task changes after addLocked, under Runtime.mu.
+// removeLocked. task, staged and reg change after addLocked, under
+// Runtime.mu.
 type running struct {
 	health *health
 	stats  *nodeStats
@@ -60,6 +63,10 @@ type running struct {
 	sink   *sink       // a sink's loop; nil for the others
 	fanIn  *fanIn      // the union a node with several inputs consumes (fanin.go)
 	task   *task       // its supervised goroutine, once started
+	// staged marks a node a reload starts beside the running graph; its
+	// runs register their metrics on reg, which the swap publishes (env).
+	staged bool
+	reg    *prometheus.Registry
 }
 
 // records are the nodes' records, by node.
