@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeline/pipeline/engine"
+	enginegraph "github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 	"github.com/pipeline/pipeline/sinks/log"
@@ -104,7 +105,7 @@ func filesLoad(b testing.TB, dir string, n int) (peak, kept, changed float64) {
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}
-	g, diags := engine.Compile(cfg, reg)
+	g, diags := enginegraph.Compile(cfg, reg)
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine"
+	enginegraph "github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
@@ -267,7 +268,7 @@ func feedRuntime(f *churnFeed, graph string, sinks ...node.Spec) (*engine.Runtim
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	g, diags := engine.Compile(cfg, reg)
+	g, diags := enginegraph.Compile(cfg, reg)
 	if diags.HasErrors() {
 		return nil, diags
 	}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -75,11 +76,11 @@ func TestBrakeRealMap(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, diags := engine.Compile(cfg, registry())
+	g, diags := graph.Compile(cfg, registry())
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	p, err := engine.Plan(context.Background(), g, engine.PlanOptions{})
+	p, err := plan.Plan(context.Background(), g, plan.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 	"github.com/pipeline/pipeline/schema"
@@ -90,7 +91,7 @@ func startWith(t *testing.T, src string, reg *node.Registry) *running {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, diags := engine.Compile(cfg, reg)
+	g, diags := graph.Compile(cfg, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -12,24 +12,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 	"github.com/pipeline/pipeline/schema"
 )
 
 // planKube plans src with the kubernetes sink's registry.
-func planKube(t *testing.T, src string) *engine.PlanResult {
+func planKube(t *testing.T, src string) *plan.PlanResult {
 	t.Helper()
 	cfg, diags := schema.NewLoader().ParseSource(t.TempDir()+"/e2e.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, diags := engine.Compile(cfg, kubeRegistry())
+	g, diags := graph.Compile(cfg, kubeRegistry())
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	p, err := engine.Plan(context.Background(), g, engine.PlanOptions{})
+	p, err := plan.Plan(context.Background(), g, plan.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ sink "kubernetes" "maps" {
 }
 `, hclString(kubeconfig(t)), ns, extra, ns)
 	}
-	change := func(p *engine.PlanResult, key string) engine.PlannedChange {
+	change := func(p *plan.PlanResult, key string) plan.PlannedChange {
 		t.Helper()
 		for _, c := range p.Sinks[0].Changes {
 			if c.Key == ns+"/"+key {
@@ -81,7 +82,7 @@ sink "kubernetes" "maps" {
 			}
 		}
 		t.Fatalf("plan has no change of %s", key)
-		return engine.PlannedChange{}
+		return plan.PlannedChange{}
 	}
 	p := planKube(t, config(""))
 	if c := change(p, "hand"); !strings.Contains(c.Refused, "exists and is not owned by pipeline.io/owner=e2e.adopt.maps; set adopt = true") ||

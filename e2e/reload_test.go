@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/internal/kubeapitest"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -109,8 +110,8 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 	if rec.Result != engine.ReloadApplied {
 		t.Fatalf("reload: %+v", rec)
 	}
-	want := map[string]engine.Action{"source.kubernetes.pods": engine.Kept, "transform.extract.ips": engine.Kept,
-		"sink.ebpf_map.allowed": engine.Rebuilt}
+	want := map[string]graph.Action{"source.kubernetes.pods": graph.Kept, "transform.extract.ips": graph.Kept,
+		"sink.ebpf_map.allowed": graph.Rebuilt}
 	for _, n := range rec.Nodes {
 		if want[n.Address] != n.Action {
 			t.Errorf("%s: %s, want %s", n.Address, n.Action, want[n.Address])
@@ -158,7 +159,7 @@ func reload(t *testing.T, r *running, src string) engine.ReloadRecord {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, diags := engine.Compile(cfg, registry())
+	g, diags := graph.Compile(cfg, registry())
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

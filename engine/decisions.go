@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -62,7 +63,7 @@ type numbered struct {
 	d   node.Decision
 }
 
-func newDecisions(g *Graph, log *slog.Logger) *decisions {
+func newDecisions(g *graph.Graph, log *slog.Logger) *decisions {
 	d := &decisions{log: log, recorders: map[string]node.DecisionRecorder{},
 		delivered: map[string]uint64{}, states: map[string]node.State{}, gen: 1}
 	d.setGates(g)
@@ -70,7 +71,7 @@ func newDecisions(g *Graph, log *slog.Logger) *decisions {
 }
 
 // setGates takes the gates of g's sinks.
-func (d *decisions) setGates(g *Graph) {
+func (d *decisions) setGates(g *graph.Graph) {
 	gates := map[string]node.Gate{}
 	for _, n := range g.Nodes {
 		if gate, ok := n.Sink.(node.Gate); ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/sinkloop"
 	"github.com/pipeline/pipeline/schema"
@@ -79,27 +80,27 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	r.mu.RLock()
 	g := r.g
 	nodes := g.Nodes
-	loops := maps.Clone(r.sinks)
-	outs := maps.Clone(r.outs)
+	recs := maps.Clone(r.nodes)
 	r.mu.RUnlock()
 	for _, n := range nodes {
-		if n.Kind != node.KindSink || loops[n] == nil {
+		rn := recs[n]
+		if n.Kind != node.KindSink || rn == nil {
 			continue
 		}
 		r.mu.RLock()
-		in, f := r.inputOf(n), r.fanins[n]
+		in, f := r.inputOf(n), rn.fanIn
 		r.mu.RUnlock()
-		e, ok := sinkEntry(ctx, n, loops[n], in, key)
+		e, ok := sinkEntry(ctx, n, rn.sink, in, key)
 		if !ok {
 			continue
 		}
 		if rec, ok := in.lookup(e.InputKey); ok {
 			e.Origin = rec.Origin
 			if f != nil {
-				e.Input, e.OtherInputs = fanInHolders(n, e.InputKey, e.Origin, outs)
+				e.Input, e.OtherInputs = fanInHolders(n, e.InputKey, e.Origin, recs)
 			}
 			if e.Origin != nil {
-				e.Path = r.stages(n, e.Origin, e.InputKey, e.Input, outs)
+				e.Path = r.stages(n, e.Origin, e.InputKey, e.Input, recs)
 			}
 		}
 		if f != nil {
@@ -111,8 +112,8 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 	}
 	if len(ex.Entries) == 0 {
 		for _, n := range nodes {
-			if c := outs[n]; c != nil {
-				if rec, ok := c.lookup(key); ok {
+			if rn := recs[n]; rn != nil && rn.out != nil {
+				if rec, ok := rn.out.lookup(key); ok {
 					ex.Seen = append(ex.Seen, r.stage(n, key, rec, true))
 				}
 			}
@@ -124,7 +125,7 @@ func (r *Runtime) Explain(ctx context.Context, key node.Key) Explanation {
 
 // sinkEntry asks sink n's loop about key; ok is false when it neither
 // holds nor wants it. in is the sink's input.
-func sinkEntry(ctx context.Context, n *Node, s *sink, in *collection, key node.Key) (SinkEntry, bool) {
+func sinkEntry(ctx context.Context, n *graph.Node, s *sink, in *collection, key node.Key) (SinkEntry, bool) {
 	ctx, cancel := context.WithTimeout(ctx, explainWait)
 	defer cancel()
 	e, found, answered := s.Explain(ctx, key)
@@ -143,7 +144,7 @@ func sinkEntry(ctx context.Context, n *Node, s *sink, in *collection, key node.K
 // the origin's source, with what its output holds. Where a record passes
 // from objects to records (extract) its key changes from the object's to
 // the record's.
-func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key, via string, outs map[*Node]*collection) []Stage {
+func (r *Runtime) stages(sink *graph.Node, org *node.Origin, key node.Key, via string, recs records) []Stage {
 	path := pathFrom(sink, org.Source, via)
 	out := make([]Stage, 0, len(path))
 	for _, n := range path {
@@ -151,13 +152,13 @@ func (r *Runtime) stages(sink *Node, org *node.Origin, key node.Key, via string,
 		if n.Emits == node.Objects {
 			k = objectKey(org)
 		}
-		rec, ok := outs[n].lookup(k)
+		rec, ok := recs.out(n).lookup(k)
 		out = append(out, r.stage(n, k, rec, ok))
 	}
 	return out
 }
 
-func (r *Runtime) stage(n *Node, k node.Key, rec node.Record, ok bool) Stage {
+func (r *Runtime) stage(n *graph.Node, k node.Key, rec node.Record, ok bool) Stage {
 	st := Stage{Node: n.Address, Key: k, Present: ok, Value: rec.Value} // rec is zero when !ok
 	if p, isPending := n.Impl().(node.PendingDue); isPending {
 		st.PendingDelete, _ = p.PendingDue(k)
@@ -178,11 +179,11 @@ func objectKey(o *node.Origin) node.Key {
 // pathFrom returns the nodes from source src down to (not including)
 // sink, the first path found through the inputs in their order, or through
 // the sink's input via when it is set; nil when src does not feed the sink.
-func pathFrom(sink *Node, src, via string) []*Node {
-	var walk func(n *Node) []*Node
-	walk = func(n *Node) []*Node {
+func pathFrom(sink *graph.Node, src, via string) []*graph.Node {
+	var walk func(n *graph.Node) []*graph.Node
+	walk = func(n *graph.Node) []*graph.Node {
 		if n.Address == src {
-			return []*Node{n}
+			return []*graph.Node{n}
 		}
 		for _, in := range n.Inputs {
 			if p := walk(in); p != nil {
@@ -207,10 +208,10 @@ func pathFrom(sink *Node, src, via string) []*Node {
 // that hold key. Origins are shared by reference from the source on, so
 // the pointer names the input exactly; with a merge, or an input without
 // provenance, the first holder stands for it.
-func fanInHolders(n *Node, key node.Key, org *node.Origin, outs map[*Node]*collection) (input string, others []string) {
+func fanInHolders(n *graph.Node, key node.Key, org *node.Origin, recs records) (input string, others []string) {
 	var holders []string
 	for _, in := range n.Inputs {
-		c := outs[in]
+		c := recs.out(in)
 		if c == nil {
 			continue
 		}
@@ -231,7 +232,7 @@ func fanInHolders(n *Node, key node.Key, org *node.Origin, outs map[*Node]*colle
 // gatesOf lists, for every node of g that feeds a sink, the attributes
 // that decide which records pass: a source's selectors and a transform's
 // runtime expressions. Sensitive attributes are left out.
-func gatesOf(g *Graph) []Gate {
+func gatesOf(g *graph.Graph) []Gate {
 	var out []Gate
 	for _, n := range g.Nodes {
 		if n.Kind == node.KindSink {
@@ -245,7 +246,7 @@ func gatesOf(g *Graph) []Gate {
 			}
 			if attr, ok := content.Attrs[info.Name]; ok {
 				rng := attr.Expr.Range()
-				out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: string(sourceBytes(rng, g.Config))})
+				out = append(out, Gate{Node: n.Address, Attr: info.Name, Pos: schema.Pos(rng), Text: string(graph.SourceBytes(rng, g.Config))})
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -27,7 +28,7 @@ import (
 // kept and its conflict rule unchanged, handing it to a rebuilt consumer,
 // and else stages a new one beside the running graph (reload_apply.go).
 type fanIn struct {
-	n         *Node
+	n         *graph.Node
 	ins       []*collection
 	out       *collection
 	log       *slog.Logger
@@ -48,25 +49,14 @@ type fanIn struct {
 	inflight atomic.Int32 // events taken from an input and not yet handled (sandbox.go)
 }
 
-// newFanIns prepares the union of every node with several inputs.
-func (r *Runtime) newFanIns() {
-	r.fanins = map[*Node]*fanIn{}
-	for _, n := range r.g.Nodes {
-		if n.FanIn() {
-			r.fanins[n] = r.newFanInLocked(n, r.g.Config)
-			r.showFanIn(n, r.fanins[n])
-		}
-	}
-}
-
 // newFanInLocked prepares the union of n's inputs, which must be added;
 // cfg evaluates its merge expression.
-func (r *Runtime) newFanInLocked(n *Node, cfg *schema.Config) *fanIn {
+func (r *Runtime) newFanInLocked(n *graph.Node, cfg *schema.Config) *fanIn {
 	f := &fanIn{n: n, out: newCollection(r.opts.QueueLimit, nil), log: r.logger(n).With("op", "fan-in"),
 		held: make([]map[node.Key]node.Record, len(n.Inputs)), synced: make([]bool, len(n.Inputs)),
 		touched: map[node.Key]struct{}{}, clashes: map[node.Key]string{}}
 	for i, in := range n.Inputs {
-		f.ins = append(f.ins, r.outs[in])
+		f.ins = append(f.ins, r.nodes[in].out)
 		f.held[i] = map[node.Key]node.Record{}
 	}
 	if n.Merge != nil && cfg != nil {
@@ -84,7 +74,7 @@ func (r *Runtime) newFanInLocked(n *Node, cfg *schema.Config) *fanIn {
 
 // showFanIn shows the metrics of f, n's union, or hides n's union's when
 // f is nil (its consumer is retired).
-func (r *Runtime) showFanIn(n *Node, f *fanIn) {
+func (r *Runtime) showFanIn(n *graph.Node, f *fanIn) {
 	m := r.opts.Metrics
 	if m == nil {
 		return
@@ -97,12 +87,12 @@ func (r *Runtime) showFanIn(n *Node, f *fanIn) {
 }
 
 // inputOf returns the collection n consumes: its input's, or the union of
-// its inputs.
-func (r *Runtime) inputOf(n *Node) *collection {
-	if f := r.fanins[n]; f != nil {
+// its inputs; nil for a source.
+func (r *Runtime) inputOf(n *graph.Node) *collection {
+	if f := r.nodes[n].fanIn; f != nil {
 		return f.out
 	}
-	return r.outs[n.Input()]
+	return r.nodes.out(n.Input())
 }
 
 // startFanInLocked runs f until its task stops or the other nodes' context
@@ -111,11 +101,11 @@ func (r *Runtime) startFanInLocked(f *fanIn) { f.task = startTask(r.restCtx, f.r
 
 // stopFanIns stops the unions of nodes, but those in keep, and waits for
 // their goroutines.
-func (r *Runtime) stopFanIns(nodes []*Node, keep map[*fanIn]bool) {
+func (r *Runtime) stopFanIns(nodes []*graph.Node, keep map[*fanIn]bool) {
 	var ts []*task
 	r.mu.RLock()
 	for _, n := range nodes {
-		if f := r.fanins[n]; f != nil && f.task != nil && !keep[f] {
+		if f := r.nodes[n].fanIn; f != nil && f.task != nil && !keep[f] {
 			ts = append(ts, f.task)
 		}
 	}
@@ -129,10 +119,10 @@ func (r *Runtime) stopFanIns(nodes []*Node, keep map[*fanIn]bool) {
 // running node at its address: the same running inputs in the same order
 // and the same conflict rule. Its consumer may differ (a sink attribute
 // changed): the union is handed over with what it holds.
-func sameUnion(o, n *Node) bool {
+func sameUnion(o, n *graph.Node) bool {
 	rule, merge := node.OnConflictAttr.Name(), node.MergeAttr.Name()
 	return o.FanIn() && slices.Equal(o.Inputs, n.Inputs) && // n's inputs are the merged graph's: equal only when kept
-		o.parts[rule] == n.parts[rule] && o.parts[merge] == n.parts[merge]
+		o.Parts[rule] == n.Parts[rule] && o.Parts[merge] == n.Parts[merge]
 }
 
 // run merges the inputs' events until ctx ends.
@@ -345,12 +335,14 @@ func (f *fanIn) conflict(k node.Key) (string, bool) {
 // collections returns every collection of the runtime: the nodes' outputs
 // and the unions of fan-ins.
 func (r *Runtime) collections() []*collection {
-	out := make([]*collection, 0, len(r.outs)+len(r.fanins))
-	for _, c := range r.outs {
-		out = append(out, c)
-	}
-	for _, f := range r.fanins {
-		out = append(out, f.out)
+	var out []*collection
+	for _, rn := range r.nodes {
+		if rn.out != nil {
+			out = append(out, rn.out)
+		}
+		if rn.fanIn != nil {
+			out = append(out, rn.fanIn.out)
+		}
 	}
 	return out
 }

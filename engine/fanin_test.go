@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/schema"
@@ -243,7 +244,7 @@ func TestFanInConflictRules(t *testing.T) {
 				if d := cmp.Diff(want, sink.State(), ctyEq()); d != "" {
 					t.Fatalf("sink (-want +got):\n%s", d)
 				}
-				f := h.rt.fanins[h.rt.g.Node("sink.mem.m")]
+				f := h.rt.nodes[h.rt.g.Node("sink.mem.m")].fanIn
 				if got := testutil.ToFloat64(f.conflicts); got != tt.conflicts {
 					t.Fatalf("conflicts = %v, want %v", got, tt.conflicts)
 				}
@@ -401,7 +402,7 @@ sink "mem" "b" { input = transform.rec.next }
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if _, diags = Compile(cfg, reg); diags.HasErrors() {
+	if _, diags = graph.Compile(cfg, reg); diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
 	if d := cmp.Diff([]string{".metadata.labels", ".spec.a", ".status.ip"}, x.got.List()); d != "" {

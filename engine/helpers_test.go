@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -93,16 +94,16 @@ func pick[T any](impls map[string]any) func(node.Build) (T, hcl.Diagnostics) {
 	}
 }
 
-func compileText(t *testing.T, src string, impls map[string]any) (*Graph, hcl.Diagnostics) {
+func compileText(t *testing.T, src string, impls map[string]any) (*graph.Graph, hcl.Diagnostics) {
 	t.Helper()
 	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("parse: %s", diags.Error())
 	}
-	return Compile(cfg, testRegistry(impls))
+	return graph.Compile(cfg, testRegistry(impls))
 }
 
-func mustCompile(t *testing.T, src string, impls map[string]any) *Graph {
+func mustCompile(t *testing.T, src string, impls map[string]any) *graph.Graph {
 	t.Helper()
 	g, diags := compileText(t, src, impls)
 	if diags.HasErrors() {

@@ -16,6 +16,8 @@ const mod = "github.com/pipeline/pipeline"
 //   - schema imports nothing of ours but leaf helpers (which import nothing
 //     of ours); engine/node only schema;
 //   - engine never imports a node package or a client library;
+//   - engine/graph, the static model, imports only engine/node and schema
+//     of ours; the runtime (engine) never imports engine/plan;
 //   - a node package imports engine/node, schema and internal helpers, never
 //     engine or another node package;
 //   - internal helpers never import engine or node packages;
@@ -89,7 +91,11 @@ func violation(rel, imp string) string {
 		return "the engine never imports a node type"
 	case strings.HasPrefix(rel, "engine") && client:
 		return "client libraries belong to node folders"
-	case isNode(rel) && ours && (target == "engine" || strings.HasPrefix(target, "engine/reconcile") || strings.HasPrefix(target, "engine/sinkloop")):
+	case rel == "engine/graph" && ours && target != "engine/node" && target != "schema":
+		return "the graph is the static model: it imports only engine/node and schema"
+	case rel == "engine" && strings.HasPrefix(target, "engine/plan"):
+		return "plan runs on the runtime, never the other way"
+	case isNode(rel) && ours && strings.HasPrefix(target, "engine") && !strings.HasPrefix(target, "engine/node"):
 		return "a node never imports the engine"
 	case isNode(rel) && ours && isNode(target) && !strings.HasPrefix(target, rel):
 		return "a node never imports another node"
@@ -108,6 +114,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"engine", mod + "/sinks/ebpfmap"},
 		{"engine", "github.com/cilium/ebpf"},
 		{"sinks/ebpfmap", mod + "/engine"},
+		{"sinks/ebpfmap", mod + "/engine/graph"},
+		{"engine/graph", mod + "/engine/sinkloop"},
+		{"engine/graph", mod + "/engine"},
+		{"engine", mod + "/engine/plan"},
 		{"sinks/ebpfmap", mod + "/sources/kubernetes"},
 		{"internal/kobject", mod + "/engine/node"},
 		{"schema", mod + "/internal/ctyconv"},

@@ -166,3 +166,10 @@ func (s *nodeStats) overflow() {
 
 // SetGeneration sets pipeline_config_generation.
 func (m *Metrics) SetGeneration(g uint64) { m.generation.Set(float64(g)) }
+
+// discardRegisterer accepts and forgets collectors (runs without metrics).
+type discardRegisterer struct{}
+
+func (discardRegisterer) Register(prometheus.Collector) error  { return nil }
+func (discardRegisterer) MustRegister(...prometheus.Collector) {}
+func (discardRegisterer) Unregister(prometheus.Collector) bool { return true }

@@ -9,8 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -55,7 +54,7 @@ type ReloadRecord struct {
 	Result   ReloadResult  `json:"result"`
 	// Nodes holds the action for every node of either graph; empty for a
 	// rejected configuration.
-	Nodes []NodeDiff `json:"nodes,omitempty"`
+	Nodes []graph.NodeDiff `json:"nodes,omitempty"`
 	// Error says why a reload was rejected or rolled back.
 	Error string `json:"error,omitempty"`
 	// Diagnostics are the configuration's errors and warnings as
@@ -92,12 +91,11 @@ type reloadState struct {
 	gen     uint64
 	records []ReloadRecord
 	last    *ReloadStatus // guarded by Runtime.mu for Readiness
-	staged  map[*Node]*prometheus.Registry
 	met     *Metrics
 }
 
 func (s *reloadState) init(m *Metrics) {
-	s.gen, s.met, s.staged, s.started = 1, m, map[*Node]*prometheus.Registry{}, make(chan struct{})
+	s.gen, s.met, s.started = 1, m, make(chan struct{})
 }
 
 // close waits for a reload under way and refuses later ones.
@@ -146,7 +144,7 @@ func (r *Runtime) Reject(rec ReloadRecord) ReloadRecord {
 // returns the completed record (rec carries Trigger, Hash, Diagnostics and
 // Started, which defaults to now). It waits for Run to start; ctx bounds
 // that wait and the start of the new parts. Reloads are serialised.
-func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeout time.Duration) ReloadRecord {
+func (r *Runtime) Reload(ctx context.Context, g *graph.Graph, rec ReloadRecord, timeout time.Duration) ReloadRecord {
 	if rec.Started.IsZero() {
 		rec.Started = time.Now()
 	}
@@ -175,7 +173,7 @@ func (r *Runtime) Reload(ctx context.Context, g *Graph, rec ReloadRecord, timeou
 	if timeout <= 0 {
 		timeout = DefaultReloadTimeout
 	}
-	d := DiffGraphs(cur, g)
+	d := graph.DiffGraphs(cur, g)
 	rec.Nodes = d.Nodes
 	warnings := r.dec.watchReplaced()
 	err = r.apply(ctx, cur, g, d, timeout)
@@ -215,12 +213,9 @@ func (r *Runtime) noteLocked(rec ReloadRecord) ReloadRecord {
 		}
 		m.reloadOK.Set(ok)
 	}
-	counts := map[Action]int{}
-	for _, n := range rec.Nodes {
-		counts[n.Action]++
-	}
+	counts := graph.GraphDiff{Nodes: rec.Nodes}.Count()
 	attrs := []any{"generation", rec.Generation, "result", string(rec.Result), "trigger", rec.Trigger,
-		"duration", rec.Duration, "kept", counts[Kept], "rebuilt", counts[Rebuilt], "added", counts[Added], "removed", counts[Removed]}
+		"duration", rec.Duration, "kept", counts[graph.Kept], "rebuilt", counts[graph.Rebuilt], "added", counts[graph.Added], "removed", counts[graph.Removed]}
 	kind := node.DecisionReloadApplied
 	if rec.Result == ReloadApplied {
 		r.opts.Logger.Info("configuration reloaded", attrs...)
@@ -233,8 +228,8 @@ func (r *Runtime) noteLocked(rec ReloadRecord) ReloadRecord {
 	}
 	r.dec.Decide(node.Decision{Kind: kind, Detail: reloadDetail(rec), ConfigGeneration: rec.Generation,
 		Attrs: map[string]string{"result": string(rec.Result), "hash": rec.Hash, "trigger": rec.Trigger,
-			"kept": strconv.Itoa(counts[Kept]), "rebuilt": strconv.Itoa(counts[Rebuilt]),
-			"added": strconv.Itoa(counts[Added]), "removed": strconv.Itoa(counts[Removed])}})
+			"kept": strconv.Itoa(counts[graph.Kept]), "rebuilt": strconv.Itoa(counts[graph.Rebuilt]),
+			"added": strconv.Itoa(counts[graph.Added]), "removed": strconv.Itoa(counts[graph.Removed])}})
 	return rec
 }
 
@@ -244,7 +239,7 @@ func reloadDetail(rec ReloadRecord) string {
 		var changed []string
 		for _, n := range rec.Nodes {
 			switch {
-			case n.Action != Kept:
+			case n.Action != graph.Kept:
 				changed = append(changed, string(n.Action)+" "+n.Address)
 			case len(n.InPlace) > 0:
 				changed = append(changed, "kept "+n.Address+" with "+strings.Join(n.InPlace, ", ")+" applied in place")

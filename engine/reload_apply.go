@@ -9,59 +9,59 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
 
 // staging holds the new parts of a reload until the swap.
 type staging struct {
-	nodes  []*Node
+	nodes  []*graph.Node
 	cfg    *schema.Config // of the new graph: the new unions' merge reads it
-	tasks  map[*Node]*task
-	opened map[*Node]node.Target
+	tasks  map[*graph.Node]*task
+	opened map[*graph.Node]node.Target
 	// handover holds the new sinks that take over a target a running
 	// sink holds (a rebuilt sink, or one on a retired sink's pin): an
 	// exclusive resource such as a pin lock opens only once its holder
 	// stopped, so these open after the retired sinks stop.
-	handover map[*Node]bool
+	handover map[*graph.Node]bool
 	// unions holds, by new node, the running union it takes over (see
 	// sameUnion): kept running, never stopped by this reload.
-	unions map[*Node]*fanIn
+	unions map[*graph.Node]*fanIn
 }
 
 // apply runs the reload: merge, stage, swap; or tear the stage down.
-func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout time.Duration) error {
-	merged := &Graph{Config: g.Config, byAddr: map[string]*Node{}}
-	var fresh []*Node
+func (r *Runtime) apply(ctx context.Context, cur, g *graph.Graph, d graph.GraphDiff, timeout time.Duration) error {
+	merged := graph.New(g.Config)
+	var fresh []*graph.Node
 	for _, n := range g.Nodes {
 		use := n
-		if a, _ := d.Action(n.Address); a == Kept {
+		if a, _ := d.Action(n.Address); a == graph.Kept {
 			use = cur.Node(n.Address) // the running instance, with its state
 			use.OnRemove = n.OnRemove // read by a later removal only; see inPlaceAttrs
 		} else {
 			fresh = append(fresh, n)
 			for i, in := range n.Inputs {
-				n.Inputs[i] = merged.byAddr[in.Address] // a kept input is the running one
+				n.Inputs[i] = merged.Node(in.Address) // a kept input is the running one
 			}
 		}
-		merged.Nodes = append(merged.Nodes, use)
-		merged.byAddr[n.Address] = use
+		merged.Add(use)
 	}
-	var retired []*Node // running nodes that stop: removed or rebuilt
+	var retired []*graph.Node // running nodes that stop: removed or rebuilt
 	for _, o := range cur.Nodes {
-		if a, _ := d.Action(o.Address); a != Kept {
+		if a, _ := d.Action(o.Address); a != graph.Kept {
 			retired = append(retired, o)
 		}
 	}
-	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*Node]*task{}, opened: map[*Node]node.Target{},
-		handover: map[*Node]bool{}, unions: map[*Node]*fanIn{}}
+	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*graph.Node]*task{}, opened: map[*graph.Node]node.Target{},
+		handover: map[*graph.Node]bool{}, unions: map[*graph.Node]*fanIn{}}
 	held := claimSet(retired)
 	r.mu.RLock()
 	for _, n := range fresh {
 		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
-			st.unions[n] = r.fanins[o]
+			st.unions[n] = r.nodes[o].fanIn
 		}
-		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == Rebuilt || overlaps(n, held)) {
+		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == graph.Rebuilt || overlaps(n, held)) {
 			st.handover[n] = true
 		}
 	}
@@ -79,7 +79,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 		r.unstage(st)
 		r.mu.Lock()
 		for _, o := range stopped {
-			r.tasks[o] = r.startLocked(o) // reads its target and goes on: no churn
+			r.nodes[o].task = r.startLocked(o) // reads its target and goes on: no churn
 		}
 		r.mu.Unlock()
 		return err
@@ -89,7 +89,7 @@ func (r *Runtime) apply(ctx context.Context, cur, g *Graph, d GraphDiff, timeout
 }
 
 // kept returns the set of the unions a reload hands over.
-func kept(unions map[*Node]*fanIn) map[*fanIn]bool {
+func kept(unions map[*graph.Node]*fanIn) map[*fanIn]bool {
 	out := make(map[*fanIn]bool, len(unions))
 	for _, f := range unions {
 		out[f] = true
@@ -98,10 +98,10 @@ func kept(unions map[*Node]*fanIn) map[*fanIn]bool {
 }
 
 // claimSet returns the claims of the sinks among nodes.
-func claimSet(nodes []*Node) map[string]bool {
+func claimSet(nodes []*graph.Node) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range nodes {
-		if c, ok := n.Sink.(claimer); ok {
+		if c, ok := n.Sink.(graph.Claimer); ok {
 			for _, cl := range c.Claims() {
 				out[cl.What+"\x00"+cl.Name] = true
 			}
@@ -111,8 +111,8 @@ func claimSet(nodes []*Node) map[string]bool {
 }
 
 // overlaps reports whether n claims one of claims (see claimSet).
-func overlaps(n *Node, claims map[string]bool) bool {
-	c, ok := n.Impl().(claimer)
+func overlaps(n *graph.Node, claims map[string]bool) bool {
+	c, ok := n.Impl().(graph.Claimer)
 	return ok && slices.ContainsFunc(c.Claims(), func(cl node.Claim) bool { return claims[cl.What+"\x00"+cl.Name] })
 }
 
@@ -152,11 +152,11 @@ func stageErr(ctx context.Context, err error, timeout time.Duration) error {
 }
 
 // stopSinks stops the running sinks among nodes and returns them.
-func (r *Runtime) stopSinks(nodes []*Node) []*Node {
-	var out []*Node
+func (r *Runtime) stopSinks(nodes []*graph.Node) []*graph.Node {
+	var out []*graph.Node
 	for _, o := range nodes {
 		r.mu.RLock()
-		t := r.tasks[o]
+		t := r.nodes[o].task
 		r.mu.RUnlock()
 		if t != nil && o.Kind == node.KindSink {
 			t.stop()
@@ -172,14 +172,11 @@ func (r *Runtime) stopSinks(nodes []*Node) []*Node {
 func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duration) error {
 	r.mu.Lock()
 	for _, n := range st.nodes {
-		switch { // the union before its consumer, which reads from it
-		case st.unions[n] != nil:
-			r.fanins[n] = st.unions[n]
-		case n.FanIn():
-			r.fanins[n] = r.newFanInLocked(n, st.cfg)
+		f := st.unions[n] // the union before its consumer, which reads from it
+		if f == nil && n.FanIn() {
+			f = r.newFanInLocked(n, st.cfg)
 		}
-		r.addLocked(n)
-		r.reload.staged[n] = nil
+		r.addLocked(n, f).staged = true
 	}
 	r.mu.Unlock()
 	if err := r.openSinks(ctx, st, false, timeout); err != nil {
@@ -187,7 +184,7 @@ func (r *Runtime) prepare(ctx context.Context, st *staging, timeout time.Duratio
 	}
 	r.mu.Lock()
 	for _, n := range st.nodes {
-		if f := r.fanins[n]; f != nil && st.unions[n] == nil {
+		if f := r.nodes[n].fanIn; f != nil && st.unions[n] == nil {
 			r.startFanInLocked(f)
 		}
 		if n.Kind != node.KindSink {
@@ -205,20 +202,20 @@ func (r *Runtime) waitSynced(ctx context.Context, st *staging, timeout time.Dura
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var waiting *Node
+		var waiting *graph.Node
 		r.mu.RLock()
 		for _, n := range st.nodes {
-			if f := r.fanins[n]; waiting == nil && f != nil && !f.out.isSynced() {
+			if f := r.nodes[n].fanIn; waiting == nil && f != nil && !f.out.isSynced() {
 				waiting = n
 			}
 			if n.Kind == node.KindSink {
 				continue
 			}
-			if s := r.healths[n].status(n.Address, false); s.State == node.Down.String() {
+			if s := r.nodes[n].health.status(n.Address, false); s.State == node.Down.String() {
 				r.mu.RUnlock()
 				return fmt.Errorf("%s: failed to start: %s", n.Address, s.Detail)
 			}
-			if waiting == nil && !r.outs[n].isSynced() {
+			if waiting == nil && !r.nodes[n].out.isSynced() {
 				waiting = n
 			}
 		}
@@ -258,34 +255,34 @@ func (r *Runtime) unstage(st *staging) {
 // swap installs the merged graph once the replaced sinks stopped (so no
 // two loops write one target at once) and starts the new sinks; the
 // replaced sources and transforms stop last, once nothing consumes them.
-func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired []*Node, d GraphDiff) {
+func (r *Runtime) swap(ctx context.Context, merged *graph.Graph, st *staging, retired []*graph.Node, d graph.GraphDiff) {
 	r.mu.Lock()
 	var oldRest []*task
 	for _, o := range retired {
-		if t := r.tasks[o]; t != nil && o.Kind != node.KindSink {
+		if t := r.nodes[o].task; t != nil && o.Kind != node.KindSink {
 			oldRest = append(oldRest, t)
 		}
 	}
 	r.g = merged
 	for _, o := range retired {
-		if r.fanins[o] != nil {
+		if r.nodes[o].fanIn != nil {
 			r.showFanIn(o, nil) // unless the new node at its address shows its own, below
 		}
 	}
 	for _, n := range st.nodes {
-		if f := r.fanins[n]; f != nil {
-			r.showFanIn(n, f)
+		rn := r.nodes[n]
+		if rn.fanIn != nil {
+			r.showFanIn(n, rn.fanIn)
 		}
-		if reg := r.reload.staged[n]; reg != nil && r.opts.Metrics != nil {
-			r.opts.Metrics.nodeGatherer.set(n.Address, reg)
+		if rn.reg != nil && r.opts.Metrics != nil {
+			r.opts.Metrics.nodeGatherer.set(n.Address, rn.reg)
 		}
 		if n.Kind != node.KindSink {
-			delete(r.reload.staged, n)
-			r.tasks[n] = st.tasks[n]
+			rn.staged, rn.task = false, st.tasks[n]
 			continue
 		}
-		r.sinks[n].opened = st.opened[n]
-		r.tasks[n] = r.startLocked(n)
+		rn.sink.opened = st.opened[n]
+		rn.task = r.startLocked(n)
 	}
 	r.dec.setGates(merged)
 	r.setTapsLive(st.nodes, retired)
@@ -297,9 +294,9 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 	r.mu.Lock()
 	var cleanups []*sink
 	for _, o := range retired {
-		if a, _ := d.Action(o.Address); a == Removed {
+		if a, _ := d.Action(o.Address); a == graph.Removed {
 			if o.Kind == node.KindSink && o.OnRemove == node.OnRemoveClean {
-				cleanups = append(cleanups, r.sinks[o])
+				cleanups = append(cleanups, r.nodes[o].sink)
 			}
 			if r.opts.Metrics != nil {
 				r.opts.Metrics.nodeGatherer.set(o.Address, nil)
@@ -316,14 +313,8 @@ func (r *Runtime) swap(ctx context.Context, merged *Graph, st *staging, retired 
 
 // removeLocked forgets a node that no longer runs, and the tap hub of its
 // address when the running graph has no node there.
-func (r *Runtime) removeLocked(n *Node) {
-	delete(r.outs, n)
-	delete(r.healths, n)
-	delete(r.stats, n)
-	delete(r.sinks, n)
-	delete(r.tasks, n)
-	delete(r.fanins, n)
-	delete(r.reload.staged, n)
+func (r *Runtime) removeLocked(n *graph.Node) {
+	delete(r.nodes, n)
 	r.forgetTapLocked(n.Address)
 }
 
@@ -377,11 +368,8 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 // env is the node.Env of a node run. A node of a reload being staged
 // registers its metrics on a registry of its own, which the swap publishes;
 // the first run of a staged sink reuses the registry its target opened with.
-func (r *Runtime) env(n *Node) node.Env {
-	r.mu.RLock()
-	h := r.healths[n]
-	r.mu.RUnlock()
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{h}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
+func (r *Runtime) env(n *graph.Node) node.Env {
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
 		ConfigGeneration: r.Generation(), OneShot: r.oneShot}
 	m := r.opts.Metrics
 	if m == nil {
@@ -389,18 +377,17 @@ func (r *Runtime) env(n *Node) node.Env {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	reg, staged := r.reload.staged[n]
+	rn := r.nodes[n]
 	switch {
-	case staged && r.g.Node(n.Address) != n:
-		reg = prometheus.NewRegistry()
-		r.reload.staged[n] = reg
-	case staged && reg != nil:
-		delete(r.reload.staged, n)
+	case rn.staged && r.g.Node(n.Address) != n:
+		rn.reg = prometheus.NewRegistry()
+	case rn.staged && rn.reg != nil:
+		rn.staged = false
 	default:
 		env.Metrics = m.nodeRegistry(n.Address)
 		return env
 	}
-	env.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, reg)
+	env.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.Address}, rn.reg)
 	return env
 }
 

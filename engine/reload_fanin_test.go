@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -57,7 +58,7 @@ func startFanInReload(t *testing.T, config string, held map[string][]node.Record
 func (h *fanInReload) union() *fanIn {
 	h.rt.mu.RLock()
 	defer h.rt.mu.RUnlock()
-	return h.rt.fanins[h.rt.g.Node("sink.mem.m")]
+	return h.rt.nodes[h.rt.g.Node("sink.mem.m")].fanIn
 }
 
 func (h *fanInReload) runs(name string) int {
@@ -85,7 +86,7 @@ func withRecs(want map[node.Key]cty.Value, rs []node.Record) map[node.Key]cty.Va
 
 // checkFanInReload checks a reload's actions, the sink's state and writes,
 // that no unchanged entry was rewritten, and that nothing is left over.
-func (h *fanInReload) check(rec ReloadRecord, acts map[string]Action, want map[node.Key]cty.Value, updates, deletes int) {
+func (h *fanInReload) check(rec ReloadRecord, acts map[string]graph.Action, want map[node.Key]cty.Value, updates, deletes int) {
 	t := h.t
 	t.Helper()
 	if rec.Result != ReloadApplied {
@@ -125,7 +126,7 @@ func TestReloadFanInSinkOnlyChange(t *testing.T) {
 		h.sink.ResetCounts()
 		rec := h.reload(fanInReloadConfig("2m", "", "s", "t"))
 		synctest.Wait()
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Kept, "sink.mem.m": Rebuilt}, want, 0, 0)
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Kept, "sink.mem.m": graph.Rebuilt}, want, 0, 0)
 		if h.union() != before || before == nil {
 			t.Errorf("the union was rebuilt; its inputs and rule are unchanged")
 		}
@@ -158,7 +159,7 @@ func TestReloadFanInInputs(t *testing.T) {
 
 		rec := h.reload(fanInReloadConfig("1m", "", "s", "t", "u"))
 		synctest.Wait()
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Kept, "source.script.u": Added, "sink.mem.m": Rebuilt},
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Kept, "source.script.u": graph.Added, "sink.mem.m": graph.Rebuilt},
 			withRecs(withRecs(base, tRecs), uRecs), len(uRecs), 0)
 		if h.union() == before {
 			t.Errorf("the union was kept; its inputs changed")
@@ -166,7 +167,7 @@ func TestReloadFanInInputs(t *testing.T) {
 
 		rec = h.reload(fanInReloadConfig("1m", "", "s", "u"))
 		synctest.Wait()
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Removed, "source.script.u": Kept, "sink.mem.m": Rebuilt},
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Removed, "source.script.u": graph.Kept, "sink.mem.m": graph.Rebuilt},
 			withRecs(base, uRecs), 0, len(tRecs))
 		if h.runs("s") != 1 || h.runs("u") != 1 {
 			t.Errorf("sources ran %d and %d times; kept sources must not restart", h.runs("s"), h.runs("u"))
@@ -198,11 +199,11 @@ func TestReloadFanInConflictRule(t *testing.T) {
 		rec := h.reload(fanInReloadConfig("1m", `on_conflict = "last"`, "s", "t"))
 		synctest.Wait()
 		want["k1"] = str("t")
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Kept, "sink.mem.m": Rebuilt}, want, 1, 0)
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Kept, "sink.mem.m": graph.Rebuilt}, want, 1, 0)
 		rec = h.reload(fanInReloadConfig("1m", `merge = join("+", values)`, "s", "t"))
 		synctest.Wait()
 		want["k1"] = str("v+t")
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Kept, "sink.mem.m": Rebuilt}, want, 1, 0)
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Kept, "sink.mem.m": graph.Rebuilt}, want, 1, 0)
 	})
 }
 
@@ -219,14 +220,14 @@ func TestReloadToFanInAndBack(t *testing.T) {
 		}
 		rec := h.reload(fanInReloadConfig("1m", "", "s", "t"))
 		synctest.Wait()
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Added, "sink.mem.m": Rebuilt},
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Added, "sink.mem.m": graph.Rebuilt},
 			withRecs(base, tRecs), len(tRecs), 0)
 		if h.union() == nil {
 			t.Fatal("the fan-in graph has no union")
 		}
 		rec = h.reload(fanInReloadConfig("1m", "", "s"))
 		synctest.Wait()
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Removed, "sink.mem.m": Rebuilt}, base, 0, len(tRecs))
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Removed, "sink.mem.m": graph.Rebuilt}, base, 0, len(tRecs))
 		if h.union() != nil {
 			t.Error("the union outlived the fan-in")
 		}
@@ -287,13 +288,13 @@ func TestReloadFanInTransform(t *testing.T) {
 		d := func() *fanIn {
 			h.rt.mu.RLock()
 			defer h.rt.mu.RUnlock()
-			return h.rt.fanins[h.rt.g.Node("transform.drop.d")]
+			return h.rt.nodes[h.rt.g.Node("transform.drop.d")].fanIn
 		}
 		before := d()
 		rec := h.reload(config("t0"))
 		synctest.Wait()
 		delete(want, "t0")
-		h.check(rec, map[string]Action{"source.script.s": Kept, "source.script.t": Kept, "transform.drop.d": Rebuilt, "sink.mem.m": Rebuilt},
+		h.check(rec, map[string]graph.Action{"source.script.s": graph.Kept, "source.script.t": graph.Kept, "transform.drop.d": graph.Rebuilt, "sink.mem.m": graph.Rebuilt},
 			want, 1, 1)
 		if d() != before || before == nil {
 			t.Errorf("the union was rebuilt; its inputs and rule are unchanged")

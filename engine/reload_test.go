@@ -20,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/schema"
@@ -157,13 +158,13 @@ func reloadRegistry(impls map[string]any) *node.Registry {
 	)
 }
 
-func compileReload(t testing.TB, src string, impls map[string]any) (*Graph, hcl.Diagnostics) {
+func compileReload(t testing.TB, src string, impls map[string]any) (*graph.Graph, hcl.Diagnostics) {
 	t.Helper()
 	cfg, diags := schema.NewLoader().ParseSource("test.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	g, d := Compile(cfg, reloadRegistry(impls))
+	g, d := graph.Compile(cfg, reloadRegistry(impls))
 	return g, append(diags, d...)
 }
 
@@ -229,8 +230,8 @@ func (h *reloadHarness) feed(n int) map[node.Key]cty.Value {
 
 func (h *reloadHarness) send(op func(node.Output)) { h.src.ops <- op }
 
-func actions(rec ReloadRecord) map[string]Action {
-	out := map[string]Action{}
+func actions(rec ReloadRecord) map[string]graph.Action {
+	out := map[string]graph.Action{}
 	for _, n := range rec.Nodes {
 		out[n.Address] = n.Action
 	}
@@ -253,7 +254,7 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 		if rec.Result != ReloadApplied || rec.Generation != 2 {
 			t.Fatalf("reload = %+v", rec)
 		}
-		wantActions := map[string]Action{"source.script.s": Kept, "transform.drop.d": Kept, "sink.mem.m": Rebuilt}
+		wantActions := map[string]graph.Action{"source.script.s": graph.Kept, "transform.drop.d": graph.Kept, "sink.mem.m": graph.Rebuilt}
 		if d := cmp.Diff(wantActions, actions(rec)); d != "" {
 			t.Errorf("actions (-want +got):\n%s", d)
 		}
@@ -292,7 +293,7 @@ func TestReloadTransformChange(t *testing.T) {
 		h.sink.ResetCounts()
 		rec := h.reload(reloadConfig("k2", "1m", ""))
 		synctest.Wait()
-		wantActions := map[string]Action{"source.script.s": Kept, "transform.drop.d": Rebuilt, "sink.mem.m": Rebuilt}
+		wantActions := map[string]graph.Action{"source.script.s": graph.Kept, "transform.drop.d": graph.Rebuilt, "sink.mem.m": graph.Rebuilt}
 		if d := cmp.Diff(wantActions, actions(rec)); d != "" || rec.Result != ReloadApplied {
 			t.Fatalf("%s: actions (-want +got):\n%s", rec.Result, d)
 		}
@@ -431,7 +432,7 @@ func TestReloadRemovedSink(t *testing.T) {
 				// Changing on_remove alone keeps the sink running, and the
 				// new value is the one the removal follows.
 				rec := h.reload(reloadConfig("", "1m", extra))
-				if a := actions(rec)["sink.mem.n"]; a != Kept {
+				if a := actions(rec)["sink.mem.n"]; a != graph.Kept {
 					t.Fatalf("changing on_remove alone: %s, want kept", a)
 				}
 				for _, nd := range rec.Nodes {
@@ -445,7 +446,7 @@ func TestReloadRemovedSink(t *testing.T) {
 				}
 				rec = h.reload(reloadConfig("", "1m", ""))
 				synctest.Wait()
-				if a := actions(rec)["sink.mem.n"]; a != Removed || rec.Result != ReloadApplied {
+				if a := actions(rec)["sink.mem.n"]; a != graph.Removed || rec.Result != ReloadApplied {
 					t.Fatalf("sink.mem.n: %s (%s)", a, rec.Result)
 				}
 				if d := cmp.Diff(tt.want, n.Keys()); d != "" {
@@ -634,18 +635,28 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 	t.Helper()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	nodes := len(r.g.Nodes)
-	if len(r.healths) != nodes || len(r.stats) != nodes || len(r.tasks) != nodes || len(r.reload.staged) != 0 {
-		t.Errorf("runtime holds %d healths, %d stats, %d tasks, %d staged for %d nodes",
-			len(r.healths), len(r.stats), len(r.tasks), len(r.reload.staged), nodes)
+	nodes, tasks, held, staged := len(r.g.Nodes), 0, 0, 0
+	for _, rn := range r.nodes {
+		if rn.task != nil {
+			tasks++
+		}
+		if rn.staged {
+			staged++
+		}
+		if rn.fanIn != nil {
+			held++
+		}
 	}
-	consumers := map[*Node]int{}
+	if len(r.nodes) != nodes || tasks != nodes || staged != 0 {
+		t.Errorf("runtime holds %d records, %d tasks, %d staged for %d nodes", len(r.nodes), tasks, staged, nodes)
+	}
+	consumers := map[*graph.Node]int{}
 	unions := 0
 	for _, n := range r.g.Nodes {
 		for _, in := range n.Inputs { // a union subscribes once to each input
 			consumers[in]++
 		}
-		f := r.fanins[n]
+		f := r.nodes[n].fanIn
 		if n.FanIn() != (f != nil) {
 			t.Errorf("%s has %d inputs and union %v", n.Address, len(n.Inputs), f != nil)
 		}
@@ -660,10 +671,14 @@ func checkNoLeftovers(t *testing.T, r *Runtime) {
 			t.Errorf("the union of %s has %d subscriptions for its one consumer", n.Address, subs)
 		}
 	}
-	if len(r.fanins) != unions {
-		t.Errorf("runtime holds %d unions for %d nodes with fan-in", len(r.fanins), unions)
+	if held != unions {
+		t.Errorf("runtime holds %d unions for %d nodes with fan-in", held, unions)
 	}
-	for n, c := range r.outs {
+	for n, rn := range r.nodes {
+		c := rn.out
+		if c == nil {
+			continue
+		}
 		c.mu.Lock()
 		subs := len(c.subs)
 		c.mu.Unlock()

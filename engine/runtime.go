@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/backoff"
 )
@@ -34,17 +38,12 @@ type Runtime struct {
 	opts RunOptions
 	dec  *decisions
 
-	// mu guards the graph and the per-node maps below, which Reload
-	// changes while nodes run. They are keyed by *Node, so the nodes of a
-	// reload being staged live beside the running ones.
+	// mu guards the graph and the node records, which Reload changes
+	// while nodes run. They are keyed by *Node, so the nodes of a reload
+	// being staged live beside the running ones.
 	mu      sync.RWMutex
-	g       *Graph
-	outs    map[*Node]*collection
-	healths map[*Node]*health
-	stats   map[*Node]*nodeStats
-	sinks   map[*Node]*sink
-	fanins  map[*Node]*fanIn // unions of nodes with several inputs (fanin.go)
-	tasks   map[*Node]*task
+	g       *graph.Graph
+	nodes   records
 	srcCtx  context.Context    // parent of the sources' contexts, set by Run
 	restCtx context.Context    // parent of the other nodes' contexts
 	reload  reloadState        // reload.go
@@ -54,45 +53,79 @@ type Runtime struct {
 	oneShot bool               // plan: nodes run until synced (node.Env.OneShot)
 }
 
+// running is one node as the runtime keeps it, from addLocked to
+// removeLocked. task, staged and reg change after addLocked, under
+// Runtime.mu.
+type running struct {
+	health *health
+	stats  *nodeStats
+	out    *collection // a source's or transform's output; nil for a sink
+	sink   *sink       // a sink's loop; nil for the others
+	fanIn  *fanIn      // the union a node with several inputs consumes (fanin.go)
+	task   *task       // its supervised goroutine, once started
+	// staged marks a node a reload starts beside the running graph; its
+	// runs register their metrics on reg, which the swap publishes (env).
+	staged bool
+	reg    *prometheus.Registry
+}
+
+// records are the nodes' records, by node.
+type records map[*graph.Node]*running
+
+// out is n's output collection; nil for a sink or a node not kept.
+func (rs records) out(n *graph.Node) *collection {
+	if rn := rs[n]; rn != nil {
+		return rn.out
+	}
+	return nil
+}
+
 // NewRuntime prepares g for running.
-func NewRuntime(g *Graph, opts RunOptions) (*Runtime, error) {
+func NewRuntime(g *graph.Graph, opts RunOptions) (*Runtime, error) {
 	if err := checkRunnable(g); err != nil {
 		return nil, err
 	}
-	g.fingerprints() // GraphState reports them; a reload diffs them
+	g.Fingerprints() // GraphState reports them; a reload diffs them
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = 5 * time.Second
 	}
-	r := &Runtime{g: g, opts: opts, outs: map[*Node]*collection{}, healths: map[*Node]*health{},
-		stats: map[*Node]*nodeStats{}, sinks: map[*Node]*sink{}, tasks: map[*Node]*task{},
-		taps: map[string]*tapHub{}, dec: newDecisions(g, opts.Logger)}
+	r := &Runtime{g: g, opts: opts, nodes: records{}, taps: map[string]*tapHub{}, dec: newDecisions(g, opts.Logger)}
 	r.reload.init(opts.Metrics)
-	for _, n := range g.Nodes {
-		if n.Kind != node.KindSink {
-			r.addLocked(n)
+	var sinks []*sink
+	for _, n := range g.Nodes { // every node after its inputs
+		var f *fanIn
+		if n.FanIn() {
+			f = r.newFanInLocked(n, g.Config)
+			r.showFanIn(n, f)
 		}
-	}
-	r.newFanIns()
-	for _, n := range g.Nodes {
-		if n.Kind == node.KindSink {
-			r.addLocked(n)
+		if s := r.addLocked(n, f).sink; s != nil {
+			sinks = append(sinks, s)
 		}
 	}
 	// The sinks of the first graph free the start-up memory; a reload's
 	// new sinks start over a steady heap and free nothing.
-	mem := newStartupMemory(len(r.sinks))
-	for _, sl := range r.sinks {
-		sl.mem = mem
+	mem := newStartupMemory(len(sinks))
+	for _, s := range sinks {
+		s.mem = mem
 	}
 	return r, nil
 }
 
+// synced reports the node's output synced, or for a sink the target
+// written after its input synced.
+func (rn *running) synced() bool {
+	if rn.out != nil {
+		return rn.out.isSynced()
+	}
+	return rn.sink.Started()
+}
+
 // checkRunnable refuses a graph that did not build wholly: NewRuntime and
 // Reload run only built graphs.
-func checkRunnable(g *Graph) error {
+func checkRunnable(g *graph.Graph) error {
 	if g == nil {
 		return errors.New("no graph")
 	}
@@ -104,23 +137,32 @@ func checkRunnable(g *Graph) error {
 	return nil
 }
 
-// addLocked creates n's health, metrics, output collection and, for a
-// sink, its reconcile loop. n's input must be added first.
-func (r *Runtime) addLocked(n *Node) {
-	r.stats[n] = r.opts.Metrics.statsFor(n.Address)
-	r.healths[n] = &health{since: time.Now()}
+// addLocked creates n's record: its health, metrics, output collection
+// or, for a sink, its reconcile loop over the union f (nil: its only
+// input). n's inputs must be added first.
+func (r *Runtime) addLocked(n *graph.Node, f *fanIn) *running {
+	rn := &running{health: &health{since: time.Now()}, stats: r.opts.Metrics.statsFor(n.Address), fanIn: f}
+	r.nodes[n] = rn
 	if n.Kind != node.KindSink {
-		r.outs[n] = newCollection(r.opts.QueueLimit, r.stats[n])
-		r.outs[n].tap = r.tapPortLocked(n)
+		rn.out = newCollection(r.opts.QueueLimit, rn.stats)
+		rn.out.tap = r.tapPortLocked(n)
 		if n.Kind == node.KindSource {
-			r.outs[n].origin = &node.Origin{Source: n.Address}
+			rn.out.origin = &node.Origin{Source: n.Address}
 		}
-		return
+		return rn
 	}
-	r.sinks[n] = r.newSinkLocked(n)
+	rn.sink = r.newSinkLocked(n, rn)
+	return rn
 }
 
-func (r *Runtime) logger(n *Node) *slog.Logger {
+// healthOf is n's health, which a reload may add beside the running ones.
+func (r *Runtime) healthOf(n *graph.Node) *health {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.nodes[n].health
+}
+
+func (r *Runtime) logger(n *graph.Node) *slog.Logger {
 	return r.opts.Logger.With("node", n.Address)
 }
 
@@ -136,11 +178,12 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.configLoaded()
 	r.mu.Lock()
 	r.srcCtx, r.restCtx = srcCtx, restCtx
-	for _, f := range r.fanins {
-		r.startFanInLocked(f)
-	}
 	for _, n := range r.g.Nodes {
-		r.tasks[n] = r.startLocked(n)
+		rn := r.nodes[n]
+		if rn.fanIn != nil {
+			r.startFanInLocked(rn.fanIn)
+		}
+		rn.task = r.startLocked(n)
 	}
 	r.mu.Unlock()
 	close(r.reload.started)
@@ -179,7 +222,7 @@ func startTask(parent context.Context, fn func(context.Context)) *task {
 
 // startLocked runs n under supervision in a context of its own, a child of
 // the sources' or of the other nodes' context.
-func (r *Runtime) startLocked(n *Node) *task {
+func (r *Runtime) startLocked(n *graph.Node) *task {
 	parent := r.restCtx
 	if n.Kind == node.KindSource {
 		parent = r.srcCtx
@@ -192,14 +235,12 @@ func (r *Runtime) startLocked(n *Node) *task {
 func (r *Runtime) wait(kind node.Kind) {
 	r.mu.RLock()
 	var ts []*task
-	for n, t := range r.tasks {
-		if kind == "" || n.Kind == kind {
-			ts = append(ts, t)
+	for n, rn := range r.nodes {
+		if rn.task != nil && (kind == "" || n.Kind == kind) {
+			ts = append(ts, rn.task)
 		}
-	}
-	for _, f := range r.fanins {
-		if kind == "" && f.task != nil {
-			ts = append(ts, f.task)
+		if kind == "" && rn.fanIn != nil && rn.fanIn.task != nil {
+			ts = append(ts, rn.fanIn.task)
 		}
 	}
 	r.mu.RUnlock()
@@ -233,8 +274,8 @@ func (r *Runtime) quiet() bool {
 			return false
 		}
 	}
-	for _, s := range r.sinks {
-		if !s.Idle() && s.Started() {
+	for _, rn := range r.nodes {
+		if s := rn.sink; s != nil && !s.Idle() && s.Started() {
 			return false
 		}
 	}
@@ -242,11 +283,9 @@ func (r *Runtime) quiet() bool {
 }
 
 // supervise runs n until ctx ends, restarting it with backoff when it fails.
-func (r *Runtime) supervise(ctx context.Context, n *Node) {
+func (r *Runtime) supervise(ctx context.Context, n *graph.Node) {
 	log := r.logger(n)
-	r.mu.RLock()
-	h := r.healths[n]
-	r.mu.RUnlock()
+	h := r.healthOf(n)
 	attempt := 0
 	for {
 		started := time.Now()
@@ -279,7 +318,7 @@ func (r *Runtime) supervise(ctx context.Context, n *Node) {
 	}
 }
 
-func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
+func (r *Runtime) runOnce(ctx context.Context, n *graph.Node) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s: panic: %v", n.Address, p)
@@ -288,7 +327,7 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 	}()
 	env := r.env(n)
 	r.mu.RLock()
-	out, in, stats, sl := r.outs[n], r.inputOf(n), r.stats[n], r.sinks[n]
+	rn, in := r.nodes[n], r.inputOf(n)
 	r.mu.RUnlock()
 	switch {
 	case n.Source != nil:
@@ -296,14 +335,14 @@ func (r *Runtime) runOnce(ctx context.Context, n *Node) (err error) {
 			<-ctx.Done() // the config test feeds the collection
 			return nil
 		}
-		return n.Source.Run(ctx, env, out)
+		return n.Source.Run(ctx, env, rn.out)
 	case n.Transform != nil:
-		sub := in.subscribe(stats)
+		sub := in.subscribe(rn.stats)
 		defer in.unsubscribe(sub)
 		_, sub.packed = n.Transform.(node.PackedInput)
-		return n.Transform.Run(ctx, env, sub, out)
+		return n.Transform.Run(ctx, env, sub, rn.out)
 	case n.Sink != nil:
-		return sl.run(ctx, env, r.dec)
+		return rn.sink.run(ctx, env, r.dec)
 	}
 	return fmt.Errorf("%s: not built", n.Address)
 }
@@ -318,13 +357,9 @@ func (r *Runtime) Readiness() Readiness {
 		out.Leader = r.opts.Leader.Status()
 	}
 	for _, n := range r.g.Nodes {
-		var synced bool
-		if c, ok := r.outs[n]; ok {
-			synced = c.isSynced()
-		} else if s, ok := r.sinks[n]; ok {
-			synced = s.Started() // the target holds the synced input
-		}
-		st := r.healths[n].status(n.Address, synced)
+		rn := r.nodes[n]
+		synced := rn.synced()
+		st := rn.health.status(n.Address, synced)
 		if n.Kind != node.KindSink && synced && st.State == node.Pending.String() && st.Detail == "" {
 			// A node that reports no health of its own is healthy once its
 			// output is synced.
@@ -337,7 +372,7 @@ func (r *Runtime) Readiness() Readiness {
 			// Ready once the target holds the synced input: a probe or an
 			// agent waiting for /readyz must not find a half-written target.
 			// A standby (not leading) writes nothing and is ready to take over.
-			st.Ready = st.State == node.Healthy.String() && (synced || (r.sinks[n] != nil && r.sinks[n].Standby()))
+			st.Ready = st.State == node.Healthy.String() && (synced || rn.sink.Standby())
 		default:
 			st.Ready = st.State != node.Down.String()
 		}
@@ -346,4 +381,97 @@ func (r *Runtime) Readiness() Readiness {
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
 	return out
+}
+
+// GraphState returns the running graph's state. A reload swaps the graph
+// and adds to its maps under r.mu: take what is needed under the lock, and
+// ask the collections and nodes without it.
+func (r *Runtime) GraphState() graph.GraphState {
+	var out graph.GraphState
+	r.mu.RLock()
+	nodes, recs := r.g.Nodes, maps.Clone(r.nodes)
+	r.mu.RUnlock()
+	for _, n := range nodes {
+		ns := n.State()
+		if rn := recs[n]; rn != nil {
+			ns.Synced = rn.synced()
+			if rn.out != nil {
+				ns.Records = rn.out.len()
+			}
+		}
+		if p, ok := n.Impl().(node.PendingLister); ok {
+			ns.Pending = p.Pending()
+		}
+		out.Nodes = append(out.Nodes, ns)
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
+	return out
+}
+
+// health holds one node's health as reported by the node itself and by the
+// engine (the sink loop, the supervisor). The worse of the two is shown.
+type health struct {
+	mu       sync.Mutex
+	own      node.State
+	ownMsg   string
+	eng      node.State
+	engMsg   string
+	since    time.Time
+	restarts int
+}
+
+// nodeHealth is the node-facing half, handed out as node.Env.Health.
+type nodeHealth struct{ h *health }
+
+func (n nodeHealth) Set(s node.State, detail string) { n.h.set(true, s, detail) }
+
+func (h *health) set(own bool, s node.State, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	before, _ := h.effectiveLocked()
+	if own {
+		h.own, h.ownMsg = s, detail
+	} else {
+		h.eng, h.engMsg = s, detail
+	}
+	if after, _ := h.effectiveLocked(); after != before {
+		h.since = time.Now()
+	}
+}
+
+func (h *health) effectiveLocked() (node.State, string) {
+	if h.eng > h.own || (h.eng == h.own && h.engMsg != "" && h.ownMsg == "") { // worse, or as bad and saying why
+		return h.eng, h.engMsg
+	}
+	return h.own, h.ownMsg
+}
+
+// NodeStatus is one node's row in /readyz and `pipeline run` logs.
+type NodeStatus struct {
+	Address  string    `json:"address"`
+	State    string    `json:"state"`
+	Detail   string    `json:"detail,omitempty"`
+	Synced   bool      `json:"synced"`
+	Since    time.Time `json:"since,omitempty"`
+	Restarts int       `json:"restarts,omitempty"`
+	Ready    bool      `json:"ready"`
+}
+
+// Readiness is the body of /readyz.
+type Readiness struct {
+	Ready bool         `json:"ready"`
+	Nodes []NodeStatus `json:"nodes"`
+	// Leader is present with leader election: a follower is ready too
+	// (its sources are synced), its sinks wait in standby.
+	Leader *LeaderStatus `json:"leader_election,omitempty"`
+	// LastReload is present once a reload was tried: a failed one shows
+	// its error here while the running graph keeps serving.
+	LastReload *ReloadStatus `json:"last_reload,omitempty"`
+}
+
+func (h *health) status(addr string, synced bool) NodeStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, msg := h.effectiveLocked()
+	return NodeStatus{Address: addr, State: s.String(), Detail: msg, Synced: synced, Since: h.since, Restarts: h.restarts}
 }

@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -28,7 +32,7 @@ type Sandbox struct {
 var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // NewSandbox prepares g (built, as for run) for a config test.
-func NewSandbox(g *Graph, logger *slog.Logger) (*Sandbox, error) {
+func NewSandbox(g *graph.Graph, logger *slog.Logger) (*Sandbox, error) {
 	rt, err := NewRuntime(g, RunOptions{Logger: logger, DrainTimeout: time.Second})
 	if err != nil {
 		return nil, err
@@ -39,12 +43,12 @@ func NewSandbox(g *Graph, logger *slog.Logger) (*Sandbox, error) {
 		if n.Kind != node.KindSource {
 			sb.readers[rt.inputOf(n)]++
 		}
-		if rt.fanins[n] != nil {
+		if rt.nodes[n].fanIn != nil {
 			for _, in := range n.Inputs {
-				sb.readers[rt.outs[in]]++ // the union's own subscription
+				sb.readers[rt.nodes[in].out]++ // the union's own subscription
 			}
 		}
-		if s := rt.sinks[n]; s != nil {
+		if s := rt.nodes[n].sink; s != nil {
 			m := &memTarget{state: map[node.Key]node.Entry{}}
 			sb.mems[n.Address] = m
 			s.memOpen = m.opener(s.n)
@@ -80,7 +84,7 @@ func (sb *Sandbox) source(addr string) (*collection, error) {
 	if n == nil || n.Kind != node.KindSource {
 		return nil, fmt.Errorf("%s: no such source", addr)
 	}
-	return sb.rt.outs[n], nil
+	return sb.rt.nodes[n].out, nil
 }
 
 // Apply publishes deltas as the source at addr would, stamped with the virtual time.
@@ -148,7 +152,7 @@ func (sb *Sandbox) Settle(ctx context.Context) error {
 // failure is the answer, not something to retry.
 func (sb *Sandbox) failed() error {
 	for _, n := range sb.rt.g.Nodes {
-		h := sb.rt.healths[n]
+		h := sb.rt.nodes[n].health
 		h.mu.Lock()
 		restarts, detail := h.restarts, h.engMsg
 		h.mu.Unlock()
@@ -163,8 +167,8 @@ func (sb *Sandbox) atRest() bool {
 	if !sb.clock.settled() {
 		return false
 	}
-	for _, f := range sb.rt.fanins {
-		if f.inflight.Load() != 0 {
+	for _, rn := range sb.rt.nodes {
+		if rn.fanIn != nil && rn.fanIn.inflight.Load() != 0 {
 			return false
 		}
 	}
@@ -176,8 +180,8 @@ func (sb *Sandbox) atRest() bool {
 			return false
 		}
 	}
-	for _, s := range sb.rt.sinks {
-		if !s.Idle() {
+	for _, rn := range sb.rt.nodes {
+		if rn.sink != nil && !rn.sink.Idle() {
 			return false
 		}
 	}
@@ -186,31 +190,38 @@ func (sb *Sandbox) atRest() bool {
 
 // SinkState is what a sink's target holds, sorted by key.
 func (sb *Sandbox) SinkState(addr string) ([]node.Entry, error) {
-	m, ok := sb.mems[addr]
-	if !ok {
-		return nil, fmt.Errorf("%s: no such sink", addr)
+	m, err := sb.mem(addr)
+	if err != nil {
+		return nil, err
 	}
 	return m.entries(), nil
 }
 
 // SinkWrites returns the entries a sink applied since the last call, in order.
 func (sb *Sandbox) SinkWrites(addr string) ([]AppliedEntry, error) {
-	m, ok := sb.mems[addr]
-	if !ok {
-		return nil, fmt.Errorf("%s: no such sink", addr)
+	m, err := sb.mem(addr)
+	if err != nil {
+		return nil, err
 	}
 	return m.takeWrites(), nil
+}
+
+// mem is the in-memory target of the sink at addr.
+func (sb *Sandbox) mem(addr string) (*memTarget, error) {
+	if m, ok := sb.mems[addr]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("%s: no such sink", addr)
 }
 
 // SinkContent is the document a sink that renders one (node.Renderer)
 // would write for what its target holds; ok is false for other sinks.
 func (sb *Sandbox) SinkContent(addr string) (content string, ok bool, err error) {
-	m, found := sb.mems[addr]
-	n := sb.rt.g.Node(addr)
-	if !found || n == nil {
-		return "", false, fmt.Errorf("%s: no such sink", addr)
+	m, err := sb.mem(addr)
+	if err != nil {
+		return "", false, err
 	}
-	r, isRenderer := n.Sink.(node.Renderer)
+	r, isRenderer := sb.rt.g.Node(addr).Sink.(node.Renderer)
 	if !isRenderer {
 		return "", false, nil
 	}
@@ -220,3 +231,202 @@ func (sb *Sandbox) SinkContent(addr string) (content string, ok bool, err error)
 	}
 	return string(b), true, nil
 }
+
+// AppliedEntry is one write a sandboxed sink applied.
+type AppliedEntry struct {
+	Delete bool
+	Entry  node.Entry
+}
+
+// memTarget is a sink's target in a config test: it holds entries in
+// memory and encodes them with the sink's own Prepare.
+type memTarget struct {
+	prep   node.Preparer
+	mu     sync.Mutex
+	state  map[node.Key]node.Entry
+	writes []AppliedEntry
+}
+
+// opener returns the sink loop's open function for n.
+func (m *memTarget) opener(n *graph.Node) func(context.Context, node.Env) (node.Target, error) {
+	return func(_ context.Context, env node.Env) (node.Target, error) {
+		if enc, ok := n.Sink.(node.Encoder); ok {
+			p, err := enc.Encoder(env)
+			if err != nil {
+				return nil, fmt.Errorf("%s: encoder: %w", n.Address, err)
+			}
+			m.prep = p
+		}
+		return m, nil
+	}
+}
+
+func (m *memTarget) Prepare(r node.Record) (node.Entry, error) {
+	if m.prep == nil {
+		return node.Entry{Key: r.Key, Value: r.Value}, nil
+	}
+	return m.prep.Prepare(r)
+}
+
+func (m *memTarget) Actual(context.Context) ([]node.Entry, error) { return m.entries(), nil }
+
+func (m *memTarget) Update(_ context.Context, batch []node.Entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range batch {
+		m.state[e.Key] = e
+		m.writes = append(m.writes, AppliedEntry{Entry: e})
+	}
+}
+
+func (m *memTarget) Delete(_ context.Context, batch []node.Entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range batch {
+		delete(m.state, e.Key)
+		m.writes = append(m.writes, AppliedEntry{Delete: true, Entry: e})
+	}
+}
+
+func (m *memTarget) Close() error { return nil }
+
+func (m *memTarget) entries() []node.Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.SortedFunc(maps.Values(m.state), func(a, b node.Entry) int { return cmp.Compare(a.Key, b.Key) })
+}
+
+func (m *memTarget) takeWrites() []AppliedEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.writes
+	m.writes = nil
+	return w
+}
+
+var _ node.Target = (*memTarget)(nil)
+
+// VirtualClock is a node.Clock whose time moves only when a config test
+// moves it. It also tells the test when every fired timer was taken up:
+// a fired timer is outstanding until its owner resets or stops it, which
+// node.ConsumeTimed does after every wake-up.
+type VirtualClock struct {
+	mu          sync.Mutex
+	now         time.Time
+	timers      map[*vtimer]struct{}
+	outstanding int
+}
+
+// NewVirtualClock returns a clock standing at start.
+func NewVirtualClock(start time.Time) *VirtualClock {
+	return &VirtualClock{now: start, timers: map[*vtimer]struct{}{}}
+}
+
+type vtimer struct {
+	c      *VirtualClock
+	ch     chan time.Time
+	when   time.Time
+	active bool
+	fired  bool // fired and not yet reset or stopped by its owner
+}
+
+// Now implements node.Clock.
+func (c *VirtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// NewTimer implements node.Clock.
+func (c *VirtualClock) NewTimer(d time.Duration) node.Timer {
+	t := &vtimer{c: c, ch: make(chan time.Time, 1)}
+	c.mu.Lock()
+	c.timers[t] = struct{}{}
+	c.mu.Unlock()
+	t.Reset(d)
+	return t
+}
+
+func (t *vtimer) C() <-chan time.Time { return t.ch }
+
+func (t *vtimer) Reset(d time.Duration) bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := t.stopLocked()
+	t.when, t.active = c.now.Add(d), true
+	if d <= 0 {
+		c.fireLocked(t)
+	}
+	return was
+}
+
+func (t *vtimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.stopLocked()
+}
+
+// stopLocked disarms t and takes back a value it sent and nobody received.
+func (t *vtimer) stopLocked() bool {
+	was := t.active
+	t.active = false
+	if t.fired {
+		t.fired = false
+		t.c.outstanding--
+	}
+	select {
+	case <-t.ch:
+	default:
+	}
+	return was
+}
+
+func (c *VirtualClock) fireLocked(t *vtimer) {
+	t.active = false
+	select {
+	case t.ch <- c.now:
+	default:
+	}
+	if !t.fired {
+		t.fired = true
+		c.outstanding++
+	}
+}
+
+// next returns the earliest time an armed timer waits for.
+func (c *VirtualClock) next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var due time.Time
+	ok := false
+	for t := range c.timers {
+		if t.active && (!ok || t.when.Before(due)) {
+			due, ok = t.when, true
+		}
+	}
+	return due, ok
+}
+
+// set moves the clock to at (never backwards) and fires every timer due.
+func (c *VirtualClock) set(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.After(c.now) {
+		c.now = at
+	}
+	for t := range c.timers {
+		if t.active && !t.when.After(c.now) {
+			c.fireLocked(t)
+		}
+	}
+}
+
+// settled reports whether every fired timer was taken up.
+func (c *VirtualClock) settled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outstanding == 0
+}
+
+var _ node.Clock = (*VirtualClock)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -83,7 +84,7 @@ sink "enc" "e" {
   prune = true
 }
 `), schema.Options{Environ: []string{}})
-	g, more := Compile(cfg, reg)
+	g, more := graph.Compile(cfg, reg)
 	if diags = append(diags, more...); diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -169,7 +170,7 @@ source "script" "s" {}
 transform "boom" "b" { input = source.script.s }
 sink "enc" "e" { input = transform.boom.b }
 `), schema.Options{Environ: []string{}})
-	g, more := Compile(cfg, reg)
+	g, more := graph.Compile(cfg, reg)
 	if diags = append(diags, more...); diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

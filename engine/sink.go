@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
+	"sync/atomic"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/sinkloop"
 )
@@ -12,7 +15,7 @@ import (
 // (engine/sinkloop) and what the engine hands each run of it.
 type sink struct {
 	*sinkloop.Loop
-	n   *Node
+	n   *graph.Node
 	in  *collection
 	tap *tapPort // tap.go
 	// opened is a target a reload opened before the swap, for the first run.
@@ -25,9 +28,9 @@ type sink struct {
 
 // newSinkLocked returns sink node n's loop, wired to the runtime's
 // health, decisions, leader election, tap and metrics.
-func (r *Runtime) newSinkLocked(n *Node) *sink {
-	s := &sink{n: n, in: r.inputOf(n), tap: r.tapPortLocked(n), stats: r.stats[n]}
-	h, log, dec := r.healths[n], r.logger(n), r.dec
+func (r *Runtime) newSinkLocked(n *graph.Node, rn *running) *sink {
+	s := &sink{n: n, in: r.inputOf(n), tap: r.tapPortLocked(n), stats: rn.stats}
+	h, log, dec := rn.health, r.logger(n), r.dec
 	m := r.opts.Metrics
 	if m == nil {
 		m = NewMetrics(discardRegisterer{}, "")
@@ -103,5 +106,32 @@ func (m *Metrics) sinkMetrics(addr string) sinkloop.Metrics {
 		Drift:     m.drift.WithLabelValues(addr),
 
 		DeletesHeld: m.deletesHeld.WithLabelValues(addr),
+	}
+}
+
+// startupMemory returns the memory of the initial sync to the operating
+// system once every sink has written its first full state. Start-up
+// allocates far more than the steady state holds (a LIST response is
+// decoded, converted and diffed once, then dropped), and
+// the Go runtime otherwise keeps those freed pages resident for minutes:
+// on a DaemonSet that is the difference every node pays. It runs once per
+// Runtime, in the goroutine of the last sink to start (one forced GC over
+// a heap that is by then small).
+type startupMemory struct {
+	waiting atomic.Int64 // sinks that have not started yet
+	free    func()       // debug.FreeOSMemory; a test counts calls
+}
+
+func newStartupMemory(sinks int) *startupMemory {
+	m := &startupMemory{free: debug.FreeOSMemory}
+	m.waiting.Store(int64(sinks))
+	return m
+}
+
+// sinkStarted is called once by each sink loop after its first full
+// reconcile over a synced input; a nil m (a reload's new sink) does nothing.
+func (m *startupMemory) sinkStarted() {
+	if m != nil && m.waiting.Add(-1) == 0 {
+		m.free()
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -158,7 +159,7 @@ func (r *Runtime) Tap(addr string, buffer int) (*Tap, error) {
 // tapPortLocked returns a port into the hub at n's address, making the hub
 // if need be. The port is live when n belongs to the running graph; a node
 // staged by a reload goes live at the swap (setTapsLive).
-func (r *Runtime) tapPortLocked(n *Node) *tapPort {
+func (r *Runtime) tapPortLocked(n *graph.Node) *tapPort {
 	h := r.taps[n.Address]
 	if h == nil {
 		h = &tapHub{addr: n.Address, taps: map[*Tap]struct{}{}, clock: r.now}
@@ -170,19 +171,20 @@ func (r *Runtime) tapPortLocked(n *Node) *tapPort {
 }
 
 // tapPortOf returns the port of n's collection or sink loop, or nil.
-func (r *Runtime) tapPortOf(n *Node) *tapPort {
-	if c := r.outs[n]; c != nil {
-		return c.tap
+func (r *Runtime) tapPortOf(n *graph.Node) *tapPort {
+	rn := r.nodes[n]
+	switch {
+	case rn == nil:
+		return nil
+	case rn.sink != nil:
+		return rn.sink.tap
 	}
-	if s := r.sinks[n]; s != nil {
-		return s.tap
-	}
-	return nil
+	return rn.out.tap
 }
 
 // setTapsLive hands every hub of a reload's changed addresses from the
 // retired instances to the fresh ones; r.mu is held.
-func (r *Runtime) setTapsLive(fresh, retired []*Node) {
+func (r *Runtime) setTapsLive(fresh, retired []*graph.Node) {
 	for _, o := range retired {
 		if p := r.tapPortOf(o); p != nil {
 			p.live.Store(false)

@@ -50,7 +50,7 @@ func testTapShowsAppliedDeltas(t *testing.T, encoded bool) {
 		o.Apply([]node.Delta{node.Remove("k1", time.Now()), node.Remove("missing", time.Now())})
 		o.MarkSynced()
 	}
-	loop := h.rt.sinks[h.rt.g.Node("sink.mem.m")]
+	loop := h.rt.nodes[h.rt.g.Node("sink.mem.m")].sink
 	waitFor(t, func() bool { _, ok := sink.State()["k1"]; return !ok && len(sink.State()) == 6 && loop.Idle() })
 
 	replayed := map[node.Key]cty.Value{}
@@ -102,7 +102,7 @@ func TestTapDropsWhenFullAndDetaches(t *testing.T) {
 	if tp.Dropped() != 1 {
 		t.Errorf("dropped %d, want 1", tp.Dropped())
 	}
-	hub := h.rt.outs[h.rt.g.Node("source.script.s")].tap
+	hub := h.rt.nodes[h.rt.g.Node("source.script.s")].out.tap
 	if !hub.active() {
 		t.Fatal("hub not active with a tap attached")
 	}

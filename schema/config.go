@@ -77,7 +77,7 @@ func (c *Config) MayHoldSensitive() bool { return !c.unmarked }
 
 // Seal ends the load's evaluation budget: the configuration is compiled,
 // and what its functions build from now on (per record, for as long as
-// the run lasts) is bounded per value, not in total. engine.Compile seals
+// the run lasts) is bounded per value, not in total. graph.Compile seals
 // the configuration it compiled.
 func (c *Config) Seal() {
 	if c != nil && c.budget != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/internal/kubeclient"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -24,7 +24,7 @@ type fileChecker interface {
 // each cluster's kubeconfig, ca_cert and token_file, and the files of every
 // node that implements fileChecker. validate alone never reads them, so a
 // configuration validates in CI where its secrets are not mounted.
-func checkFiles(cfg *schema.Config, g *engine.Graph) hcl.Diagnostics {
+func checkFiles(cfg *schema.Config, g *graph.Graph) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(cfg.Clusters))
 	for name := range cfg.Clusters {

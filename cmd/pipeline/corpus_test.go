@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/schema"
@@ -214,9 +214,9 @@ var validOptions = map[string]schema.Options{
 }
 
 // validChecks check evaluated values beyond "no diagnostics".
-var validChecks = map[string]func(t *testing.T, g *engine.Graph){
+var validChecks = map[string]func(t *testing.T, g *graph.Graph){
 	"language.hcl": checkLanguage,
-	"transforms.hcl": func(t *testing.T, g *engine.Graph) {
+	"transforms.hcl": func(t *testing.T, g *graph.Graph) {
 		var got []string
 		for _, n := range g.Nodes {
 			in := ""
@@ -237,7 +237,7 @@ var validChecks = map[string]func(t *testing.T, g *engine.Graph){
 			t.Errorf("graph (-want +got):\n%s", diff)
 		}
 	},
-	"multi": func(t *testing.T, g *engine.Graph) {
+	"multi": func(t *testing.T, g *graph.Graph) {
 		want := map[string]any{
 			"10.0.0.0/8":     map[string]any{"network": "internal", "env": "PROD"},
 			"192.168.0.0/16": map[string]any{"network": "office", "env": "PROD"},
@@ -271,7 +271,7 @@ func TestValidCorpus(t *testing.T) {
 	}
 }
 
-func staticRecords(t *testing.T, g *engine.Graph, addr string) map[string]any {
+func staticRecords(t *testing.T, g *graph.Graph, addr string) map[string]any {
 	t.Helper()
 	n := g.Node(addr)
 	if n == nil {
@@ -288,7 +288,7 @@ func staticRecords(t *testing.T, g *engine.Graph, addr string) map[string]any {
 	return out
 }
 
-func checkLanguage(t *testing.T, g *engine.Graph) {
+func checkLanguage(t *testing.T, g *graph.Graph) {
 	want := map[string]any{
 		"region":    "eu-west",            // -var
 		"port":      int64(4333),          // PIPELINE_VAR_port

@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 )
 
 // The fingerprints a running instance serves on GET /graph digest the
 // parts of its nodes that hold a secret with a key drawn when it started
-// (engine.FingerprintKey), so nobody can use them to guess the secret. For
+// (graph.FingerprintKey), so nobody can use them to guess the secret. For
 // `pipeline plan --against` to compare those nodes, run writes the key to
 // a file only its user can read and names the file in /graph; a plan on
 // the same machine, run by that user, reads it. A plan that cannot read it
@@ -39,7 +39,7 @@ func writeFingerprintKey(dir string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("fingerprint key: %w", err)
 	}
-	_, err = f.Write(engine.FingerprintKey())
+	_, err = f.Write(graph.FingerprintKey())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -52,7 +52,7 @@ func writeFingerprintKey(dir string) (string, func(), error) {
 
 // useInstanceKey makes this process fingerprint with the key of the
 // instance whose graph is st. It returns why not when it cannot.
-func useInstanceKey(st engine.GraphState) error {
+func useInstanceKey(st graph.GraphState) error {
 	if st.FingerprintKeyFile == "" {
 		return errors.New("the instance names no fingerprint key file")
 	}
@@ -64,11 +64,11 @@ func useInstanceKey(st engine.GraphState) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", st.FingerprintKeyFile)
 	}
-	k, err := io.ReadAll(io.LimitReader(f, engine.FingerprintKeySize+1))
+	k, err := io.ReadAll(io.LimitReader(f, graph.FingerprintKeySize+1))
 	if err != nil {
 		return err
 	}
-	if err := engine.UseFingerprintKey(k); err != nil {
+	if err := graph.UseFingerprintKey(k); err != nil {
 		return fmt.Errorf("%s: %w", st.FingerprintKeyFile, err)
 	}
 	return nil

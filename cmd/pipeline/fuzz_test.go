@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -84,7 +84,7 @@ func FuzzCompile(f *testing.F) {
 		// An empty environment keeps env() and PIPELINE_VAR_ deterministic.
 		cfg, diags := l.ParseSource(filepath.Join("testdata", "valid", "fuzz.hcl"), src, schema.Options{Environ: []string{}})
 		if cfg != nil {
-			_, d := engine.Compile(cfg, reg)
+			_, d := graph.Compile(cfg, reg)
 			diags = append(diags, d...)
 		}
 		for _, d := range diags {

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -61,7 +61,7 @@ func checkBounded(t *testing.T, src string, reg *node.Registry) hcl.Diagnostics 
 		l := schema.NewLoader()
 		cfg, diags := l.ParseSource(filepath.Join("testdata", "valid", "grammar.hcl"), []byte(src), schema.Options{Environ: []string{}})
 		if cfg != nil {
-			_, d := engine.Compile(cfg, reg)
+			_, d := graph.Compile(cfg, reg)
 			diags = append(diags, d...)
 		}
 		view.WriteDiagsText(io.Discard, l.Files(), diags)

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 )
 
@@ -43,7 +43,7 @@ func newGraphCmd() *cobra.Command {
 
 var shapes = map[node.Kind]string{node.KindSource: "invhouse", node.KindTransform: "box", node.KindSink: "house"}
 
-func writeDOT(w io.Writer, g *engine.Graph) {
+func writeDOT(w io.Writer, g *graph.Graph) {
 	fmt.Fprintln(w, "digraph pipeline {")
 	fmt.Fprintln(w, "  rankdir=LR;")
 	fmt.Fprintln(w, `  node [fontname="Helvetica"];`)
@@ -64,7 +64,7 @@ func writeDOT(w io.Writer, g *engine.Graph) {
 
 // reads describes what a selectively decoding source decodes: the fields
 // the graph reads, or whole objects.
-func reads(n *engine.Node) string {
+func reads(n *graph.Node) string {
 	if _, ok := n.Source.(node.Projector); !ok {
 		return ""
 	}
@@ -78,9 +78,9 @@ func dotID(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-func writeMermaid(w io.Writer, g *engine.Graph) {
+func writeMermaid(w io.Writer, g *graph.Graph) {
 	fmt.Fprintln(w, "flowchart LR")
-	ids := map[*engine.Node]string{}
+	ids := map[*graph.Node]string{}
 	for i, n := range g.Nodes {
 		ids[n] = fmt.Sprintf("n%d", i)
 		open, closing := "[", "]"

@@ -5,7 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -15,7 +15,7 @@ import (
 type loaded struct {
 	files map[string]*hcl.File
 	cfg   *schema.Config
-	graph *engine.Graph
+	graph *graph.Graph
 	diags hcl.Diagnostics
 }
 
@@ -33,7 +33,7 @@ func loadWith(paths []string, opts schema.Options, reg *node.Registry) *loaded {
 	if cfg == nil {
 		return out
 	}
-	g, d := engine.Compile(cfg, reg)
+	g, d := graph.Compile(cfg, reg)
 	out.graph = g
 	// A derived diagnostic restates an error of the load (a failed variable).
 	out.diags = dedupe(schema.DropDerived(append(out.diags, d...)))

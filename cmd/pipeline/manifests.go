@@ -10,7 +10,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/deploy/manifests"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -131,7 +131,7 @@ func manifestInput(l *loaded) manifests.Input {
 	return in
 }
 
-func nodeNeeds(n *engine.Node) []manifests.Need {
+func nodeNeeds(n *graph.Node) []manifests.Need {
 	a, ok := n.Impl().(node.KubeAccess)
 	if !ok {
 		return nil

@@ -14,6 +14,8 @@ import (
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
@@ -79,7 +81,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 		return exitError{1}
 	}
 	if reload != nil {
-		reload.Diff = engine.DiffGraphs(reload.Running.Graph(), l.graph)
+		reload.Diff = graph.DiffGraphs(reload.Running.Graph(), l.graph)
 	}
 	if err := preflight(l.graph); err != nil {
 		return err
@@ -89,20 +91,20 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if err != nil {
 		return err
 	}
-	opts := engine.PlanOptions{Logger: logger, Wait: f.wait}
+	opts := plan.PlanOptions{Logger: logger, Wait: f.wait}
 	if view.Colourful(stderr) && !f.json {
 		p := &progress{w: stderr}
 		opts.Progress = p.show
 		defer p.done()
 	}
-	plan, err := engine.Plan(ctx, l.graph, opts)
+	res, err := plan.Plan(ctx, l.graph, opts)
 	if err != nil {
 		return fmt.Errorf("plan: %s", secrets.String(err.Error()))
 	}
 	if reload != nil {
-		keptEmitNothing(plan, reload)
+		keptEmitNothing(res, reload)
 	}
-	masked := planview.Mask(plan, secrets)
+	masked := planview.Mask(res, secrets)
 	masked.Reload = reload
 	pv := planview.View(planview.Text{Colour: view.Colourful(stdout), Max: f.maxEntries})
 	if f.json {
@@ -111,7 +113,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 	if err := pv.Write(stdout, masked); err != nil {
 		return err
 	}
-	if a, c, r := plan.Counts(); a+c+r > 0 || planview.Replacements(plan) > 0 || (reload != nil && reload.Diff.Changed()) {
+	if a, c, r := res.Counts(); a+c+r > 0 || planview.Replacements(res) > 0 || (reload != nil && reload.Diff.Changed()) {
 		return exitError{2}
 	}
 	return nil

@@ -11,7 +11,8 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
+	"github.com/pipeline/pipeline/engine/plan"
 )
 
 // fetchGraph asks a running `pipeline run` for its graph (GET /graph on
@@ -36,7 +37,7 @@ func fetchGraph(ctx context.Context, base string) (*planview.Reload, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("plan: read the running graph: GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
 	}
-	var st engine.GraphState
+	var st graph.GraphState
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("plan: read the running graph: GET %s: %w", u, err)
 	}
@@ -45,10 +46,10 @@ func fetchGraph(ctx context.Context, base string) (*planview.Reload, error) {
 
 // keptEmitNothing drops what append-only sinks a reload keeps running
 // would emit: only a new or rebuilt sink starts with an initial sync.
-func keptEmitNothing(p *engine.PlanResult, rp *planview.Reload) {
+func keptEmitNothing(p *plan.PlanResult, rp *planview.Reload) {
 	for i := range p.Sinks {
 		s := &p.Sinks[i]
-		if a, _ := rp.Diff.Action(s.Address); s.AppendOnly && a == engine.Kept {
+		if a, _ := rp.Diff.Action(s.Address); s.AppendOnly && a == graph.Kept {
 			s.Changes = nil
 		}
 	}

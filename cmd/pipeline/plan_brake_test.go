@@ -12,8 +12,8 @@ import (
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
-	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/engine/reconcile"
 )
 
@@ -21,13 +21,13 @@ import (
 // marked in the text view and in --json, with the reason.
 func TestPlanShowsHeldDeletes(t *testing.T) {
 	const why = "2 deletes would be held by the deletion brake: more than max_deletes = 1 allows (1 of 2 entries held)"
-	del := func(k string) engine.PlannedChange {
-		return engine.PlannedChange{Held: true, Change: reconcile.Change{Address: "sink.mem.m", Action: reconcile.Delete, Key: k,
+	del := func(k string) plan.PlannedChange {
+		return plan.PlannedChange{Held: true, Change: reconcile.Change{Address: "sink.mem.m", Action: reconcile.Delete, Key: k,
 			Old: node.Entry{Key: k, Value: cty.StringVal("v")}}}
 	}
-	p := &planview.Plan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
-		Held: 2, DeletesHeld: 2, Brake: why, Changes: []engine.PlannedChange{del("a"), del("b")}}},
-		Warnings: []engine.PlanWarning{{Address: "sink.mem.m", Message: why}}}}
+	p := &planview.Plan{PlanResult: plan.PlanResult{Sinks: []plan.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
+		Held: 2, DeletesHeld: 2, Brake: why, Changes: []plan.PlannedChange{del("a"), del("b")}}},
+		Warnings: []plan.PlanWarning{{Address: "sink.mem.m", Message: why}}}}
 	var text bytes.Buffer
 	if err := (planview.Text{Max: 10}).Write(&text, p); err != nil {
 		t.Fatal(err)

@@ -20,8 +20,8 @@ import (
 	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/engine/reconcile"
 )
 
@@ -169,12 +169,12 @@ func TestTextLogQuotesControls(t *testing.T) {
 
 // hostilePlan is a plan of one change whose every text is hostileText.
 func hostilePlan() *planview.Plan {
-	c := engine.PlannedChange{Change: reconcile.Change{Address: "sink.log.x", Action: reconcile.Create, Key: hostileText},
+	c := plan.PlannedChange{Change: reconcile.Change{Address: "sink.log.x", Action: reconcile.Create, Key: hostileText},
 		After: hostileText, Origins: []string{hostileText}, Detail: []string{hostileText}, DryRunError: hostileText}
-	return &planview.Plan{PlanResult: engine.PlanResult{
-		Sinks: []engine.SinkPlan{{Address: "sink.log." + hostileText, Target: node.TargetInfo{Location: hostileText, Kind: hostileText, Exists: true},
-			Changes: []engine.PlannedChange{c}, File: &node.FilePlan{Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-" + hostileText + "\n+" + hostileText + "\n " + hostileText + "\n"}}},
-		Warnings: []engine.PlanWarning{{Address: hostileText, Message: hostileText}}}}
+	return &planview.Plan{PlanResult: plan.PlanResult{
+		Sinks: []plan.SinkPlan{{Address: "sink.log." + hostileText, Target: node.TargetInfo{Location: hostileText, Kind: hostileText, Exists: true},
+			Changes: []plan.PlannedChange{c}, File: &node.FilePlan{Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-" + hostileText + "\n+" + hostileText + "\n " + hostileText + "\n"}}},
+		Warnings: []plan.PlanWarning{{Address: hostileText, Message: hostileText}}}}
 }
 
 // TestTestAndAuditViewsEscape: a failed config test shows record keys and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/configwatch"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -41,7 +42,7 @@ type reloader struct {
 	timeout time.Duration
 	leader  *schema.LeaderElection // of the running configuration; a reload cannot change it
 	// onApplied, when set, is handed the graph of each applied reload (the web console).
-	onApplied func(*engine.Graph)
+	onApplied func(*graph.Graph)
 
 	wake     chan struct{} // capacity 1: a reload is due
 	mu       sync.Mutex

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -180,7 +180,7 @@ func checkEveryAttribute(t *testing.T, dir string, reg *node.Registry, spec node
 		if old == nil {
 			t.Fatalf("base %d does not compile:\n%s\n%s", bi, base, compileErrors(dir, reg, base))
 		}
-		if d := engine.DiffGraphs(old, compileNode(dir, reg, base)); d.Changed() {
+		if d := graph.DiffGraphs(old, compileNode(dir, reg, base)); d.Changed() {
 			t.Fatalf("base %d changes against itself: %+v", bi, d.Nodes)
 		}
 		for _, p := range attrPaths(full, nil, parseNode(t, base), blocksSeen) {
@@ -216,11 +216,11 @@ func checkEveryAttribute(t *testing.T, dir string, reg *node.Registry, spec node
 // checkChange checks the diff of one change: the node is rebuilt naming
 // the changed attribute (or its outermost block), or kept with the
 // attribute applied in place; the text of `plan --against` says the same.
-func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, src string) {
+func checkChange(t *testing.T, addr string, p attrPath, old, g *graph.Graph, src string) {
 	t.Helper()
 	name := p[0]
-	d := engine.DiffGraphs(old, g)
-	var nd *engine.NodeDiff
+	d := graph.DiffGraphs(old, g)
+	var nd *graph.NodeDiff
 	for i := range d.Nodes {
 		if d.Nodes[i].Address == addr {
 			nd = &d.Nodes[i]
@@ -229,8 +229,8 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	switch {
 	case nd == nil:
 		t.Fatalf("%s: not in the diff", addr)
-	case nd.Action == engine.Rebuilt && slices.Contains(nd.Changed, name):
-	case nd.Action == engine.Kept && slices.Contains(nd.InPlace, name):
+	case nd.Action == graph.Rebuilt && slices.Contains(nd.Changed, name):
+	case nd.Action == graph.Kept && slices.Contains(nd.InPlace, name):
 	default:
 		t.Errorf("%s: changing %s: %s, changed %v, in place %v; want rebuilt or applied in place, naming %s\n%s",
 			addr, p, nd.Action, nd.Changed, nd.InPlace, name, src)
@@ -241,16 +241,16 @@ func checkChange(t *testing.T, addr string, p attrPath, old, g *engine.Graph, sr
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st engine.GraphState
+	var st graph.GraphState
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
 	rp := &planview.Reload{Against: "test", Running: st}
-	rp.Diff = engine.DiffGraphs(st.Graph(), g)
+	rp.Diff = graph.DiffGraphs(st.Graph(), g)
 	var text view.TermText
 	planview.Text{}.WriteReload(&text, rp)
 	want := fmt.Sprintf("~ %s  rebuilt (", addr)
-	if nd.Action == engine.Kept {
+	if nd.Action == graph.Kept {
 		want = fmt.Sprintf("= %s  kept, applied in place (", addr)
 	}
 	line := ""
@@ -276,7 +276,7 @@ func nodeBlock(spec node.Spec, body string) string {
 
 // compileNode compiles the prelude and the node's block; nil when the
 // configuration has errors.
-func compileNode(dir string, reg *node.Registry, block string) *engine.Graph {
+func compileNode(dir string, reg *node.Registry, block string) *graph.Graph {
 	l := loadNode(dir, reg, block)
 	if l.diags.HasErrors() || l.graph == nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 )
 
 // selectorConfig renders the names of the objects a source selects into
@@ -61,13 +62,13 @@ func checkSelectorReload(t *testing.T, dir, source, addr string) {
 		if rec.Result != engine.ReloadApplied {
 			t.Fatalf("reload %d: %s: %s", i+1, rec.Result, rec.Error)
 		}
-		var got engine.NodeDiff
+		var got graph.NodeDiff
 		for _, n := range rec.Nodes {
 			if n.Address == addr {
 				got = n
 			}
 		}
-		if got.Action != engine.Rebuilt || !slices.Contains(got.Changed, "selector") {
+		if got.Action != graph.Rebuilt || !slices.Contains(got.Changed, "selector") {
 			t.Errorf("reload %d: %s %s (changed %v), want rebuilt naming selector", i+1, addr, got.Action, got.Changed)
 		}
 		rendered(e.want)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/admin"
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/redact"
@@ -411,12 +412,12 @@ func TestReloadFanIn(t *testing.T) {
 	w := runWatched(t, dir)
 	saveFile(t, cfg, fanInConfig(1, 2, 3))
 	recs := w.settle(t, 1)
-	actions := map[string]engine.Action{}
+	actions := map[string]graph.Action{}
 	for _, n := range recs[0].Nodes {
 		actions[n.Address] = n.Action
 	}
-	want := map[string]engine.Action{"source.static.n1": engine.Kept, "source.static.n2": engine.Kept,
-		"source.static.n3": engine.Added, "sink.log.out": engine.Rebuilt}
+	want := map[string]graph.Action{"source.static.n1": graph.Kept, "source.static.n2": graph.Kept,
+		"source.static.n3": graph.Added, "sink.log.out": graph.Rebuilt}
 	if recs[0].Result != engine.ReloadApplied {
 		t.Fatalf("reload: %s %q", recs[0].Result, recs[0].Error)
 	}

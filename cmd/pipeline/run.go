@@ -22,6 +22,7 @@ import (
 	"github.com/pipeline/pipeline/cmd/pipeline/console"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
@@ -163,7 +164,7 @@ type credentialChecker interface {
 }
 
 // preflight fails at start on what retrying cannot fix, naming every node.
-func preflight(g *engine.Graph) error {
+func preflight(g *graph.Graph) error {
 	var errs []error
 	for _, n := range g.Nodes {
 		if c, ok := n.Impl().(credentialChecker); ok {

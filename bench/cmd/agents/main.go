@@ -5,7 +5,7 @@
 //
 // Each agent is its own engine runtime, compiled from PATH... exactly as
 // `pipeline run -var agent=I PATH...` compiles it (the same loader, the
-// same engine.Compile, the node types an agent uses), with its own NATS
+// same graph.Compile, the node types an agent uses), with its own NATS
 // connection, its own pinned map, its own logger (agent=I) and its own
 // metrics registry. What it leaves out of `pipeline run`: the HTTP server
 // (as `--listen ""`), reload on file change, and the leader election.
@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
@@ -103,8 +104,8 @@ func run(ctx context.Context, n, first int, level string, vars, paths []string) 
 		agent := first + i
 		cfg, diags := schema.NewLoader().Load(paths, schema.Options{Vars: append(vars[:len(vars):len(vars)], fmt.Sprintf("agent=%d", agent))})
 		if !diags.HasErrors() {
-			var g *engine.Graph
-			g, diags = engine.Compile(cfg, reg)
+			var g *graph.Graph
+			g, diags = graph.Compile(cfg, reg)
 			if !diags.HasErrors() {
 				m := engine.NewMetrics(prometheus.NewRegistry(), "bench")
 				m.SetGeneration(1)

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 	logsink "github.com/pipeline/pipeline/sinks/log"
@@ -21,7 +21,7 @@ func testLoad(paths, vars []string) Loaded {
 		return out
 	}
 	out.Sensitive = cfg.Sensitive
-	g, d := engine.Compile(cfg, node.NewRegistry(static.Spec(), logsink.Spec()))
+	g, d := graph.Compile(cfg, node.NewRegistry(static.Spec(), logsink.Spec()))
 	out.Graph, out.Diags = g, append(out.Diags, d...)
 	return out
 }

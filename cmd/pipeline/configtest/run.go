@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
@@ -76,7 +77,7 @@ type testRun struct {
 // returns it: the files are kept for rendering diagnostics.
 type Loaded struct {
 	Files     map[string]*hcl.File
-	Graph     *engine.Graph
+	Graph     *graph.Graph
 	Sensitive []string // the values of sensitive variables and attributes
 	Diags     hcl.Diagnostics
 }
@@ -120,7 +121,7 @@ func Run(ctx context.Context, load Load, cfgPaths []string, t *Test) (*Result, L
 
 // checkAddrs checks that every given names a source and every expect a
 // sink of g.
-func checkAddrs(g *engine.Graph, t *Test) hcl.Diagnostics {
+func checkAddrs(g *graph.Graph, t *Test) hcl.Diagnostics {
 	addrs := make([]string, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
 		addrs = append(addrs, n.Address)
@@ -152,7 +153,7 @@ func CheckAddresses(t *Test, addrs []string) hcl.Diagnostics {
 	return diags
 }
 
-func (r *testRun) run(ctx context.Context, g *engine.Graph) error {
+func (r *testRun) run(ctx context.Context, g *graph.Graph) error {
 	synced := false
 	markSynced := func() error {
 		synced = true

@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -18,7 +18,7 @@ const maxBlockBytes = 16 << 10
 // of every attribute its type declares Sensitive replaced by the mask and
 // every known secret's text masked: a literal token in the configuration
 // never reaches the page. "" when the file is not at hand.
-func blockText(cfg *schema.Config, n *engine.Node, secrets *redact.Redactor) string {
+func blockText(cfg *schema.Config, n *graph.Node, secrets *redact.Redactor) string {
 	if cfg == nil || n.Block == nil {
 		return ""
 	}

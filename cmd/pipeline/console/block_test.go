@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
@@ -39,7 +39,7 @@ sink "nats" "out" {
 		Blocks: []*schema.BlockType{{Name: "auth", Body: schema.Block{
 			Attrs: []schema.Attribute{schema.String("password").Sensitive(), schema.String("user")}}}},
 	}
-	n := &engine.Node{Spec: node.Spec{Body: decl}, Block: &schema.NodeBlock{Body: blk.Body, DeclRange: blk.DefRange()}}
+	n := &graph.Node{Spec: node.Spec{Body: decl}, Block: &schema.NodeBlock{Body: blk.Body, DeclRange: blk.DefRange()}}
 	cfg := &schema.Config{Files: map[string]*hcl.File{"p.hcl": f}}
 	got := blockText(cfg, n, redact.New([]string{"known-secret-value"}))
 	for _, secret := range []string{"s3cr3t-literal", "hunter2-nested", "known-secret-value"} {

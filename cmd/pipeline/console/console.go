@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
@@ -28,7 +29,7 @@ type Options struct {
 	Runtime *engine.Runtime
 	// Graph is the graph the runtime started with; SetGraph replaces it
 	// after an applied reload.
-	Graph *engine.Graph
+	Graph *graph.Graph
 	// Engine gathers the engine's own metrics (engine.NewMetrics'
 	// registry); the console reads its per-node counters in process.
 	Engine  prometheus.Gatherer
@@ -72,7 +73,7 @@ func New(opts Options) *Console {
 
 // SetGraph hands the console the graph of an applied reload. Nodes that
 // kept their address keep their history.
-func (c *Console) SetGraph(g *engine.Graph) {
+func (c *Console) SetGraph(g *graph.Graph) {
 	if g == nil {
 		return
 	}

@@ -3,7 +3,7 @@ package console
 import (
 	"fmt"
 
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
 )
@@ -51,7 +51,7 @@ type nodeInfo struct {
 
 // viewGraph lays g out. Block texts are read from the configuration's
 // files and masked with secrets.
-func viewGraph(g *engine.Graph, secrets *redact.Redactor, version uint64) (graphView, map[string]*nodeInfo) {
+func viewGraph(g *graph.Graph, secrets *redact.Redactor, version uint64) (graphView, map[string]*nodeInfo) {
 	var ln []layoutNode
 	for _, n := range g.Nodes {
 		l := layoutNode{Address: n.Address, Kind: n.Kind}

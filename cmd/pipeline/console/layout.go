@@ -35,7 +35,7 @@ type box struct {
 // column. Within a column, nodes are ordered by the mean row of their
 // inputs, then of their consumers, which removes most crossings of a
 // pipeline's few edges. nodes are in topological order (every node after
-// its inputs), as engine.Graph keeps them. It returns the boxes by address
+// its inputs), as graph.Graph keeps them. It returns the boxes by address
 // and the size of the drawing.
 func layout(nodes []layoutNode) (map[string]box, int, int) {
 	layer := map[string]int{}

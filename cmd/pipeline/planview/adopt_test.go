@@ -8,8 +8,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/engine/reconcile"
 )
 
@@ -19,14 +19,14 @@ import (
 func TestPlanShowsAdoption(t *testing.T) {
 	const refused = "ConfigMap shop/hand exists and is not owned by pipeline.io/owner=x; set adopt = true to take it over"
 	const adopts = "ConfigMap shop/old exists and is not owned by pipeline.io/owner=x"
-	add := func(k string) engine.PlannedChange {
-		return engine.PlannedChange{Change: reconcile.Change{Address: "sink.kubernetes.k", Action: reconcile.Create, Key: k,
+	add := func(k string) plan.PlannedChange {
+		return plan.PlannedChange{Change: reconcile.Change{Address: "sink.kubernetes.k", Action: reconcile.Create, Key: k,
 			New: node.Entry{Key: k, Value: cty.StringVal("v")}}}
 	}
 	hand, old := add("shop/hand"), add("shop/old")
 	hand.Refused, old.Adopts = refused, adopts
-	p := &Plan{PlanResult: engine.PlanResult{Sinks: []engine.SinkPlan{{Address: "sink.kubernetes.k", Type: "kubernetes", Prune: true,
-		Changes: []engine.PlannedChange{hand, old}}}}}
+	p := &Plan{PlanResult: plan.PlanResult{Sinks: []plan.SinkPlan{{Address: "sink.kubernetes.k", Type: "kubernetes", Prune: true,
+		Changes: []plan.PlannedChange{hand, old}}}}}
 	var text bytes.Buffer
 	if err := (Text{Max: 10}).Write(&text, p); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 // versioned: docs/plan.md), with what a reload of a running instance
 // would do to its nodes when planned --against it (Reload).
 //
-// It renders an engine.PlanResult; computing the plan is the engine's
-// (engine.Plan) and reading the running instance's graph is the plan
+// It renders an plan.PlanResult; computing the plan is the engine's
+// (plan.Plan) and reading the running instance's graph is the plan
 // command's.
 package planview

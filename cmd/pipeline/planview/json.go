@@ -6,6 +6,7 @@ import (
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/schema"
@@ -122,7 +123,7 @@ func (JSON) Write(w io.Writer, p *Plan) error {
 	return view.WriteJSON(w, doc)
 }
 
-func sinkJSON(p *Plan, s *engine.SinkPlan) sinkDoc {
+func sinkJSON(p *Plan, s *plan.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
 		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
 		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File,

@@ -7,23 +7,24 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/internal/redact"
 	"github.com/pipeline/pipeline/schema"
 )
 
 // Mask returns p with every secret masked in keys, values, origins,
 // locations and warnings, so no view can print one.
-func Mask(p *engine.PlanResult, secrets *redact.Redactor) *Plan {
+func Mask(p *plan.PlanResult, secrets *redact.Redactor) *Plan {
 	out := &Plan{PlanResult: *p}
 	if secrets.Empty() {
 		return out
 	}
-	out.Sinks = make([]engine.SinkPlan, len(p.Sinks))
+	out.Sinks = make([]plan.SinkPlan, len(p.Sinks))
 	for i, s := range p.Sinks {
 		s.Target.Location = secrets.String(s.Target.Location)
-		changes := make([]engine.PlannedChange, len(s.Changes))
+		changes := make([]plan.PlannedChange, len(s.Changes))
 		for j, c := range s.Changes {
 			before, after := secrets.String(c.Before), secrets.String(c.After)
 			mk := secrets.String(c.Key)
@@ -60,9 +61,9 @@ func Mask(p *engine.PlanResult, secrets *redact.Redactor) *Plan {
 		}
 		out.Sinks[i] = s
 	}
-	out.Warnings = make([]engine.PlanWarning, len(p.Warnings))
+	out.Warnings = make([]plan.PlanWarning, len(p.Warnings))
 	for i, w := range p.Warnings {
-		out.Warnings[i] = engine.PlanWarning{Address: w.Address, Message: secrets.String(w.Message)}
+		out.Warnings[i] = plan.PlanWarning{Address: w.Address, Message: secrets.String(w.Message)}
 	}
 	return out
 }
@@ -70,7 +71,7 @@ func Mask(p *engine.PlanResult, secrets *redact.Redactor) *Plan {
 // Plan is a plan whose secrets are masked, with the changes that
 // held one marked.
 type Plan struct {
-	engine.PlanResult
+	plan.PlanResult
 	masked map[string]bool // address + "\x00" + key
 	Reload *Reload         // --against: the node diff of a reload
 }
@@ -87,21 +88,21 @@ func (m *Plan) isSensitive(addr, key string) bool { return m.masked[addr+"\x00"+
 // planSummary is the one-line count that ends a text plan; with
 // --against it counts the nodes the reload would rebuild, add and remove
 // too, which plan's exit status 2 stands for even when no entry changes.
-func planSummary(p *engine.PlanResult, rp *Reload) string {
+func planSummary(p *plan.PlanResult, rp *Reload) string {
 	s := entrySummary(p)
 	if rp == nil || !rp.Diff.Changed() {
 		return s
 	}
 	c := rp.Diff.Count()
-	nodes := fmt.Sprintf("The reload would rebuild %s, add %s and remove %s.", view.Plural(c[engine.Rebuilt], "node"),
-		view.Plural(c[engine.Added], "node"), view.Plural(c[engine.Removed], "node"))
+	nodes := fmt.Sprintf("The reload would rebuild %s, add %s and remove %s.", view.Plural(c[graph.Rebuilt], "node"),
+		view.Plural(c[graph.Added], "node"), view.Plural(c[graph.Removed], "node"))
 	if strings.HasPrefix(s, "No changes.") {
 		return "No changes to the targets' entries. " + nodes + strings.TrimPrefix(s, "No changes. Every target already holds what the sources say.")
 	}
 	return s + " " + nodes
 }
 
-func entrySummary(p *engine.PlanResult) string {
+func entrySummary(p *plan.PlanResult) string {
 	a, c, r := p.Counts()
 	emit := ""
 	if e := p.Emits(); e > 0 {
@@ -118,7 +119,7 @@ func entrySummary(p *engine.PlanResult) string {
 }
 
 // Replacements counts the targets run would replace (must be replaced).
-func Replacements(p *engine.PlanResult) int {
+func Replacements(p *plan.PlanResult) int {
 	n := 0
 	for _, s := range p.Sinks {
 		if s.Target.Replace != "" {

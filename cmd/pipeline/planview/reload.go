@@ -6,21 +6,21 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 )
 
 // Reload is what a reload of a running instance to the planned
 // configuration would do to its nodes.
 type Reload struct {
 	Against string // the instance's admin address
-	Diff    engine.GraphDiff
-	Running engine.GraphState
+	Diff    graph.GraphDiff
+	Running graph.GraphState
 	// KeyErr says why the plan could not use the instance's fingerprint
 	// key: nodes holding a secret then show as rebuilt.
 	KeyErr error
 }
 
-var reloadMarks = map[engine.Action]string{engine.Added: "+", engine.Rebuilt: "~", engine.Removed: "-", engine.Kept: "="}
+var reloadMarks = map[graph.Action]string{graph.Added: "+", graph.Rebuilt: "~", graph.Removed: "-", graph.Kept: "="}
 
 // WriteReload prints the node diff of a reload: every node that would
 // change, the count of those kept, and the sources that would relist.
@@ -30,9 +30,9 @@ func (v Text) WriteReload(b *view.TermText, rp *Reload) {
 	kept := 0
 	for _, n := range rp.Diff.Nodes {
 		switch {
-		case n.Action == engine.Kept && len(n.InPlace) == 0:
+		case n.Action == graph.Kept && len(n.InPlace) == 0:
 			kept++
-		case n.Action == engine.Kept:
+		case n.Action == graph.Kept:
 			fmt.Fprintf(b, "  = %s  kept, applied in place (%s)\n", n.Address, strings.Join(n.InPlace, ", "))
 		case len(n.Changed) > 0:
 			fmt.Fprintf(b, "  %s %s  %s (%s)\n", reloadMarks[n.Action], n.Address, n.Action, strings.Join(n.Changed, ", "))

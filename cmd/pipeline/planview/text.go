@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
-	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/internal/ctyconv"
 	"github.com/pipeline/pipeline/schema"
@@ -47,7 +47,7 @@ func (v Text) Write(w io.Writer, p *Plan) error {
 }
 
 // targetLine describes a sink's target in the heading of its block.
-func targetLine(s *engine.SinkPlan) string {
+func targetLine(s *plan.SinkPlan) string {
 	t := s.Target
 	parts := []string{t.Location}
 	if t.Kind != "" {
@@ -68,7 +68,7 @@ func targetLine(s *engine.SinkPlan) string {
 	return strings.Join(parts, ", ")
 }
 
-func (v Text) sink(t *view.TermText, s *engine.SinkPlan) {
+func (v Text) sink(t *view.TermText, s *plan.SinkPlan) {
 	t.Paint("\x1b[1m", s.Address)
 	fmt.Fprintf(t, "  (%s)\n", targetLine(s))
 	for _, p := range s.Pending {
@@ -131,7 +131,7 @@ func diffLine(t *view.TermText, l string) {
 
 // changeText is what follows a change's key: the value and where it comes
 // from, or why it goes.
-func changeText(c engine.PlannedChange) string {
+func changeText(c plan.PlannedChange) string {
 	before, after := c.Before, c.After
 	if before == "" && c.Action != reconcile.Create {
 		before = ctyconv.String(schema.Masked(c.Old.Value))
@@ -157,7 +157,7 @@ func changeText(c engine.PlannedChange) string {
 	return s
 }
 
-func countActions(cs []engine.PlannedChange) (a, u, d int) {
+func countActions(cs []plan.PlannedChange) (a, u, d int) {
 	for _, c := range cs {
 		switch c.Action {
 		case reconcile.Create:

@@ -1,4 +1,4 @@
-package engine
+package graph
 
 import (
 	"bytes"
@@ -36,9 +36,9 @@ import (
 // `pipeline plan --against` on the same machine uses it (UseFingerprintKey).
 
 // inPlaceAttrs are common attributes the engine reads when it removes a
-// node, not while it runs: a reload hands a new value to the running node
-// (reload_apply.go), which keeps running. Each has a part, so a diff names
-// its change (NodeDiff.InPlace), but no share in the fingerprint.
+// node, not while it runs: a reload hands a new value to the running
+// node (engine/reload_apply.go), which keeps running. Each has a part, so
+// a diff names its change (NodeDiff.InPlace), but no share in the fingerprint.
 var inPlaceAttrs = map[string]bool{node.OnRemoveAttr.Info().Name: true}
 
 var fingerprintKey = func() []byte {
@@ -82,10 +82,10 @@ func secretDigest(s string) string {
 	return "hmac:" + hex.EncodeToString(m.Sum(nil))
 }
 
-// fingerprints sets the fingerprint of every built node, once. Compile
+// Fingerprints sets the fingerprint of every built node, once. Compile
 // leaves them out (validate, graph and the language server never use
-// them); DiffGraphs and NewRuntime call it.
-func (g *Graph) fingerprints() {
+// them); DiffGraphs and engine.NewRuntime call it.
+func (g *Graph) Fingerprints() {
 	if g == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (g *Graph) fingerprints() {
 	})
 }
 
-// fingerprint sets n.Fingerprint and n.parts. content is n's decoded body;
+// fingerprint sets n.Fingerprint and n.Parts. content is n's decoded body;
 // n's input must already be fingerprinted (nodes go in topological order).
 func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 	fp := &printer{cfg: g.Config}
@@ -140,7 +140,7 @@ func (g *Graph) fingerprint(n *Node, content *schema.Content) {
 			all = append(all, k, parts[k])
 		}
 	}
-	n.parts, n.Fingerprint = parts, digest(all...)
+	n.Parts, n.Fingerprint = parts, digest(all...)
 }
 
 // printer turns attribute values into canonical text, then digests it.
@@ -286,7 +286,7 @@ func valueText(v cty.Value) string {
 // tokensText is the tokens of the text at rng without comments and line
 // layout, so reformatting a file keeps its nodes.
 func tokensText(rng hcl.Range, cfg *schema.Config) string {
-	src := sourceBytes(rng, cfg)
+	src := SourceBytes(rng, cfg)
 	if src == nil {
 		return rng.String()
 	}
@@ -306,8 +306,8 @@ func tokensText(rng hcl.Range, cfg *schema.Config) string {
 	return b.String()
 }
 
-// sourceBytes is the text of rng in cfg's files; nil when it has none.
-func sourceBytes(rng hcl.Range, cfg *schema.Config) []byte {
+// SourceBytes is the text of rng in cfg's files; nil when it has none.
+func SourceBytes(rng hcl.Range, cfg *schema.Config) []byte {
 	if cfg == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package engine
+package graph
 
 import (
 	"sync"
@@ -63,9 +63,10 @@ type Node struct {
 	OnRemove string
 	// Fingerprint digests the node's effective definition and its input's
 	// fingerprint (see fingerprint.go); DiffGraphs compares it. Empty when
-	// the node did not build, and until DiffGraphs or NewRuntime computed it.
+	// the node did not build, and until DiffGraphs or engine.NewRuntime computed it.
 	Fingerprint string
-	parts       map[string]string // digest of each part of the definition
+	// Parts digests each part of the definition (fingerprint.go).
+	Parts map[string]string
 }
 
 // Input is the upstream node of a transform or sink: its only input, or
@@ -79,3 +80,12 @@ func (n *Node) Input() *Node {
 
 // Node returns the node with the given address, or nil.
 func (g *Graph) Node(addr string) *Node { return g.byAddr[addr] }
+
+// New returns an empty graph of cfg, for Add.
+func New(cfg *schema.Config) *Graph { return &Graph{Config: cfg, byAddr: map[string]*Node{}} }
+
+// Add appends n, whose inputs are already in g.
+func (g *Graph) Add(n *Node) {
+	g.Nodes = append(g.Nodes, n)
+	g.byAddr[n.Address] = n
+}

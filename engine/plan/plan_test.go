@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
@@ -198,20 +200,20 @@ func TestGraphStateRoundTrip(t *testing.T) {
 	impls := map[string]any{"source.script.s": newScriptSource(), "source.script.empty": newScriptSource(),
 		"sink.mem.m": nodetest.NewMemSink(), "sink.mem.log": nodetest.NewMemSink(), "sink.mem.none": nodetest.NewMemSink()}
 	g := mustCompile(t, fmt.Sprintf(planGraph, true), impls)
-	rt, err := NewRuntime(g, RunOptions{})
+	rt, err := engine.NewRuntime(g, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := rt.GraphState()
-	if d := DiffGraphs(st.Graph(), g); d.Changed() {
+	if d := graph.DiffGraphs(st.Graph(), g); d.Changed() {
 		t.Errorf("a graph differs from its own state: %+v", d.Nodes)
 	}
 	g2 := mustCompile(t, fmt.Sprintf(planGraph, false), impls)
-	d := DiffGraphs(st.Graph(), g2)
-	if a, _ := d.Action("sink.mem.m"); a != Rebuilt {
+	d := graph.DiffGraphs(st.Graph(), g2)
+	if a, _ := d.Action("sink.mem.m"); a != graph.Rebuilt {
 		t.Errorf("sink.mem.m with prune changed: %s, want rebuilt", a)
 	}
-	if a, _ := d.Action("source.script.s"); a != Kept {
+	if a, _ := d.Action("source.script.s"); a != graph.Kept {
 		t.Errorf("source.script.s: %s, want kept", a)
 	}
 }
@@ -251,7 +253,7 @@ func TestPlanPending(t *testing.T) {
 			t.Errorf("%s pending (-want +got):\n%s", s.Address, d)
 		}
 	}
-	rt, err := NewRuntime(g, RunOptions{})
+	rt, err := engine.NewRuntime(g, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

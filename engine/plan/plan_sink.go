@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
 	"github.com/pipeline/pipeline/engine/sinkloop"
@@ -19,8 +21,8 @@ import (
 
 // planSink opens n's target read-only, prepares its input as the sink loop
 // does and diffs it with what the target holds.
-func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*SinkPlan, error) {
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healths[n]}, Address: n.Address, Metrics: discardRegisterer{}}
+func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan, error) {
+	env, input := r.TargetEnv(n), r.SinkInput(n)
 	target, err := n.Sink.Open(ctx, env, node.ModePlan)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseOpen, err)
@@ -77,7 +79,7 @@ func (r *Runtime) planSink(ctx context.Context, n *Node, input []node.Record) (*
 			sp.Projected--
 		}
 		if c.Action != reconcile.Delete {
-			pc.Origins = r.originsOf(n, owners[c.Key])
+			pc.Origins = originsOf(r, n, owners[c.Key])
 		}
 		if !maskChange(&pc) && desc != nil {
 			if c.Action != reconcile.Create {
@@ -249,33 +251,15 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 
 // originsOf names the source objects of the input records of sink n in
 // os, sorted.
-func (r *Runtime) originsOf(n *Node, os []sinkloop.Owned) []string {
-	in := r.inputOf(n)
+func originsOf(r *engine.Runtime, n *graph.Node, os []sinkloop.Owned) []string {
 	var out []string
 	for _, o := range os {
-		if rec, ok := in.Held(o.In); ok && rec.Origin != nil {
-			out = append(out, r.originName(rec.Origin, o.In))
+		if rec, ok := r.InputRecord(n, o.In); ok && rec.Origin != nil {
+			out = append(out, r.OriginName(rec.Origin, o.In))
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-// originName names the source object of org, the provenance of input
-// key k: "pod shop/web-1", or the source's address when the source has no
-// node.Noun, and k when org names no object (a source whose records are
-// not objects passes its keys on).
-func (r *Runtime) originName(org *node.Origin, k node.Key) string {
-	noun := org.Source
-	if src := r.g.Node(org.Source); src != nil {
-		if nn, ok := src.Source.(node.Noun); ok {
-			noun = nn.Noun()
-		}
-	}
-	if org.Object != "" || org.Name != "" {
-		k = objectKey(org)
-	}
-	return noun + " " + k
 }
 
 // maskChange hides both values of a change whose new or old value is

@@ -1,7 +1,6 @@
-package engine
+package graph
 
 import (
-	"maps"
 	"sort"
 
 	"github.com/pipeline/pipeline/engine/node"
@@ -37,45 +36,22 @@ type NodeState struct {
 	Pending []node.PendingDeletion `json:"pending,omitempty"`
 }
 
-// GraphState returns the running graph's state. A reload swaps the graph
-// and adds to its maps under r.mu: take what is needed under the lock, and
-// ask the collections and nodes without it.
-func (r *Runtime) GraphState() GraphState {
-	var out GraphState
-	r.mu.RLock()
-	nodes, outs, sinks := r.g.Nodes, maps.Clone(r.outs), maps.Clone(r.sinks)
-	r.mu.RUnlock()
-	for _, n := range nodes {
-		ns := n.state()
-		if c := outs[n]; c != nil {
-			ns.Records, ns.Synced = c.len(), c.isSynced()
-		} else if s := sinks[n]; s != nil {
-			ns.Synced = s.Started()
-		}
-		if p, ok := n.Impl().(node.PendingLister); ok {
-			ns.Pending = p.Pending()
-		}
-		out.Nodes = append(out.Nodes, ns)
-	}
-	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
-	return out
-}
-
 // State returns what a running instance of g would show of its graph
 // before it ran: its fingerprints, no records. Tests compare plans of a
 // reload with it without starting anything.
 func (g *Graph) State() GraphState {
-	g.fingerprints()
+	g.Fingerprints()
 	var out GraphState
 	for _, n := range g.Nodes {
-		out.Nodes = append(out.Nodes, n.state())
+		out.Nodes = append(out.Nodes, n.State())
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Address < out.Nodes[j].Address })
 	return out
 }
 
-func (n *Node) state() NodeState {
-	return NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.parts}
+// State is what a GraphState shows of n before it ran.
+func (n *Node) State() NodeState {
+	return NodeState{Address: n.Address, Kind: n.Kind, Type: n.Type, Fingerprint: n.Fingerprint, Parts: n.Parts}
 }
 
 // Graph rebuilds the nodes of a GraphState (address, kind, type and
@@ -83,11 +59,10 @@ func (n *Node) state() NodeState {
 // with a new one. A node's input is not known: what the input changes is
 // already in its fingerprint.
 func (s GraphState) Graph() *Graph {
-	g := &Graph{byAddr: map[string]*Node{}}
+	g := New(nil)
 	for _, ns := range s.Nodes {
-		n := &Node{Address: ns.Address, Kind: ns.Kind, Type: ns.Type, Fingerprint: ns.Fingerprint, parts: ns.Parts}
-		g.Nodes = append(g.Nodes, n)
-		g.byAddr[n.Address] = n
+		n := &Node{Address: ns.Address, Kind: ns.Kind, Type: ns.Type, Fingerprint: ns.Fingerprint, Parts: ns.Parts}
+		g.Add(n)
 	}
 	return g
 }

@@ -1,16 +1,14 @@
-package engine
+package plan
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
 )
@@ -22,19 +20,12 @@ type PlanOptions struct {
 	Wait time.Duration
 	// Progress, when set, receives every source's state about every
 	// 200ms while plan waits for the sources, and once when they synced.
-	Progress func([]SourceState)
-}
-
-// SourceState is how far one source got in its initial sync.
-type SourceState struct {
-	Address string `json:"address"`
-	Records int    `json:"records"`
-	Synced  bool   `json:"synced"`
+	Progress func([]engine.SourceState)
 }
 
 // PlanResult is what run would do to every sink's target now.
 type PlanResult struct {
-	Sources  []SourceState
+	Sources  []engine.SourceState
 	Sinks    []SinkPlan
 	Warnings []PlanWarning
 }
@@ -162,33 +153,32 @@ func (p *PlanResult) Emits() int {
 // transforms of g until every sink's input has synced, then opens every
 // sink's target with ModePlan, reads it and diffs it with reconcile.Diff,
 // the comparison run uses. No sink loop runs, so nothing is written.
-func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) {
+func Plan(ctx context.Context, g *graph.Graph, opts PlanOptions) (*PlanResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Wait == 0 {
 		opts.Wait = 2 * time.Minute
 	}
-	r, err := NewRuntime(g, RunOptions{Logger: opts.Logger})
+	r, err := engine.NewRuntime(g, engine.RunOptions{Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	r.oneShot = true
-	inputs, sources, err := r.syncUpstream(ctx, opts)
+	sources, err := r.SyncOnce(ctx, opts.Wait, opts.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", PhaseSync, err)
 	}
 	res := &PlanResult{Sources: sources}
 	for _, s := range sources {
 		if s.Synced && s.Records == 0 {
-			res.Warnings = append(res.Warnings, PlanWarning{Address: s.Address, Message: r.emptySourceWarning(s.Address)})
+			res.Warnings = append(res.Warnings, PlanWarning{Address: s.Address, Message: emptySourceWarning(r, s.Address)})
 		}
 	}
 	for _, n := range g.Nodes {
 		if n.Kind != node.KindSink {
 			continue
 		}
-		sp, err := r.planSink(ctx, n, inputs[n])
+		sp, err := planSink(ctx, r, n)
 		if err != nil {
 			return nil, err
 		}
@@ -203,116 +193,9 @@ func Plan(ctx context.Context, g *Graph, opts PlanOptions) (*PlanResult, error) 
 // emptySourceWarning is plan's warning for a source that synced with no
 // records. A source that read input and skipped all of it says so in its
 // health (degraded), and that is the warning: it matched something.
-func (r *Runtime) emptySourceWarning(addr string) string {
-	r.mu.RLock()
-	h := r.healths[r.g.Node(addr)]
-	r.mu.RUnlock()
-	if h != nil {
-		if st := h.status(addr, true); st.State == node.Degraded.String() && st.Detail != "" {
-			return "synced with no records: " + st.Detail
-		}
+func emptySourceWarning(r *engine.Runtime, addr string) string {
+	if st, ok := r.Status(addr); ok && st.State == node.Degraded.String() && st.Detail != "" {
+		return "synced with no records: " + st.Detail
 	}
 	return "matched nothing: the source synced with no records"
-}
-
-// syncUpstream runs every source and transform once (a failure fails the
-// plan: there is no one to retry for) until the input of every sink has
-// synced, then stops them and returns the inputs' snapshots.
-func (r *Runtime) syncUpstream(ctx context.Context, opts PlanOptions) (map[*Node][]node.Record, []SourceState, error) {
-	ctx, cancel := context.WithTimeout(ctx, opts.Wait)
-	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	errs := make(chan error, len(r.g.Nodes))
-	for _, n := range r.g.Nodes {
-		if n.Kind == node.KindSink {
-			continue
-		}
-		wg.Go(func() {
-			err := r.runOnce(runCtx, n)
-			if runCtx.Err() == nil {
-				if err == nil {
-					err = fmt.Errorf("%s: stopped before its input synced", n.Address)
-				}
-				errs <- err
-			}
-		})
-	}
-	for _, f := range r.fanins { // under Run, each has a task instead (startFanInLocked)
-		wg.Go(func() { f.run(runCtx) })
-	}
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	// Sync is polled often (it ends the wait), progress drawn less often.
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	var drawn time.Time
-	for {
-		states, done := r.sourceStates()
-		if done {
-			if opts.Progress != nil {
-				opts.Progress(states)
-			}
-			return r.sinkInputs(), states, nil
-		}
-		if opts.Progress != nil && time.Since(drawn) >= 200*time.Millisecond {
-			opts.Progress(states)
-			drawn = time.Now()
-		}
-		select {
-		case err := <-errs:
-			return nil, nil, err
-		case <-ctx.Done():
-			var waiting []string
-			for _, n := range r.g.Nodes {
-				if n.Kind != node.KindSource || r.outs[n].isSynced() {
-					continue
-				}
-				// What the source last said of itself tells a user what to fix.
-				if st := r.healths[n].status(n.Address, false); st.Detail != "" {
-					waiting = append(waiting, fmt.Sprintf("%s (%s: %s)", n.Address, st.State, st.Detail))
-				} else {
-					waiting = append(waiting, n.Address)
-				}
-			}
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, nil, fmt.Errorf("not synced after %s: %s", opts.Wait, strings.Join(waiting, ", "))
-			}
-			return nil, nil, ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// sourceStates returns every source's progress and whether every sink's
-// input has synced.
-func (r *Runtime) sourceStates() ([]SourceState, bool) {
-	// Synced first, counts after: once synced, a count read later is the
-	// synced state's (or newer), never an earlier, partial one.
-	done := !slices.ContainsFunc(r.g.Nodes, func(n *Node) bool { return n.Kind == node.KindSink && !r.inputOf(n).isSynced() })
-	var out []SourceState
-	for _, n := range r.g.Nodes {
-		if n.Kind == node.KindSource {
-			c := r.outs[n]
-			c.mu.Lock()
-			out = append(out, SourceState{Address: n.Address, Records: len(c.state), Synced: c.synced})
-			c.mu.Unlock()
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	return out, done
-}
-
-// sinkInputs returns the snapshot each sink consumes, by sink.
-func (r *Runtime) sinkInputs() map[*Node][]node.Record {
-	out := map[*Node][]node.Record{}
-	for _, n := range r.g.Nodes {
-		if n.Kind == node.KindSink {
-			recs, _, _ := r.inputOf(n).snapshot()
-			out[n] = recs
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package engine
+package graph
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestFingerprintKeysDerivedSecrets(t *testing.T) {
 	if n == nil {
 		t.Fatal("no source.script.a")
 	}
-	if n.parts["path"] == digest("set", "value:"+valueText(mustString("/run/HUNTER2"))) {
+	if n.Parts["path"] == digest("set", "value:"+valueText(mustString("/run/HUNTER2"))) {
 		t.Error("the path computed from a secret has the plain digest of its value")
 	}
 }
@@ -34,7 +34,7 @@ func TestFingerprintKeysSecretReferences(t *testing.T) {
 		if err := UseFingerprintKey(bytes.Repeat([]byte{k}, FingerprintKeySize)); err != nil {
 			t.Fatal(err)
 		}
-		parts = append(parts, diffCompile(t, src).Node("transform.pass.t").parts["key"])
+		parts = append(parts, diffCompile(t, src).Node("transform.pass.t").Parts["key"])
 	}
 	if parts[0] == parts[1] {
 		t.Error("the digest of an expression reading a secret does not depend on the fingerprint key")

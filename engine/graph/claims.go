@@ -1,4 +1,4 @@
-package engine
+package graph
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// claimer is a node that writes exclusive resources.
-type claimer interface{ Claims() []node.Claim }
+// Claimer is a node that writes exclusive resources.
+type Claimer interface{ Claims() []node.Claim }
 
 // checkClaims reports two nodes that claim one resource: two sinks on one
 // pin or one log file flip it between their record sets forever.
@@ -21,7 +21,7 @@ func checkClaims(nodes []*Node) hcl.Diagnostics {
 	}
 	first := map[string]owner{}
 	for _, n := range nodes {
-		c, ok := n.Impl().(claimer)
+		c, ok := n.Impl().(Claimer)
 		if !ok {
 			continue
 		}

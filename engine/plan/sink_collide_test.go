@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.uber.org/goleak"
 
+	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
@@ -76,7 +77,7 @@ func TestCollidingKeys(t *testing.T) {
 					sink := nodetest.NewMemSink()
 					src := newScriptSource()
 					g := mustCompile(t, fmt.Sprintf(foldGraph, tc.rule), map[string]any{"source.script.s": src, "sink.mem.m": foldSink{sink}})
-					rt, err := NewRuntime(g, RunOptions{Metrics: NewMetrics(prometheus.NewRegistry(), "test")})
+					rt, err := engine.NewRuntime(g, engine.RunOptions{Metrics: engine.NewMetrics(prometheus.NewRegistry(), "test")})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package engine
+package graph
 
 import (
 	"strings"
@@ -25,16 +25,21 @@ func diffRegistry() *node.Registry {
 	sink := schema.Block{Attrs: []schema.Attribute{schema.String("pin")}}
 	return node.NewRegistry(
 		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, Body: src,
-			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return newScriptSource(), nil }},
+			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return sourceStub{}, nil }},
 		node.Spec{Kind: node.KindTransform, Type: "pass", Summary: "test", Output: node.SameAsInput, Body: tr,
-			NewTransform: func(node.Build) (node.Transform, hcl.Diagnostics) { return passTransform{}, nil }},
+			NewTransform: func(node.Build) (node.Transform, hcl.Diagnostics) { return transformStub{}, nil }},
 		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", Body: sink,
 			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return &memSinkStub{}, nil }},
 	)
 }
 
-// memSinkStub is a Sink for graphs that are compiled and never run.
-type memSinkStub struct{ node.Sink }
+// sourceStub, transformStub and memSinkStub are the nodes of graphs that
+// are compiled and never run.
+type (
+	sourceStub    struct{ node.Source }
+	transformStub struct{ node.Transform }
+	memSinkStub   struct{ node.Sink }
+)
 
 func diffCompile(t *testing.T, src string) *Graph {
 	t.Helper()
@@ -46,7 +51,7 @@ func diffCompile(t *testing.T, src string) *Graph {
 	if diags.HasErrors() {
 		t.Fatalf("compile: %s", diags.Error())
 	}
-	g.fingerprints()
+	g.Fingerprints()
 	return g
 }
 
@@ -218,13 +223,13 @@ func TestFingerprintHidesSecrets(t *testing.T) {
 		if n.Fingerprint == "" {
 			t.Errorf("%s: no fingerprint", n.Address)
 		}
-		all := n.Fingerprint + strings.Join(mapValues(n.parts), " ")
+		all := n.Fingerprint + strings.Join(mapValues(n.Parts), " ")
 		for _, secret := range []string{"hunter2", "tok-1"} {
 			if strings.Contains(all, secret) {
 				t.Errorf("%s: fingerprint holds %q in clear", n.Address, secret)
 			}
 		}
-		if n.parts["token"] == digest("set", "value:"+valueText(mustString("hunter2"))) {
+		if n.Parts["token"] == digest("set", "value:"+valueText(mustString("hunter2"))) {
 			t.Errorf("%s: the token's digest is the plain digest of its value", n.Address)
 		}
 	}

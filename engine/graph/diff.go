@@ -1,4 +1,4 @@
-package engine
+package graph
 
 import (
 	"slices"
@@ -83,8 +83,8 @@ func DiffGraphs(old, new *Graph) GraphDiff {
 	if new == nil {
 		new = &Graph{} // everything is removed
 	}
-	old.fingerprints()
-	new.fingerprints()
+	old.Fingerprints()
+	new.Fingerprints()
 	var d GraphDiff
 	for _, n := range new.Nodes {
 		nd := NodeDiff{Address: n.Address, Kind: n.Kind, Action: Added}
@@ -114,13 +114,13 @@ func DiffGraphs(old, new *Graph) GraphDiff {
 // changedParts lists the parts whose digests differ.
 func changedParts(o, n *Node) []string {
 	var out []string
-	for k, v := range n.parts {
-		if o.parts[k] != v {
+	for k, v := range n.Parts {
+		if o.Parts[k] != v {
 			out = append(out, k)
 		}
 	}
-	for k := range o.parts {
-		if _, ok := n.parts[k]; !ok {
+	for k := range o.Parts {
+		if _, ok := n.Parts[k]; !ok {
 			out = append(out, k)
 		}
 	}
@@ -134,8 +134,8 @@ func changedParts(o, n *Node) []string {
 // it) is not known to have changed.
 func inPlaceParts(o, n *Node) []string {
 	var out []string
-	for k, v := range n.parts {
-		if ov, ok := o.parts[k]; ok && ov != v {
+	for k, v := range n.Parts {
+		if ov, ok := o.Parts[k]; ok && ov != v {
 			out = append(out, k)
 		}
 	}
