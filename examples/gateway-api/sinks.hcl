@@ -67,11 +67,16 @@ transform "filter" "route_status" {
   where = record.value.kind == "route_status"
 }
 
+# status.parents is an atomic list (x-kubernetes-list-type: atomic in the
+# standard CRDs): an apply sends it whole, the other controllers' entries
+# included as last read, and takes it over from the controller that wrote
+# it last (force_conflicts), which takes it back at its next write.
 sink "kubernetes" "route_status" {
-  input         = transform.filter.route_status
-  cluster       = cluster.k8s
-  status        = true
-  field_manager = local.field_manager
+  input           = transform.filter.route_status
+  cluster         = cluster.k8s
+  status          = true
+  field_manager   = local.field_manager
+  force_conflicts = true
   object = {
     apiVersion = "${local.group}/v1"
     kind       = "HTTPRoute"
