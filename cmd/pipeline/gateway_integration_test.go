@@ -169,6 +169,12 @@ func TestGatewayAPI(t *testing.T) {
 		return len(p) == 1 && p[0].controller == controller && p[0].conditions["Accepted"] == "True/Accepted" &&
 			p[0].conditions["ResolvedRefs"] == "True/ResolvedRefs" && p[0].generation == 1
 	})
+	// explain shows the route's status as wanted and as held.
+	if out, code := planCLI("explain", "--against", run.addr, ns+"/web"); code != 0 || !strings.Contains(out, "sink.kubernetes.route_status") || !strings.Contains(out, "ResolvedRefs") {
+		t.Errorf("explain %s/web exited %d:\n%s", ns, code, out)
+	} else {
+		t.Logf("explain %s/web:\n%s", ns, out)
+	}
 	waitFor(t, 30*time.Second, "db's ResolvedRefs: RefNotPermitted (its first rule's Service is in another namespace)", func() bool {
 		p := parents(get(gvrRoute, ns, "db"))
 		return len(p) == 1 && p[0].conditions["ResolvedRefs"] == "False/RefNotPermitted"
@@ -236,6 +242,19 @@ func TestGatewayAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitServed(t, client, listen, "status 404")
+	// Its status went with it: releasing it succeeds, nothing is retried.
+	waitFor(t, 30*time.Second, "the deleted route's status released", func() bool {
+		m := scrape(t, run.addr)["pipeline_sink_writes_total"]
+		var ok float64
+		if m != nil {
+			for i, s := range m.series {
+				if s["node"] == "sink.kubernetes.route_status" && s["op"] == "delete" && s["result"] == "ok" {
+					ok += m.values[i]
+				}
+			}
+		}
+		return ok >= 1
+	})
 	waitFor(t, 30*time.Second, "2 routes attached", func() bool {
 		ls, _, _ := unstructured.NestedSlice(get(gvrGateway, ns, "gw").Object, "status", "listeners")
 		return len(ls) == 1 && fmt.Sprint(ls[0].(map[string]any)["attachedRoutes"]) == "2"

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/exprmetric"
 	"github.com/pipeline/pipeline/schema"
 )
 
@@ -27,8 +28,7 @@ type Transform struct {
 
 // Run evaluates the whole input after each of its events, once it synced.
 func (t *Transform) Run(ctx context.Context, env node.Env, in node.Input, out node.Output) error {
-	errs := prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
-		Help: "Evaluations whose expression failed: of the whole input (the previous output is kept) or of one element (skipped)."})
+	errs := exprmetric.NewErrors()
 	if err := env.Metrics.Register(errs); err != nil {
 		return fmt.Errorf("%s: register metrics: %w", t.address, err)
 	}
