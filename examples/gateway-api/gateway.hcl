@@ -25,12 +25,18 @@ transform "aggregate" "gateway" {
       parent = p
       gw     = let.gateways[p.gateway]
       matching = [for l in let.gateways[p.gateway].listeners : l
-      if(p.section == "" || p.section == l.name) && (p.port == 0 || p.port == l.port)]
+      if contains(["", l.name], p.section) && contains([0, l.port], p.port)]
     } if p.is_gateway && can(let.gateways[p.gateway])]])
-    attach = [for a in let.attach0 : merge(a, {
+    attach1 = [for a in let.attach0 : merge(a, {
       allowed = [for l in a.matching : l.name
       if l.protocol == "HTTP" && (l.from == "All" || (l.from == "Same" && a.route.namespace == a.gw.namespace))]
     })]
+    # Each attachment's Accepted condition, with the spec's reasons.
+    attach = [for a in let.attach1 : merge(a, { accepted = (
+      length(a.allowed) > 0 ? { ok = true, reason = "Accepted", message = "Accepted by listener ${join(", ", a.allowed)} of Gateway ${a.parent.gateway}." }
+      : length(a.matching) > 0 ? { ok = false, reason = "NotAllowedByListeners", message = "No listener of Gateway ${a.parent.gateway} that the parentRef selects allows this route (allowedRoutes, protocol)." }
+      : { ok = false, reason = "NoMatchingParent", message = "Gateway ${a.parent.gateway} has no listener with this sectionName and port." }
+    ) })]
     attach_by_route = { for a in let.attach : a.key => a... }
     # "gateway/listener" => the routes accepted there
     attached = { for x in distinct(flatten([for a in let.attach : [for l in a.allowed : { at = "${a.gw.namespace}/${a.gw.name}/${l}", route = a.key }]])) : x.at => x.route... }
@@ -47,7 +53,15 @@ transform "aggregate" "gateway" {
         : !can(let.services["${b.namespace}/${b.name}"]) ? "BackendNotFound"
       : length([for sp in let.services["${b.namespace}/${b.name}"].ports : sp if sp.port == b.port]) == 0 ? "BackendNotFound" : "")
     })]]])
-    refs_by_route = { for b in let.refs : b.route => b... }
+    # Each route's ResolvedRefs condition: the first backendRef that does
+    # not resolve gives the reason, the message lists them all.
+    unresolved = { for b in let.refs : b.route => b... if b.reason != "" }
+    resolved = { for rt in let.routes : "${rt.namespace}/${rt.name}" => (
+      can(let.unresolved["${rt.namespace}/${rt.name}"])
+      ? { ok = false, reason = let.unresolved["${rt.namespace}/${rt.name}"][0].reason,
+      message = join(" ", [for b in let.unresolved["${rt.namespace}/${rt.name}"] : "${b.reason}: ${b.kind} ${b.namespace}/${b.name} port ${b.port}."]) }
+      : { ok = true, reason = "ResolvedRefs", message = "Every backendRef resolves." }
+    ) }
     # Usable refs with their endpoints, per HAProxy backend (one per rule).
     usable = { for b in let.refs : b.backend => merge(b, { endpoints = try(let.endpoints["${b.namespace}/${b.name}/${b.port_name}"], []) })... if b.reason == "" && b.weight > 0 }
   }
@@ -111,14 +125,7 @@ transform "aggregate" "gateway" {
         parents = concat(rt.others, [for a in try(let.attach_by_route["${rt.namespace}/${rt.name}"], []) : {
           parentRef      = a.parent.ref
           controllerName = var.controller_name
-          conditions = [for c in [
-            (length(a.allowed) > 0 ? { type = "Accepted", ok = true, reason = "Accepted", message = "Accepted by listener ${join(", ", a.allowed)} of Gateway ${a.parent.gateway}." }
-              : length(a.matching) > 0 ? { type = "Accepted", ok = false, reason = "NotAllowedByListeners", message = "No listener of Gateway ${a.parent.gateway} that the parentRef selects allows this route (allowedRoutes, protocol)." }
-            : { type = "Accepted", ok = false, reason = "NoMatchingParent", message = "Gateway ${a.parent.gateway} has no listener with this sectionName and port." }),
-            (length([for b in try(let.refs_by_route[a.key], []) : b if b.reason != ""]) == 0 ? { type = "ResolvedRefs", ok = true, reason = "ResolvedRefs", message = "Every backendRef resolves." }
-              : { type = "ResolvedRefs", ok = false, reason = [for b in let.refs_by_route[a.key] : b.reason if b.reason != ""][0],
-            message = join(" ", [for b in let.refs_by_route[a.key] : "${b.reason}: ${b.kind} ${b.namespace}/${b.name} port ${b.port}." if b.reason != ""]) }),
-            ] : {
+          conditions = [for c in [merge(a.accepted, { type = "Accepted" }), merge(let.resolved[a.key], { type = "ResolvedRefs" })] : {
             type               = c.type
             status             = c.ok ? "True" : "False"
             reason             = c.reason
@@ -133,7 +140,7 @@ transform "aggregate" "gateway" {
     # sorted keys are the spec's precedence (hostnames before none, Exact
     # paths before prefixes, longer prefixes first, more headers first).
     flatten([for k, g in let.served : [for ri, rule in g[0].rules : [for mi, m in rule.matches : [
-      for hi, h in(length(g[0].hostnames) > 0 ? g[0].hostnames : [""]) : {
+      for hi, h in g[0].hosts : {
         key = join("/", ["match", h == "" ? "2" : substr(h, 0, 2) == "*." ? "1" : "0", h, m.path_type == "Exact" ? "0" : "1",
         format("%04d", 9999 - length(m.path)), format("%02d", 99 - length(m.headers)), g[0].namespace, g[0].name, format("%03d/%03d/%03d", ri, mi, hi)])
         value = {

@@ -165,7 +165,8 @@ transform "extract" "routes" {
     name       = object.metadata.name
     generation = object.metadata.generation
     changed    = try(sort([for m in object.metadata.managedFields : m.time])[length(object.metadata.managedFields) - 1], object.metadata.creationTimestamp)
-    hostnames  = try(object.spec.hostnames, [])
+    # The hostnames, or one empty name (any host) when there are none.
+    hosts = concat(try(object.spec.hostnames, []), length(try(object.spec.hostnames, [])) == 0 ? [""] : [])
     parents = [for p in try(object.spec.parentRefs, []) : {
       ref        = p
       gateway    = "${try(p.namespace, object.metadata.namespace)}/${p.name}"
