@@ -388,11 +388,11 @@ test "routes of this controller's Gateway are served and get their status; other
     delete = ["shop/broken"]
   }
   expect "sink.template.haproxy" {
-    at       = "1500ms"
+    at       = "2s"
     contains = ["backend shop_web_1\n  balance roundrobin\n  server api-v2_api-v2-1:9000 10.0.2.1:9000 weight 256\n"]
   }
   expect "sink.template.haproxy" {
-    at = "1500ms"
+    at = "2s"
     keys = [
       "backend/shop_both_0", "backend/shop_web_0", "backend/shop_web_1", "backend/shop_web_2",
       "match/0/shop.example/0/9991/99/shop/web/002/000/000",
@@ -408,12 +408,12 @@ test "routes of this controller's Gateway are served and get their status; other
     ]
   }
   expect "sink.kubernetes.route_status" {
-    at   = "1500ms"
+    at   = "2s"
     keys = ["shop/both", "shop/web"]
   }
   # The listener counts the routes attached to it: web and both.
   expect "sink.kubernetes.gateway_status" {
-    at = "1500ms"
+    at = "2s"
     state = {
       "shop/gw" = {
         apiVersion = "gateway.networking.k8s.io/v1"
@@ -549,11 +549,11 @@ test "a ReferenceGrant permits a backend in another namespace; listeners decide 
     } }
   }
   expect "sink.template.haproxy" {
-    at       = "1500ms"
+    at       = "2s"
     contains = ["  use_backend shop_db_0 if { path_beg / }\n", "backend shop_db_0\n  balance roundrobin\n  server db_10.0.9.1:5000 10.0.9.1:5000 weight 256\n"]
   }
   expect "sink.kubernetes.gateway_status" {
-    at = "1500ms"
+    at = "2s"
     state = {
       "infra/gw" = {
         apiVersion = "gateway.networking.k8s.io/v1"
@@ -592,7 +592,7 @@ test "a ReferenceGrant permits a backend in another namespace; listeners decide 
   }
   # db resolves once permitted; local and tls are not accepted, and say why.
   expect "sink.kubernetes.route_status" {
-    at = "1500ms"
+    at = "2s"
     state = {
       "shop/db" = {
         apiVersion = "gateway.networking.k8s.io/v1"
