@@ -174,7 +174,12 @@ func (sb *Sandbox) atRest() bool {
 	}
 	for c, readers := range sb.readers {
 		c.mu.Lock()
-		rest := len(c.subs) >= readers && !slices.ContainsFunc(c.subs, func(s *subscription) bool { return s.waiting() || s.busy })
+		// A synced marker not yet taken is pending too: a consumer that
+		// acts on it alone (transform aggregate evaluates once synced)
+		// has work left.
+		rest := len(c.subs) >= readers && !slices.ContainsFunc(c.subs, func(s *subscription) bool {
+			return s.waiting() || s.busy || (c.synced && !s.sentSynced)
+		})
 		c.mu.Unlock()
 		if !rest {
 			return false

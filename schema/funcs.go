@@ -63,6 +63,7 @@ func Functions(dir string, env map[string]string) map[string]function.Function {
 		"coalesce":   coalesceFunc,
 		"distinct":   stdlib.DistinctFunc,
 		"flatten":    stdlib.FlattenFunc,
+		"sort":       stdlib.SortFunc,
 		"tostring":   stdlib.MakeToFunc(cty.String),
 		"tonumber":   toNumberFunc,
 		"tobool":     stdlib.MakeToFunc(cty.Bool),

@@ -36,6 +36,8 @@ func TestFunctionsAsTerraform(t *testing.T) {
 		{"coalesce", `coalesce(1, "hello")`, `"1"`},
 		{"coalesce", `coalesce(true, "hello")`, `"true"`},
 		{"coalesce", `coalesce({}, "hello")`, `error`},
+		{"sort", `sort(["e", "d", "a", "x"])`, `["a","d","e","x"]`},
+		{"sort", `sort(["2026-12-07T10:00:00Z", "2026-01-01T00:00:00Z"])`, `["2026-01-01T00:00:00Z","2026-12-07T10:00:00Z"]`},
 		{"length", `length([])`, `0`},
 		{"length", `length(["a", "b"])`, `2`},
 		{"length", `length({"a" = "b"})`, `1`},

@@ -51,6 +51,7 @@ locals {
   coalesce   = coalesce("", var.s)
   distinct   = distinct([var.s, var.s])
   flatten    = flatten([[var.s]])
+  sort       = sort(["b", var.s])
   tostring   = tostring(var.n)
   tonumber   = tonumber(var.n)
   tobool     = tobool(var.s == "x")

@@ -78,7 +78,7 @@ func run(ctx context.Context, keep bool) (err error) {
 	if d.ebpf {
 		steps = append(steps, d.restartWritesNothing)
 	}
-	steps = append(steps, d.haproxyStep, d.namespacePolicies, d.resourceMetrics, d.verifyAudit)
+	steps = append(steps, d.haproxyStep, d.gatewayStep, d.namespacePolicies, d.resourceMetrics, d.verifyAudit)
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err

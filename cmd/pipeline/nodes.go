@@ -14,6 +14,7 @@ import (
 	"github.com/pipeline/pipeline/sources/kubernetes"
 	natskvsource "github.com/pipeline/pipeline/sources/natskv"
 	"github.com/pipeline/pipeline/sources/static"
+	"github.com/pipeline/pipeline/transforms/aggregate"
 	"github.com/pipeline/pipeline/transforms/debounce"
 	"github.com/pipeline/pipeline/transforms/extract"
 	"github.com/pipeline/pipeline/transforms/filter"
@@ -34,6 +35,7 @@ func registry() *node.Registry {
 		filter.Spec(),
 		debounce.Spec(),
 		graceperiod.Spec(),
+		aggregate.Spec(),
 		// sinks
 		ebpfmap.Spec(),
 		logsink.Spec(),

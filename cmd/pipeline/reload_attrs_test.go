@@ -73,6 +73,7 @@ var reloadBases = map[string][]string{
 	"transform.filter":       {"input = source.static.in\nwhere = record.key != \"\""},
 	"transform.debounce":     {"input = source.static.in\nmax_wait = \"1s\""},
 	"transform.grace_period": {"input = source.static.in"},
+	"transform.aggregate":    {"input = source.static.in\nlet = { ips = { for r in records : r.key => r.value.ip } }\nfor_each = let.ips\nkey = each.key\nvalue = { ip = each.value }"},
 	"sink.ebpf_map": {
 		"input = source.static.in\npin = \"/sys/fs/bpf/pipeline/t\"\nkey {\n  type = \"ip\"\n}\nvalue {\n  type = \"u32\"\n  from = 1\n  byte_order = \"host\"\n}",
 		"input = source.static.in\npin = \"/sys/fs/bpf/pipeline/t\"\nkey {\n  type = \"ip\"\n}\nvalue {\n  type = \"struct\"\n  field \"a\" {\n    type = \"u32\"\n    from = record.value.n\n  }\n}",

@@ -303,7 +303,8 @@ func (t *Target) delete(ctx context.Context, m *meta.RESTMapping, key node.Key) 
 }
 
 // release applies an empty status, which gives up every status field the
-// sink's field manager owns.
+// sink's field manager owns. An object that is gone took its status with
+// it: nothing is left to release.
 func (t *Target) release(ctx context.Context, m *meta.RESTMapping, key node.Key) error {
 	ns, name := splitKey(key)
 	md := map[string]any{"name": name}
@@ -312,7 +313,11 @@ func (t *Target) release(ctx context.Context, m *meta.RESTMapping, key node.Key)
 	}
 	gvk := t.s.obj.gvk
 	body, _ := json.Marshal(map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": md})
-	return t.apply(ctx, m, node.Entry{Key: key, Data: body}, nil)
+	err := t.apply(ctx, m, node.Entry{Key: key, Data: body}, nil)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 func splitKey(k node.Key) (ns, name string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/exprmetric"
 )
 
 // Transform is a configured extract transform.
@@ -58,8 +59,7 @@ type runner struct {
 
 func (t *Transform) newRunner(env node.Env) (*runner, error) {
 	r := &runner{t: t, env: env, ev: newEvaluator(t), idx: newIndex(0), failing: map[node.Key]struct{}{}, pos: map[node.Key]int{},
-		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
-			Help: "Evaluations of an input object whose expressions failed; the object yields nothing."}),
+		errs: exprmetric.NewErrors(),
 		skips: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_skipped_records_total",
 			Help: "Records skipped because their key was null or empty."}),
 	}

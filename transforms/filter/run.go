@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/exprmetric"
 	"github.com/pipeline/pipeline/internal/fastexpr"
 )
 
@@ -41,8 +42,7 @@ type runner struct {
 
 func (t *Transform) newRunner(env node.Env) (*runner, error) {
 	r := &runner{t: t, env: env, vars: map[string]cty.Value{}, where: fastexpr.Compile(t.where, t.ctx),
-		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "pipeline_transform_expression_errors_total",
-			Help: "Evaluations of an input record whose expression failed; the record is dropped."}),
+		errs: exprmetric.NewErrors(),
 	}
 	if err := env.Metrics.Register(r.errs); err != nil {
 		return nil, fmt.Errorf("%s: register metrics: %w", t.address, err)
