@@ -163,7 +163,30 @@ func (sb *Sandbox) failed() error {
 	return nil
 }
 
+// atRest reports whether the graph is at rest. Its checks look at one
+// node after another while the others run, so a node may publish into a
+// collection already looked at; the graph is at rest only when no
+// collection's generation moved while the checks ran.
 func (sb *Sandbox) atRest() bool {
+	before := sb.generations()
+	return sb.quiet() && sb.generations() == before
+}
+
+// generations sums the generations of the collections nodes read.
+func (sb *Sandbox) generations() uint64 {
+	var sum uint64
+	for c := range sb.readers {
+		c.mu.Lock()
+		sum += c.gen
+		c.mu.Unlock()
+	}
+	return sum
+}
+
+// quiet reports whether, node by node, nothing is left to do: the clock's
+// fired timers taken up, no fan-in in flight, every input queue empty and
+// taken up, every sink loop idle.
+func (sb *Sandbox) quiet() bool {
 	if !sb.clock.settled() {
 		return false
 	}
