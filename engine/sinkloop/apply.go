@@ -121,7 +121,7 @@ func appendData(buf, d []byte, n int) []byte {
 // addDeletes adds the round's deletes the brake lets through to b.
 func (s *state) addDeletes(b *batch) {
 	for _, ks := range s.brake(s.dels) {
-		s.add(&b.dels, ks, s.keys.heldOf(ks), true)
+		s.add(&b.dels, ks, ks.actual, true)
 	}
 	clear(s.dels)
 	s.dels = s.dels[:0]
@@ -138,7 +138,7 @@ func (s *state) holdAhead(ks *keyState, b *batch) bool {
 	if ks.fail != nil || ks.changed != 0 || b.tapping {
 		return false
 	}
-	s.holdNew(ks, ks.want.Data, onWrite) // it holds nothing: no held entry to drop or keep
+	s.actual.set(ks, ks.want, onWrite) // not in the target: nothing to drop
 	return true
 }
 
@@ -147,7 +147,7 @@ func (s *state) holdAhead(ks *keyState, b *batch) bool {
 func (s *state) undoAllAhead(b *batch) {
 	for i, ahead := range b.ahead {
 		if ahead {
-			s.dropEntry(b.ups.states[i])
+			s.actual.drop(b.ups.states[i])
 		}
 	}
 }
@@ -195,9 +195,9 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 				early++
 				continue
 			}
-			s.dropEntry(ks) // it held nothing before
+			s.actual.drop(ks) // it held nothing before
 		}
-		created := !ks.held()
+		created := !ks.inTarget()
 		ok := s.outcome(ks, err, false)
 		if ok && created {
 			early++
@@ -217,7 +217,7 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	s.met.DelOK.Add(float64(w.dels))
 	s.met.DelErr.Add(float64(w.failed - failed))
 	s.updateHealth()
-	s.cfg.Held(s.held) // the target itself learns it from node.Round
+	s.cfg.Held(s.actual.n) // the target itself learns it from node.Round
 	return w
 }
 
@@ -228,7 +228,7 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 func (s *state) outcome(ks *keyState, err error, del bool) bool {
 	op, e := "update", ks.want
 	if del {
-		op, e = "delete", s.keys.heldOf(ks)
+		op, e = "delete", ks.actual
 	}
 	if err != nil {
 		s.failed(ks, err, op, del)
@@ -238,9 +238,9 @@ func (s *state) outcome(ks *keyState, err error, del bool) bool {
 		s.cfg.Tapped(s.shown(ks.key, e), del)
 	}
 	if del {
-		s.dropEntry(ks)
+		s.actual.drop(ks)
 	} else {
-		s.holdEntry(ks, e, onWrite) // no event came in since decide
+		s.actual.set(ks, e, onWrite) // no event came in since decide
 	}
 	s.clearFail(ks)
 	if ks.changed != 0 {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
-	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
 )
 
@@ -115,8 +114,8 @@ func (rb *reconcileBench) stop() {
 func (rb *reconcileBench) full() {
 	rb.loop.needFull = true
 	rb.loop.full(context.Background())
-	if n := rb.loop.retries.Len(); n > 0 || rb.loop.held != reconcileKeys {
-		rb.b.Fatalf("full reconcile: %d failing entries, %d held; want 0 and %d", n, rb.loop.held, reconcileKeys)
+	if n := rb.loop.retries.Len(); n > 0 || rb.loop.actual.n != reconcileKeys {
+		rb.b.Fatalf("full reconcile: %d failing entries, %d in the map; want 0 and %d", n, rb.loop.actual.n, reconcileKeys)
 	}
 }
 
@@ -253,11 +252,11 @@ func BenchmarkFullReconcile(b *testing.B) {
 		runtime.GC()
 		evictCaches(evict)
 		empty = append(empty, timed(rb.full))
-		index = append(index, timed(rb.loop.reindex))
+		index = append(index, timed(rb.loop.actual.tidy))
 		drift(b, rb.m, rb.keys)
 		evictCaches(evict)
 		first = append(first, timed(rb.full))
-		settle = append(settle, timed(rb.loop.reindex))
+		settle = append(settle, timed(rb.loop.actual.tidy))
 		drift(b, rb.m, rb.keys)
 		evictCaches(evict)
 		drift1 = append(drift1, timed(rb.full))
@@ -346,10 +345,10 @@ func BenchmarkFullPass(b *testing.B) {
 	var passes []time.Duration
 	for b.Loop() {
 		for ks := range s.keys.states {
-			s.dropEntry(ks)
+			s.actual.drop(ks)
 		}
-		s.pending, s.walked = s.pending[:0], false
-		s.heldIdx = heldindex.New()
+		s.walked = regime{}
+		s.actual = newActual(&s.keys, true)
 		evictCaches(buf)
 		passes = append(passes, timed(rb.full))
 	}
@@ -376,11 +375,11 @@ func BenchmarkKeyMemory(b *testing.B) {
 		before := heap()
 		rb.start()
 		rb.full()
-		rb.loop.reindex()
+		rb.loop.actual.tidy()
 		all := heap()
 		idx := 0
-		if rb.loop.heldIdx != nil {
-			rb.loop.heldIdx = nil
+		if rb.loop.actual.idx != nil {
+			rb.loop.actual.idx = nil
 			idx = 1
 		}
 		noIndex := heap()
