@@ -13,18 +13,7 @@ import (
 // batch is one round's writes: the upserts and the deletes, each with the
 // states of their keys index for index, so recording each outcome needs no
 // lookup.
-type batch struct {
-	ups, dels writes
-	// ahead says, index for index with ups, which creations were recorded
-	// as held when they were decided (holdAhead).
-	ahead []bool
-	// tapping is set when the batch is made (and, in a full pass, each
-	// time it is emptied) if a tap watches the sink: then no creation is
-	// recorded ahead, so that the tap sees each write. A tap that starts
-	// while a batch is being decided misses that batch's creations (at
-	// most FullChunk), as one that starts just after them would.
-	tapping bool
-}
+type batch struct{ ups, dels writes }
 
 // writes is one kind of a batch's writes and the states of their keys.
 // A target written in chunks (node.Chunked) gets their Data laid end to
@@ -47,15 +36,6 @@ func (b *batch) reset() {
 		clear(w.entries)
 		clear(w.errs)
 		w.states, w.entries, w.data, w.width, w.errs = w.states[:0], w.entries[:0], w.data[:0], 0, w.errs[:0]
-	}
-	b.ahead = b.ahead[:0]
-}
-
-// upsert adds the upsert of ks's wanted entry to b; create says the
-// target does not hold the key.
-func (s *state) upsert(ks *keyState, b *batch, create bool) {
-	if s.add(&b.ups, ks, ks.want, false) {
-		b.ahead = append(b.ahead, create && s.holdAhead(ks, b))
 	}
 }
 
@@ -127,31 +107,6 @@ func (s *state) addDeletes(b *batch) {
 	s.dels = s.dels[:0]
 }
 
-// holdAhead reports whether the creation of ks's entry, just decided,
-// can be recorded as held now, before it is written, and records it if
-// so: a key with no failure to clear, no change time to observe and no
-// tap to tell. Recording a success after the write would touch the key's
-// state a second time, once the target's calls have pushed it out of the
-// caches (docs/data-path.md §5). apply takes the record back for an entry
-// whose write fails.
-func (s *state) holdAhead(ks *keyState, b *batch) bool {
-	if ks.fail != nil || ks.changed != 0 || b.tapping {
-		return false
-	}
-	s.actual.set(ks, ks.want, onWrite) // not in the target: nothing to drop
-	return true
-}
-
-// undoAllAhead takes back every record holdAhead made for b, whose
-// writes were not made or have no outcome (the loop is stopping).
-func (s *state) undoAllAhead(b *batch) {
-	for i, ahead := range b.ahead {
-		if ahead {
-			s.actual.drop(b.ups.states[i])
-		}
-	}
-}
-
 // write makes w's writes (del: deletes) and leaves each one's outcome in
 // w.errs.
 func (s *state) write(ctx context.Context, w *writes, del bool) {
@@ -178,27 +133,16 @@ func (s *state) write(ctx context.Context, w *writes, del bool) {
 func (s *state) apply(ctx context.Context, b *batch) written {
 	var w written
 	if !s.cfg.Gates(ctx, b.len()) {
-		s.undoAllAhead(b)
 		return w // stopped while waiting for a closed audit trail
 	}
 	s.write(ctx, &b.ups, false)
 	if ctx.Err() != nil {
-		s.undoAllAhead(b)
 		return w // stopping: the entries not written are no failures to retry or log
 	}
 	early := 0 // creations before the input synced (brakeBase)
 	for i, ks := range b.ups.states {
-		err := b.ups.errs[i]
-		if b.ahead[i] {
-			if err == nil {
-				w.ups++ // recorded already
-				early++
-				continue
-			}
-			s.actual.drop(ks) // it held nothing before
-		}
 		created := !ks.inTarget()
-		ok := s.outcome(ks, err, false)
+		ok := s.outcome(ks, b.ups.errs[i], false)
 		if ok && created {
 			early++
 		}

@@ -88,7 +88,6 @@ func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {
 		if len(dels) > 0 {
 			p.w.plus(s.apply(ctx, &p.b))
 			p.b.reset()
-			p.b.tapping = s.cfg.Tapping()
 			if ctx.Err() != nil {
 				break
 			}
@@ -124,7 +123,6 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	if p.b.len() >= FullChunk {
 		p.w.plus(s.apply(ctx, &p.b))
 		p.b.reset()
-		p.b.tapping = s.cfg.Tapping()
 		p.stopped = ctx.Err() != nil
 	}
 }
@@ -133,7 +131,7 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 // upserts.
 func (s *state) fullBatch() batch {
 	n := min(s.keys.len(), FullChunk)
-	b := batch{ups: writes{states: make([]*keyState, 0, n)}, ahead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	b := batch{ups: writes{states: make([]*keyState, 0, n)}}
 	if s.chunked == nil {
 		b.ups.entries = make([]node.Entry, 0, n)
 	}

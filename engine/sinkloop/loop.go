@@ -325,7 +325,7 @@ func (s *state) deletable(ks *keyState) bool {
 }
 
 func (s *state) incremental(ctx context.Context) {
-	b := batch{tapping: s.cfg.Tapping()}
+	var b batch
 	s.base = s.brakeBase()
 	s.takeDirty(func(ks *keyState) {
 		// A key waiting for its retry is looked at then, one rejected for
@@ -417,7 +417,7 @@ func (s *state) decide(ks *keyState, b *batch) {
 	same := ks.same()
 	switch a, _ := reconcile.Decide(wanted, in, same, !wanted && in && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
-		s.upsert(ks, b, a == reconcile.Create)
+		s.add(&b.ups, ks, ks.want, false)
 	case reconcile.Delete:
 		s.dels = append(s.dels, ks) // judged by the brake at the end of the round
 	default:
