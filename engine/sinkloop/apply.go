@@ -166,7 +166,7 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 }
 
 // outcome records the result of writing ks's wanted entry (del: of
-// deleting its held one), err: the key's new state on success, its error,
+// deleting its actual one), err: the key's new state on success, its error,
 // attempt count and next retry on failure. It reports whether the write
 // succeeded; apply counts the outcomes in the metrics, once per batch.
 func (s *state) outcome(ks *keyState, err error, del bool) bool {

@@ -205,7 +205,7 @@ func (ks *keyState) idle() bool {
 // order keys arrived and so the order their prepared entries were
 // allocated in, instead of the index's random order: on 100,000 keys
 // that pass stays in the caches. A freed slot is reused by the next new
-// key; the slabs hold at most as many slots as the most keys held at
+// key; the slabs hold at most as many slots as the most keys stored at
 // once, and go when the store empties.
 type keyStore struct {
 	index map[node.Key]*keyState
