@@ -154,6 +154,9 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	s.met.WriteOK.Add(float64(w.ups))
 	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far
 	s.write(ctx, &b.dels, true)
+	if ctx.Err() != nil {
+		return w // stopping: as for the upserts, no deletes to retry or log
+	}
 	failed := w.failed
 	for i, ks := range b.dels.states {
 		w.count(s.outcome(ks, b.dels.errs[i], true), true)

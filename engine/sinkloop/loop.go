@@ -378,8 +378,7 @@ func (s *state) commitFailed(e node.Entry, w *written) {
 		if !ks.inTarget() && ks.fail == nil && w.dels > 0 {
 			w.dels--
 		}
-		s.actual.set(ks, s.keep(&e), onRead)
-		ks.step(onWrite)
+		s.actual.set(ks, s.keep(&e), onWrite) // still there, as this run wrote it
 		s.met.DelErr.Inc()
 	} else {
 		if ks.fail == nil && w.ups > 0 {
