@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/pipeline/pipeline/engine/node"
-	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
+	"github.com/pipeline/pipeline/engine/sinkloop/byteindex"
 )
 
 // actual is what the target held when last read, as the loop's own writes
@@ -32,10 +32,10 @@ type actual struct {
 // the pass (whose writes are what a start-up waits for) nor the next
 // read pays for random probes. The same idle moment after a full read
 // lays the index out in the order the read returned the entries
-// (heldindex.Index.Settle), so that the next read, if the target returns
+// (byteindex.Index.Settle), so that the next read, if the target returns
 // them in the same order, matches them in order (docs/data-path.md §5).
 type byteIndex struct {
-	x         *heldindex.Index
+	x         *byteindex.Index
 	unindexed int      // keys in the target and not in x
 	pending   []uint32 // their slots, and slots since dropped or indexed
 	batching  bool     // a full pass runs: its keys go into x afterwards
@@ -46,7 +46,7 @@ type byteIndex struct {
 func newActual(keys *keyStore, indexed bool) actual {
 	a := actual{keys: keys}
 	if indexed {
-		a.idx = &byteIndex{x: heldindex.New()}
+		a.idx = &byteIndex{x: byteindex.New()}
 	}
 	return a
 }
@@ -151,7 +151,7 @@ func (a *actual) batch(on bool, expect int) {
 
 // tidy puts the pending keys in the byte index in one batch, pending
 // keeping the keys it cannot take, and settles the index after a full
-// read (heldindex.Index.Settle), so that the next read, if the target
+// read (byteindex.Index.Settle), so that the next read, if the target
 // returns its entries in the same order, finds them in order. The loop
 // calls it when it has nothing to write; it does nothing when there is
 // nothing to tidy.

@@ -358,7 +358,7 @@ func BenchmarkFullPass(b *testing.B) {
 // BenchmarkKeyMemory measures the heap a sink loop keeps per key of an
 // ebpf_map sink (IPv4 key, u32 value) after its first full reconcile of
 // 100,000 keys: the key states with the prepared Data they keep, the
-// index by key, and the held index once laid out (heldindex). The records
+// index by key, and the byte index once laid out (byteindex). The records
 // themselves are the input's, built before.
 func BenchmarkKeyMemory(b *testing.B) {
 	rb := newReconcileBench(b)

@@ -15,7 +15,7 @@
 //   - actual (actual.go): what the target held at each key when last
 //     read, as the loop's own writes changed it since, with, for a target
 //     written in fixed-width chunks (node.Chunked), the same entries by
-//     their bytes (heldindex), so that a full read finds an entry it
+//     their bytes (byteindex), so that a full read finds an entry it
 //     knows with one probe;
 //   - the core (loop.go, apply.go, full.go, brake.go): the dirty list and
 //     the retry heap, reconcile.Decide over each key's want and actual,

@@ -102,7 +102,7 @@ func str(s string) cty.Value { return cty.StringVal(s) }
 
 // TestFullReadKnowsHeldEntries checks that a full read of a target read
 // in chunks (node.Chunked) recognises every entry the loop holds with
-// the same bytes (the held index): entries written by a full pass
+// the same bytes (the byte index): entries written by a full pass
 // (indexed once the loop is idle), by incremental rounds, and entries
 // held while the index held bytes of another length (indexed by the
 // first read after those are gone).
