@@ -47,10 +47,10 @@ func (s *state) full(ctx context.Context) {
 // fullPass decides, after a full read, every key that may need work and
 // writes what they need: every key, in memory order, unless the loop has
 // walked them all in the regime of now (state.walked); then only the
-// dirty keys (the read listed those it found changed or gone). The periodic resync (retryWaiting) also retries
-// the keys waiting for a retry; other passes leave them to their retry
-// times. A full reconcile after 1% drift of 100,000 keys so
-// decides 2,000 keys, not 100,000. The pass writes as it goes, FullChunk
+// dirty keys (the read listed those it found changed or gone). The
+// periodic resync (retryWaiting) also retries the keys waiting for a
+// retry; other passes leave them to their retry times. A full reconcile
+// after 1% drift of 100,000 keys so decides 2,000 keys, not 100,000. The pass writes as it goes, FullChunk
 // entries at a time: 100,000 keys never gather in one slice, and each
 // entry is written while its state is still in the caches.
 func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {

@@ -172,6 +172,7 @@ type state struct {
 	// changed, the dirty ones and those waiting for a retry (fullPass).
 	walked regime
 	term   uint64 // the leader's term the loop last reconciled in
+	leads  int    // how many times this run started leading (startTerm)
 
 	// dels are the deletes the round decided, for the brake to judge
 	// (brake.go); braked lists the keys whose delete the brake holds back
@@ -192,16 +193,17 @@ type state struct {
 
 // regime is what decides, besides each key's own state, what every key
 // needs: whether keys may be deleted (the input synced, the target is
-// append-only) and the leader's term (a new term reads the target afresh).
-// set tells a regime from the zero value, which no pass walked in.
+// append-only) and the start of leading (a follower drops its pending
+// work, and reads the target afresh when it leads again). set tells a
+// regime from the zero value, which no pass walked in.
 type regime struct {
 	synced, appendOnly, set bool
-	term                    uint64
+	leads                   int
 }
 
 // regime is the state's regime now.
 func (s *state) regime() regime {
-	return regime{synced: s.synced, appendOnly: s.appendOnly, set: true, term: s.term}
+	return regime{synced: s.synced, appendOnly: s.appendOnly, set: true, leads: s.leads}
 }
 
 // walkedAll reports whether the last full pass over every key was in the
@@ -463,6 +465,7 @@ func (s *state) standBy() {
 // a full reconcile that writes rejected keys again too.
 func (s *state) startTerm(term uint64) {
 	s.term = term
+	s.leads++
 	s.needFull, s.resync = true, true
 	s.fullRetry = time.Time{}
 	s.log.Info("leading: reconciling the target", "generation", term)

@@ -181,3 +181,66 @@ func TestRestartKeepsNoCopy(t *testing.T) {
 		})
 	}
 }
+
+// switchLeader is a Leader the test switches: it leads in term 1 while
+// leading is set.
+type switchLeader struct {
+	mu      sync.Mutex
+	leading bool
+	changed chan struct{}
+}
+
+func (l *switchLeader) Term() (uint64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return 1, l.leading
+}
+
+func (l *switchLeader) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+func (l *switchLeader) set(leading bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leading = leading
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// TestLeadingAgainLooksAtEveryKey: a follower drops the work the input
+// gave it; when it leads again, even in the same term, its full
+// reconcile looks at every key, not only those its read found changed,
+// and writes what the input changed meanwhile.
+func TestLeadingAgainLooksAtEveryKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		lead := &switchLeader{leading: true, changed: make(chan struct{})}
+		l := New(nopConfig(Config{Address: "sink.mem.m", Prune: true, Leader: lead}))
+		target, err := sink.Open(context.Background(), node.Env{}, node.ModeRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &feed{ready: make(chan struct{}, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = l.Run(ctx, target, in); close(done) }()
+		defer func() { cancel(); <-done }()
+		in.send(node.Event{Reset: true, Snapshot: []node.Record{{Key: "a", Value: str("1")}, {Key: "b", Value: str("1")}}, Synced: true})
+		synctest.Wait()
+		lead.set(false)
+		synctest.Wait()
+		in.send(node.Event{Deltas: []node.Delta{node.Upsert("a", str("2"), time.Time{})}, Synced: true})
+		synctest.Wait()
+		if v := sink.State()["a"]; !v.RawEquals(str("1")) {
+			t.Fatalf("a follower wrote a = %#v", v)
+		}
+		lead.set(true)
+		synctest.Wait()
+		if v := sink.State()["a"]; !v.RawEquals(str("2")) {
+			t.Fatalf("leading again: a = %#v, want \"2\"", v)
+		}
+	})
+}
