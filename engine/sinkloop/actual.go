@@ -24,9 +24,9 @@ type actual struct {
 }
 
 // byteIndex is the actual entries by their bytes. Every key the target
-// holds is either in x (indexed) or listed in pending: held during a
+// holds is either in x (indexed) or listed in pending: set during a
 // full pass, or not indexable (no Data, or Data of another length than
-// the index's). The keys a full pass held go into the index in one batch
+// the index's). The keys a full pass sets go into the index in one batch
 // once the loop has nothing left to write (tidy; or, if it never idles,
 // at the start of the next full read), sorted by slot, so that neither
 // the pass (whose writes are what a start-up waits for) nor the next
