@@ -330,7 +330,7 @@ func evictCaches(buf []uint64) {
 // reconcile of 100,000 keys into an empty map (BenchmarkFullReconcile's
 // empty part), the target's writes left out: the read of the empty map,
 // the walk over the key states, the Data gathered into batches and the
-// keys recorded as held. Caches are evicted before each pass. It varies
+// keys recorded in actual. Caches are evicted before each pass. It varies
 // far less from run to run than the kernel's part, so it shows what a
 // change of the loop's code is worth.
 func BenchmarkFullPass(b *testing.B) {

@@ -16,7 +16,7 @@ import (
 
 // TestKeyStore checks the store against a plain map through random adds
 // and removes, some of them made while a pass visits every key: each pass
-// sees every key held before it exactly once, a removed slot is reused,
+// sees every key stored before it exactly once, a removed slot is reused,
 // and the slabs go when the store empties.
 func TestKeyStore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -37,7 +37,7 @@ func TestKeyStore(t *testing.T) {
 		}
 		for _, k := range seen {
 			if !want[k] || st.get(k) == nil || st.get(k).key != k {
-				t.Fatalf("key %q: held %v, found %v", k, want[k], st.get(k))
+				t.Fatalf("key %q: stored %v, found %v", k, want[k], st.get(k))
 			}
 		}
 	}
@@ -51,7 +51,7 @@ func TestKeyStore(t *testing.T) {
 			want[k] = true
 		}
 		check()
-		// Remove some keys during a pass, add others: every key held
+		// Remove some keys during a pass, add others: every key stored
 		// before the pass is visited once, removed or not.
 		before := maps.Clone(want)
 		visited := map[node.Key]int{}
@@ -77,7 +77,7 @@ func TestKeyStore(t *testing.T) {
 		check()
 		// Remove other keys during a pass, some visited already, some not:
 		// a key removed before its turn is not visited, every other key
-		// held at the start is visited once.
+		// stored at the start is visited once.
 		before = maps.Clone(want)
 		visited = map[node.Key]int{}
 		removedEarly := map[node.Key]bool{}

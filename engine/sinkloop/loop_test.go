@@ -100,13 +100,13 @@ func bookkeepingOf(l *Loop) (b bookkeeping) {
 
 func str(s string) cty.Value { return cty.StringVal(s) }
 
-// TestFullReadKnowsHeldEntries checks that a full read of a target read
-// in chunks (node.Chunked) recognises every entry the loop holds with
-// the same bytes (the byte index): entries written by a full pass
+// TestFullReadKnowsActualEntries checks that a full read of a target
+// read in chunks (node.Chunked) recognises every actual entry with the
+// same bytes (the byte index): entries written by a full pass
 // (indexed once the loop is idle), by incremental rounds, and entries
-// held while the index held bytes of another length (indexed by the
+// set while the index held bytes of another length (indexed by the
 // first read after those are gone).
-func TestFullReadKnowsHeldEntries(t *testing.T) {
+func TestFullReadKnowsActualEntries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
 		sink.Encoded = true
