@@ -13,18 +13,7 @@ import (
 // batch is one round's writes: the upserts and the deletes, each with the
 // states of their keys index for index, so recording each outcome needs no
 // lookup.
-type batch struct {
-	ups, dels writes
-	// ahead says, index for index with ups, which creations were recorded
-	// as held when they were decided (holdAhead).
-	ahead []bool
-	// tapping is set when the batch is made (and, in a full pass, each
-	// time it is emptied) if a tap watches the sink: then no creation is
-	// recorded ahead, so that the tap sees each write. A tap that starts
-	// while a batch is being decided misses that batch's creations (at
-	// most FullChunk), as one that starts just after them would.
-	tapping bool
-}
+type batch struct{ ups, dels writes }
 
 // writes is one kind of a batch's writes and the states of their keys.
 // A target written in chunks (node.Chunked) gets their Data laid end to
@@ -47,15 +36,6 @@ func (b *batch) reset() {
 		clear(w.entries)
 		clear(w.errs)
 		w.states, w.entries, w.data, w.width, w.errs = w.states[:0], w.entries[:0], w.data[:0], 0, w.errs[:0]
-	}
-	b.ahead = b.ahead[:0]
-}
-
-// upsert adds the upsert of ks's wanted entry to b; create says the
-// target does not hold the key.
-func (s *state) upsert(ks *keyState, b *batch, create bool) {
-	if s.add(&b.ups, ks, ks.want, false) {
-		b.ahead = append(b.ahead, create && s.holdAhead(ks, b))
 	}
 }
 
@@ -121,35 +101,10 @@ func appendData(buf, d []byte, n int) []byte {
 // addDeletes adds the round's deletes the brake lets through to b.
 func (s *state) addDeletes(b *batch) {
 	for _, ks := range s.brake(s.dels) {
-		s.add(&b.dels, ks, s.keys.heldOf(ks), true)
+		s.add(&b.dels, ks, ks.actual, true)
 	}
 	clear(s.dels)
 	s.dels = s.dels[:0]
-}
-
-// holdAhead reports whether the creation of ks's entry, just decided,
-// can be recorded as held now, before it is written, and records it if
-// so: a key with no failure to clear, no change time to observe and no
-// tap to tell. Recording a success after the write would touch the key's
-// state a second time, once the target's calls have pushed it out of the
-// caches (docs/data-path.md §5). apply takes the record back for an entry
-// whose write fails.
-func (s *state) holdAhead(ks *keyState, b *batch) bool {
-	if ks.fail != nil || ks.changed != 0 || b.tapping {
-		return false
-	}
-	s.holdNew(ks, ks.want.Data, onWrite) // it holds nothing: no held entry to drop or keep
-	return true
-}
-
-// undoAllAhead takes back every record holdAhead made for b, whose
-// writes were not made or have no outcome (the loop is stopping).
-func (s *state) undoAllAhead(b *batch) {
-	for i, ahead := range b.ahead {
-		if ahead {
-			s.dropEntry(b.ups.states[i])
-		}
-	}
 }
 
 // write makes w's writes (del: deletes) and leaves each one's outcome in
@@ -178,27 +133,16 @@ func (s *state) write(ctx context.Context, w *writes, del bool) {
 func (s *state) apply(ctx context.Context, b *batch) written {
 	var w written
 	if !s.cfg.Gates(ctx, b.len()) {
-		s.undoAllAhead(b)
 		return w // stopped while waiting for a closed audit trail
 	}
 	s.write(ctx, &b.ups, false)
 	if ctx.Err() != nil {
-		s.undoAllAhead(b)
 		return w // stopping: the entries not written are no failures to retry or log
 	}
 	early := 0 // creations before the input synced (brakeBase)
 	for i, ks := range b.ups.states {
-		err := b.ups.errs[i]
-		if b.ahead[i] {
-			if err == nil {
-				w.ups++ // recorded already
-				early++
-				continue
-			}
-			s.dropEntry(ks) // it held nothing before
-		}
-		created := !ks.held()
-		ok := s.outcome(ks, err, false)
+		created := !ks.inTarget()
+		ok := s.outcome(ks, b.ups.errs[i], false)
 		if ok && created {
 			early++
 		}
@@ -210,6 +154,9 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	s.met.WriteOK.Add(float64(w.ups))
 	s.met.WriteErr.Add(float64(w.failed)) // w has counted upserts only so far
 	s.write(ctx, &b.dels, true)
+	if ctx.Err() != nil {
+		return w // stopping: as for the upserts, no deletes to retry or log
+	}
 	failed := w.failed
 	for i, ks := range b.dels.states {
 		w.count(s.outcome(ks, b.dels.errs[i], true), true)
@@ -217,18 +164,18 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	s.met.DelOK.Add(float64(w.dels))
 	s.met.DelErr.Add(float64(w.failed - failed))
 	s.updateHealth()
-	s.cfg.Held(s.held) // the target itself learns it from node.Round
+	s.cfg.Held(s.actual.n) // the target itself learns it from node.Round
 	return w
 }
 
 // outcome records the result of writing ks's wanted entry (del: of
-// deleting its held one), err: the key's new state on success, its error,
+// deleting its actual one), err: the key's new state on success, its error,
 // attempt count and next retry on failure. It reports whether the write
 // succeeded; apply counts the outcomes in the metrics, once per batch.
 func (s *state) outcome(ks *keyState, err error, del bool) bool {
 	op, e := "update", ks.want
 	if del {
-		op, e = "delete", s.keys.heldOf(ks)
+		op, e = "delete", ks.actual
 	}
 	if err != nil {
 		s.failed(ks, err, op, del)
@@ -238,9 +185,9 @@ func (s *state) outcome(ks *keyState, err error, del bool) bool {
 		s.cfg.Tapped(s.shown(ks.key, e), del)
 	}
 	if del {
-		s.dropEntry(ks)
+		s.actual.drop(ks)
 	} else {
-		s.holdEntry(ks, e, onWrite) // no event came in since decide
+		s.actual.set(ks, e, onWrite) // no event came in since decide
 	}
 	s.clearFail(ks)
 	if ks.changed != 0 {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
-	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
 	"github.com/pipeline/pipeline/sinks/ebpfmap"
 )
 
@@ -115,8 +114,8 @@ func (rb *reconcileBench) stop() {
 func (rb *reconcileBench) full() {
 	rb.loop.needFull = true
 	rb.loop.full(context.Background())
-	if n := rb.loop.retries.Len(); n > 0 || rb.loop.held != reconcileKeys {
-		rb.b.Fatalf("full reconcile: %d failing entries, %d held; want 0 and %d", n, rb.loop.held, reconcileKeys)
+	if n := rb.loop.retries.Len(); n > 0 || rb.loop.actual.n != reconcileKeys {
+		rb.b.Fatalf("full reconcile: %d failing entries, %d in the map; want 0 and %d", n, rb.loop.actual.n, reconcileKeys)
 	}
 }
 
@@ -253,11 +252,11 @@ func BenchmarkFullReconcile(b *testing.B) {
 		runtime.GC()
 		evictCaches(evict)
 		empty = append(empty, timed(rb.full))
-		index = append(index, timed(rb.loop.reindex))
+		index = append(index, timed(rb.loop.actual.tidy))
 		drift(b, rb.m, rb.keys)
 		evictCaches(evict)
 		first = append(first, timed(rb.full))
-		settle = append(settle, timed(rb.loop.reindex))
+		settle = append(settle, timed(rb.loop.actual.tidy))
 		drift(b, rb.m, rb.keys)
 		evictCaches(evict)
 		drift1 = append(drift1, timed(rb.full))
@@ -331,7 +330,7 @@ func evictCaches(buf []uint64) {
 // reconcile of 100,000 keys into an empty map (BenchmarkFullReconcile's
 // empty part), the target's writes left out: the read of the empty map,
 // the walk over the key states, the Data gathered into batches and the
-// keys recorded as held. Caches are evicted before each pass. It varies
+// keys recorded in actual. Caches are evicted before each pass. It varies
 // far less from run to run than the kernel's part, so it shows what a
 // change of the loop's code is worth.
 func BenchmarkFullPass(b *testing.B) {
@@ -346,10 +345,10 @@ func BenchmarkFullPass(b *testing.B) {
 	var passes []time.Duration
 	for b.Loop() {
 		for ks := range s.keys.states {
-			s.dropEntry(ks)
+			s.actual.drop(ks)
 		}
-		s.pending, s.walked = s.pending[:0], false
-		s.heldIdx = heldindex.New()
+		s.walked = regime{}
+		s.actual = newActual(&s.keys, true)
 		evictCaches(buf)
 		passes = append(passes, timed(rb.full))
 	}
@@ -359,7 +358,7 @@ func BenchmarkFullPass(b *testing.B) {
 // BenchmarkKeyMemory measures the heap a sink loop keeps per key of an
 // ebpf_map sink (IPv4 key, u32 value) after its first full reconcile of
 // 100,000 keys: the key states with the prepared Data they keep, the
-// index by key, and the held index once laid out (heldindex). The records
+// index by key, and the byte index once laid out (byteindex). The records
 // themselves are the input's, built before.
 func BenchmarkKeyMemory(b *testing.B) {
 	rb := newReconcileBench(b)
@@ -376,11 +375,11 @@ func BenchmarkKeyMemory(b *testing.B) {
 		before := heap()
 		rb.start()
 		rb.full()
-		rb.loop.reindex()
+		rb.loop.actual.tidy()
 		all := heap()
 		idx := 0
-		if rb.loop.heldIdx != nil {
-			rb.loop.heldIdx = nil
+		if rb.loop.actual.idx != nil {
+			rb.loop.actual.idx = nil
 			idx = 1
 		}
 		noIndex := heap()

@@ -57,7 +57,7 @@ func (s *state) limit() int { return s.cfg.MaxDeletes.Limit(s.base) }
 // counting those would let run apply deletes plan showed held. early
 // counts until the first round after the sync holds nothing (brake): a
 // resync then judges the deletes held at the sync as the sync did.
-func (s *state) brakeBase() int { return max(s.held-s.early, 0) }
+func (s *state) brakeBase() int { return max(s.actual.n-s.early, 0) }
 
 // unbrake clears ks's braked mark (it is decided again, or gone).
 func (s *state) unbrake(ks *keyState) {

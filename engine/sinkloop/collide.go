@@ -62,19 +62,19 @@ type sharers struct {
 // the decided entry. It reports false when ks is not shared, so the
 // caller sets ks.want itself.
 func (s *state) share(ks *keyState, in node.Key, e keptEntry) bool {
-	m := s.shared.by[ks.key]
+	m := s.desired.shared.by[ks.key]
 	if m == nil {
 		if in == ks.key {
 			return false
 		}
-		if s.shared.by == nil {
-			s.shared.by, s.shared.clashes = map[node.Key]map[node.Key]keptEntry{}, map[node.Key]string{}
+		if s.desired.shared.by == nil {
+			s.desired.shared.by, s.desired.shared.clashes = map[node.Key]map[node.Key]keptEntry{}, map[node.Key]string{}
 		}
 		m = map[node.Key]keptEntry{}
 		if ks.self && ks.owners > 0 {
 			m[ks.key] = ks.want
 		}
-		s.shared.by[ks.key] = m
+		s.desired.shared.by[ks.key] = m
 	}
 	m[in] = e
 	s.decideShared(ks, m)
@@ -84,7 +84,7 @@ func (s *state) share(ks *keyState, in node.Key, e keptEntry) bool {
 // unshare drops input key in from ks's owners; it reports false when ks
 // is not shared.
 func (s *state) unshare(ks *keyState, in node.Key) bool {
-	m := s.shared.by[ks.key]
+	m := s.desired.shared.by[ks.key]
 	if m == nil {
 		return false
 	}
@@ -93,8 +93,8 @@ func (s *state) unshare(ks *keyState, in node.Key) bool {
 		if onlySelf {
 			ks.want = m[ks.key]
 		}
-		delete(s.shared.by, ks.key)
-		delete(s.shared.clashes, ks.key)
+		delete(s.desired.shared.by, ks.key)
+		delete(s.desired.shared.clashes, ks.key)
 		return len(m) > 0
 	}
 	s.decideShared(ks, m)
@@ -109,11 +109,11 @@ func (s *state) decideShared(ks *keyState, m map[node.Key]keptEntry) {
 	i, why := PickOwner(s.cfg.OnConflict, os)
 	ks.want = m[os[i].In]
 	if why == "" {
-		delete(s.shared.clashes, ks.key)
+		delete(s.desired.shared.clashes, ks.key)
 		return
 	}
-	if _, was := s.shared.clashes[ks.key]; !was {
+	if _, was := s.desired.shared.clashes[ks.key]; !was {
 		s.log.Warn("input keys conflict on a target key", "key", ks.key, "err", why)
 	}
-	s.shared.clashes[ks.key] = why
+	s.desired.shared.clashes[ks.key] = why
 }

@@ -98,7 +98,7 @@ func (d *docTarget) set(refuse bool) (commits int) {
 // round in which the input syncs is that round's failure (the log line
 // counts it, explain says wanted and not in the target, health is
 // degraded), and the keys are retried until the document is written; a
-// refused delete keeps its key held and is retried too. Each round ends
+// refused delete keeps its key in the target and is retried too. Each round ends
 // in one Commit, whatever its Updates and Deletes.
 func TestCommitFailuresAreTheRounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -143,7 +143,7 @@ func TestCommitFailuresAreTheRounds(t *testing.T) {
 		}
 
 		// One round of an upsert and a delete: one Commit; the refused
-		// delete keeps b held (the loop tries again), the upsert fails.
+		// delete keeps b in the target (the loop tries again), the upsert fails.
 		before := d.set(true)
 		in.send(node.Event{Deltas: []node.Delta{node.Upsert("c", str("3"), time.Time{}), {Key: "b", Delete: true}}})
 		synctest.Wait()

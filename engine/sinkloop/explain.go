@@ -99,14 +99,14 @@ func (s *state) describe(ctx context.Context, key node.Key, e *Entry) bool {
 	}
 	e.InputKey, e.TargetKey = ik, tk
 	e.Wanted = ks.owners > 0
-	e.Conflict = s.shared.clashes[tk] // why tk is in conflict, if it is
+	e.Conflict = s.desired.shared.clashes[tk] // why tk is in conflict, if it is
 	var want node.Entry
 	if e.Wanted {
 		want = s.shown(tk, ks.want)
 		e.Want = want.Value
 	}
 	if ks.written() {
-		e.Written, e.Wrote = true, s.shown(tk, s.keys.heldOf(ks)).Value
+		e.Written, e.Wrote = true, s.shown(tk, ks.actual).Value
 	}
 	if f := ks.fail; f != nil {
 		e.Attempts, e.LastError, e.LastErrorAt, e.RetryAt = f.attempts, f.lastErr, f.lastErrAt, f.retryAt
@@ -116,7 +116,7 @@ func (s *state) describe(ctx context.Context, key node.Key, e *Entry) bool {
 	}
 	probe := want
 	if !e.Wanted {
-		probe = s.shown(tk, s.keys.heldOf(ks)) // its key's bytes, for a target read by key
+		probe = s.shown(tk, ks.actual) // its key's bytes, for a target read by key
 	}
 	actual, in, err := s.readKey(ctx, probe)
 	e.ActualAt = time.Now()
@@ -146,7 +146,7 @@ func (s *state) status(ks *keyState, e *Entry, want, actual node.Entry, appendOn
 	switch {
 	case e.ReadError != "":
 		return "unknown: reading the target failed"
-	case appendOnly && e.Wanted && e.Written && e.Attempts == 0 && s.keys.heldOf(ks).same(ks.want):
+	case appendOnly && e.Wanted && e.Written && e.Attempts == 0 && ks.actual.same(ks.want):
 		return "appended"
 	case appendOnly:
 		return "pending"
@@ -190,18 +190,4 @@ func (s *state) readKey(ctx context.Context, e node.Entry) (node.Entry, bool, er
 		}
 	}
 	return node.Entry{}, false, nil
-}
-
-// inputKeyOf finds the input key that maps to target key tk (linear in
-// the keys whose target form differs; explain only).
-func (s *state) inputKeyOf(tk node.Key) node.Key {
-	if ks := s.keys.get(tk); ks != nil && ks.self {
-		return tk
-	}
-	for k, t := range s.alias {
-		if t == tk {
-			return k
-		}
-	}
-	return tk
 }

@@ -15,10 +15,10 @@ const FullChunk = 4096
 
 func (s *state) full(ctx context.Context) {
 	start := time.Now()
-	// The keys the pass holds are indexed in one batch afterwards
-	// (held.go).
-	s.deferIndex = true
-	defer func() { s.deferIndex = false }()
+	// The keys the pass writes are indexed in one batch afterwards
+	// (actual.go).
+	s.actual.batch(true, s.keys.len()-s.actual.n)
+	defer s.actual.batch(false, 0)
 	if err := s.readActual(ctx); err != nil {
 		s.cfg.Health(node.Degraded, "read target: "+err.Error())
 		s.cfg.Settled()
@@ -29,11 +29,6 @@ func (s *state) full(ctx context.Context) {
 	}
 	s.fullFailures, s.fullRetry = 0, time.Time{}
 	s.base = s.brakeBase()
-	if s.heldIdx != nil {
-		// The keys not held yet are about to be, and listed for the index:
-		// make room for them at once (100,000 at start-up).
-		s.pending = slices.Grow(s.pending, max(0, s.keys.len()-s.held))
-	}
 	w := s.fullPass(ctx, s.resync)
 	s.commit(ctx, true, &w)
 	s.dirty = s.dirty[:0]
@@ -51,31 +46,33 @@ func (s *state) full(ctx context.Context) {
 
 // fullPass decides, after a full read, every key that may need work and
 // writes what they need: every key, in memory order, unless the loop has
-// walked them all since anything that concerns them all changed
-// (walked); then only the dirty keys (the read listed those it found
-// changed or gone). The periodic resync (retryWaiting) also retries
-// the keys waiting for a retry; other passes leave them to their retry
-// times. A full reconcile after 1% drift of 100,000 keys so
-// decides 2,000 keys, not 100,000. The pass writes as it goes, FullChunk
+// walked them all in the regime of now (state.walked); then only the
+// dirty keys (the read listed those it found changed or gone). The
+// periodic resync (retryWaiting) also retries the keys waiting for a
+// retry; other passes leave them to their retry times. A full reconcile
+// after 1% drift of 100,000 keys so decides 2,000 keys, not 100,000. The pass writes as it goes, FullChunk
 // entries at a time: 100,000 keys never gather in one slice, and each
 // entry is written while its state is still in the caches.
 func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {
 	p := passState{b: s.fullBatch(), retryWaiting: retryWaiting}
-	if retryWaiting && s.nrejected > 0 {
-		s.walked = false // the rejected keys are written again: look at every key
-	}
-	if s.walked && retryWaiting {
+	// The rejected keys, written again by a resync, are not listed
+	// anywhere: look at every key then.
+	dirtyOnly := s.walkedAll() && !(retryWaiting && s.nrejected > 0)
+	if dirtyOnly && retryWaiting {
 		for _, ks := range slices.Clone([]*keyState(s.retries)) {
 			s.touch(ks, time.Time{})
 		}
 	}
-	if s.walked {
+	if dirtyOnly {
 		s.takeDirty(func(ks *keyState) { s.passVisit(ctx, ks, &p) })
 	} else {
+		s.walked = regime{}
 		for ks := range s.keys.states {
 			s.passVisit(ctx, ks, &p)
 		}
-		s.walked = !p.stopped
+		if !p.stopped {
+			s.walked = s.regime()
+		}
 	}
 	if p.stopped {
 		s.dels = s.dels[:0]
@@ -85,13 +82,12 @@ func (s *state) fullPass(ctx context.Context, retryWaiting bool) written {
 	for dels := s.brake(s.dels); len(dels) > 0; {
 		n := min(len(dels), FullChunk-p.b.len())
 		for _, ks := range dels[:n] {
-			s.add(&p.b.dels, ks, s.keys.heldOf(ks), true)
+			s.add(&p.b.dels, ks, ks.actual, true)
 		}
 		dels = dels[n:]
 		if len(dels) > 0 {
 			p.w.plus(s.apply(ctx, &p.b))
 			p.b.reset()
-			p.b.tapping = s.cfg.Tapping()
 			if ctx.Err() != nil {
 				break
 			}
@@ -127,7 +123,6 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 	if p.b.len() >= FullChunk {
 		p.w.plus(s.apply(ctx, &p.b))
 		p.b.reset()
-		p.b.tapping = s.cfg.Tapping()
 		p.stopped = ctx.Err() != nil
 	}
 }
@@ -136,16 +131,16 @@ func (s *state) passVisit(ctx context.Context, ks *keyState, p *passState) {
 // upserts.
 func (s *state) fullBatch() batch {
 	n := min(s.keys.len(), FullChunk)
-	b := batch{ups: writes{states: make([]*keyState, 0, n)}, ahead: make([]bool, 0, n), tapping: s.cfg.Tapping()}
+	b := batch{ups: writes{states: make([]*keyState, 0, n)}}
 	if s.chunked == nil {
 		b.ups.entries = make([]node.Entry, 0, n)
 	}
 	return b
 }
 
-// readActual replaces what the loop believes the target holds with what
-// Actual reads, counting the differences as drift after the first read.
-// An append-only target keeps what the loop emitted.
+// readActual replaces what the loop knows of the target (actual) with
+// what a full read finds, counting the differences as drift after the
+// first read. An append-only target keeps what the loop emitted.
 func (s *state) readActual(ctx context.Context) error {
 	if s.appendOnly {
 		return nil
@@ -154,51 +149,55 @@ func (s *state) readActual(ctx context.Context) error {
 		s.fullGen = 1 // a new index entry's mark is 0: no read is numbered 0
 	}
 	gen := s.fullGen
+	// A pass that looks only at the dirty keys needs the changed ones
+	// listed (fullPass); one that looks at every key does not.
+	list := s.walkedAll()
 	drift := 0
 	var seen slots
-	hold := func(e node.Entry) {
+	found := func(e node.Entry) {
 		ks := s.stateOf(e.Key)
-		if seen.has(ks.ref) || (ks.indexed() && s.heldIdx.Marked(s.keys.heldOf(ks).Data, gen)) {
+		if seen.has(ks.ref) || s.actual.seen(ks, gen) {
 			return // a target listing a key twice: keep the first
 		}
 		k := s.keep(&e)
-		changed := !ks.held() || !s.keys.heldOf(ks).same(k)
-		if changed && ks.held() {
+		changed := !ks.inTarget() || !ks.actual.same(k)
+		if changed && ks.inTarget() {
 			drift++
 		}
-		s.holdEntry(ks, k, onRead)
+		s.actual.set(ks, k, onRead)
 		seen.add(ks.ref)
-		if changed && s.walked {
-			s.touch(ks, time.Time{}) // for fullPass
+		if changed && list {
+			s.touch(ks, time.Time{})
 		}
-		if ks.indexed() { // held already with these bytes
-			s.heldIdx.Mark(e.Data, gen)
-		}
+		s.actual.mark(ks, gen)
 	}
 	var err error
-	if sc := s.chunked; sc != nil {
-		s.reindex()
-		// An entry held with the same bytes is only marked as seen in
-		// this read, in the index: on 100,000 keys, one probe of one
-		// cache line instead of a map lookup and three pointer chases.
-		err = sc.ScanActual(ctx, func(data []byte, width int, known []bool) { s.heldIdx.MarkMany(data, width, gen, known) }, hold)
-		s.settle = true
+	if s.chunked != nil {
+		err = s.actual.scan(ctx, s.chunked, gen, found)
 	} else {
 		var entries []node.Entry
 		entries, err = s.target.Actual(ctx)
 		for _, e := range entries {
-			hold(e)
+			found(e)
 		}
 	}
 	if errors.Is(err, node.ErrNoActualState) {
-		s.appendOnly, s.walked = true, false // every key may be deleted now
+		s.appendOnly = true // every key may be deleted now
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	drift += s.dropUnseen(gen, seen)
-	s.cfg.Held(s.held)
+	s.actual.unseen(gen, seen, func(ks *keyState) {
+		drift++
+		s.unbrake(ks)
+		s.actual.drop(ks)
+		if list && ks.owners > 0 {
+			s.touch(ks, time.Time{}) // wanted and gone
+		}
+		s.forget(ks)
+	})
+	s.cfg.Held(s.actual.n)
 	if drift > 0 && s.fulls > 0 {
 		s.met.Drift.Add(float64(drift))
 		s.cfg.Drift(drift)

@@ -12,25 +12,24 @@ import (
 )
 
 // keyState is everything a sink loop knows about one target key: what the
-// input wants there, what the target holds as far as the loop knows, and
-// the key's write status. One struct per key, kept in a keyStore, which
-// also keeps the held entry of a key that holds something other than
-// what it wants (keyStore.own): most keys hold what they want, and keep
-// no second copy of it.
+// input wants there (desired.go), what the target held there when last
+// read, as the loop's own writes since changed it (actual.go), and the
+// key's write status. One struct per key, kept in a keyStore.
 type keyState struct {
 	key  node.Key
 	want keptEntry // valid while owners > 0
+	// actual is the entry the target holds at the key, valid while
+	// inTarget(): the one a read found or the loop last wrote there.
+	// When it equals want it shares want's memory.
+	actual keptEntry
 	// owners counts the input keys whose prepared entry has this key (two
 	// input keys may map to one target key: 10.0.0.7 and 10.0.0.7/32).
 	owners int32
-	ref    uint32 // the slot's number in its keyStore (keyStore.at)
-	hold   hold   // what the target holds at the key (step changes it)
-	self   bool   // the input key equal to this target key is an owner
-	dirty  bool   // listed in state.dirty, waiting to be looked at
-	braked bool   // its delete is held by the deletion brake (brake.go)
-	// ownHeld, when not 0, says where in keyStore.own the entry the
-	// target holds (while held) is kept, plus one; otherwise it is want.
-	ownHeld uint32
+	ref    uint32   // the slot's number in its keyStore (keyStore.at)
+	at     presence // whether the target holds the key (step changes it)
+	self   bool     // the input key equal to this target key is an owner
+	dirty  bool     // listed in state.dirty, waiting to be looked at
+	braked bool     // its delete is held back by the deletion brake (brake.go)
 	// changed is when the oldest change not yet applied entered the
 	// pipeline (stamp), for the change-latency histogram; 0 when unknown.
 	changed int64
@@ -39,55 +38,61 @@ type keyState struct {
 	fail *keyFailure
 }
 
-// hold is a key's lifecycle with its target, as far as the loop knows:
-// whether the target holds an entry at the key, whether this run wrote
-// that entry (prune = false deletes only those) or found it in a read,
-// and whether the entry's bytes are in the held index (held.go). It
-// changes only by step, through the steps table.
-type hold uint8
+// presence is a key's lifecycle with its target, as far as the loop
+// knows: whether the target holds an entry at the key, whether this run
+// wrote that entry (prune = false deletes only those) or found it in a
+// read, and whether the entry's bytes are in the byte index (actual.go).
+// It changes only by step, through the steps table.
+type presence uint8
 
 const (
-	free           hold = iota // the slot holds no key (keyStore)
-	absent                     // the target holds nothing at the key
-	readHeld                   // it holds an entry a read found, not written by this run
-	writtenHeld                // it holds the entry this run wrote
-	readIndexed                // readHeld, with the entry's bytes in the held index
-	writtenIndexed             // writtenHeld, with the entry's bytes in the held index
+	free         presence = iota // the slot holds no key (keyStore)
+	absent                       // the target holds nothing at the key
+	found                        // it holds an entry a read found, not written by this run
+	wrote                        // it holds the entry this run wrote
+	foundIndexed                 // found, with the entry's bytes in the byte index
+	wroteIndexed                 // wrote, with the entry's bytes in the byte index
 )
 
-// event is what happens to a key's hold.
+// event is what happens to a key's presence.
 type event uint8
 
 const (
 	onRead    event = iota // a full read found an entry at the key
 	onWrite                // the loop wrote the key's entry
 	onDrop                 // the entry is gone: deleted, or a full read did not find it
-	onIndex                // the entry's bytes went into the held index
+	onIndex                // the entry's bytes went into the byte index
 	onUnindex              // the index could not take them
 )
 
-// steps is each hold's next one by event (onRead, onWrite, onDrop,
+// steps is each presence's next one by event (onRead, onWrite, onDrop,
 // onIndex, onUnindex).
-var steps = [...][5]hold{
-	free:           {free, free, free, free, free},
-	absent:         {readHeld, writtenHeld, absent, absent, absent},
-	readHeld:       {readHeld, writtenHeld, absent, readIndexed, readHeld},
-	writtenHeld:    {writtenHeld, writtenHeld, absent, writtenIndexed, writtenHeld},
-	readIndexed:    {readIndexed, writtenIndexed, absent, readIndexed, readHeld},
-	writtenIndexed: {writtenIndexed, writtenIndexed, absent, writtenIndexed, writtenHeld},
+var steps = [...][5]presence{
+	free:         {free, free, free, free, free},
+	absent:       {found, wrote, absent, absent, absent},
+	found:        {found, wrote, absent, foundIndexed, found},
+	wrote:        {wrote, wrote, absent, wroteIndexed, wrote},
+	foundIndexed: {foundIndexed, wroteIndexed, absent, foundIndexed, found},
+	wroteIndexed: {wroteIndexed, wroteIndexed, absent, wroteIndexed, wrote},
 }
 
-// step moves ks's hold on by ev.
-func (ks *keyState) step(ev event) { ks.hold = steps[ks.hold][ev] }
+// step moves ks's presence on by ev.
+func (ks *keyState) step(ev event) { ks.at = steps[ks.at][ev] }
 
-// held reports whether the target holds an entry at the key.
-func (ks *keyState) held() bool { return ks.hold >= readHeld }
+// inTarget reports whether the target holds an entry at the key.
+func (ks *keyState) inTarget() bool { return ks.at >= found }
 
-// indexed reports whether the held entry's bytes are in the held index.
-func (ks *keyState) indexed() bool { return ks.hold >= readIndexed }
+// indexed reports whether the actual entry's bytes are in the byte index.
+func (ks *keyState) indexed() bool { return ks.at >= foundIndexed }
 
 // written reports whether the target holds the entry this run wrote.
-func (ks *keyState) written() bool { return ks.hold == writtenHeld || ks.hold == writtenIndexed }
+func (ks *keyState) written() bool { return ks.at == wrote || ks.at == wroteIndexed }
+
+// same reports whether the target holds what the input wants at the key:
+// an explicit comparison of the two entries.
+func (ks *keyState) same() bool {
+	return ks.owners > 0 && ks.inTarget() && ks.actual.same(ks.want)
+}
 
 // keptEntry is what a key state keeps of an entry: its bytes (Data), and
 // its value only where the target cannot show it from them
@@ -121,6 +126,12 @@ func (k keptEntry) same(o keptEntry) bool {
 		return k.value.RawEquals(*o.value)
 	}
 	return k.entry("").Same(o.entry(""))
+}
+
+// shares reports whether k and o are one entry in memory: the same
+// bytes and the same value, not only equal ones.
+func (k keptEntry) shares(o keptEntry) bool {
+	return len(k.Data) == len(o.Data) && (len(k.Data) == 0 || &k.Data[0] == &o.Data[0]) && k.value == o.value
 }
 
 // entry is k as the entry at key, with its value if kept (built if packed):
@@ -185,7 +196,7 @@ func (ks *keyState) waiting() bool { return ks.fail != nil && ks.fail.heapIdx >=
 
 // idle reports whether the state holds nothing worth keeping.
 func (ks *keyState) idle() bool {
-	return ks.owners == 0 && !ks.held() && !ks.dirty && ks.fail == nil
+	return ks.owners == 0 && !ks.inTarget() && !ks.dirty && ks.fail == nil
 }
 
 // keyStore holds a sink loop's key states in fixed-size slabs, found by
@@ -194,20 +205,13 @@ func (ks *keyState) idle() bool {
 // order keys arrived and so the order their prepared entries were
 // allocated in, instead of the index's random order: on 100,000 keys
 // that pass stays in the caches. A freed slot is reused by the next new
-// key; the slabs hold at most as many slots as the most keys held at
+// key; the slabs hold at most as many slots as the most keys stored at
 // once, and go when the store empties.
 type keyStore struct {
 	index map[node.Key]*keyState
 	slabs []*[keySlab]keyState
 	used  int // slots handed out in the last slab
 	free  []*keyState
-	// own keeps the held entries of the keys that hold something other
-	// than what they want (a drift the read found, a change not written
-	// yet, a key to delete), ownFree its unused slots; it goes when the
-	// last such key does (ownN counts them).
-	own     []keptEntry
-	ownFree []uint32
-	ownN    int
 }
 
 const keySlab = 512
@@ -217,10 +221,10 @@ func newKeyStore() keyStore { return keyStore{index: map[node.Key]*keyState{}} }
 // get returns the state of k, or nil.
 func (st *keyStore) get(k node.Key) *keyState { return st.index[k] }
 
-// len is the number of keys held.
+// len is the number of keys in the store.
 func (st *keyStore) len() int { return len(st.index) }
 
-// add returns a new state for k, which must not be held.
+// add returns a new state for k, which must not be in the store.
 func (st *keyStore) add(k node.Key) *keyState {
 	var ks *keyState
 	if n := len(st.free); n > 0 {
@@ -234,7 +238,7 @@ func (st *keyStore) add(k node.Key) *keyState {
 		ks.ref = uint32((len(st.slabs)-1)*keySlab + st.used)
 		st.used++
 	}
-	*ks = keyState{key: k, hold: absent, ref: ks.ref}
+	*ks = keyState{key: k, at: absent, ref: ks.ref}
 	st.index[k] = ks
 	return ks
 }
@@ -248,64 +252,9 @@ func (st *keyStore) at(ref uint32) *keyState {
 	return &st.slabs[ref/keySlab][ref%keySlab]
 }
 
-// heldOf is the entry the target holds at ks's key, as far as the loop
-// knows (zero unless ks.held()).
-func (st *keyStore) heldOf(ks *keyState) keptEntry {
-	switch {
-	case !ks.held():
-		return keptEntry{}
-	case ks.ownHeld != 0:
-		return st.own[ks.ownHeld-1]
-	}
-	return ks.want
-}
-
-// setHeld records e as the entry held at ks's key: as want (no copy) when
-// wanted says e is ks.want, else in own. ks.hold is the caller's.
-func (st *keyStore) setHeld(ks *keyState, e keptEntry, wanted bool) {
-	if wanted {
-		st.clearHeld(ks)
-		return
-	}
-	if ks.ownHeld == 0 {
-		if n := len(st.ownFree); n > 0 {
-			ks.ownHeld, st.ownFree = st.ownFree[n-1]+1, st.ownFree[:n-1]
-		} else {
-			st.own = append(st.own, keptEntry{})
-			ks.ownHeld = uint32(len(st.own))
-		}
-		st.ownN++
-	}
-	st.own[ks.ownHeld-1] = e
-}
-
-// keepHeld copies the entry held at ks's key into own if it is ks.want,
-// which is about to change.
-func (st *keyStore) keepHeld(ks *keyState) {
-	if ks.held() && ks.ownHeld == 0 {
-		st.setHeld(ks, ks.want, false)
-	}
-}
-
-// clearHeld forgets the held entry kept in own for ks, if any.
-func (st *keyStore) clearHeld(ks *keyState) {
-	i := ks.ownHeld
-	if i == 0 {
-		return
-	}
-	ks.ownHeld = 0
-	if st.ownN--; st.ownN == 0 {
-		st.own, st.ownFree = nil, nil
-		return
-	}
-	st.own[i-1] = keptEntry{}
-	st.ownFree = append(st.ownFree, i-1)
-}
-
-// remove drops ks, which must be held and out of the retry heap.
+// remove drops ks, which must be in the store and out of the retry heap.
 func (st *keyStore) remove(ks *keyState) {
 	delete(st.index, ks.key)
-	st.clearHeld(ks)
 	*ks = keyState{ref: ks.ref} // a slot keeps its number for its next key
 	if len(st.index) == 0 {
 		st.slabs, st.used, st.free = nil, 0, nil
@@ -314,7 +263,7 @@ func (st *keyStore) remove(ks *keyState) {
 	st.free = append(st.free, ks)
 }
 
-// states yields every held state in slab order (range over it). The
+// states yields every state in the store in slab order (range over it). The
 // loop's body may remove any state (one not yielded yet is then skipped)
 // and add states (which this pass may or may not yield). A range over it
 // compiles to plain loops around the body, with no call per key.
@@ -322,7 +271,7 @@ func (st *keyStore) states(yield func(*keyState) bool) {
 	for i := 0; i < len(st.slabs); i++ {
 		slab := st.slabs[i]
 		for j := range slab {
-			if slab[j].hold != free && !yield(&slab[j]) {
+			if slab[j].at != free && !yield(&slab[j]) {
 				return
 			}
 		}
@@ -330,7 +279,7 @@ func (st *keyStore) states(yield func(*keyState) bool) {
 }
 
 // slots is a set of slot numbers (keyState.ref): the keys a full read
-// saw that the held index did not mark (held.go).
+// saw that the byte index did not mark (actual.go).
 type slots []uint64
 
 func (m *slots) add(ref uint32) {

@@ -16,7 +16,7 @@ import (
 
 // TestKeyStore checks the store against a plain map through random adds
 // and removes, some of them made while a pass visits every key: each pass
-// sees every key held before it exactly once, a removed slot is reused,
+// sees every key stored before it exactly once, a removed slot is reused,
 // and the slabs go when the store empties.
 func TestKeyStore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -37,7 +37,7 @@ func TestKeyStore(t *testing.T) {
 		}
 		for _, k := range seen {
 			if !want[k] || st.get(k) == nil || st.get(k).key != k {
-				t.Fatalf("key %q: held %v, found %v", k, want[k], st.get(k))
+				t.Fatalf("key %q: stored %v, found %v", k, want[k], st.get(k))
 			}
 		}
 	}
@@ -51,7 +51,7 @@ func TestKeyStore(t *testing.T) {
 			want[k] = true
 		}
 		check()
-		// Remove some keys during a pass, add others: every key held
+		// Remove some keys during a pass, add others: every key stored
 		// before the pass is visited once, removed or not.
 		before := maps.Clone(want)
 		visited := map[node.Key]int{}
@@ -77,7 +77,7 @@ func TestKeyStore(t *testing.T) {
 		check()
 		// Remove other keys during a pass, some visited already, some not:
 		// a key removed before its turn is not visited, every other key
-		// held at the start is visited once.
+		// stored at the start is visited once.
 		before = maps.Clone(want)
 		visited = map[node.Key]int{}
 		removedEarly := map[node.Key]bool{}
@@ -140,31 +140,32 @@ func TestStamp(t *testing.T) {
 	}
 }
 
-// TestSteps checks the hold table against what each event means: a read
-// keeps what the loop knew of a held key, a write makes it the loop's, a
-// drop forgets it, and the index changes only whether its bytes are indexed.
+// TestSteps checks the presence table against what each event means: a
+// read keeps what the loop knew of a key in the target, a write makes it
+// the loop's, a drop forgets it, and the index changes only whether its
+// bytes are indexed.
 func TestSteps(t *testing.T) {
-	type facts struct{ held, written, indexed bool }
-	of := func(h hold) facts {
-		ks := keyState{hold: h}
-		return facts{ks.held(), ks.written(), ks.indexed()}
+	type facts struct{ inTarget, written, indexed bool }
+	of := func(h presence) facts {
+		ks := keyState{at: h}
+		return facts{ks.inTarget(), ks.written(), ks.indexed()}
 	}
-	for h := absent; h <= writtenIndexed; h++ {
+	for h := absent; h <= wroteIndexed; h++ {
 		was := of(h)
 		want := map[event]facts{
 			onRead:    {true, was.written, was.indexed},
 			onWrite:   {true, true, was.indexed},
 			onDrop:    {},
-			onIndex:   {was.held, was.written, was.held},
-			onUnindex: {was.held, was.written, false},
+			onIndex:   {was.inTarget, was.written, was.inTarget},
+			onUnindex: {was.inTarget, was.written, false},
 		}
 		for ev, w := range want {
 			if got := of(steps[h][ev]); got != w {
-				t.Errorf("hold %d, event %d: %+v, want %+v", h, ev, got, w)
+				t.Errorf("presence %d, event %d: %+v, want %+v", h, ev, got, w)
 			}
 		}
 		if steps[free][onRead] != free || steps[h][onDrop] != absent {
-			t.Errorf("hold %d: a free slot must stay free, a drop must leave absent", h)
+			t.Errorf("presence %d: a free slot must stay free, a drop must leave absent", h)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/reconcile"
-	"github.com/pipeline/pipeline/engine/sinkloop/heldindex"
 )
 
 // Loop is the reconcile loop of one sink: it keeps the desired state from
@@ -125,29 +124,23 @@ func (l *Loop) Wrote(key node.Key) bool {
 	return ks != nil && ks.written()
 }
 
-// state is one run of a Loop: everything it knows of the input, the
-// target and its keys, built fresh by Run.
+// state is one run of a Loop, built fresh by Run, in three parts:
+// desired (what the input wants, in target keys: desired.go), actual
+// (what the target held when last read: actual.go) and the core that
+// brings the one to the other (this file, apply.go, full.go, brake.go):
+// the dirty list, the retry heap, reconcile.Decide and the batches.
 type state struct {
 	*Loop
 	target node.Target
 	// chunked is target, when it is read and written in chunks of Data.
 	chunked node.Chunked
 
-	// keys holds the state of every target key the loop wants, holds or
-	// still works on (keyState); alias maps an input key to its target
-	// key where the two differ (an input key absent here maps to itself).
-	keys keyStore
-	held int // keys the target holds as far as the loop knows
-	// heldIdx finds a held key by its bytes for a target read through
-	// node.Chunked (nil for others); unindexed counts the held keys
-	// it does not hold, and pending lists them (held.go).
-	heldIdx    *heldindex.Index
-	unindexed  int
-	pending    []uint32
-	deferIndex bool
-	settle     bool // a full read marked the index: Settle it when idle
-	alias      map[node.Key]node.Key
-	shared     sharers // target keys several input keys map to (collide.go)
+	// keys holds the state of every target key the loop wants, finds in
+	// the target or still works on (keyState).
+	keys    keyStore
+	desired desired
+	actual  actual
+
 	// dirty lists the keys to look at in the next pass by their slots in
 	// keys (keyState.ref): a slot found no longer dirty is skipped, even
 	// if another key took it since (that key is listed under its own).
@@ -171,24 +164,23 @@ type state struct {
 	// on whether the input's sync arrived with its snapshot or after it.
 	resync bool
 	fulls  int
-	// walked says that the last full pass looked at every key and that
-	// nothing since can have made a key need work without listing it in
-	// dirty or in the retry heap (a key's writes leave it settled or
-	// waiting for a retry; what changes whether every key may be
-	// deleted, the input's sync, an append-only target and leadership,
-	// clears it). The next full pass then looks only at the keys its
-	// read found changed, the dirty ones and those waiting for a retry
-	// (fullPass).
-	walked bool
+	// walked is the regime of the last full pass that looked at every
+	// key (zero: none did). While the regime is unchanged, nothing can
+	// have made a key need work without listing it in dirty or in the
+	// retry heap (a key's writes leave it settled or waiting for a
+	// retry), so the next full pass looks only at the keys its read found
+	// changed, the dirty ones and those waiting for a retry (fullPass).
+	walked regime
 	term   uint64 // the leader's term the loop last reconciled in
+	leads  int    // how many times this run started leading (startTerm)
 
 	// dels are the deletes the round decided, for the brake to judge
-	// (brake.go); braked lists the keys whose delete the brake holds by
-	// slot (a slot no longer braked is skipped), nbraked counts them.
+	// (brake.go); braked lists the keys whose delete the brake holds back
+	// by slot (a slot no longer braked is skipped), nbraked counts them.
 	dels    []*keyState
 	braked  []uint32
 	nbraked int
-	base    int // the keys held when the round began (brake.go: brakeBase)
+	base    int // the keys in the target when the round began (brake.go: brakeBase)
 	early   int // the keys this run created before its input synced
 
 	// nrejected counts the keys whose last write the target rejected
@@ -199,27 +191,31 @@ type state struct {
 	rejectedErr string
 }
 
-// newState is the state a run of l over target starts from.
-func (l *Loop) newState(target node.Target) *state {
-	s := &state{Loop: l, target: target, keys: newKeyStore(), alias: map[node.Key]node.Key{}, needFull: true}
-	if s.chunked, _ = target.(node.Chunked); s.chunked != nil {
-		s.heldIdx = heldindex.New()
-	}
-	return s
+// regime is what decides, besides each key's own state, what every key
+// needs: whether keys may be deleted (the input synced, the target is
+// append-only) and the start of leading (a follower drops its pending
+// work, and reads the target afresh when it leads again). set tells a
+// regime from the zero value, which no pass walked in.
+type regime struct {
+	synced, appendOnly, set bool
+	leads                   int
 }
 
-// disown forgets every input key (a Reset follows): each key wanted so
-// far is looked at again, and deleted if the new state does not want it.
-func (s *state) disown() {
-	for ks := range s.keys.states {
-		if ks.owners > 0 {
-			s.keys.keepHeld(ks)
-			ks.owners, ks.self, ks.want = 0, false, keptEntry{}
-			s.touch(ks, time.Time{})
-		}
-	}
-	clear(s.alias)
-	s.shared = sharers{}
+// regime is the state's regime now.
+func (s *state) regime() regime {
+	return regime{synced: s.synced, appendOnly: s.appendOnly, set: true, leads: s.leads}
+}
+
+// walkedAll reports whether the last full pass over every key was in the
+// regime of now (state.walked).
+func (s *state) walkedAll() bool { return s.walked == s.regime() }
+
+// newState is the state a run of l over target starts from.
+func (l *Loop) newState(target node.Target) *state {
+	s := &state{Loop: l, target: target, keys: newKeyStore(), desired: desired{alias: map[node.Key]node.Key{}}, needFull: true}
+	s.chunked, _ = target.(node.Chunked)
+	s.actual = newActual(&s.keys, s.chunked != nil)
+	return s
 }
 
 // Run reconciles target with what in says until ctx ends. The caller
@@ -247,18 +243,23 @@ func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) erro
 		for ev, ok := in.Poll(); ok; ev, ok = in.Poll() {
 			s.handle(ev)
 		}
-		if s.standby() {
-			// Another instance leads: keep the desired state, write nothing.
-		} else if s.needFull && !time.Now().Before(s.fullRetry) {
+		term, lead := s.leading()
+		if lead && term != s.term {
+			s.startTerm(term)
+		}
+		switch {
+		case !lead:
+			s.standBy() // another instance leads: keep the desired state, write nothing
+		case s.needFull && !time.Now().Before(s.fullRetry):
 			s.full(ctx)
-		} else if !s.needFull && len(s.dirty) > 0 {
+		case !s.needFull && len(s.dirty) > 0:
 			s.incremental(ctx)
 		}
-		if (len(s.pending) > 0 || s.settle) && len(s.dirty) == 0 && !s.needFull {
+		if len(s.dirty) == 0 && !s.needFull {
 			// Nothing to write: index what the last full pass wrote, and
 			// lay the index out in the order of its read, now, not in the
-			// next full read (held.go).
-			s.reindex()
+			// next full read (actual.go).
+			s.actual.tidy()
 		}
 		s.armRetry(retry)
 		if s.cfg.Leader != nil {
@@ -296,80 +297,8 @@ func (s *state) handle(ev node.Event) {
 		}
 	}
 	if ev.Synced && !s.synced {
-		s.synced = true
-		s.needFull, s.walked = true, false // every key may be deleted now
+		s.synced, s.needFull = true, true // every key may be deleted now
 	}
-}
-
-// stateOf returns the state of target key tk, creating it.
-func (s *state) stateOf(tk node.Key) *keyState {
-	if ks := s.keys.get(tk); ks != nil {
-		return ks
-	}
-	return s.keys.add(tk)
-}
-
-// targetOf returns the target key input key k maps to.
-func (s *state) targetOf(k node.Key) (node.Key, bool) {
-	if tk, ok := s.alias[k]; ok {
-		return tk, true
-	}
-	if ks := s.keys.get(k); ks != nil && ks.self {
-		return k, true
-	}
-	return "", false
-}
-
-func (s *state) put(r node.Record, t time.Time) {
-	e, err := s.target.Prepare(r)
-	if err != nil {
-		s.met.Skipped.Inc()
-		s.log.Warn("record skipped: cannot encode", "key", r.Key, "err", err)
-		s.del(r.Key, t) // an older, valid version must not linger
-		return
-	}
-	k := s.keep(&e)
-	old, had := s.targetOf(r.Key)
-	moved := !had || old != e.Key // r.Key becomes an owner of e.Key
-	if had && moved {
-		s.release(r.Key, old, t)
-	}
-	ks := s.stateOf(e.Key)
-	s.keys.keepHeld(ks)
-	if !s.share(ks, r.Key, k) {
-		ks.want = k
-	}
-	if moved {
-		ks.owners++
-		if e.Key == r.Key {
-			ks.self = true
-		} else {
-			s.alias[r.Key] = e.Key
-		}
-	}
-	s.touch(ks, t)
-}
-
-func (s *state) del(k node.Key, t time.Time) {
-	if tk, ok := s.targetOf(k); ok {
-		s.release(k, tk, t)
-	}
-}
-
-// release drops input key k's claim on target key tk.
-func (s *state) release(k, tk node.Key, t time.Time) {
-	ks := s.keys.get(tk)
-	if k == tk {
-		ks.self = false
-	} else {
-		delete(s.alias, k)
-	}
-	s.keys.keepHeld(ks)
-	s.unshare(ks, k)
-	if ks.owners--; ks.owners <= 0 { // its held entry is kept already
-		ks.owners, ks.want = 0, keptEntry{}
-	}
-	s.touch(ks, t)
 }
 
 // touch lists ks for the next pass, keeping the time of its oldest change.
@@ -398,7 +327,7 @@ func (s *state) deletable(ks *keyState) bool {
 }
 
 func (s *state) incremental(ctx context.Context) {
-	b := batch{tapping: s.cfg.Tapping()}
+	var b batch
 	s.base = s.brakeBase()
 	s.takeDirty(func(ks *keyState) {
 		// A key waiting for its retry is looked at then, one rejected for
@@ -423,7 +352,7 @@ func (s *state) commit(ctx context.Context, full bool, w *written) {
 		return
 	}
 	failed := w.failed
-	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.held}) {
+	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.actual.n}) {
 		switch {
 		case e.Err != nil:
 			s.commitFailed(e, w)
@@ -433,32 +362,32 @@ func (s *state) commit(ctx context.Context, full bool, w *written) {
 	}
 	if w.failed > failed {
 		s.updateHealth()
-		s.cfg.Held(s.held)
+		s.cfg.Held(s.actual.n)
 	}
 }
 
 // commitFailed takes back the loop's record of the write of e's key,
 // which its Committer says failed, and records the failure through
-// outcome, so the key is retried. A wanted key holds nothing as far as
-// the loop knows, so its retry writes it through. A deleted key holds
-// what the target says it still holds, as written by this run (it was
-// deletable), so its retry deletes it again. A write this round counted
-// as done is counted as failed instead.
+// outcome, so the key is retried. A wanted key is not in the target as
+// far as the loop knows, so its retry writes it through. A deleted key
+// holds what the target says it still holds, as written by this run (it
+// was deletable), so its retry deletes it again. A write this round
+// counted as done is counted as failed instead.
 func (s *state) commitFailed(e node.Entry, w *written) {
 	ks := s.stateOf(e.Key)
 	del := ks.owners == 0
 	if del {
-		if !ks.held() && ks.fail == nil && w.dels > 0 {
+		if !ks.inTarget() && ks.fail == nil && w.dels > 0 {
 			w.dels--
 		}
-		s.holdEntry(ks, s.keep(&e), onRead)
-		ks.step(onWrite)
+		s.actual.set(ks, s.keep(&e), onWrite) // still there, as this run wrote it
 		s.met.DelErr.Inc()
 	} else {
 		if ks.fail == nil && w.ups > 0 {
 			w.ups--
 		}
-		s.dropEntry(ks)
+		s.unbrake(ks)
+		s.actual.drop(ks)
 		s.met.WriteErr.Inc()
 	}
 	s.outcome(ks, e.Err, del)
@@ -485,10 +414,11 @@ func (s *state) takeDirty(visit func(*keyState)) {
 // it holds nothing worth keeping, its state.
 func (s *state) decide(ks *keyState, b *batch) {
 	s.unbrake(ks)
-	wanted, held := ks.owners > 0, ks.held()
-	switch a, _ := reconcile.Decide(wanted, held, wanted && held && (ks.ownHeld == 0 || s.keys.heldOf(ks).same(ks.want)), !wanted && held && s.deletable(ks)); a {
+	wanted, in := ks.owners > 0, ks.inTarget()
+	same := ks.same()
+	switch a, _ := reconcile.Decide(wanted, in, same, !wanted && in && s.deletable(ks)); a {
 	case reconcile.Create, reconcile.Update:
-		s.upsert(ks, b, a == reconcile.Create)
+		s.add(&b.ups, ks, ks.want, false)
 	case reconcile.Delete:
 		s.dels = append(s.dels, ks) // judged by the brake at the end of the round
 	default:
@@ -499,42 +429,44 @@ func (s *state) decide(ks *keyState, b *batch) {
 		if ks.changed != 0 {
 			ks.changed = 0
 		}
-		if wanted && ks.ownHeld != 0 {
-			s.keys.clearHeld(ks) // it holds what it wants (a restart's read): no copy of its own
+		if same && !ks.actual.shares(ks.want) {
+			ks.actual = ks.want // equal (a restart's read): keep one copy
 		}
 		s.forget(ks)
 	}
 }
 
-// standby reports whether the sink must not write now because this
-// instance does not lead. A follower keeps its desired state from the input
-// but drops its pending work and retries: when it starts leading it reads
-// the target afresh (the previous leader wrote it) in one full reconcile.
-func (s *state) standby() bool {
+// leading reports the leader's term and whether this instance may write
+// now: always, without leader election (term 0).
+func (s *state) leading() (uint64, bool) {
 	if s.cfg.Leader == nil {
-		return false
+		return 0, true
 	}
-	term, ok := s.cfg.Leader.Term()
-	if !ok {
-		s.term = 0
-		s.needFull, s.walked = false, false
-		s.dels = s.dels[:0]
-		s.dropBrake()
-		s.takeDirty(s.forget)
-		for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
-			s.clearFail(ks)
-			s.forget(ks)
-		}
-		s.cfg.Health(node.Healthy, "standby: another instance leads; writes wait for the lease")
-		return true
+	return s.cfg.Leader.Term()
+}
+
+// standBy drops the pending work of an instance that does not lead. A
+// follower keeps its desired state from the input but drops its pending
+// work and retries: when it starts leading it reads the target afresh
+// (the previous leader wrote it) in one full reconcile (startTerm).
+func (s *state) standBy() {
+	s.term, s.needFull = 0, false
+	s.dels = s.dels[:0]
+	s.dropBrake()
+	s.takeDirty(s.forget)
+	for ks := s.retries.next(); ks != nil; ks = s.retries.next() {
+		s.clearFail(ks)
+		s.forget(ks)
 	}
-	if term != s.term {
-		s.term = term
-		// A new term starts afresh, as a restart does: rejected keys too
-		// are written again.
-		s.needFull, s.walked, s.resync = true, false, true
-		s.fullRetry = time.Time{}
-		s.log.Info("leading: reconciling the target", "generation", term)
-	}
-	return false
+	s.cfg.Health(node.Healthy, "standby: another instance leads; writes wait for the lease")
+}
+
+// startTerm starts reconciling in a new leader's term, as a restart does:
+// a full reconcile that writes rejected keys again too.
+func (s *state) startTerm(term uint64) {
+	s.term = term
+	s.leads++
+	s.needFull, s.resync = true, true
+	s.fullRetry = time.Time{}
+	s.log.Info("leading: reconciling the target", "generation", term)
 }

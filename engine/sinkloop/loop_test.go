@@ -76,19 +76,23 @@ func runLoop(t *testing.T, sink *nodetest.MemSink) (*Loop, *feed) {
 
 // bookkeeping is how the running loop keeps what its target holds: keys
 // waiting to be indexed, keys indexed, whether the index is laid out in
-// the order of a read, and keys keeping a held entry other than the one
-// they want.
+// the order of a read, and keys whose actual entry equals the wanted one
+// but is a copy of it.
 type bookkeeping struct {
 	pending, indexed int
 	ordered          bool
-	ownHeld          int
+	copies           int
 }
 
 func bookkeepingOf(l *Loop) (b bookkeeping) {
 	l.inspect(context.Background(), func(s *state) {
-		b = bookkeeping{pending: len(s.pending), ownHeld: s.keys.ownN}
-		if s.heldIdx != nil {
-			b.indexed, b.ordered = s.heldIdx.Len(), s.heldIdx.Ordered()
+		for ks := range s.keys.states {
+			if ks.same() && !ks.actual.shares(ks.want) {
+				b.copies++
+			}
+		}
+		if x := s.actual.idx; x != nil {
+			b.pending, b.indexed, b.ordered = len(x.pending), x.x.Len(), x.x.Ordered()
 		}
 	})
 	return b
@@ -96,13 +100,13 @@ func bookkeepingOf(l *Loop) (b bookkeeping) {
 
 func str(s string) cty.Value { return cty.StringVal(s) }
 
-// TestFullReadKnowsHeldEntries checks that a full read of a target read
-// in chunks (node.Chunked) recognises every entry the loop holds with
-// the same bytes (the held index): entries written by a full pass
+// TestFullReadKnowsActualEntries checks that a full read of a target
+// read in chunks (node.Chunked) recognises every actual entry with the
+// same bytes (the byte index): entries written by a full pass
 // (indexed once the loop is idle), by incremental rounds, and entries
-// held while the index held bytes of another length (indexed by the
+// set while the index held bytes of another length (indexed by the
 // first read after those are gone).
-func TestFullReadKnowsHeldEntries(t *testing.T) {
+func TestFullReadKnowsActualEntries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
 		sink.Encoded = true
@@ -151,7 +155,7 @@ func TestFullReadKnowsHeldEntries(t *testing.T) {
 
 // TestRestartKeepsNoCopy checks that a loop started over a target that
 // holds what the input wants writes nothing and keeps no copy of the
-// held entries: each is the one its key wants.
+// actual entries: each shares the memory of the one its key wants.
 func TestRestartKeepsNoCopy(t *testing.T) {
 	for _, encoded := range []bool{false, true} {
 		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
@@ -170,10 +174,73 @@ func TestRestartKeepsNoCopy(t *testing.T) {
 				if up, del, _ := sink.Counts(); up != 0 || del != 0 {
 					t.Fatalf("restart over an equal target wrote %d updates, %d deletes", up, del)
 				}
-				if n := bookkeepingOf(l).ownHeld; n != 0 {
+				if n := bookkeepingOf(l).copies; n != 0 {
 					t.Fatalf("after the restart, %d keys keep a copy of the entry they hold, which is the one they want", n)
 				}
 			})
 		})
 	}
+}
+
+// switchLeader is a Leader the test switches: it leads in term 1 while
+// leading is set.
+type switchLeader struct {
+	mu      sync.Mutex
+	leading bool
+	changed chan struct{}
+}
+
+func (l *switchLeader) Term() (uint64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return 1, l.leading
+}
+
+func (l *switchLeader) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+func (l *switchLeader) set(leading bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leading = leading
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// TestLeadingAgainLooksAtEveryKey: a follower drops the work the input
+// gave it; when it leads again, even in the same term, its full
+// reconcile looks at every key, not only those its read found changed,
+// and writes what the input changed meanwhile.
+func TestLeadingAgainLooksAtEveryKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := nodetest.NewMemSink()
+		lead := &switchLeader{leading: true, changed: make(chan struct{})}
+		l := New(nopConfig(Config{Address: "sink.mem.m", Prune: true, Leader: lead}))
+		target, err := sink.Open(context.Background(), node.Env{}, node.ModeRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &feed{ready: make(chan struct{}, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = l.Run(ctx, target, in); close(done) }()
+		defer func() { cancel(); <-done }()
+		in.send(node.Event{Reset: true, Snapshot: []node.Record{{Key: "a", Value: str("1")}, {Key: "b", Value: str("1")}}, Synced: true})
+		synctest.Wait()
+		lead.set(false)
+		synctest.Wait()
+		in.send(node.Event{Deltas: []node.Delta{node.Upsert("a", str("2"), time.Time{})}, Synced: true})
+		synctest.Wait()
+		if v := sink.State()["a"]; !v.RawEquals(str("1")) {
+			t.Fatalf("a follower wrote a = %#v", v)
+		}
+		lead.set(true)
+		synctest.Wait()
+		if v := sink.State()["a"]; !v.RawEquals(str("2")) {
+			t.Fatalf("leading again: a = %#v, want \"2\"", v)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-// Package heldindex is a compact hash set of the entries a target holds,
+// Package byteindex is a compact hash set of the entries a target holds,
 // found by their encoded bytes (a BPF map entry's key bytes followed by
 // its value bytes), with a small caller's reference and a mark per entry.
 //
@@ -20,4 +20,4 @@
 // caller keeps such entries elsewhere. An Index is not safe for concurrent
 // use. It is not a general map: the sink loop's keyStore holds the per-key
 // state, and the index only finds it by reference.
-package heldindex
+package byteindex

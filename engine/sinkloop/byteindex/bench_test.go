@@ -1,4 +1,4 @@
-package heldindex
+package byteindex
 
 import (
 	"encoding/binary"
