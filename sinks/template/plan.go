@@ -19,6 +19,10 @@ import (
 // written and no command runs.
 func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePlan, error) {
 	fp := node.FilePlan{Path: t.s.path}
+	if note, ok := t.planRestored(desired); ok {
+		fp.Exists, fp.Diff = true, note
+		return fp, nil
+	}
 	rend, err := t.s.render(desired)
 	if err != nil {
 		return fp, err
