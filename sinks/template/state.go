@@ -301,10 +301,10 @@ func (t *Target) restore(d onDisk) onDisk {
 	const without = "; the sink knows the file's entries only once it renders it, and that first render is not braked by max_deletes"
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		log.Info("no state file beside the file"+without)
+		log.Info("no state file beside the file" + without)
 		return d
 	case errors.Is(err, errStateMismatch):
-		log.Warn("state file ignored: "+err.Error()+without)
+		log.Warn("state file ignored: " + err.Error() + without)
 		return d
 	case err != nil:
 		log.Warn("state file ignored"+without, "err", err)
