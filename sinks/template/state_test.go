@@ -398,3 +398,74 @@ func TestStatePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The state file gets the file's mode and owner.
+func TestStateOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root: giving a file another owner needs it")
+		}
+		t.Skip("giving a file another owner needs root")
+	}
+	f := open(t, serversTmpl+"owner = \"1234\"\ngroup = \"5678\"\nmode = \"0600\"")
+	f.put("a", server("10.0.0.1", 80), full)
+	for _, p := range []string{f.path, statePath(f.path)} {
+		fi, err := os.Stat(p)
+		must(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 1234 || st.Gid != 5678 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %d:%d %v, want 1234:5678 0600", p, st.Uid, st.Gid, fi.Mode().Perm())
+		}
+	}
+}
+
+// A state file that cannot be written (larger than max_size) keeps
+// nothing from writing the file: the old one is removed, so that none
+// describes the file, and a warning says so once.
+func TestStateTooLargeToWrite(t *testing.T) {
+	body := `template = "${length(records)}\n"` + "\nmax_size = 1024\n"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.cfg")
+	f := reopen(t, path, body, node.ModeRun)
+	f.round([]node.Entry{{Key: "a", Value: cty.StringVal("small")}}, full)
+	if _, err := os.Stat(statePath(path)); err != nil {
+		t.Fatalf("no state file: %v", err)
+	}
+	big := cty.StringVal(strings.Repeat("x", 700))
+	f.round([]node.Entry{{Key: "b", Value: big}}, synced)
+	f.round([]node.Entry{{Key: "c", Value: big}}, synced)
+	if f.file() != "3\n" {
+		t.Fatalf("file %q, want 3", f.file())
+	}
+	if _, err := os.Stat(statePath(path)); err == nil {
+		t.Error("a state file describing an older file is left")
+	}
+	if n := strings.Count(f.log.String(), "cannot write the state file"); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, f.log)
+	}
+	f.tg.Delete(context.Background(), []node.Entry{{Key: "b"}, {Key: "c"}})
+	f.tg.Commit(context.Background(), synced)
+	if got := keysOf(reopen(t, path, body, node.ModeRun).actual()); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("after the state fits again it lists %v, want a", got)
+	}
+	if !strings.Contains(f.log.String(), "state file written again") {
+		t.Errorf("log:\n%s", f.log)
+	}
+}
+
+// A reader that read the file just before a swap and the state file
+// just after (swap writes the state file first) finds the match by
+// reading the file once more.
+func TestStateReaderRacedTheSwap(t *testing.T) {
+	f := open(t, serversTmpl)
+	f.round([]node.Entry{{Key: "a", Value: server("10.0.0.1", 80)}}, full)
+	older := f.file()
+	f.round([]node.Entry{{Key: "b", Value: server("10.0.0.2", 80)}}, synced)
+	must(t, f.tg.Close())
+	r := reopen(t, f.path, serversTmpl, node.ModeRun)
+	r.tg.fresh = false
+	d := r.tg.restore(onDisk{data: []byte(older), existed: true})
+	if string(d.data) != r.file() || len(r.tg.held) != 2 {
+		t.Errorf("restore over the file read before the swap: %q, %d entries held; want the file read again and 2", d.data, len(r.tg.held))
+	}
+}
