@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -58,17 +59,28 @@ type stateDoc struct {
 	Node    string `json:"node"` // the address of the sink that wrote it
 	SHA256  string `json:"sha256"`
 	// Salt keys the digests of the sensitive values (hex).
-	Salt    string            `json:"salt"`
+	Salt string `json:"salt"`
+	// Types are the values' types (cty's JSON), each listed once.
+	Types   []json.RawMessage `json:"types"`
 	Entries []json.RawMessage `json:"entries"` // stateEntry each, sorted by key
 }
 
 // stateEntry is one entry of the state file: its key and either its value
-// (cty's JSON, with its type) or, for a sensitive value, its digest.
+// (cty's JSON, of the type Types[Type]) or, for a sensitive value, its
+// digest.
 type stateEntry struct {
 	Key       string          `json:"key"`
-	Type      json.RawMessage `json:"type,omitempty"`
+	Type      *int            `json:"type,omitempty"`
 	Value     json.RawMessage `json:"value,omitempty"`
 	Sensitive string          `json:"sensitive_digest,omitempty"`
+}
+
+// encoded is one entry as the state file lists it, but for its type's
+// index: the key and the value as JSON, and the value's type (cty's JSON;
+// empty for a NilVal or a sensitive value).
+type encoded struct {
+	key, typ string
+	rest     []byte // what follows the type: ,"value":V} or ,"sensitive_digest":D}
 }
 
 // newSalt is a fresh salt for a state file's digests.
@@ -107,20 +119,32 @@ func encodeValue(v cty.Value) (typ, val []byte, err error) {
 	return typ, val, nil
 }
 
-// encodeEntry is e as one element of the state file's entries.
-func encodeEntry(e node.Entry, salt []byte) ([]byte, error) {
-	se := stateEntry{Key: string(e.Key)}
-	var err error
-	if schema.IsSensitive(e.Value) {
-		se.Sensitive, err = valueDigest(salt, e.Value)
-	} else {
-		se.Type, se.Value, err = encodeValue(e.Value)
-	}
+// encodeEntry is e as the state file lists it.
+func encodeEntry(e node.Entry, salt []byte) (encoded, error) {
+	key, err := json.Marshal(string(e.Key))
 	if err != nil {
-		return nil, fmt.Errorf("entry %q: %w", e.Key, err)
+		return encoded{}, err
 	}
-	return json.Marshal(se)
+	out := encoded{key: string(key)}
+	if schema.IsSensitive(e.Value) {
+		d, err := valueDigest(salt, e.Value)
+		if err != nil {
+			return encoded{}, fmt.Errorf("entry %q: %w", e.Key, err)
+		}
+		out.rest = digestRest(d)
+		return out, nil
+	}
+	typ, val, err := encodeValue(e.Value)
+	if err != nil {
+		return encoded{}, fmt.Errorf("entry %q: %w", e.Key, err)
+	}
+	out.typ = string(typ)
+	out.rest = append(append([]byte(`,"value":`), val...), '}')
+	return out, nil
 }
+
+// digestRest is the end of a sensitive entry: its digest.
+func digestRest(digest string) []byte { return []byte(`,"sensitive_digest":"` + digest + `"}`) }
 
 // placeholder is the value an entry known by its digest only is held
 // with: sensitive, and equal to no value the input sends (the sink loop
@@ -174,6 +198,12 @@ func parseState(path string, b, data []byte) (*savedState, error) {
 	if err != nil || len(salt) < 16 {
 		return nil, errors.New("corrupt: no salt")
 	}
+	types := make([]cty.Type, len(doc.Types))
+	for i, raw := range doc.Types {
+		if types[i], err = ctyjson.UnmarshalType(raw); err != nil {
+			return nil, fmt.Errorf("corrupt: type %d: %w", i, err)
+		}
+	}
 	st := &savedState{entries: make(map[node.Key]node.Entry, len(doc.Entries)), unknown: map[node.Key]string{}, salt: salt, node: doc.Node}
 	for i, raw := range doc.Entries {
 		var se stateEntry
@@ -193,11 +223,11 @@ func parseState(path string, b, data []byte) (*savedState, error) {
 			e.Value = placeholder(se.Sensitive)
 			st.unknown[k] = se.Sensitive
 		case se.Type != nil:
-			ty, err := ctyjson.UnmarshalType(se.Type)
-			if err != nil {
-				return nil, fmt.Errorf("corrupt: entry %q: type: %w", se.Key, err)
+			if *se.Type < 0 || *se.Type >= len(types) {
+				return nil, fmt.Errorf("corrupt: entry %q: type %d of %d", se.Key, *se.Type, len(types))
 			}
-			if e.Value, err = ctyjson.Unmarshal(se.Value, ty); err != nil {
+			var err error
+			if e.Value, err = ctyjson.Unmarshal(se.Value, types[*se.Type]); err != nil {
 				return nil, fmt.Errorf("corrupt: entry %q: value: %w", se.Key, err)
 			}
 		case se.Value != nil:
@@ -214,7 +244,9 @@ func parseState(path string, b, data []byte) (*savedState, error) {
 type stateWriter struct {
 	path string // the state file
 	salt []byte
-	enc  map[node.Key][]byte
+	enc  map[node.Key]encoded
+	// size is the last state file's length, to size the next one's buffer.
+	size int
 	// sum is the digest of the file the state file on disk describes with
 	// the entries held then; "" when it may describe nothing current.
 	sum string
@@ -225,7 +257,7 @@ type stateWriter struct {
 }
 
 func newStateWriter(path string) *stateWriter {
-	return &stateWriter{path: statePath(path), salt: newSalt(), enc: map[node.Key][]byte{}}
+	return &stateWriter{path: statePath(path), salt: newSalt(), enc: map[node.Key]encoded{}}
 }
 
 // changed forgets k's encoding: its entry changed or went.
@@ -238,34 +270,54 @@ func (w *stateWriter) changed(k node.Key) {
 // from held, whose keys are order, sorted. It fails on an entry it cannot
 // encode, or when it would be larger than limit.
 func (w *stateWriter) marshal(path, address, digest string, order []node.Key, held map[node.Key]node.Entry, limit int64) ([]byte, error) {
-	head, err := json.Marshal(stateDoc{Version: stateVersion, Path: path, Node: address, SHA256: digest, Salt: hex.EncodeToString(w.salt)})
+	var err error
+	index := map[string]int{}
+	var types []json.RawMessage
+	var lastTyp, lastRef string
+	body := bytes.NewBuffer(make([]byte, 0, w.size))
+	for i, k := range order {
+		en, ok := w.enc[k]
+		if !ok {
+			if en, err = encodeEntry(held[k], w.salt); err != nil {
+				return nil, err
+			}
+			w.enc[k] = en
+		}
+		if i > 0 {
+			body.WriteString(",")
+		}
+		body.WriteString("\n{\"key\":")
+		body.WriteString(en.key)
+		if en.typ != "" {
+			if en.typ != lastTyp { // most entries share their neighbour's type
+				n, ok := index[en.typ]
+				if !ok {
+					n = len(types)
+					index[en.typ] = n
+					types = append(types, json.RawMessage(en.typ))
+				}
+				lastTyp, lastRef = en.typ, `,"type":`+strconv.Itoa(n)
+			}
+			body.WriteString(lastRef)
+		}
+		body.Write(en.rest)
+		if int64(body.Len()) > limit {
+			return nil, fmt.Errorf("larger than max_size (%d bytes)", limit)
+		}
+	}
+	head, err := json.Marshal(stateDoc{Version: stateVersion, Path: path, Node: address, SHA256: digest, Salt: hex.EncodeToString(w.salt), Types: types})
 	if err != nil {
 		return nil, err
 	}
 	// head ends with "entries":null}: the entries replace the null.
 	head = bytes.TrimSuffix(head, []byte("null}"))
-	var buf bytes.Buffer
-	buf.Write(head)
-	buf.WriteString("[")
-	for i, k := range order {
-		b, ok := w.enc[k]
-		if !ok {
-			if b, err = encodeEntry(held[k], w.salt); err != nil {
-				return nil, err
-			}
-			w.enc[k] = b
-		}
-		if i > 0 {
-			buf.WriteString(",")
-		}
-		buf.WriteString("\n")
-		buf.Write(b)
-		if int64(buf.Len()) > limit {
-			return nil, fmt.Errorf("larger than max_size (%d bytes)", limit)
-		}
+	out := make([]byte, 0, len(head)+body.Len()+8)
+	out = append(append(append(append(out, head...), '['), body.Bytes()...), "\n]}\n"...)
+	if int64(len(out)) > limit {
+		return nil, fmt.Errorf("larger than max_size (%d bytes)", limit)
 	}
-	buf.WriteString("\n]}\n")
-	return buf.Bytes(), nil
+	w.size = body.Len()
+	return out, nil
 }
 
 // remove deletes the state file, so that none describes the file.
@@ -323,11 +375,11 @@ func (t *Target) restore(d onDisk) onDisk {
 	t.state.salt, t.state.sum, t.state.dirty = st.salt, digest, false
 	clear(t.state.enc)
 	for k, dg := range st.unknown {
-		b, err := json.Marshal(stateEntry{Key: string(k), Sensitive: dg})
+		key, err := json.Marshal(string(k))
 		if err != nil {
 			continue // left to encode again: a digest of the placeholder, never the secret
 		}
-		t.state.enc[k] = b
+		t.state.enc[k] = encoded{key: string(key), rest: digestRest(dg)}
 	}
 	t.disk = &fileState{data: d.data, digest: digest, entries: maps.Clone(st.entries)}
 	t.changed, t.ours = true, true
@@ -386,7 +438,10 @@ func (t *Target) saveState(digest string) {
 	w.sum = ""
 	data, err := w.marshal(t.s.path, t.s.address, digest, t.sortedKeys(), t.held, t.s.maxSize)
 	if err == nil {
-		err = w.write(data, atomicfile.Options{Mode: t.s.mode, UID: t.own.uid, GID: t.own.gid})
+		// Not fsynced: a state file a crash cuts short or loses is corrupt
+		// or names another digest, and ignored; the cost of that is the
+		// brake on the first render after a crash, not a wrong entry.
+		err = w.write(data, atomicfile.Options{Mode: t.s.mode, UID: t.own.uid, GID: t.own.gid, NoSync: true})
 	} else if rerr := w.remove(); rerr != nil {
 		err = fmt.Errorf("%w; remove the old one: %v", err, rerr)
 	}
