@@ -49,7 +49,12 @@ func TestBrakeTemplate(t *testing.T) {
 		return strings.Count(string(b), "server ")
 	}
 	reg := node.NewRegistry(files.Spec(), template.Spec())
+	// config is the configuration with extra in the sink's block, whose
+	// template is the one given inline unless extra gives a template_file.
 	config := func(extra string) string {
+		if !strings.Contains(extra, "template_file") {
+			extra = `template = "%{ for r in records }server ${r.key}\n%{ endfor }"` + "\n  " + extra
+		}
 		return fmt.Sprintf(`
 source "files" "backends" {
   paths  = [%q]
@@ -59,10 +64,13 @@ source "files" "backends" {
 sink "template" "proxy" {
   input    = source.files.backends
   path     = %q
-  template = "%%{ for r in records }server ${r.key}\n%%{ endfor }"
   %s
 }
 `, data, out, extra)
+	}
+	tmpl := filepath.Join(dir, "backends.tmpl")
+	if err := os.WriteFile(tmpl, []byte("# backends\n%{ for r in records }server ${r.key}\n%{ endfor }"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	write(30)
 	r := startWith(t, config(""), reg)
@@ -107,8 +115,23 @@ sink "template" "proxy" {
 		t.Fatalf("pipeline_sink_deletes_held = %v after the restart, want 25", v)
 	}
 
+	// A hot reload that rebuilds the sink for another reason (its
+	// template) holds them again: the new target reads the state file
+	// the old one wrote.
+	rec := r.rt.Reload(context.Background(), compile(t, config(fmt.Sprintf("template_file = %q", tmpl)), reg), engine.ReloadRecord{Trigger: "test"}, 30*time.Second)
+	if rec.Result != engine.ReloadApplied {
+		t.Fatalf("reload: %s %s", rec.Result, rec.Error)
+	}
+	eventually(t, 10*time.Second, "the file rendered with the new template", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.HasPrefix(string(b), "# backends\n")
+	})
+	if n := lines(); n != 25 || !strings.Contains(fmt.Sprint(r.rt.Readiness()), "25 deletes held by the deletion brake") {
+		t.Fatalf("after a reload: %d backends rendered, readiness %v; want 25 and their deletes held", n, r.rt.Readiness())
+	}
+
 	// Released by raising max_deletes (a hot reload rebuilds the sink).
-	rec := r.rt.Reload(context.Background(), compile(t, config(`max_deletes = "100%"`), reg), engine.ReloadRecord{Trigger: "test"}, 30*time.Second)
+	rec = r.rt.Reload(context.Background(), compile(t, config(`max_deletes = "100%"`), reg), engine.ReloadRecord{Trigger: "test"}, 30*time.Second)
 	if rec.Result != engine.ReloadApplied {
 		t.Fatalf("reload: %s %s", rec.Result, rec.Error)
 	}
