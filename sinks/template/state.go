@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -121,6 +122,10 @@ func encodeValue(v cty.Value) (typ, val []byte, err error) {
 
 // encodeEntry is e as the state file lists it.
 func encodeEntry(e node.Entry, salt []byte) (encoded, error) {
+	if !utf8.ValidString(string(e.Key)) {
+		// JSON would read it back as another key.
+		return encoded{}, fmt.Errorf("key %q is not UTF-8", e.Key)
+	}
 	key, err := json.Marshal(string(e.Key))
 	if err != nil {
 		return encoded{}, err

@@ -488,3 +488,14 @@ func BenchmarkStateMarshal10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "bytes")
 }
+
+// A key JSON would read back as another (not UTF-8) is not encoded: no
+// state file rather than one naming a key the target does not hold.
+func TestStateKeyNotUTF8(t *testing.T) {
+	if _, err := encodeEntry(node.Entry{Key: "a\xff", Value: cty.StringVal("x")}, newSalt()); err == nil {
+		t.Error("a key that is not UTF-8 was encoded")
+	}
+	if _, err := encodeEntry(node.Entry{Key: "a<&>é", Value: cty.StringVal("x")}, newSalt()); err != nil {
+		t.Error(err)
+	}
+}
