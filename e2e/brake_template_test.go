@@ -97,6 +97,10 @@ sink "template" "proxy" {
 	// deletes, in plan as in run.
 	r.stop()
 	write(0)
+	before, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := engine.Plan(context.Background(), compile(t, config(""), reg), engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +114,9 @@ sink "template" "proxy" {
 	})
 	if n := lines(); n != 25 {
 		t.Fatalf("the render holds %d backends after the restart, want the 25 whose removal is held", n)
+	}
+	if after, err := os.Stat(out); err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the file was written again after the restart (%v): it is already the render of what the sink holds", err)
 	}
 	if v := gaugeValue(r, "pipeline_sink_deletes_held", "sink.template.proxy"); v != 25 {
 		t.Fatalf("pipeline_sink_deletes_held = %v after the restart, want 25", v)
