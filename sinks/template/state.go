@@ -275,11 +275,19 @@ func (w *stateWriter) changed(k node.Key) {
 // from held, whose keys are order, sorted. It fails on an entry it cannot
 // encode, or when it would be larger than limit.
 func (w *stateWriter) marshal(path, address, digest string, order []node.Key, held map[node.Key]node.Entry, limit int64) ([]byte, error) {
-	var err error
+	head, err := json.Marshal(stateDoc{Version: stateVersion, Path: path, Node: address, SHA256: digest, Salt: hex.EncodeToString(w.salt)})
+	if err != nil {
+		return nil, err
+	}
+	// head ends with "types":null,"entries":null}: the entries come
+	// first, then the types they refer to (known once every entry is).
+	head = bytes.TrimSuffix(head, []byte(`"types":null,"entries":null}`))
 	index := map[string]int{}
-	var types []json.RawMessage
+	var types []string
 	var lastTyp, lastRef string
-	body := bytes.NewBuffer(make([]byte, 0, w.size))
+	buf := bytes.NewBuffer(make([]byte, 0, max(w.size, len(head)+64)))
+	buf.Write(head)
+	buf.WriteString(`"entries":[`)
 	for i, k := range order {
 		en, ok := w.enc[k]
 		if !ok {
@@ -289,40 +297,40 @@ func (w *stateWriter) marshal(path, address, digest string, order []node.Key, he
 			w.enc[k] = en
 		}
 		if i > 0 {
-			body.WriteString(",")
+			buf.WriteString(",")
 		}
-		body.WriteString("\n{\"key\":")
-		body.WriteString(en.key)
+		buf.WriteString("\n{\"key\":")
+		buf.WriteString(en.key)
 		if en.typ != "" {
 			if en.typ != lastTyp { // most entries share their neighbour's type
 				n, ok := index[en.typ]
 				if !ok {
 					n = len(types)
 					index[en.typ] = n
-					types = append(types, json.RawMessage(en.typ))
+					types = append(types, en.typ)
 				}
 				lastTyp, lastRef = en.typ, `,"type":`+strconv.Itoa(n)
 			}
-			body.WriteString(lastRef)
+			buf.WriteString(lastRef)
 		}
-		body.Write(en.rest)
-		if int64(body.Len()) > limit {
+		buf.Write(en.rest)
+		if int64(buf.Len()) > limit {
 			return nil, fmt.Errorf("larger than max_size (%d bytes)", limit)
 		}
 	}
-	head, err := json.Marshal(stateDoc{Version: stateVersion, Path: path, Node: address, SHA256: digest, Salt: hex.EncodeToString(w.salt), Types: types})
-	if err != nil {
-		return nil, err
+	buf.WriteString("\n],\"types\":[")
+	for i, t := range types {
+		if i > 0 {
+			buf.WriteString(",")
+		}
+		buf.WriteString(t)
 	}
-	// head ends with "entries":null}: the entries replace the null.
-	head = bytes.TrimSuffix(head, []byte("null}"))
-	out := make([]byte, 0, len(head)+body.Len()+8)
-	out = append(append(append(append(out, head...), '['), body.Bytes()...), "\n]}\n"...)
-	if int64(len(out)) > limit {
+	buf.WriteString("]}\n")
+	if int64(buf.Len()) > limit {
 		return nil, fmt.Errorf("larger than max_size (%d bytes)", limit)
 	}
-	w.size = body.Len()
-	return out, nil
+	w.size = buf.Len()
+	return buf.Bytes(), nil
 }
 
 // remove deletes the state file, so that none describes the file.
