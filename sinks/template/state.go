@@ -518,3 +518,21 @@ func (t *Target) planRestored(desired []node.Entry) (note string, ok bool) {
 	return fmt.Sprintf("(no diff: the render needs %d sensitive values the file holds, which its state file lists by digest only: "+
 		"run refuses the render and keeps the file until the input sends them again or their deletes are applied)\n", blocked), true
 }
+
+// unmasked counts the sensitive values the file on disk (cur) holds, as
+// its state file says, that desired does not hold: their text is in the
+// file, unknown to plan, which could not mask it in a diff.
+func (t *Target) unmasked(cur []byte, desired []node.Entry) int {
+	if len(t.unknown) == 0 || t.disk == nil || !bytes.Equal(cur, t.disk.data) {
+		return 0
+	}
+	kept := 0
+	for _, e := range desired {
+		if d, ok := t.unknown[e.Key]; ok {
+			if got, err := valueDigest(t.state.salt, e.Value); err == nil && got == d {
+				kept++
+			}
+		}
+	}
+	return len(t.unknown) - kept
+}

@@ -391,8 +391,13 @@ func TestStatePlan(t *testing.T) {
 		t.Errorf("plan of a render needing a digest-only value: %+v, %v", fp, err)
 	}
 	fp, err = p.tg.PlanFile(context.Background(), held[1:])
-	if err != nil || !fp.Changed || !strings.Contains(fp.Diff, "\n b:open") {
-		t.Errorf("plan without the sensitive entry: %+v, %v", fp, err)
+	if err != nil || !fp.Changed || strings.Contains(fp.Diff, "hunter2") || !strings.Contains(fp.Diff, "cannot mask") {
+		t.Errorf("plan without the sensitive entry: %+v, %v; want no diff (the secret on disk is unknown to plan)", fp, err)
+	}
+	withSecret := append([]node.Entry{{Key: "a", Value: cty.ObjectVal(map[string]cty.Value{"password": schema.MarkSensitive(cty.StringVal("hunter2"))})}}, held[1:]...)
+	fp, err = p.tg.PlanFile(context.Background(), append(withSecret, node.Entry{Key: "c", Value: cty.ObjectVal(map[string]cty.Value{"password": cty.StringVal("x")})}))
+	if err != nil || !fp.Changed || strings.Contains(fp.Diff, "hunter2") || !strings.Contains(fp.Diff, "+c:x") {
+		t.Errorf("plan with the secret sent again and a new entry: %+v, %v; want a diff, the secret masked", fp, err)
 	}
 	if _, err := os.Stat(statePath(f.path)); err != nil {
 		t.Fatal(err)
