@@ -57,7 +57,7 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 	sort.Slice(sp.Conflicts, func(i, j int) bool { return sp.Conflicts[i].Key < sp.Conflicts[j].Key })
 	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
 	if fp, ok := target.(node.FilePlanner); ok {
-		return planFile(ctx, sp, fp, desired)
+		return planFile(ctx, sp, n, target, fp, desired)
 	}
 	actual, err := readForPlan(ctx, target)
 	if errors.Is(err, node.ErrNoActualState) {
@@ -158,21 +158,59 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 }
 
 // planFile plans a target that renders one file: one change of the file,
-// with its diff, or none.
-func planFile(ctx context.Context, sp *SinkPlan, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
-	entries := slices.SortedFunc(maps.Values(desired), func(a, b node.Entry) int { return cmp.Compare(a.Key, b.Key) })
+// with its diff, or none. The entries the target holds (those its state
+// says the file is the render of; none when it cannot say) are judged as
+// run's first full reconcile judges them: their deletes the brake would
+// hold are listed, held, and the file keeps rendering them, as it keeps
+// those prune = false keeps.
+func planFile(ctx context.Context, sp *SinkPlan, n *Node, target node.Target, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
+	actual, err := readForPlan(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)
+	}
+	sp.Held = len(actual)
+	render := maps.Clone(desired)
+	var gone []node.Key
+	for k := range actual {
+		if _, ok := desired[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	slices.Sort(gone)
+	desc, _ := target.(node.Describer)
+	if n.Prune {
+		for _, k := range gone {
+			pc := PlannedChange{Change: reconcile.Change{Address: sp.Address, Action: reconcile.Delete, Key: k, Old: actual[k]}}
+			if !maskChange(&pc) && desc != nil {
+				pc.Before = desc.Show(pc.Old)
+			}
+			sp.Changes = append(sp.Changes, pc)
+		}
+		brakePlan(sp, n.MaxDeletes, target)
+		if sp.DeletesHeld == 0 {
+			sp.Changes = nil // the diff shows the deletes applied
+		}
+	} else {
+		sp.Kept = len(gone)
+	}
+	if sp.DeletesHeld > 0 || !n.Prune {
+		for _, k := range gone {
+			render[k] = actual[k]
+		}
+	}
+	entries := slices.SortedFunc(maps.Values(render), func(a, b node.Entry) int { return cmp.Compare(a.Key, b.Key) })
 	f, err := fp.PlanFile(ctx, entries)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)
 	}
-	sp.File, sp.Desired, sp.Projected = &f, len(desired), len(desired)
+	sp.File, sp.Desired, sp.Projected = &f, len(desired), len(render)
 	sp.Target.Exists = f.Exists
 	if f.Changed {
 		c := reconcile.Change{Address: sp.Address, Action: reconcile.Update, Key: node.Key(f.Path)}
 		if !f.Exists {
 			c.Action = reconcile.Create
 		}
-		sp.Changes = []PlannedChange{{Change: c, Before: "the file on disk", After: fmt.Sprintf("rendered from %d records", len(desired))}}
+		sp.Changes = append([]PlannedChange{{Change: c, Before: "the file on disk", After: fmt.Sprintf("rendered from %d records", len(render))}}, sp.Changes...)
 	}
 	return sp, nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/internal/backendtest"
+	"github.com/pipeline/pipeline/internal/haproxytest"
 )
 
 // running is a real HAProxy in master-worker mode with its runtime socket.
@@ -34,13 +35,7 @@ type running struct {
 // until the test ends.
 func startHAProxy(t testing.TB, cfg string) *running {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no haproxy in CI (scripts/setup.sh installs it): %v", err)
-		}
-		t.Skipf("no haproxy: %v (apt-get install haproxy)", err)
-	}
+	bin := haproxytest.Binary(t)
 	dir := t.TempDir()
 	r := &running{cfg: filepath.Join(dir, "haproxy.cfg"), sock: filepath.Join(dir, "admin.sock"), listen: freeAddr(t)}
 	r.write(t, cfg)

@@ -19,6 +19,10 @@ import (
 // written and no command runs.
 func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePlan, error) {
 	fp := node.FilePlan{Path: t.s.path}
+	if note, ok := t.planRestored(desired); ok {
+		fp.Exists, fp.Diff = true, note
+		return fp, nil
+	}
 	rend, err := t.s.render(desired)
 	if err != nil {
 		return fp, err
@@ -33,6 +37,11 @@ func (t *Target) PlanFile(_ context.Context, desired []node.Entry) (node.FilePla
 		return fp, nil
 	}
 	fp.Changed = true
+	if n := t.unmasked(cur, desired); n > 0 {
+		fp.Diff = fmt.Sprintf("--- %s\n+++ %s (rendered)\n(no diff: the file on disk holds %d sensitive values the render does not, which plan cannot mask: its state file lists them by digest only)\n",
+			t.s.path, t.s.path, n)
+		return fp, nil
+	}
 	red := redact.New(t.s.secrets)
 	red.Add(rend.secrets)
 	fp.Diff = unifiedDiff(t.s.path, red.String(string(cur)), red.String(string(rend.data)))

@@ -136,6 +136,7 @@ func (t *Target) writeRuntime(rend *rendering, digest string, cur *onDisk, ops [
 	}
 	tmp, err := atomicfile.Create(t.s.path, rend.data, atomicfile.Options{Mode: t.s.mode, UID: t.own.uid, GID: t.own.gid})
 	if err == nil {
+		t.saveState(digest) // before the swap, as swap does
 		err = tmp.Commit()
 	}
 	if err != nil {

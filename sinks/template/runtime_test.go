@@ -19,6 +19,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/internal/backendtest"
+	"github.com/pipeline/pipeline/internal/haproxytest"
 )
 
 // runtimeTmpl renders HAProxy's file with its runtime socket: backend be
@@ -64,13 +65,7 @@ runtime "haproxy" {
 // swapped and reloaded, and a change the socket cannot take (it is gone)
 // falls back to a reload; explain, the audit and the metrics say which.
 func TestRuntimeUpdateHAProxy(t *testing.T) {
-	haproxy, err := exec.LookPath("haproxy")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no haproxy in CI (scripts/setup.sh installs it): %v", err)
-		}
-		t.Skipf("no haproxy: %v (apt-get install haproxy)", err)
-	}
+	haproxy := haproxytest.Binary(t)
 	ports, stop, err := backendtest.Serve("127.0.0.1", "blue", "green")
 	if err != nil {
 		t.Fatal(err)

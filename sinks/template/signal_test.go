@@ -12,18 +12,13 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/internal/haproxytest"
 )
 
 // reload_signal reloads the real HAProxy (master-worker) named by
 // pid_file: its master replaces its worker.
 func TestReloadSignalHAProxy(t *testing.T) {
-	haproxy, err := exec.LookPath("haproxy")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no haproxy in CI (scripts/setup.sh installs it): %v", err)
-		}
-		t.Skipf("no haproxy: %v (apt-get install haproxy)", err)
-	}
+	haproxy := haproxytest.Binary(t)
 	f := open(t, serversTmpl+"reload_signal = \"SIGUSR2\"\npid_file = \"DIR/haproxy.pid\"\nreload_interval = \"0s\"")
 	pidFile := filepath.Join(filepath.Dir(f.path), "haproxy.pid")
 	f.put("a", server("10.0.0.1", 80), full) // the pid file is not there yet: the reload fails

@@ -70,6 +70,17 @@ type Target struct {
 	refused *refusal
 	tapped  []node.Entry // this round's writes, for Commit to return
 
+	// The state file (state.go). fresh says the target has neither read
+	// nor written anything yet: its first Actual takes the entries from
+	// the state file. unknown are the held entries taken from it whose
+	// sensitive value it lists as a digest only (held with a placeholder
+	// until the input sends the value again); seeded says held is still
+	// exactly what it listed, so the file is still their render.
+	fresh   bool
+	unknown map[node.Key]string
+	seeded  bool
+	state   *stateWriter
+
 	// With a runtime block: paths says how each held key's last change
 	// reached the program (explain), why why the change under way is not
 	// a runtime update, and running is the file on disk parsed
@@ -153,7 +164,8 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{}}
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{},
+		fresh: true, unknown: map[node.Key]string{}, state: newStateWriter(s.path)}
 	if t.plan {
 		return t, nil
 	}
@@ -204,11 +216,21 @@ func (t *Target) Prepare(r node.Record) (node.Entry, error) {
 // never blocking). A file that holds none of pipeline's renders (missing,
 // edited by someone else, not compared yet) holds no entries: every
 // wanted one is then "wanted, not in the target", and the full reconcile
-// that follows restores the file.
+// that follows restores the file. The first read of a new target (after
+// a restart, or a reload that rebuilt the sink) takes the entries from
+// the state file when it describes the file on disk (restore): the
+// target then holds them, so that the deletes of those the input no
+// longer wants are judged by the deletion brake.
 func (t *Target) Actual(context.Context) ([]node.Entry, error) {
 	d, err := readRegular(t.s.path, t.s.maxSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.s.path, err)
+	}
+	if t.fresh {
+		t.fresh = false
+		if d.existed && t.disk == nil {
+			d = t.restore(d)
+		}
 	}
 	if !d.existed || t.disk == nil || !bytes.Equal(d.data, t.disk.data) {
 		t.disk = nil
@@ -225,6 +247,7 @@ func (t *Target) Actual(context.Context) ([]node.Entry, error) {
 // nothing: Commit applies the round's change once, whatever the round's
 // Updates and Deletes were.
 func (t *Target) Update(_ context.Context, batch []node.Entry) {
+	t.fresh = false
 	for _, e := range batch {
 		old, ok := t.held[e.Key]
 		if !ok {
@@ -232,6 +255,17 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 		}
 		if ok && old.Value.RawEquals(e.Value) {
 			continue
+		}
+		t.state.changed(e.Key)
+		if d, ok := t.unknown[e.Key]; ok {
+			// The value the state file knew by its digest: the same
+			// one leaves the file the render of held.
+			delete(t.unknown, e.Key)
+			if got, err := valueDigest(t.state.salt, e.Value); err != nil || got != d {
+				t.seeded = false
+			}
+		} else {
+			t.seeded = false
 		}
 		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
 		t.unsettled[e.Key] = struct{}{}
@@ -247,9 +281,13 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 
 // Delete implements node.Target: as Update.
 func (t *Target) Delete(_ context.Context, batch []node.Entry) {
+	t.fresh = false
 	for _, e := range batch {
 		if _, ok := t.held[e.Key]; ok {
 			delete(t.held, e.Key)
+			delete(t.unknown, e.Key)
+			t.state.changed(e.Key)
+			t.seeded = false
 			t.unsettled[e.Key] = struct{}{}
 			delete(t.recs, e.Key)
 			delete(t.secret, e.Key)
@@ -316,11 +354,9 @@ func (t *Target) failed(err error) []node.Entry {
 
 // records are the held entries as the template sees them, sorted by key.
 func (t *Target) records() []record {
-	if t.order == nil {
-		t.order = slices.Sorted(maps.Keys(t.held))
-	}
-	out := make([]record, len(t.order))
-	for i, k := range t.order {
+	order := t.sortedKeys()
+	out := make([]record, len(order))
+	for i, k := range order {
 		out[i] = t.recs[k]
 	}
 	return out
@@ -358,6 +394,9 @@ func (t *Target) rendered() (*rendering, error) {
 // taken to hold what was last written; full reads it. The error is what
 // keeps the file from holding the render, as shown (masked).
 func (t *Target) apply(ctx context.Context, full bool) error {
+	if len(t.unknown) > 0 {
+		return t.keepRestored(full)
+	}
 	rend, err := t.rendered()
 	if err != nil {
 		return err
@@ -376,6 +415,7 @@ func (t *Target) apply(ctx context.Context, full bool) error {
 		}
 		if cur.existed && bytes.Equal(cur.data, data) {
 			t.settled(rend, digest)
+			t.saveState(digest)
 			t.met.renders.WithLabelValues("unchanged").Inc()
 			return nil
 		}
@@ -385,6 +425,7 @@ func (t *Target) apply(ctx context.Context, full bool) error {
 	} else {
 		if t.disk.digest == digest {
 			t.settled(rend, digest) // back to what the file holds
+			t.saveState(digest)
 			return nil
 		}
 		if err := t.change(ctx, rend, digest, nil); err != nil {
@@ -453,6 +494,14 @@ func (t *Target) swap(ctx context.Context, rend *rendering, digest string, cur *
 			return t.problem("write", err, "cannot back the file up; will retry")
 		}
 	}
+	// The state file goes first, naming the new file's digest: a crash or
+	// a failed rename before the file is swapped leaves a state file
+	// whose digest is not the file's, which the next start ignores (as a
+	// state file not written at all). Whatever the order, the digest is
+	// what makes a pair that does not belong together harmless; this one
+	// also lets a reader that raced the swap (read the old file, then the
+	// new state) find the match by reading the file once more (restore).
+	t.saveState(digest)
 	if err := tmp.Commit(); err != nil {
 		return t.problem("write", err, "cannot swap the file; will retry")
 	}

@@ -142,9 +142,8 @@ func TestRenderSortedAfterSync(t *testing.T) {
 	if st.Mode().Perm() != 0o640 {
 		t.Errorf("mode %v, want 0640", st.Mode().Perm())
 	}
-	entries, _ := os.ReadDir(filepath.Dir(f.path))
-	if len(entries) != 1 {
-		t.Errorf("directory holds %d files, want only the rendered one (no temporary left)", len(entries))
+	if entries := filesBeside(t, f.path); len(entries) != 1 {
+		t.Errorf("directory holds %v, want only the rendered one and its state file (no temporary left)", entries)
 	}
 	f.del("web-b", synced)
 	if diff := cmp.Diff("backend be\n  server web-a 10.0.0.1:80\n", f.file()); diff != "" {
@@ -250,9 +249,8 @@ func TestCheckFailureKeepsFile(t *testing.T) {
 	if f.health.State() != node.Healthy || f.count("pipeline_sink_template_failing") != 0 {
 		t.Errorf("health %v after a good candidate", f.health.State())
 	}
-	entries, _ := os.ReadDir(filepath.Dir(f.path))
-	if len(entries) != 1 {
-		t.Errorf("directory holds %d files, want no candidate left", len(entries))
+	if entries := filesBeside(t, f.path); len(entries) != 1 {
+		t.Errorf("directory holds %v, want no candidate left", entries)
 	}
 }
 
