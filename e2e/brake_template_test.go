@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/schema"
 	"github.com/pipeline/pipeline/sinks/template"
 	"github.com/pipeline/pipeline/sources/files"
@@ -101,7 +103,7 @@ sink "template" "proxy" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := engine.Plan(context.Background(), compile(t, config(""), reg), engine.PlanOptions{})
+	p, err := plan.Plan(context.Background(), compile(t, config(""), reg), plan.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,13 +148,13 @@ sink "template" "proxy" {
 	r.waitReady(t)
 }
 
-func compile(t *testing.T, src string, reg *node.Registry) *engine.Graph {
+func compile(t *testing.T, src string, reg *node.Registry) *graph.Graph {
 	t.Helper()
 	cfg, diags := schema.NewLoader().ParseSource(t.TempDir()+"/e2e.hcl", []byte(src), schema.Options{Environ: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, diags := engine.Compile(cfg, reg)
+	g, diags := graph.Compile(cfg, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

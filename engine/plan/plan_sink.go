@@ -163,7 +163,7 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 // run's first full reconcile judges them: their deletes the brake would
 // hold are listed, held, and the file keeps rendering them, as it keeps
 // those prune = false keeps.
-func planFile(ctx context.Context, sp *SinkPlan, n *Node, target node.Target, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
+func planFile(ctx context.Context, sp *SinkPlan, n *graph.Node, target node.Target, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
 	actual, err := readForPlan(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)
