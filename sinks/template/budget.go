@@ -188,7 +188,7 @@ var estimates = map[string]func(args []cty.Value, limit int64) int64{
 // linear are the functions whose result is charged once built.
 var linear = []string{"env", "file", "lower", "upper", "trimspace", "regex", "substr", "length", "concat",
 	"merge", "keys", "values", "lookup", "contains", "coalesce", "distinct", "flatten", "tostring", "tonumber", "tobool",
-	"min", "max", "cidrsubnet", "cidrhost"}
+	"sort", "min", "max", "cidrsubnet", "cidrhost"}
 
 // str is args[i] as a string, "" when it is not a known one.
 func str(args []cty.Value, i int) string {
