@@ -68,12 +68,13 @@ type mapping struct {
 
 // kept holds values per for expression and digest: what the renders
 // used, each stamped with the last render that did (gen). A render that
-// completes drops what it did not use (done), so kept holds about one
-// render's worth. A value is looked up by its digest's first 8 bytes,
+// completes drops what it did not use (done), so kept holds at most
+// about twice what one render uses. A value is looked up by its digest's first 8 bytes,
 // and found only when its whole digest is the one asked for.
 type kept[V any] struct {
 	gen          uint64
 	m            map[*hclsyntax.ForExpr]map[uint64]*slot[V]
+	used, held   int // values the render under way used; values held in m
 	hits, misses int // what get found and did not, for tests
 }
 
@@ -86,7 +87,10 @@ type slot[V any] struct {
 func (c *kept[V]) get(f *hclsyntax.ForExpr, d digest) (V, bool) {
 	s, ok := c.m[f][short(d)]
 	if ok && s.d == d {
-		s.gen = c.gen
+		if s.gen != c.gen {
+			s.gen = c.gen
+			c.used++
+		}
 		c.hits++
 		return s.v, true
 	}
@@ -104,19 +108,31 @@ func (c *kept[V]) put(f *hclsyntax.ForExpr, d digest, v V) {
 		m = map[uint64]*slot[V]{}
 		c.m[f] = m
 	}
+	if old, ok := m[short(d)]; !ok {
+		c.held++
+	} else if old.gen == c.gen {
+		c.used--
+	}
 	m[short(d)] = &slot[V]{d: d, gen: c.gen, v: v}
+	c.used++
 }
 
-// done drops what the render that just completed did not use.
+// done drops what the render that just completed did not use, once that
+// is as much as what it used: a sweep of every value costs about what a
+// render that reuses them does.
 func (c *kept[V]) done() {
-	for _, m := range c.m {
-		for k, s := range m {
-			if s.gen != c.gen {
-				delete(m, k)
+	if c.held > 2*c.used+64 {
+		for _, m := range c.m {
+			for k, s := range m {
+				if s.gen != c.gen {
+					delete(m, k)
+					c.held--
+				}
 			}
 		}
 	}
 	c.gen++
+	c.used = 0
 }
 
 func short(d digest) uint64 { return binary.LittleEndian.Uint64(d[:8]) }
@@ -124,12 +140,11 @@ func short(d digest) uint64 { return binary.LittleEndian.Uint64(d[:8]) }
 // passCache is what a sink keeps between renders.
 type passCache struct {
 	passes   kept[pass]
-	mappings kept[mapping]
+	mappings kept[*mapping]
 }
 
-// done drops what the render that just completed did not use; after a
-// render that did not complete, what it added stays until the next one
-// that does.
+// done ends a render that completed; after one that did not, what it
+// added stays until a render that completes drops what it did not use.
 func (c *passCache) done() { c.passes.done(); c.mappings.done() }
 
 // reuse is a sink's knowledge of its template's directives, and the

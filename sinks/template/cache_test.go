@@ -92,7 +92,7 @@ func cacheCases(t testing.TB) []cacheCase {
 		{"grouped value null", "", `template = "%{ for b, vs in { for r in records : r.value.backend => null... } }${b}${length(vs)}%{ endfor }"`},
 		{"grouped, key may be missing", "", `template = "%{ for b, rs in { for r in records : r.value.host => r.key... } }${b}${length(rs)}%{ endfor }"`},
 		{"var and local", cachePrelude, `template = "%{ for r in records }${var.suffix}${local.tag}${local.ports.a}${env("E")}${r.key}\n%{ endfor }%{ for k, v in local.ports }${k}${v}${var.suffix}%{ endfor }"`},
-		{"reads records", "", `template = "%{ for r in records }${length(records)}${r.key}\n%{ endfor }"`},
+		{"reads records", "", `template = "%{ for r in records }${r.key == records[0].key}${r.key}\n%{ endfor }"`},
 		{"nested over records", "", `template = "%{ for r in records }%{ for s in records }%{ if r.value.backend == s.value.backend && r.key != s.key }${r.key}>${s.key} %{ endif }%{ endfor }\n%{ endfor }"`},
 		{"inner reads outer", "", `template = "%{ for r in records }%{ for t in r.value.tags }${r.key}/${t} %{ endfor }%{ endfor }"`},
 		{"loop variable named var", cachePrelude, `template = "%{ for var in records }%{ for x in [1] }${var.key}%{ endfor }%{ endfor }"`},
@@ -262,12 +262,16 @@ func TestCachedMatchesFull(t *testing.T) {
 				dir := t.TempDir()
 				c := &cachedRenderer{s: buildSinkIn(t, dir, tc.prelude, tc.tmpl), recs: map[node.Key]record{}}
 				fs := fullSink(t, dir, tc)
-				for range 30 { // a first collection
+				for range 20 { // a first collection
 					k := w.newKey()
 					w.held[node.Key(k)] = node.Entry{Key: node.Key(k), Value: w.value(k)}
 				}
 				c.put(slices.Collect(maps.Values(w.held))...)
-				for i := range 60 {
+				steps := 40
+				if sensitive {
+					steps = 15 // the same paths, less the cache where values are marked
+				}
+				for i := range steps {
 					c.apply(w.step()...)
 					maxSize := int64(64 << 20)
 					if i%3 == 2 {
@@ -381,9 +385,9 @@ func TestConcurrentRenders(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			for i := range 20 {
+			for i := range 8 {
 				es := slices.Clone(entries)
-				es[(g*20+i)%len(es)] = exampleEndpoint(99, 0, 8080+i) // sorts after every other
+				es[(g*8+i)%len(es)] = exampleEndpoint(99, 0, 8080+i) // sorts after every other
 				slices.SortFunc(es, func(a, b node.Entry) int { return strings.Compare(string(a.Key), string(b.Key)) })
 				if _, err := s.Render(es); err != nil {
 					t.Error(err)

@@ -195,11 +195,15 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 // passes kept from the last render that completed (cache.go).
 func (s *Sink) stream(recs []record, ctx *hcl.EvalContext) (data []byte, ok, over bool) {
 	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx}
+	st.buf.Grow(int(min(s.sizeHint.Load(), s.maxSize)))
 	if s.reuse != nil {
 		st.loops, st.cache, st.digested = s.reuse.loops, s.reuse.take(), s.reuse.digests
 		defer s.reuse.give(st.cache)
 	}
 	data, ok, over = st.render(s.tmpl, ctx)
+	if ok {
+		s.sizeHint.Store(int64(len(data)))
+	}
 	if ok && st.cache != nil {
 		st.cache.done()
 	}

@@ -278,7 +278,7 @@ func (st *streamer) mapRecords(g *hclsyntax.ForExpr, ctx *hcl.EvalContext) (coll
 			return st.leaveToHCL(scratch)
 		}
 	}
-	maps := make([]mapping, len(st.recs))
+	maps := make([]*mapping, len(st.recs))
 	for i, r := range st.recs {
 		if maps[i], ok = st.cache.mappings.get(g, r.digest); ok {
 			continue
@@ -318,7 +318,8 @@ func (st *streamer) leaveToHCL(scratch *renderBudget) (cty.Value, []digest, bool
 
 // mapRecord evaluates g's parts for one record as HCL does (if clause,
 // key, value), measuring what they charge; false: leave g to HCL.
-func (st *streamer) mapRecord(g *hclsyntax.ForExpr, sctx *hcl.EvalContext, scratch *renderBudget, r record) (m mapping, ok bool) {
+func (st *streamer) mapRecord(g *hclsyntax.ForExpr, sctx *hcl.EvalContext, scratch *renderBudget, r record) (m *mapping, ok bool) {
+	m = &mapping{}
 	ctx := sctx.NewChild()
 	ctx.Variables = map[string]cty.Value{g.ValVar: r.obj}
 	ok, m.cost, m.need = scratch.measure(func() bool {
@@ -365,7 +366,7 @@ func (st *streamer) mapRecord(g *hclsyntax.ForExpr, sctx *hcl.EvalContext, scrat
 // assemble builds g's value from its records' mappings, as HCL does, and
 // the digest of each element; false where HCL gives an error (two
 // records with one key, without grouping).
-func (st *streamer) assemble(g *hclsyntax.ForExpr, maps []mapping) (cty.Value, []digest, bool) {
+func (st *streamer) assemble(g *hclsyntax.ForExpr, maps []*mapping) (cty.Value, []digest, bool) {
 	if g.KeyExpr == nil {
 		vals := []cty.Value{}
 		var digests []digest
