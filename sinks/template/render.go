@@ -197,7 +197,7 @@ func (s *Sink) stream(recs []record, ctx *hcl.EvalContext) (data []byte, ok, ove
 	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx}
 	st.buf.Grow(int(min(s.sizeHint.Load(), s.maxSize)))
 	if s.reuse != nil {
-		st.loops, st.cache, st.digested = s.reuse.loops, s.reuse.take(), s.reuse.digests
+		st.loops, st.cache = s.reuse.loops, s.reuse.take()
 		defer s.reuse.give(st.cache)
 	}
 	data, ok, over = st.render(s.tmpl, ctx)

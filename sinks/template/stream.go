@@ -12,20 +12,13 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// streamTemplate renders a template the fast path gave up on, through
-// HCL, but one loop element at a time into one buffer, so a render that
-// grows past limit stops there instead of HCL building all of it first
-// (HCL evaluates a %{ for } into a tuple of every element's text, then
-// joins them). Every expression inside (interpolations, conditions, the
-// collections looped over) is evaluated by HCL, so the text is HCL's.
-// ok is false when it met anything it leaves to HCL's own evaluation (an
-// error, an unknown or null value, a shape it does not walk): the caller
-// then evaluates the template with HCL, which gives the error. over says
-// the render grew past limit.
-func streamTemplate(expr hcl.Expression, ctx *hcl.EvalContext, limit int64) (data []byte, ok, over bool) {
-	return (&streamer{limit: limit, budget: budgetOf(ctx)}).render(expr, ctx)
-}
-
+// streamer renders a template the fast path gave up on, through HCL,
+// but one loop element at a time into one buffer, so a render that grows
+// past limit stops there instead of HCL building all of it first (HCL
+// evaluates a %{ for } into a tuple of every element's text, then joins
+// them). Every expression inside (interpolations, conditions, the
+// collections looped over) is evaluated by HCL, so the text is HCL's;
+// with a cache, the text of passes it met before is reused (cache.go).
 type streamer struct {
 	buf    bytes.Buffer
 	limit  int64
@@ -41,13 +34,14 @@ type streamer struct {
 	keeping int
 	dig     digester
 	// base is the configuration's context, whose functions a scratch
-	// budget wraps (mapRecords); digested says the records carry their
-	// digests.
-	base     *hcl.EvalContext
-	digested bool
+	// budget wraps (mapRecords).
+	base *hcl.EvalContext
 }
 
-// render writes expr's text; see streamTemplate.
+// render writes expr's text. ok is false when it met anything it leaves
+// to HCL's own evaluation (an error, an unknown or null value, a shape it
+// does not walk): the caller then evaluates the template with HCL, which
+// gives the error. over says the render grew past limit or its budget.
 func (st *streamer) render(expr hcl.Expression, ctx *hcl.EvalContext) (data []byte, ok, over bool) {
 	if _, wrap := expr.(*hclsyntax.TemplateWrapExpr); wrap {
 		return nil, false, false // a lone ${x} is x itself, not text
