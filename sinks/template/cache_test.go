@@ -334,6 +334,8 @@ func TestLoopsKept(t *testing.T) {
 		tmpl         string
 		cached, maps []bool // per loop, in the template's order
 	}{
+		{`"%{ for r in records }${var.suffix}${local.tag}${env("E")}%{ endfor }"`, []bool{true}, []bool{false}},
+		{`"%{ for b, rs in { for r in records : "${r.value.b}${var.suffix}" => r... } }${b}%{ endfor }"`, []bool{true}, []bool{true}},
 		{`"%{ for r in records }${r.key}%{ endfor }"`, []bool{true}, []bool{false}},
 		{`"%{ for r in records }${length(records)}%{ endfor }"`, []bool{false}, []bool{false}},
 		{`"%{ for r in records }%{ for t in r.value.tags }${r.key}${t}%{ endfor }%{ endfor }"`, []bool{true, false}, []bool{false, false}},
@@ -346,7 +348,7 @@ func TestLoopsKept(t *testing.T) {
 		{`"%{ for r in [for r in records : r if r.key != ""] }${r.key}%{ endfor }"`, []bool{true}, []bool{true}},
 		{`"%{ for x in [1] }%{ for records in [[2]] }%{ for r in [for r in records : r] }${r}%{ endfor }%{ endfor }%{ endfor }"`, []bool{true, true, true}, []bool{false, false, false}},
 	} {
-		s := buildSink(t, "", "template = "+tc.tmpl)
+		s := buildSink(t, cachePrelude, "template = "+tc.tmpl)
 		var cached, mapped []bool
 		for _, f := range loopsInOrder(s) {
 			cached = append(cached, s.reuse.loops[f].cached)
