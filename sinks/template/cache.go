@@ -24,6 +24,13 @@ import (
 // that reads anything else (records, an enclosing loop's variable,
 // file()) leaves its directive uncached: evaluated every time.
 //
+// Likewise, a for expression over records that such a directive loops
+// over ({ for r in records : r.value.backend => r.value... }) is built
+// from what each record gave it the last time (its if clause's verdict,
+// key and value, kept by the record's digest), evaluating only the
+// records that changed (mapRecords); its elements' digests come from
+// those of the records' values, without walking the values.
+//
 // A reused pass charges the render's budget what its evaluation charged,
 // and fails where its evaluation would have (pass.need), and its text
 // counts against max_size as it is written: the budget and max_size bound
