@@ -477,3 +477,66 @@ func TestSortedKeys(t *testing.T) {
 		}
 	}
 }
+
+// A render that reuses passes is refused exactly where the full render
+// is, at every max_size from nothing to past the render's size: its text
+// counts against max_size, and each reused pass charges the budget what
+// its evaluation did and fails where its evaluation would have (whose
+// functions check a bound of their result before they run).
+func TestCachedBudgetSweep(t *testing.T) {
+	for _, tmpl := range []string{
+		`template = "%{ for r in records }${jsonencode(r.value)}${format("%s-%5s", r.key, r.key)}${join(",", [for k, v in r.value : k])}\n%{ endfor }"`,
+		`template = "%{ for b, rs in { for r in records : r.value.backend => r.value... } }${b}:${join(" ", [for r in rs : jsonencode(r)])}\n%{ endfor }"`,
+	} {
+		dir := t.TempDir()
+		s := buildSinkIn(t, dir, "", tmpl)
+		c := &cachedRenderer{s: s, recs: map[node.Key]record{}}
+		entries := exampleRecords(4)
+		c.put(entries...)
+		held := map[node.Key]node.Entry{}
+		for _, e := range entries {
+			held[e.Key] = e
+		}
+		fs := fullSink(t, dir, cacheCase{tmpl: tmpl})
+		whole, err := fullRender(fs, 64<<20, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.render(); err != nil { // every pass kept
+			t.Fatal(err)
+		}
+		top := int64(len(whole.data)) // where the full render passes: max_size or the budget may bind
+		for ; top < 64<<20; top *= 2 {
+			if _, err := fullRender(fs, top, held); err == nil {
+				break
+			}
+		}
+		refused := 0
+		for m := int64(1); m <= top+64; m += max(1, top/300) {
+			c.s.maxSize = m
+			got, gotErr := c.render()
+			want, wantErr := fullRender(fs, m, held)
+			checkSame(t, fmt.Sprintf("max_size %d", m), got, gotErr, want, wantErr)
+			if gotErr != nil {
+				refused++
+			}
+		}
+		lo, hi := int64(1), top // the least max_size with which the full render passes
+		for lo < hi {
+			if mid := (lo + hi) / 2; func() bool { _, err := fullRender(fs, mid, held); return err == nil }() {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		for m := lo - 2; m <= lo+2; m++ {
+			c.s.maxSize = m
+			got, gotErr := c.render()
+			want, wantErr := fullRender(fs, m, held)
+			checkSame(t, fmt.Sprintf("max_size %d, by the boundary %d", m, lo), got, gotErr, want, wantErr)
+		}
+		if refused == 0 || c.s.reuse.cache.Load().passes.hits == 0 {
+			t.Fatalf("%s: the sweep refused %d renders and reused %d passes", tmpl, refused, c.s.reuse.cache.Load().passes.hits)
+		}
+	}
+}
