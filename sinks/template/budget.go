@@ -62,10 +62,13 @@ func budgetOf(ctx *hcl.EvalContext) *renderBudget {
 // errOverBudget is a render that built more than its budget.
 var errOverBudget = errors.New("the render builds values larger than its budget")
 
-// renderBudget is one render's budget: the bytes it may still build.
+// renderBudget is one render's budget: the bytes it may still build
+// (left), the bytes charged so far (used), and the most that any charge
+// or check so far needed charged in all (peak: used before it, plus its
+// size), which tells what a pass kept for reuse needs (cache.go).
 type renderBudget struct {
-	left int64
-	over bool
+	left, used, peak int64
+	over             bool
 }
 
 // charge takes n bytes from b, or fails (then and ever after).
@@ -73,6 +76,8 @@ func (b *renderBudget) charge(n int64) error {
 	if b.over {
 		return errOverBudget
 	}
+	b.peak = max(b.peak, b.used+n)
+	b.used += n
 	if b.left -= n; b.left < 0 {
 		b.over = true
 		return errOverBudget
@@ -83,6 +88,9 @@ func (b *renderBudget) charge(n int64) error {
 // fits reports whether n bytes fit in b, charging nothing; a size that
 // does not fit spends the budget.
 func (b *renderBudget) fits(n int64) error {
+	if !b.over {
+		b.peak = max(b.peak, b.used+n)
+	}
 	if !b.over && n > b.left {
 		b.over = true
 	}
@@ -90,6 +98,26 @@ func (b *renderBudget) fits(n int64) error {
 		return errOverBudget
 	}
 	return nil
+}
+
+// replay charges what a kept evaluation charged (cost), failing where
+// it would have failed (less than need left).
+func (b *renderBudget) replay(cost, need int64) error {
+	if err := b.fits(need); err != nil {
+		return err
+	}
+	return b.charge(cost)
+}
+
+// measure runs eval, and says what it charged b (cost) and the least
+// budget left before it with which none of its charges fails (need).
+func (b *renderBudget) measure(eval func() bool) (ok bool, cost, need int64) {
+	used, peak := b.used, b.peak
+	b.peak = used
+	ok = eval()
+	cost, need = b.used-used, b.peak-used
+	b.peak = max(peak, b.peak)
+	return ok, cost, need
 }
 
 // sizeOf is v's size for the budget: its string bytes (and object keys)

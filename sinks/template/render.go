@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -44,10 +46,29 @@ type record struct {
 	value cty.Value
 	obj   cty.Value
 	cells []cell
+	// plain is obj without its marks, as a loop over records sees it
+	// (stream.go); marked says obj has marks; known says it holds no
+	// unknown value.
+	plain         cty.Value
+	marked, known bool
+	// digest identifies plain, when the template keeps the passes of a
+	// loop over records (cache.go); hashed says it was computed.
+	digest digest
+	hashed bool
 }
 
 func (s *Sink) newRecord(e node.Entry) record {
 	r := record{key: string(e.Key), value: e.Value, obj: recordObject(e)}
+	r.plain, r.marked, r.known = r.obj, r.obj.ContainsMarked(), r.obj.IsWhollyKnown()
+	if r.marked {
+		r.plain, _ = r.obj.UnmarkDeep()
+	}
+	if s.reuse != nil && s.reuse.digests {
+		var d digester
+		if r.hashed = d.value(r.plain); r.hashed {
+			r.digest = d.sum()
+		}
+	}
 	if len(s.fastPaths) > 0 {
 		r.cells = make([]cell, len(s.fastPaths))
 		var buf bytes.Buffer
@@ -59,6 +80,36 @@ func (s *Sink) newRecord(e node.Entry) record {
 		}
 	}
 	return r
+}
+
+// sortedKeys is held's keys, sorted, from order: the keys as last sorted,
+// followed by the keys added since (unsorted), and still holding the keys
+// deleted since; nil: none sorted yet. It sorts only the keys added, and
+// merges them in.
+func sortedKeys(order []node.Key, held map[node.Key]node.Entry) []node.Key {
+	if order == nil {
+		return slices.Sorted(maps.Keys(held))
+	}
+	n := min(1, len(order)) // order[:n] is sorted
+	for n < len(order) && order[n-1] <= order[n] {
+		n++
+	}
+	added := order[n:]
+	slices.Sort(added)
+	out := make([]node.Key, 0, len(held))
+	last := node.Key("")
+	for i, j := 0, 0; i < n || j < len(added); {
+		var k node.Key
+		if j == len(added) || i < n && order[i] <= added[j] {
+			k, i = order[i], i+1
+		} else {
+			k, j = added[j], j+1
+		}
+		if _, ok := held[k]; ok && (len(out) == 0 || k != last) {
+			out, last = append(out, k), k
+		}
+	}
+	return out
 }
 
 // recordObject is an entry as the template sees it: { key, value }.
@@ -110,7 +161,7 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 			return out, nil
 		}
 	}
-	data, ok, over := streamTemplate(s.tmpl, ctx, s.maxSize)
+	data, ok, over := s.stream(recs, ctx)
 	if over || budget.over {
 		return out, s.tooLarge()
 	}
@@ -138,6 +189,25 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	}
 	out.data = []byte(sv)
 	return out, nil
+}
+
+// stream renders the template with the streamer (stream.go), reusing the
+// passes kept from the last render that completed (cache.go).
+func (s *Sink) stream(recs []record, ctx *hcl.EvalContext) (data []byte, ok, over bool) {
+	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx}
+	st.buf.Grow(int(min(s.sizeHint.Load(), s.maxSize)))
+	if s.reuse != nil {
+		st.loops, st.cache = s.reuse.loops, s.reuse.take()
+		defer s.reuse.give(st.cache)
+	}
+	data, ok, over = st.render(s.tmpl, ctx)
+	if ok {
+		s.sizeHint.Store(int64(len(data)))
+	}
+	if ok && st.cache != nil {
+		st.cache.done()
+	}
+	return data, ok, over
 }
 
 // errTooLarge is a render that grew past max_size.

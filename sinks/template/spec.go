@@ -106,6 +106,7 @@ type Sink struct {
 	fastSlots     int        // loops over records in it
 	fastPaths     [][]string // the record paths it reads (a record's cells)
 	sizeHint      atomic.Int64
+	reuse         *reuse          // the passes of %{ for } kept between renders (cache.go)
 	runtime       *haproxy.Client // the runtime block; nil: every change reloads
 }
 
@@ -128,6 +129,7 @@ func newSink(b node.Build) (node.Sink, hcl.Diagnostics) {
 	add(d)
 	if s.tmpl != nil && !d.HasErrors() {
 		s.fast, s.fastSlots, s.fastPaths = compileFast(s.tmpl, s.ctx)
+		s.reuse = newReuse(s.tmpl, s.ctx)
 		wrapLoops(s.tmpl) // after compileFast, which walks the template as written
 	}
 	var path string

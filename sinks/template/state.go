@@ -13,7 +13,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -475,11 +474,9 @@ func (t *Target) saveState(digest string) {
 	w.sum, w.dirty = digest, false
 }
 
-// sortedKeys is held's keys, sorted.
+// sortedKeys is held's keys, sorted (kept in t.order between calls).
 func (t *Target) sortedKeys() []node.Key {
-	if t.order == nil {
-		t.order = slices.Sorted(maps.Keys(t.held))
-	}
+	t.order = sortedKeys(t.order, t.held)
 	return t.order
 }
 

@@ -47,7 +47,7 @@ type Target struct {
 
 	held    map[node.Key]node.Entry
 	recs    map[node.Key]record // each held entry as the template sees it
-	order   []node.Key          // held's keys sorted; nil after a key came or went
+	order   []node.Key          // held's keys as sortedKeys takes them; nil: not sorted yet
 	secret  map[node.Key]bool   // held entries whose value is sensitive
 	changed bool                // held changed since the last render
 	last    *rendering          // the render of held; nil before the first and after a failed one
@@ -250,8 +250,8 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 	t.fresh = false
 	for _, e := range batch {
 		old, ok := t.held[e.Key]
-		if !ok {
-			t.order = nil
+		if !ok && t.order != nil {
+			t.order = append(t.order, e.Key)
 		}
 		if ok && old.Value.RawEquals(e.Value) {
 			continue
@@ -291,7 +291,6 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 			t.unsettled[e.Key] = struct{}{}
 			delete(t.recs, e.Key)
 			delete(t.secret, e.Key)
-			t.order = nil
 			t.changed = true
 		}
 	}
