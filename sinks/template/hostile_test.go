@@ -190,9 +190,11 @@ func TestMaxSize(t *testing.T) {
 }
 
 // A check that times out leaves the entries it concerned failing with
-// the timeout, and the file holding (Actual) only what it held.
+// the timeout, and the file holding (Actual) only what it held. The
+// timeout is long enough that the check of a's render, which finishes at
+// once, never meets it on a loaded machine.
 func TestCheckTimeoutIsTheEntrysError(t *testing.T) {
-	f := open(t, serversTmpl+`check_command = ["sh", "-c", "grep -q 10.0.0.9 \"$0\" && sleep 10; exit 0", "{{path}}"]`+"\ncheck_timeout = \"200ms\"")
+	f := open(t, serversTmpl+`check_command = ["sh", "-c", "grep -q 10.0.0.9 \"$0\" && sleep 10; exit 0", "{{path}}"]`+"\ncheck_timeout = \"2s\"")
 	f.put("a", server("10.0.0.1", 80), full)
 	batch := []node.Entry{{Key: "slow", Value: server("10.0.0.9", 80)}}
 	if err := f.round(batch, synced)["slow"]; err == nil || !strings.Contains(err.Error(), "timed out") {
