@@ -11,9 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
@@ -39,7 +41,8 @@ func newPlanCmd() *cobra.Command {
 			"Exit status: 0 no changes, 2 changes, 1 error. --json prints the whole plan as a document with\n" +
 			"format_version (docs/plan.md); the text view shows the first --max-entries changes per sink.\n\n" +
 			"--against http://ADDR asks a running `pipeline run` for its graph (GET /graph on its --listen address)\n" +
-			"and also shows what a reload to PATH would do to its nodes: added, rebuilt, removed, kept, relisted.",
+			"and also shows what a reload to PATH would do to its nodes: added, rebuilt, removed, kept, relisted;\n" +
+			"sink \"prometheus\" then compares with the series the instance serves (its /metrics).",
 		Example: "  pipeline plan examples/flagship\n" +
 			"  pipeline plan --json -var kubeconfig=$HOME/.kube/config examples/demo | jq .summary\n" +
 			"  pipeline plan --against http://127.0.0.1:9464 examples/flagship",
@@ -72,6 +75,13 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 			return err
 		}
 		reload.KeyErr = useInstanceKey(reload.Running)
+		// A target whose state is the instance's memory (sink
+		// "prometheus") reads it from the instance.
+		metrics, err := inspect.AdminURL(f.against, "/metrics", nil)
+		if err != nil {
+			return err
+		}
+		ctx = node.WithRunning(ctx, node.Running{MetricsURL: metrics})
 	}
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {
