@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +35,8 @@ func newPlanCmd() *cobra.Command {
 			"prints what run would add, change and remove, with the record each entry comes from. Append-only\n" +
 			"sinks (nats, audit, log) list what the initial sync would emit. Plan writes nothing: no map entry,\n" +
 			"no key, no message, no line, no file or directory; a missing map is shown as \"would be created\".\n\n" +
-			"Exit status: 0 no changes, 2 changes, 1 error. --json prints the whole plan as a document with\n" +
+			"Exit status: 0 no changes, 2 changes, 1 error; 130 (SIGINT) or 143 (SIGTERM) when interrupted, within\n" +
+			"2s even while the configuration loads. --json prints the whole plan as a document with\n" +
 			"format_version (docs/plan.md); the text view shows the first --max-entries changes per sink.\n\n" +
 			"--against http://ADDR asks a running `pipeline run` for its graph (GET /graph on its --listen address)\n" +
 			"and also shows what a reload to PATH would do to its nodes: added, rebuilt, removed, kept, relisted;\n" +
@@ -48,9 +46,9 @@ func newPlanCmd() *cobra.Command {
 			"  pipeline plan --against http://127.0.0.1:9464 examples/flagship",
 		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runPlan(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f)
+			in := onInterrupt(cmd.Context(), cmd.ErrOrStderr(), "plan", interruptGrace)
+			err := runPlan(in.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f)
+			return in.end(cmd.ErrOrStderr(), "plan", err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a variable: -var name=value (repeatable); PIPELINE_VAR_name also works")
