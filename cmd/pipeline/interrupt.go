@@ -17,10 +17,6 @@ import (
 // do not look at a context.
 const interruptGrace = 2 * time.Second
 
-// exitProcess ends the process; a variable so that tests of the helper
-// can see the status instead.
-var exitProcess = os.Exit
-
 // interrupt is the signal handling of a command that writes nothing: the
 // first SIGINT or SIGTERM cancels its context, and the command then ends
 // with the conventional status, 128 plus the signal's number (130 for
@@ -64,7 +60,7 @@ func onInterrupt(ctx context.Context, stderr io.Writer, name string, grace time.
 		case <-i.sigs:
 		}
 		fmt.Fprintf(stderr, "Interrupted (%s): %s stopped, nothing written.\n", signalName(sig), name)
-		exitProcess(signalStatus(sig))
+		os.Exit(signalStatus(sig))
 	})
 	return i
 }
