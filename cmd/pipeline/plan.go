@@ -4,17 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline/pipeline/cmd/pipeline/inspect"
 	"github.com/pipeline/pipeline/cmd/pipeline/planview"
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/engine"
 	"github.com/pipeline/pipeline/engine/graph"
+	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/plan"
 	"github.com/pipeline/pipeline/internal/redact"
 )
@@ -38,18 +37,20 @@ func newPlanCmd() *cobra.Command {
 			"prints what run would add, change and remove, with the record each entry comes from. Append-only\n" +
 			"sinks (nats, audit, log) list what the initial sync would emit. Plan writes nothing: no map entry,\n" +
 			"no key, no message, no line, no file or directory; a missing map is shown as \"would be created\".\n\n" +
-			"Exit status: 0 no changes, 2 changes, 1 error. --json prints the whole plan as a document with\n" +
+			"Exit status: 0 no changes, 2 changes, 1 error; 130 (SIGINT) or 143 (SIGTERM) when interrupted, within\n" +
+			"2s even while the configuration loads. --json prints the whole plan as a document with\n" +
 			"format_version (docs/plan.md); the text view shows the first --max-entries changes per sink.\n\n" +
 			"--against http://ADDR asks a running `pipeline run` for its graph (GET /graph on its --listen address)\n" +
-			"and also shows what a reload to PATH would do to its nodes: added, rebuilt, removed, kept, relisted.",
+			"and also shows what a reload to PATH would do to its nodes: added, rebuilt, removed, kept, relisted;\n" +
+			"sink \"prometheus\" then compares with the series the instance serves (its /metrics).",
 		Example: "  pipeline plan examples/flagship\n" +
 			"  pipeline plan --json -var kubeconfig=$HOME/.kube/config examples/demo | jq .summary\n" +
 			"  pipeline plan --against http://127.0.0.1:9464 examples/flagship",
 		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runPlan(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f)
+			in := onInterrupt(cmd.Context(), cmd.ErrOrStderr(), "plan", interruptGrace)
+			err := runPlan(in.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f)
+			return in.end(cmd.ErrOrStderr(), "plan", err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a variable: -var name=value (repeatable); PIPELINE_VAR_name also works")
@@ -74,6 +75,13 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, paths []string, f pl
 			return err
 		}
 		reload.KeyErr = useInstanceKey(reload.Running)
+		// A target whose state is the instance's memory (sink
+		// "prometheus") reads it from the instance.
+		metrics, err := inspect.AdminURL(f.against, "/metrics", nil)
+		if err != nil {
+			return err
+		}
+		ctx = node.WithRunning(ctx, node.Running{MetricsURL: metrics})
 	}
 	l := load(paths, f.vars)
 	if l.diags.HasErrors() {

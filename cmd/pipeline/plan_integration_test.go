@@ -326,7 +326,7 @@ func checkPlanJSON(t *testing.T, out, ns string) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("map changes (-want +got):\n%s", diff)
 	}
-	if doc.FormatVersion != "1.4" || doc.Summary["add"] != 2 || doc.Summary["change"] != 2 || doc.Summary["remove"] != 2 || doc.Summary["emit"] != 0 {
+	if doc.FormatVersion != "1.5" || doc.Summary["add"] != 2 || doc.Summary["change"] != 2 || doc.Summary["remove"] != 2 || doc.Summary["emit"] != 0 {
 		t.Errorf("format_version %q, summary %v", doc.FormatVersion, doc.Summary)
 	}
 }

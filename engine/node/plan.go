@@ -60,6 +60,31 @@ type TargetInfo struct {
 	// Replace, when set, says why run would replace the existing target
 	// (remove it and create it empty): plan shows "must be replaced".
 	Replace string `json:"replace,omitempty"`
+	// Note, when set, is what a reader must know about how the target
+	// was read: plan shows it under the target's heading.
+	Note string `json:"note,omitempty"`
+}
+
+// Running is the running instance a plan compares with (plan --against):
+// a target whose state lives in that process, not in a backend plan can
+// read (sink "prometheus"'s series), reads it there.
+type Running struct {
+	// MetricsURL is the instance's /metrics.
+	MetricsURL string
+}
+
+type runningKey struct{}
+
+// WithRunning returns ctx carrying the running instance r, for the
+// targets plan opens with ModePlan.
+func WithRunning(ctx context.Context, r Running) context.Context {
+	return context.WithValue(ctx, runningKey{}, r)
+}
+
+// RunningFrom returns the running instance ctx carries, if any.
+func RunningFrom(ctx context.Context) (Running, bool) {
+	r, ok := ctx.Value(runningKey{}).(Running)
+	return r, ok
 }
 
 // Noun is implemented by a source whose records are objects of one kind,

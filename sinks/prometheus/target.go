@@ -30,6 +30,9 @@ type Target struct {
 	refused map[node.Key]struct{}
 	met     *targetMetrics
 	reg     promclient.Registerer // nil in plan mode: nothing is served
+	// plan is set in plan mode: Actual reads the series a running
+	// instance serves (plan.go).
+	plan *planState
 }
 
 type targetMetrics struct {
@@ -40,12 +43,15 @@ type targetMetrics struct {
 
 // Open implements node.Sink. In ModeRun it registers the series on the
 // node's registerer, which the engine serves on /metrics with node=<address>
-// on every series; in ModePlan it serves nothing, and Actual is empty: the
-// series a running instance serves are its process's memory, which plan,
-// a process of its own, does not hold.
-func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
+// on every series. In ModePlan it serves nothing: the series a running
+// instance serves are its process's memory, so Actual reads them from its
+// /metrics when ctx names the instance (node.WithRunning, plan --against),
+// and is empty otherwise, which Describe's note says.
+func (s *Sink) Open(ctx context.Context, env node.Env, mode node.Mode) (node.Target, error) {
 	t := &Target{s: s, env: env, store: newStore(s), refused: map[node.Key]struct{}{}, met: newTargetMetrics()}
 	if mode == node.ModePlan {
+		t.plan = &planState{prepared: map[node.Key]node.Entry{}, byID: map[string]node.Key{}}
+		t.plan.running, t.plan.given = node.RunningFrom(ctx)
 		return t, nil
 	}
 	cs := []promclient.Collector{t.store, t.met.series, t.met.skipped, t.met.refused}
@@ -78,12 +84,25 @@ func newTargetMetrics() *targetMetrics {
 	return m
 }
 
-// Prepare implements node.Target (see Sink.Prepare).
-func (t *Target) Prepare(r node.Record) (node.Entry, error) { return t.s.Prepare(r) }
+// Prepare implements node.Target (see Sink.Prepare). In plan mode it
+// remembers the entry: its labels name the key a served series belongs to.
+func (t *Target) Prepare(r node.Record) (node.Entry, error) {
+	e, err := t.s.Prepare(r)
+	if err == nil && t.plan != nil {
+		t.plan.remember(e)
+	}
+	return e, err
+}
 
 // Actual implements node.Target: every entry the target holds, served
-// series and skipped records alike, as Prepare made them.
-func (t *Target) Actual(context.Context) ([]node.Entry, error) { return t.store.entries(), nil }
+// series and skipped records alike, as Prepare made them. In plan mode,
+// what the running instance serves (plan.go).
+func (t *Target) Actual(ctx context.Context) ([]node.Entry, error) {
+	if t.plan != nil {
+		return t.actualServed(ctx)
+	}
+	return t.store.entries(), nil
+}
 
 // Update implements node.Target. A new series beyond max_series, or one
 // whose labels another key serves, fails its entry; the others are served.
@@ -151,10 +170,15 @@ func (t *Target) Close() error {
 // Describe implements node.Describer.
 func (t *Target) Describe() node.TargetInfo {
 	loc := fmt.Sprintf("%s %s on /metrics", t.s.fam.typ, t.s.fam.name)
-	if t.reg == nil {
-		loc += " (a new process serves none until its records arrive)"
+	info := node.TargetInfo{Kind: "prometheus_series", Exists: true, MaxEntries: t.s.maxSeries}
+	if t.plan != nil {
+		if t.plan.given {
+			loc += " of " + t.plan.running.MetricsURL
+		}
+		info.Note = t.plan.note()
 	}
-	return node.TargetInfo{Location: loc, Kind: "prometheus_series", Exists: true, MaxEntries: t.s.maxSeries}
+	info.Location = loc
+	return info
 }
 
 // Show implements node.Describer: the series line.

@@ -55,7 +55,7 @@ func TestPlanShowsAdoption(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if c := doc.Sinks[0].Changes; doc.Version != "1.4" || c[0].Refused != refused || c[1].Adopts != adopts || c[0].Adopts != "" || c[1].Refused != "" {
+	if c := doc.Sinks[0].Changes; doc.Version != "1.5" || c[0].Refused != refused || c[1].Adopts != adopts || c[0].Adopts != "" || c[1].Refused != "" {
 		t.Errorf("json: %s", js.String())
 	}
 }

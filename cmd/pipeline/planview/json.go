@@ -14,7 +14,7 @@ import (
 
 // planFormatVersion is the version of the --json document (docs/plan.md):
 // a minor bump only adds fields, a major bump means readers must reject.
-const planFormatVersion = "1.4"
+const planFormatVersion = "1.5"
 
 // JSON is the machine view: the whole plan, every change included.
 type JSON struct{}

@@ -71,6 +71,9 @@ func targetLine(s *plan.SinkPlan) string {
 func (v Text) sink(t *view.TermText, s *plan.SinkPlan) {
 	t.Paint("\x1b[1m", s.Address)
 	fmt.Fprintf(t, "  (%s)\n", targetLine(s))
+	if s.Target.Note != "" {
+		fmt.Fprintf(t, "    note: %s\n", s.Target.Note)
+	}
 	for _, p := range s.Pending {
 		fmt.Fprintf(t, "    pending: %s would be removed at %s (grace period)\n", p.Key, p.Due.UTC().Format(time.RFC3339))
 	}
