@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Numbers are bounded where they are made (a literal, a function's
@@ -76,4 +78,38 @@ func walkNumbers(v cty.Value, f func(cty.Value) bool) bool {
 		}
 	}
 	return true
+}
+
+// ErrNoKey is RecordKey's answer for a null or empty key: the element
+// gives no record, which is not an error.
+var ErrNoKey = errors.New("no key")
+
+// RecordKey converts the value of a transform's `key` expression to a
+// record key: strings as they are, numbers as decimal text. Null and ""
+// are ErrNoKey.
+func RecordKey(v cty.Value) (string, error) {
+	if v.IsMarked() {
+		// A key is a record's identity, shown in every view.
+		return "", errors.New("key is computed from a sensitive value; keys are shown in logs and status, so use the sensitive value in the record's value")
+	}
+	if v.IsNull() {
+		return "", ErrNoKey
+	}
+	if !v.IsKnown() {
+		return "", errors.New("key is not known")
+	}
+	switch v.Type() {
+	case cty.String:
+	case cty.Number:
+		if err := CheckNumber(v.AsBigFloat()); err != nil {
+			return "", fmt.Errorf("key: %w", err)
+		}
+		v, _ = convert.Convert(v, cty.String)
+	default:
+		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())
+	}
+	if v.AsString() == "" {
+		return "", ErrNoKey
+	}
+	return v.AsString(), nil
 }

@@ -153,7 +153,7 @@ func (r *runner) evaluate() (recs []node.Record, err error) {
 		}
 		eachVars["each"] = cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})
 		rec, err := r.element(each)
-		if errors.Is(err, errSkip) {
+		if errors.Is(err, schema.ErrNoKey) {
 			continue
 		}
 		if err != nil {
@@ -180,7 +180,7 @@ func (r *runner) element(ctx *hcl.EvalContext) (node.Record, error) {
 	if diags.HasErrors() {
 		return node.Record{}, diags
 	}
-	key, err := keyString(kv)
+	key, err := schema.RecordKey(kv)
 	if err != nil {
 		return node.Record{}, err
 	}
@@ -199,36 +199,6 @@ func (r *runner) element(ctx *hcl.EvalContext) (node.Record, error) {
 		val = v
 	}
 	return node.Record{Key: key, Value: val}, nil
-}
-
-var errSkip = errors.New("skip")
-
-// keyString converts a key value: strings as they are, numbers as decimal
-// text. Null and "" are errSkip.
-func keyString(v cty.Value) (string, error) {
-	if v.IsMarked() {
-		return "", errors.New("key is computed from a sensitive value; keys are shown in logs and status, so use the sensitive value in the record's value")
-	}
-	if v.IsNull() {
-		return "", errSkip
-	}
-	if !v.IsKnown() {
-		return "", errors.New("key is not known")
-	}
-	switch v.Type() {
-	case cty.String:
-	case cty.Number:
-		if err := schema.CheckNumber(v.AsBigFloat()); err != nil {
-			return "", fmt.Errorf("key: %w", err)
-		}
-		v, _ = convert.Convert(v, cty.String)
-	default:
-		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())
-	}
-	if v.AsString() == "" {
-		return "", errSkip
-	}
-	return v.AsString(), nil
 }
 
 // shortText names an element of for_each in a log line: its key when a

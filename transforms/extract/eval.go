@@ -106,8 +106,8 @@ func (e *evaluator) record(ctx *hcl.EvalContext) error {
 	if diags.HasErrors() {
 		return diags
 	}
-	key, err := keyString(kv)
-	if errors.Is(err, errSkip) {
+	key, err := schema.RecordKey(kv)
+	if errors.Is(err, schema.ErrNoKey) {
 		e.skipped++
 		return nil
 	}
@@ -151,37 +151,6 @@ func (e *evaluator) dedupe() []yield {
 	clear(e.out[n:]) // drop references to values
 	e.out = e.out[:n]
 	return e.out
-}
-
-var errSkip = errors.New("skip")
-
-// keyString converts a key value: strings as they are, numbers as decimal
-// text. Null and "" are errSkip.
-func keyString(v cty.Value) (string, error) {
-	if v.IsMarked() {
-		// A key is a record's identity, shown in every view.
-		return "", errors.New("key is computed from a sensitive value; keys are shown in logs and status, so use the sensitive value in the record's value")
-	}
-	if v.IsNull() {
-		return "", errSkip
-	}
-	if !v.IsKnown() {
-		return "", errors.New("key is not known")
-	}
-	switch v.Type() {
-	case cty.String:
-	case cty.Number:
-		if err := schema.CheckNumber(v.AsBigFloat()); err != nil {
-			return "", fmt.Errorf("key: %w", err)
-		}
-		v, _ = convert.Convert(v, cty.String)
-	default:
-		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())
-	}
-	if v.AsString() == "" {
-		return "", errSkip
-	}
-	return v.AsString(), nil
 }
 
 // evalBool evaluates a condition; null is false.
