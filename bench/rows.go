@@ -70,6 +70,7 @@ var scenarios = []scenario{
 	{"files-many", manyFiles},              // F1, F2
 	{"metrics-scrape", metricsScrape},      // M1
 	{"haproxy-routes", haproxyRoutes},      // H1..H5
+	{"aggregate-join", aggregateJoin},      // G1
 }
 
 // Run measures every scenario selected by o.Only and returns the rows. A
