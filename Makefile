@@ -87,22 +87,31 @@ vet:
 	$(GO) tool staticcheck -tags integration ./...
 
 ## fuzz: every fuzz target, FUZZTIME inputs each (go test runs one target
-## per invocation); FUZZ_TARGETS lists them as package:Target.
+## per invocation); FUZZ_TARGETS lists them as package:Target, or as
+## package:Target:N for a target slow enough to get its own N inputs.
 FUZZ_TARGETS := \
 	./cmd/pipeline:FuzzCompile \
 	./internal/fastexpr:FuzzSameAsHCL \
-	./engine/sinkloop/heldindex:FuzzIndex \
+	./engine/sinkloop/byteindex:FuzzIndex \
 	./sinks/audit:FuzzVerifyCatchesTampering \
 	./sources/kubernetes/wire:FuzzProjector \
 	./sources/kubernetes/wire:FuzzProtobufDecode \
 	./cmd/pipeline/lsp:FuzzHandlers \
 	./cmd/pipeline/lsp:FuzzFraming \
 	./cmd/pipeline/view:FuzzPrintable \
-	./schema:FuzzCheckNesting
+	./schema:FuzzCheckNesting \
+	./internal/haproxy:FuzzDiff \
+	./sources/files:FuzzByteOrderMark \
+	./sources/files:FuzzCSVFieldsRoundTrip \
+	./sources/files:FuzzExactNumbers \
+	./sources/files:FuzzYAMLStream \
+	./sinks/template:FuzzCachedRender:500x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \
-		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE); \
+		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$(FUZZTIME); \
+		case $$rest in *:*) n=$${rest#*:};; esac; \
+		echo "$(GO) test $$pkg -run '^$$' -fuzz '^$$name$$' -fuzztime $$n"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $$n -fuzzminimizetime $(FUZZMINIMIZE); \
 	done
 	$(GO) test ./cmd/pipeline -run '^$$' -fuzz '^FuzzGrammar$$' -fuzztime $(GRAMMARFUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE)
 

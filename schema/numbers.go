@@ -6,7 +6,6 @@ import (
 	"math/big"
 
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Numbers are bounded where they are made (a literal, a function's
@@ -104,7 +103,7 @@ func RecordKey(v cty.Value) (string, error) {
 		if err := CheckNumber(v.AsBigFloat()); err != nil {
 			return "", fmt.Errorf("key: %w", err)
 		}
-		v, _ = convert.Convert(v, cty.String)
+		return NumberKey(v.AsBigFloat()), nil
 	default:
 		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())
 	}
@@ -112,4 +111,13 @@ func RecordKey(v cty.Value) (string, error) {
 		return "", ErrNoKey
 	}
 	return v.AsString(), nil
+}
+
+// NumberKey is a number as a record key: its decimal text, with -0 as 0
+// (one number, one key, whichever way the input spells it).
+func NumberKey(f *big.Float) string {
+	if f.Sign() == 0 {
+		return "0"
+	}
+	return f.Text('f', -1)
 }
