@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,25 +71,12 @@ func (d *demo) gatewayStep(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cfg, pid, listen := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "haproxy.pid"), "127.0.0.1:18081"
-	if err := os.WriteFile(cfg, []byte(bootstrapHAProxy(listen)), 0o644); err != nil {
+	listen := "127.0.0.1:18081"
+	stop, err := d.startHAProxyJob(ctx, haproxy, dir, listen, "127.0.0.1:19467", "gateway-job", "examples/gateway-api", "-var", "quiet=100ms")
+	if err != nil {
 		return err
 	}
-	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
-		return fmt.Errorf("start haproxy: %w: %s", err, out)
-	}
-	defer backendtest.StopPidFile(pid)
-	args := []string{"run", "--listen", "127.0.0.1:19467", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
-		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "quiet=100ms",
-		"-var", "runtime_socket=" + filepath.Join(dir, "admin.sock"), "examples/gateway-api"}
-	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
-	cmd := exec.Command(d.bin, args...)
-	cmd.Stdout, cmd.Stderr = prefixWriter("    gateway-job| "), prefixWriter("    gateway-job| ")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	defer stop()
 	if err := gatewayAnswers(ctx, listen, "web"); err != nil {
 		return err
 	}

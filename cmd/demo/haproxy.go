@@ -48,33 +48,15 @@ func (d *demo) haproxyStep(ctx context.Context) error {
 		return err
 	}
 	defer stopBackends()
-	cfg, pid, listen := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "haproxy.pid"), "127.0.0.1:18080"
+	listen := "127.0.0.1:18080"
 	if err := d.createIngress(ctx, ip, names, ports); err != nil {
 		return err
 	}
-	// HAProxy runs first, as on a host (the example's header says so), from
-	// a bootstrap configuration that answers 503 until pipeline's first
-	// render is swapped in and loaded with SIGUSR2. Started the other way
-	// round, the first render's reload finds no pid file yet.
-	if err := os.WriteFile(cfg, []byte(bootstrapHAProxy(listen)), 0o644); err != nil {
+	stop, err := d.startHAProxyJob(ctx, haproxy, dir, listen, "127.0.0.1:19466", "haproxy-job", "examples/haproxy", "-var", "drain=2s")
+	if err != nil {
 		return err
 	}
-	fmt.Printf("    $ haproxy -W -D -f %s -p %s   (a bootstrap configuration: 503 until pipeline renders the real one)\n", rel(cfg), rel(pid))
-	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
-		return fmt.Errorf("start haproxy: %w: %s", err, out)
-	}
-	defer backendtest.StopPidFile(pid)
-	args := []string{"run", "--listen", "127.0.0.1:19466", "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
-		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen, "-var", "drain=2s",
-		"-var", "runtime_socket=" + filepath.Join(dir, "admin.sock"), "examples/haproxy"}
-	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
-	cmd := exec.Command(d.bin, args...)
-	cmd.Stdout, cmd.Stderr = prefixWriter("    haproxy-job| "), prefixWriter("    haproxy-job| ")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	defer stop()
 	if err := expectServed(ctx, listen, "both pods serve", names...); err != nil {
 		return err
 	}
@@ -183,4 +165,39 @@ func expectServed(ctx context.Context, listen, what string, want ...string) erro
 		fmt.Printf("    $ curl -H 'Host: shop.example' http://%s/  (8 times) -> answered by %s\n", listen, strings.Join(got, ", "))
 	}
 	return err
+}
+
+// startHAProxyJob starts HAProxy master-worker in dir and then pipeline
+// run of example, which renders dir/haproxy.cfg for it and updates it over
+// dir/admin.sock. HAProxy runs first, as on a host (the examples' headers
+// say so), from a bootstrap configuration that answers 503 until
+// pipeline's first render is swapped in and loaded with SIGUSR2. Started
+// the other way round, the first render's reload finds no pid file yet.
+// stop ends both.
+func (d *demo) startHAProxyJob(ctx context.Context, haproxy, dir, listen, admin, name, example string, vars ...string) (stop func(), err error) {
+	cfg, pid := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "haproxy.pid")
+	if err := os.WriteFile(cfg, []byte(bootstrapHAProxy(listen)), 0o644); err != nil {
+		return nil, err
+	}
+	fmt.Printf("    $ haproxy -W -D -f %s -p %s   (a bootstrap configuration: 503 until pipeline renders the real one)\n", rel(cfg), rel(pid))
+	if out, err := exec.CommandContext(ctx, haproxy, "-W", "-D", "-f", cfg, "-p", pid).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("start haproxy: %w: %s", err, out)
+	}
+	args := append([]string{"run", "--listen", admin, "--log-level", "warn", "-var", "kubeconfig=" + d.kubeconfig, "-var", "namespace=" + ns,
+		"-var", "config=" + cfg, "-var", "pid_file=" + pid, "-var", "listen=" + listen,
+		"-var", "runtime_socket=" + filepath.Join(dir, "admin.sock")}, vars...)
+	args = append(args, example)
+	fmt.Printf("    $ pipeline %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.bin, args...)
+	cmd.Stdout, cmd.Stderr = prefixWriter("    "+name+"| "), prefixWriter("    "+name+"| ")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		backendtest.StopPidFile(pid)
+		return nil, err
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		backendtest.StopPidFile(pid)
+	}, nil
 }
