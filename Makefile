@@ -49,8 +49,10 @@ endef
 
 ## test: everything CI runs: vet, unit, race, integration (real kube-apiserver,
 ## real BPF maps as root), docs freshness, the container image under podman,
-## fuzzing. scripts/setup.sh first installs what a fresh Debian machine lacks
-## (as root) and mounts the bpffs.
+## every fuzz target's corpus (its seeds and testdata/fuzz, run by go test as
+## plain tests). It does not fuzz: new random inputs would make a run's verdict
+## depend on luck; make fuzz does that. scripts/setup.sh first installs what
+## a fresh Debian machine lacks (as root) and mounts the bpffs.
 test:
 	./scripts/setup.sh
 	@$(MAKE) --no-print-directory vet
@@ -66,8 +68,6 @@ test:
 	@$(MAKE) --no-print-directory docs-check
 	@echo '==> the container image under podman (make image-test)'
 	@$(MAKE) --no-print-directory image-test
-	@echo '==> every fuzz target ($(FUZZTIME) inputs each)'
-	@$(MAKE) --no-print-directory fuzz
 	@echo '==> every row of make bench at tiny sizes (make bench-smoke)'
 	@$(MAKE) --no-print-directory bench-smoke
 
@@ -86,8 +86,10 @@ vet:
 	@echo '==> staticcheck: its default checks (the integration tag sees every caller)'
 	$(GO) tool staticcheck -tags integration ./...
 
-## fuzz: every fuzz target, FUZZTIME inputs each (go test runs one target
-## per invocation); FUZZ_TARGETS lists them as package:Target, or as
+## fuzz: every fuzz target on new random inputs, FUZZTIME each (go test runs
+## one target per invocation). Run it after changing a parser; an input it
+## finds is written to the package's testdata/fuzz, which make test then runs
+## on every run. FUZZ_TARGETS lists them as package:Target, or as
 ## package:Target:N for a target slow enough to get its own N inputs.
 FUZZ_TARGETS := \
 	./cmd/pipeline:FuzzCompile \

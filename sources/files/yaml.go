@@ -275,8 +275,19 @@ func scalar(n *yaml.Node) (any, error) {
 		}
 		return string(b), nil
 	case "!!str":
-		if b, ok := yaml11Bools[n.Value]; ok && n.Style == 0 { // plain, untagged
+		if n.Style != 0 { // quoted, or tagged
+			break
+		}
+		if b, ok := yaml11Bools[n.Value]; ok {
 			return b, nil
+		}
+		// The library resolves a number beyond float64's range (1e700)
+		// as a string; the configuration language reads it as a number.
+		if jsonNumberRE.MatchString(n.Value) {
+			if len(n.Value) > schema.MaxNumberDigits {
+				return nil, fmt.Errorf("line %d: a number of more than %d characters", n.Line, schema.MaxNumberDigits)
+			}
+			return json.Number(n.Value), nil
 		}
 	}
 	return n.Value, nil
