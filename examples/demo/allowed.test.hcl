@@ -205,3 +205,111 @@ test "only a running pod's IPs are allowed, and only IPv4 ones reach the map" {
     writes = ["-10.244.1.11"]
   }
 }
+
+test "a burst of changes is held at most 1s (the debounce's max_wait) and written in one batch" {
+  given "source.kubernetes.backend_pods" {
+    at = "0s"
+    add = {
+      "shop/backend-1" = {
+        metadata = { name = "backend-1", namespace = "shop" }
+        status   = { phase = "Running", podIP = "10.244.1.11", podIPs = [{ ip = "10.244.1.11" }] }
+      }
+    }
+  }
+  expect "sink.ebpf_map.allowed" {
+    at   = "0s"
+    keys = ["10.244.1.11"]
+  }
+
+  # A scale-up: a pod every 80ms from 1s to 2.12s, never 100ms quiet.
+  given "source.kubernetes.backend_pods" {
+    at  = "1000ms"
+    add = { "shop/backend-10" = { metadata = { name = "backend-10", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.10" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1080ms"
+    add = { "shop/backend-11" = { metadata = { name = "backend-11", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.11" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1160ms"
+    add = { "shop/backend-12" = { metadata = { name = "backend-12", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.12" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1240ms"
+    add = { "shop/backend-13" = { metadata = { name = "backend-13", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.13" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1320ms"
+    add = { "shop/backend-14" = { metadata = { name = "backend-14", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.14" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1400ms"
+    add = { "shop/backend-15" = { metadata = { name = "backend-15", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.15" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1480ms"
+    add = { "shop/backend-16" = { metadata = { name = "backend-16", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.16" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1560ms"
+    add = { "shop/backend-17" = { metadata = { name = "backend-17", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.17" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1640ms"
+    add = { "shop/backend-18" = { metadata = { name = "backend-18", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.18" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1720ms"
+    add = { "shop/backend-19" = { metadata = { name = "backend-19", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.19" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1800ms"
+    add = { "shop/backend-20" = { metadata = { name = "backend-20", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.20" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1880ms"
+    add = { "shop/backend-21" = { metadata = { name = "backend-21", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.21" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "1960ms"
+    add = { "shop/backend-22" = { metadata = { name = "backend-22", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.22" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "2040ms"
+    add = { "shop/backend-23" = { metadata = { name = "backend-23", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.23" }] } } }
+  }
+  given "source.kubernetes.backend_pods" {
+    at  = "2120ms"
+    add = { "shop/backend-24" = { metadata = { name = "backend-24", namespace = "shop" }, status = { phase = "Running", podIPs = [{ ip = "10.244.4.24" }] } } }
+  }
+
+  # Held until max_wait, 10 x the interval after the first change...
+  expect "sink.ebpf_map.allowed" {
+    at     = "1999ms"
+    keys   = ["10.244.1.11"]
+    writes = []
+  }
+  expect "sink.ebpf_map.allowed" {
+    at = "2s"
+    keys = [
+      "10.244.1.11", "10.244.4.10", "10.244.4.11", "10.244.4.12", "10.244.4.13",
+      "10.244.4.14", "10.244.4.15", "10.244.4.16", "10.244.4.17", "10.244.4.18",
+      "10.244.4.19", "10.244.4.20", "10.244.4.21", "10.244.4.22",
+    ]
+    writes = [
+      "+10.244.4.10", "+10.244.4.11", "+10.244.4.12", "+10.244.4.13", "+10.244.4.14",
+      "+10.244.4.15", "+10.244.4.16", "+10.244.4.17", "+10.244.4.18", "+10.244.4.19",
+      "+10.244.4.20", "+10.244.4.21", "+10.244.4.22",
+    ]
+  }
+
+  # ...and the rest 100ms after the last change.
+  expect "sink.ebpf_map.allowed" {
+    at     = "2219ms"
+    writes = []
+  }
+  expect "sink.ebpf_map.allowed" {
+    at     = "2220ms"
+    writes = ["+10.244.4.23", "+10.244.4.24"]
+  }
+}
