@@ -186,3 +186,42 @@ test "only a running pod's IPs are allowed" {
     writes = ["-10.244.1.11", "-fd00::11"]
   }
 }
+
+test "an IP a new pod takes during the grace period stays, with the new pod" {
+  given "source.kubernetes.backend_pods" {
+    at = "0s"
+    add = {
+      "shop/backend-1" = {
+        metadata = { name = "backend-1", namespace = "shop" }
+        status   = { phase = "Running", podIP = "10.244.1.11", podIPs = [{ ip = "10.244.1.11" }] }
+      }
+    }
+  }
+  given "source.kubernetes.backend_pods" {
+    at     = "1s"
+    delete = ["shop/backend-1"]
+  }
+  given "source.kubernetes.backend_pods" {
+    at = "3s"
+    add = {
+      "shop/backend-9" = {
+        metadata = { name = "backend-9", namespace = "shop" }
+        status   = { phase = "Running", podIP = "10.244.1.11", podIPs = [{ ip = "10.244.1.11" }] }
+      }
+    }
+  }
+
+  # backend-9 takes the IP while backend-1's removal is pending: the entry
+  # is rewritten for backend-9, and backend-1's grace period, due at
+  # 6.1s, removes nothing.
+  expect "sink.log.allowed" {
+    at     = "3100ms"
+    state  = { "10.244.1.11" = { namespace = "shop", pod = "backend-9" } }
+    writes = ["+10.244.1.11", "+10.244.1.11"]
+  }
+  expect "sink.log.allowed" {
+    at     = "10s"
+    state  = { "10.244.1.11" = { namespace = "shop", pod = "backend-9" } }
+    writes = []
+  }
+}
