@@ -9,7 +9,7 @@ test "each pod IP is a key of the bucket, escaped, its value the pod's JSON" {
       "shop/web-1" = {
         metadata = { name = "web-1", namespace = "shop" }
         spec     = { nodeName = "node-a" }
-        status   = { podIPs = [{ ip = "10.0.0.7" }, { ip = "fd00::7" }] }
+        status   = { phase = "Running", podIPs = [{ ip = "10.0.0.7" }, { ip = "fd00::7" }] }
       }
       # Scheduled, no IP yet: nothing to mirror.
       "shop/web-2" = {
@@ -17,10 +17,12 @@ test "each pod IP is a key of the bucket, escaped, its value the pod's JSON" {
         spec     = { nodeName = "node-b" }
         status   = { phase = "Pending" }
       }
-      # Not scheduled: node is empty.
-      "shop/web-3" = {
-        metadata = { name = "web-3", namespace = "shop" }
-        status   = { podIPs = [{ ip = "10.0.0.9" }] }
+      # Finished: it keeps its IPs in its status, but the network may give
+      # them to another pod, so they are not mirrored.
+      "shop/job-1" = {
+        metadata = { name = "job-1", namespace = "shop" }
+        spec     = { nodeName = "node-b" }
+        status   = { phase = "Succeeded", podIPs = [{ ip = "10.0.0.9" }] }
       }
     }
   }
@@ -31,7 +33,6 @@ test "each pod IP is a key of the bucket, escaped, its value the pod's JSON" {
     at = "0s"
     state = {
       "v1.10.0.0.7"    = "{\"namespace\":\"shop\",\"node\":\"node-a\",\"pod\":\"web-1\"}"
-      "v1.10.0.0.9"    = "{\"namespace\":\"shop\",\"node\":\"\",\"pod\":\"web-3\"}"
       "v1.fd00=3A=3A7" = "{\"namespace\":\"shop\",\"node\":\"node-a\",\"pod\":\"web-1\"}"
     }
   }
@@ -49,7 +50,7 @@ test "each pod IP is a key of the bucket, escaped, its value the pod's JSON" {
   }
   expect "sink.nats_kv.pod_ips" {
     at     = "1s"
-    keys   = ["v1.10.0.0.7", "v1.10.0.0.8", "v1.10.0.0.9", "v1.fd00=3A=3A7"]
+    keys   = ["v1.10.0.0.7", "v1.10.0.0.8", "v1.fd00=3A=3A7"]
     writes = ["+v1.10.0.0.8"]
   }
 
@@ -61,7 +62,24 @@ test "each pod IP is a key of the bucket, escaped, its value the pod's JSON" {
   }
   expect "sink.nats_kv.pod_ips" {
     at     = "2s"
-    keys   = ["v1.10.0.0.8", "v1.10.0.0.9"]
+    keys   = ["v1.10.0.0.8"]
     writes = ["-v1.10.0.0.7", "-v1.fd00=3A=3A7"]
+  }
+
+  # web-2 finishes: its IP goes as if it were deleted.
+  given "source.kubernetes.pods" {
+    at = "3s"
+    update = {
+      "shop/web-2" = {
+        metadata = { name = "web-2", namespace = "shop" }
+        spec     = { nodeName = "node-b" }
+        status   = { phase = "Succeeded", podIPs = [{ ip = "10.0.0.8" }] }
+      }
+    }
+  }
+  expect "sink.nats_kv.pod_ips" {
+    at     = "3s"
+    keys   = []
+    writes = ["-v1.10.0.0.8"]
   }
 }
