@@ -13,17 +13,22 @@ import (
 	"github.com/pipeline/pipeline/cmd/pipeline/configtest"
 )
 
-// TestExamplesConfigTests runs the config tests every example ships.
+// TestExamplesConfigTests runs the config tests of every example, and
+// requires that every example has some: users copy them.
 func TestExamplesConfigTests(t *testing.T) {
-	files, err := filepath.Glob("../../examples/*/*.test.hcl")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no example config tests: %v", err)
+	dirs, err := filepath.Glob("../../examples/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no examples: %v", err)
 	}
-	dirs := map[string]bool{}
-	for _, f := range files {
-		dirs[filepath.Dir(f)] = true
-	}
-	for dir := range dirs {
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.test.hcl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Errorf("examples/%s has no config tests: add a *.test.hcl (docs/config-tests.md)", filepath.Base(dir))
+			continue
+		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{"test", dir}, &stdout, &stderr); code != 0 {

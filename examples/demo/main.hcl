@@ -44,6 +44,7 @@ source "kubernetes" "backend_pods" {
 
 transform "extract" "pod_ips" {
   input    = source.kubernetes.backend_pods
+  where    = try(object.status.phase, "") == "Running"
   for_each = try(object.status.podIPs, [])
   key      = each.value.ip
   value = {

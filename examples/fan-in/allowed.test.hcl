@@ -12,7 +12,13 @@ test "pods and static networks share one map; neither prunes the other" {
     add = {
       "shop/backend-1" = {
         metadata = { name = "backend-1", namespace = "shop" }
-        status   = { podIP = "10.244.1.7" }
+        status   = { phase = "Running", podIP = "10.244.1.7" }
+      }
+      # Finished: it keeps its IP in its status, but the network may give
+      # it to another pod, so it is not allowed.
+      "shop/backend-job" = {
+        metadata = { name = "backend-job", namespace = "shop" }
+        status   = { phase = "Succeeded", podIP = "10.244.1.8" }
       }
     }
   }

@@ -24,7 +24,7 @@ source "kubernetes" "pods" {
 
 transform "extract" "pod_ips" {
   input = source.kubernetes.pods
-  where = try(object.status.podIP, "") != ""
+  where = try(object.status.phase, "") == "Running" && try(object.status.podIP, "") != ""
   key   = "${object.status.podIP}/32"
   value = { from = "pod", name = object.metadata.name }
 }

@@ -12,6 +12,7 @@ source "kubernetes" "pods" {
 
 transform "extract" "pod_ips" {
   input    = source.kubernetes.pods
+  where    = try(object.status.phase, "") == "Running"
   for_each = try(object.status.podIPs, [])
   key      = each.value.ip
   value    = { pod = object.metadata.name, namespace = object.metadata.namespace, node = try(object.spec.nodeName, "") }
