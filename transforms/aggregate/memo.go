@@ -79,16 +79,27 @@ type deps struct {
 // see records the current versions and reports whether any differs from
 // the ones seen before (always, the first time).
 func (d *deps) see(version map[string]int) bool {
-	changed := d.seen == nil
+	changed := d.changed(version)
 	if d.seen == nil {
 		d.seen = make([]int, len(d.names))
 	}
 	for i, n := range d.names {
-		if d.seen[i] != version[n] {
-			d.seen[i], changed = version[n], true
-		}
+		d.seen[i] = version[n]
 	}
 	return changed
+}
+
+// changed reports whether any version differs from the ones seen before.
+func (d *deps) changed(version map[string]int) bool {
+	if d.seen == nil {
+		return true
+	}
+	for i, n := range d.names {
+		if d.seen[i] != version[n] {
+			return true
+		}
+	}
+	return false
 }
 
 // memo remembers, per element, the results of up to three expressions
@@ -105,6 +116,8 @@ type memo struct {
 	keyVar, valVar string // the element's variables; valVar "each" for for_each
 	records        bool   // iterates over records
 	hasCond        bool
+	cond           hclsyntax.Expression   // the condition, memoized
+	changed        map[node.Key]cty.Value // records changed since the last evaluation, by key: the object, or NilVal when deleted
 	deps           deps
 	gen            int // evaluations begun
 	byID           map[id]*entry
@@ -161,24 +174,58 @@ func (m *memo) begin(version map[string]int) {
 		m.passing = -1
 	}
 	maps.DeleteFunc(m.byID, func(_ id, e *entry) bool { return e.used != m.gen })
+	clear(m.changed)
 	m.gen++
 	m.lookups, m.differ = 0, 0
 	m.lastCtx, m.last = nil, nil
 }
 
-// forget marks the entry of a record that changed.
-func (m *memo) forget(k node.Key) {
-	if e := m.byID[id{s: k}]; m.records && e != nil {
+// forget marks the entry of a record that changed: obj is its new
+// object, NilVal when it was deleted.
+func (m *memo) forget(k node.Key, obj cty.Value) {
+	if !m.records {
+		return
+	}
+	if e := m.byID[id{s: k}]; e != nil {
 		e.stale = true
 	}
+	m.changed[k] = obj
 }
 
 // forgetAll drops the entries of every record, after a reset.
 func (m *memo) forgetAll() {
 	if m.records {
 		clear(m.byID)
+		clear(m.changed)
 		m.passing = -1
 	}
+}
+
+// dropsChanges reports whether the for expression, over records, would
+// give the value of its last evaluation: what its condition reads is the
+// same, and every record changed since was dropped by the condition then
+// and is dropped now (or is deleted). It evaluates the condition for those
+// records only; ctx is the one the for expression is evaluated in.
+func (m *memo) dropsChanges(ctx *hcl.EvalContext, version map[string]int) bool {
+	if !m.records || m.cond == nil || m.passing < 0 || m.deps.changed(version) {
+		return false
+	}
+	for k, obj := range m.changed {
+		if e := m.byID[id{s: k}]; e != nil && !(e.parts[condPart].done && isBool(e.parts[condPart].val, false)) {
+			return false
+		}
+		if obj == cty.NilVal {
+			continue
+		}
+		c := ctx.NewChild()
+		c.Variables = map[string]cty.Value{m.keyVar: cty.DynamicVal, m.valVar: obj}
+		v, diags := m.cond.Value(c)
+		if diags.HasErrors() || !isBool(v, false) {
+			return false
+		}
+	}
+	clear(m.changed)
+	return true
 }
 
 // entry returns the entry of the element bound in ctx, or nil when the
@@ -250,7 +297,7 @@ func (m *memo) find(k, v cty.Value) *entry {
 // that passed before shows in the count of those that pass; see same).
 func (e *entry) differs(part int) bool {
 	r := e.parts[part]
-	if part == condPart && r.val.RawEquals(cty.False) {
+	if part == condPart && isBool(r.val, false) {
 		return false
 	}
 	var was result
@@ -263,7 +310,12 @@ func (e *entry) differs(part int) bool {
 // passes reports whether the condition let the element through.
 func (m *memo) passes(e *entry) bool {
 	c := e.parts[condPart]
-	return !m.hasCond || (c.done && c.val.RawEquals(cty.True))
+	return !m.hasCond || (c.done && isBool(c.val, true))
+}
+
+// isBool reports whether v is the bool b, known and without marks.
+func isBool(v cty.Value, b bool) bool {
+	return v.Type() == cty.Bool && v.IsKnown() && !v.IsMarked() && !v.IsNull() && v.True() == b
 }
 
 // same reports whether the evaluation just ended gave the for expression's
@@ -311,7 +363,8 @@ func (e *memoExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 // variables keyVar and valVar. ok is false when one of them reads what
 // cannot be attributed; then exprs are to be used as they are.
 func newMemo(keyVar, valVar string, exprs ...hclsyntax.Expression) (wrapped []hclsyntax.Expression, m *memo, ok bool) {
-	m = &memo{keyVar: keyVar, valVar: valVar, hasCond: len(exprs) > condPart && exprs[condPart] != nil, byID: map[id]*entry{}, passing: -1}
+	m = &memo{keyVar: keyVar, valVar: valVar, hasCond: len(exprs) > condPart && exprs[condPart] != nil,
+		byID: map[id]*entry{}, changed: map[node.Key]cty.Value{}, passing: -1}
 	for _, e := range exprs {
 		if e == nil {
 			continue
@@ -329,6 +382,9 @@ func newMemo(keyVar, valVar string, exprs ...hclsyntax.Expression) (wrapped []hc
 		if e != nil {
 			wrapped[i] = &memoExpr{Expression: e, m: m, part: i}
 		}
+	}
+	if m.hasCond {
+		m.cond = wrapped[condPart]
 	}
 	return wrapped, m, true
 }

@@ -49,6 +49,12 @@ for_each = { for r in records : r.key => r.value if r.value.kind != "other" }
 key      = each.value.name
 value    = merge(each.value, { total = length(let.ports) })
 `,
+	"marks": `input = transform.extract.x
+let = { named = [for r in records : r.key if r.value.name == "n1"] }
+for_each = { for r in records : r.key => r.value if r.value.kind == "route" }
+key      = each.key
+value    = { named = length(let.named) }
+`,
 	"conditions": `input = transform.extract.x
 let = {
   big   = [for r in records : r.value.name if r.value.kind == "service" && r.value.port > 2]

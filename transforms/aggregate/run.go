@@ -120,7 +120,7 @@ func newStage(name, version string, e hcl.Expression) stage {
 // change tells it without the comparison.
 func (s *stage) value(ctx *hcl.EvalContext, version map[string]int) (cty.Value, hcl.Diagnostics) {
 	changed := s.deps == nil || s.deps.see(version)
-	if s.ok && !changed {
+	if s.ok && (!changed || s.whole != nil && s.whole.dropsChanges(ctx, version)) {
 		return s.val, nil
 	}
 	for _, m := range s.memos {
@@ -192,7 +192,7 @@ func (r *runner) apply(ev node.Event) {
 		}
 		r.version["records"]++
 		for _, m := range r.prog.memos {
-			m.forget(d.Key)
+			m.forget(d.Key, r.in[d.Key])
 		}
 	}
 }
@@ -259,15 +259,13 @@ func (r *runner) evaluate() (recs []node.Record, err error) {
 		p.elems.begin(r.version)
 	}
 	each := ctx.NewChild()
-	eachVars := map[string]cty.Value{}
-	each.Variables = eachVars
+	each.Variables = map[string]cty.Value{}
 	at := map[node.Key]int{}
 	for it := coll.ElementIterator(); it.Next(); {
 		k, v := it.Element()
 		if len(marks) > 0 {
 			k, v = k.WithMarks(marks), v.WithMarks(marks)
 		}
-		eachVars["each"] = cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})
 		rec, err := r.element(each, k, v)
 		if errors.Is(err, schema.ErrNoKey) {
 			continue
@@ -300,6 +298,7 @@ func (r *runner) element(ctx *hcl.EvalContext, k, v cty.Value) (node.Record, err
 	if ent != nil && ent.elem != nil {
 		return ent.elem.rec, ent.elem.err
 	}
+	ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})
 	rec, err := r.evalElement(ctx)
 	if ent != nil {
 		ent.elem = &element{rec: rec, err: err}
