@@ -48,27 +48,42 @@ func BenchmarkJoin(b *testing.B) {
 }
 
 // BenchmarkJoinChange times the evaluation after one change of the input
-// of the same join: one route switched to another service.
+// of the same join: a route switched to another service, or a service's
+// port changed (which every route's record reads, through let.ports).
 func BenchmarkJoinChange(b *testing.B) {
-	for _, n := range []int{100, 1000, 3000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			r := joinRunner(b, n)
-			if _, err := r.evaluate(); err != nil {
-				b.Fatal(err)
-			}
-			i := 0
-			cpu := cpuTime(b)
-			for b.Loop() {
-				i++
-				k := fmt.Sprintf("%05d", i%n)
-				r.apply(node.Event{Deltas: []node.Delta{node.Upsert("r/"+k, route("r"+k, fmt.Sprintf("s%05d", (i+1)%n)), time.Time{})}})
-				recs, err := r.evaluate()
-				if err != nil || len(recs) != n {
-					b.Fatalf("%d records, %v", len(recs), err)
+	changes := []struct {
+		name   string
+		change func(i, n int) node.Delta
+	}{
+		{"route", func(i, n int) node.Delta {
+			k := fmt.Sprintf("%05d", i%n)
+			return node.Upsert("r/"+k, route("r"+k, fmt.Sprintf("s%05d", (i+1)%n)), time.Time{})
+		}},
+		{"service", func(i, n int) node.Delta {
+			k := fmt.Sprintf("%05d", i%n)
+			return node.Upsert("s/"+k, service("s"+k, int64(n+i)), time.Time{})
+		}},
+	}
+	for _, c := range changes {
+		for _, n := range []int{100, 1000, 3000} {
+			b.Run(fmt.Sprintf("%s/%d", c.name, n), func(b *testing.B) {
+				r := joinRunner(b, n)
+				if _, err := r.evaluate(); err != nil {
+					b.Fatal(err)
 				}
-			}
-			cpu.report()
-		})
+				i := 0
+				cpu := cpuTime(b)
+				for b.Loop() {
+					i++
+					r.apply(node.Event{Deltas: []node.Delta{c.change(i, n)}})
+					recs, err := r.evaluate()
+					if err != nil || len(recs) != n {
+						b.Fatalf("%d records, %v", len(recs), err)
+					}
+				}
+				cpu.report()
+			})
+		}
 	}
 }
 
