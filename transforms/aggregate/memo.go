@@ -12,19 +12,24 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// An evaluation re-evaluates only what a change affects, in two ways:
+// An evaluation evaluates again only what a change affects:
 //
 //   - a stage (a let entry, for_each) whose inputs did not change keeps its
 //     value: see deps;
 //   - the condition, key and value of a for expression, and key and value
 //     for each element of for_each, are evaluated once per element while
-//     the element and what they read do not change: see memo.
+//     the element and what they read do not change: see memo;
+//   - a stage that is one for expression over records keeps its value
+//     when its condition drops every changed record, before and after
+//     (memo.dropsChanges), and tells that its value did not change without
+//     comparing it (memo.same).
 //
-// Both rest on the same facts: an expression's result depends only on the
+// All rest on the same facts: an expression's result depends only on the
 // variables it reads, `var` and `local` are fixed for a run, and functions
 // are pure except those in impure. Where what an expression reads cannot
 // be told (a reference to `let` as a whole, an impure function), it is
 // evaluated every time, as is an element that is unknown or sensitive.
+// TestIncrementalMatchesFull compares the result with a full evaluation.
 
 // impure names the functions whose result may differ for equal arguments:
 // file reads the disk.
@@ -268,9 +273,11 @@ func (m *memo) find(k, v cty.Value) *entry {
 	switch {
 	case m.records:
 		i.s = v.GetAttr("key").AsString()
-	case k.Type() == cty.String && k.IsKnown() && !k.IsMarked():
+	case !k.IsKnown() || k.IsMarked() || k.IsNull():
+		return nil
+	case k.Type() == cty.String:
 		i.s = k.AsString()
-	case k.Type() == cty.Number && k.IsKnown() && !k.IsMarked():
+	case k.Type() == cty.Number:
 		n, acc := k.AsBigFloat().Int64()
 		if acc != big.Exact {
 			return nil

@@ -87,13 +87,10 @@ func newProgram(t *Transform) *program {
 	for _, s := range append(p.let, p.forEach) {
 		p.memos = append(p.memos, s.memos...)
 	}
-	key, ok := t.key.(hclsyntax.Expression)
-	var value hclsyntax.Expression
-	if t.value != nil {
-		value, ok = t.value.(hclsyntax.Expression)
-	}
-	if !ok {
-		return p
+	key, okKey := t.key.(hclsyntax.Expression)
+	value, okValue := t.value.(hclsyntax.Expression)
+	if !okKey || (t.value != nil && !okValue) {
+		return p // not native syntax: what key and value read cannot be told
 	}
 	if _, m, ok := newMemo("", "each", key, value); ok {
 		p.elems = m
@@ -123,22 +120,20 @@ func (s *stage) value(ctx *hcl.EvalContext, version map[string]int) (cty.Value, 
 	if s.ok && (!changed || s.whole != nil && s.whole.dropsChanges(ctx, version)) {
 		return s.val, nil
 	}
+	wasOK := s.ok
+	s.ok = false // until this evaluation succeeds: an error or a panic leaves it false
 	for _, m := range s.memos {
 		m.begin(version)
 	}
 	v, diags := s.expr.Value(ctx)
 	if diags.HasErrors() {
-		s.ok = false
 		return v, diags
 	}
-	if s.version != "" {
-		same := s.whole != nil && s.whole.same() && v.IsKnown() && !v.IsMarked() && !s.val.IsMarked()
-		if !s.ok || !(same || v.RawEquals(s.val)) {
-			version[s.version]++
-		}
+	same := s.whole != nil && s.whole.same() && v.IsKnown() && !v.IsMarked() && !s.val.IsMarked()
+	if s.version != "" && (!wasOK || !(same || v.RawEquals(s.val))) {
+		version[s.version]++
 	}
-	s.val = v
-	s.ok = true
+	s.val, s.ok = v, true
 	return s.val, diags
 }
 
