@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zclconf/go-cty/cty"
 
@@ -191,4 +193,31 @@ func randomRecord(rng *rand.Rand) (node.Key, cty.Value) {
 		key = fmt.Sprintf("x/%d", rng.IntN(4))
 	}
 	return key, cty.ObjectVal(attrs)
+}
+
+// TestReads checks what an expression is found to read, and that what
+// cannot be told makes it evaluated every time (ok false).
+func TestReads(t *testing.T) {
+	for _, tc := range []struct {
+		expr  string
+		names []string
+		ok    bool
+	}{
+		{`[for r in records : r.value if r.value.kind == "route"]`, []string{"records"}, true},
+		{`{ for k, v in let.a : k => let.b[v] }`, []string{"let.a", "let.b"}, true},
+		{`"${var.x}-${local.y}"`, nil, true},
+		{`length(keys(let))`, nil, false},
+		{`file("x")`, nil, false},
+		{`[for r in records : file(r.key)]`, nil, false},
+		{`each.value`, nil, false},
+	} {
+		e, diags := hclsyntax.ParseExpression([]byte(tc.expr), "t.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		names, ok := reads(e)
+		if ok != tc.ok || !slices.Equal(names, tc.names) {
+			t.Errorf("reads(%s) = %v, %v; want %v, %v", tc.expr, names, ok, tc.names, tc.ok)
+		}
+	}
 }
