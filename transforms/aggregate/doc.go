@@ -7,7 +7,9 @@
 // its `let` values and its `for_each` over the sorted list of all input
 // records, builds one record per element with `key` and `value`, and
 // publishes the difference from its previous output (Output.Replace). A
-// failed evaluation keeps the previous output.
+// failed evaluation keeps the previous output. An evaluation evaluates
+// again only what the change affects (memo.go), with the result of a full
+// one.
 //
 // Not here: one object to records, evaluated per object, is transform
 // "extract" (cheaper: a change re-evaluates only its own object); keeping

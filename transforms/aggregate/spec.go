@@ -47,8 +47,17 @@ func Spec() node.Spec {
 			"An evaluation that fails as a whole (`let` or `for_each`) keeps the previous output, logs the error, counts " +
 			"it in pipeline_transform_expression_errors_total and shows the node degraded until an evaluation succeeds. " +
 			"An error in one element's key or value skips that element, logged and counted, and the others go on.\n\n" +
-			"Each evaluation costs the whole input: keep it linear by building lookup tables in `let` (a `for` " +
-			"expression, or its grouping mode `...`) rather than looping over `records` inside `for_each`, and put a " +
+			"An evaluation after a change evaluates again only what the change affects, with a result equal to " +
+			"evaluating everything: a `let` entry or `for_each` whose inputs (`records`, the `let` entries it names) " +
+			"did not change keeps its value; a `for` expression (at the top of an entry, or inside function calls and " +
+			"tuples there) remembers its condition, key and value per element, an element of `records` by its key, any " +
+			"other by its key or index while its value is equal; and each element of `for_each` keeps its record while " +
+			"it and the `let` entries its key and value name are unchanged. So keep lookup tables in `let` as `for` " +
+			"expressions over `records` (`{ for r in records : ... if r.value.kind == \"service\" }`), each with a " +
+			"condition that drops the other kinds: a change of a record that such a table drops, before and after, " +
+			"leaves the table as it was without a pass over `records`. An element whose `key` or `value` names a " +
+			"`let` entry that changed is evaluated again, as is everything that reads `let` as a whole, calls " +
+			"`file`, or is bound to an unknown or sensitive element. A first evaluation costs the whole input; put a " +
 			"debounce in front when the input changes in bursts.",
 		Body:         schema.Block{Attrs: []schema.Attribute{letAttr, forEachAttr, keyAttr, valueAttr}},
 		Output:       node.Records,
