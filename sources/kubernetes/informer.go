@@ -42,8 +42,7 @@ func (w *watcher) newInformer(rc rest.Interface, logger *logr.Logger) (cache.Sto
 	queue := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{Logger: logger, Name: "records " + w.src.address,
 		KeyFunction: objectKey, KnownObjects: store})
 	ctrl := cache.New(&cache.Config{Queue: queue, ListerWatcher: w.initialSync(l), ObjectType: &object{},
-		ObjectDescription: l.gvr.String(), Process: w.process(store), ProcessBatch: w.processBatch(store),
-		WatchErrorHandlerWithContext: w.watchError})
+		ObjectDescription: l.gvr.String(), Process: w.process(store), WatchErrorHandlerWithContext: w.watchError})
 	return store, ctrl
 }
 
@@ -100,35 +99,22 @@ func (w *watcher) process(store cache.Store) cache.ProcessFunc {
 		if !ok {
 			return fmt.Errorf("%s: informer queue item of type %T", w.src.address, obj)
 		}
-		return w.apply(store, deltas)
-	}
-}
-
-// processBatch applies a batch of deltas of distinct objects, in order,
-// as process applies one object's. The queue hands the initial list over
-// a thousand objects at a time this way, instead of taking its lock (and
-// making a trace of its depth) once per object.
-func (w *watcher) processBatch(store cache.Store) cache.ProcessBatchFunc {
-	return func(deltas []cache.Delta, _ bool) error { return w.apply(store, deltas) }
-}
-
-// apply applies deltas to the cache and hands each to the watcher.
-func (w *watcher) apply(store cache.Store, deltas []cache.Delta) error {
-	for _, d := range deltas {
-		cached, _, _ := store.Get(d.Object) // nil when new
-		prev, _ := cached.(*object)
-		if d.Type == cache.Deleted {
-			if err := store.Delete(d.Object); err != nil {
+		for _, d := range deltas {
+			cached, _, _ := store.Get(d.Object) // nil when new
+			prev, _ := cached.(*object)
+			if d.Type == cache.Deleted {
+				if err := store.Delete(d.Object); err != nil {
+					return err
+				}
+				w.remove(d.Object, prev)
+			} else if err := store.Add(d.Object); err != nil { // Add is Update
 				return err
+			} else {
+				w.upsert(d.Object, prev)
 			}
-			w.remove(d.Object, prev)
-		} else if err := store.Add(d.Object); err != nil { // Add is Update
-			return err
-		} else {
-			w.upsert(d.Object, prev)
 		}
+		return nil
 	}
-	return nil
 }
 
 // objectKey is the informer's key function: an object's id,
