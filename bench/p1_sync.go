@@ -16,6 +16,7 @@ type contender struct {
 	name   string
 	bin    string
 	args   func(pin, selector string) []string
+	env    []string // added to the benchmark's environment
 	memory bool
 }
 
@@ -31,13 +32,18 @@ func (e *Env) contenders(maxEntries int) []contender {
 			return []string{"run", "--listen", "", "--log-level", "warn", e.flagship(pin, selector, maxEntries, readme)}
 		}
 	}
-	return []contender{
+	cs := []contender{
 		{name: "floor-protobuf", bin: e.contender("floor"), args: own()},
 		{name: "floor-json", bin: e.contender("floor"), args: own("-json")},
 		{name: "controller", bin: e.contender("controller"), args: own(), memory: true},
+		{name: "controller-list", bin: e.contender("controller"), args: own(), env: []string{"KUBE_FEATURE_WatchListClient=false"}},
 		{name: "pipeline", bin: e.opts.Pipeline, args: run(false)},
 		{name: "pipeline-readme", bin: e.opts.Pipeline, args: run(true), memory: true},
 	}
+	if e.opts.Baseline != "" {
+		cs = append(cs, contender{name: "pipeline-base", bin: e.opts.Baseline, args: run(false)})
+	}
+	return cs
 }
 
 // flagship writes the flagship chain to a file and returns its path: pods
@@ -103,6 +109,7 @@ transform "extract" "ips" {
 // memory contenders).
 type syncRun struct {
 	d          time.Duration
+	cpu        float64 // processor ms the process used until the map was full
 	rss, later float64
 }
 
@@ -110,7 +117,7 @@ func (e *Env) runContender(ctx context.Context, c contender, selector string, wa
 	pin := filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid()), c.name)
 	_ = os.Remove(pin)
 	defer os.Remove(pin)
-	p, err := e.startProc(c.name, c.bin, c.args(pin, selector)...)
+	p, err := e.startProcEnv(c.name, c.bin, c.env, c.args(pin, selector)...)
 	if err != nil {
 		return syncRun{}, err
 	}
@@ -123,6 +130,9 @@ func (e *Env) runContender(ctx context.Context, c contender, selector string, wa
 			return r, fmt.Errorf("%s: %w", c.name, err)
 		}
 		r.d, settled = full.Sub(p.start), full
+		if r.cpu, err = cpuMillis(p.cmd.Process.Pid); err != nil {
+			return r, err
+		}
 	}
 	// RSS once settled: a second after the map is full (or after start,
 	// when nothing matches), and for memory contenders again later.
@@ -171,7 +181,7 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 	defer os.RemoveAll(filepath.Join("/sys/fs/bpf", fmt.Sprintf("pipeline-bench-%d", os.Getpid())))
 	cs := e.contenders(2 * n)
 	times := map[string][]time.Duration{}
-	added, addedLater, rss := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	added, addedLater, rss, cpu := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for run := range e.opts.Runs {
 		for _, c := range cs {
 			r, err := e.runContender(ctx, c, benchLabel, n)
@@ -179,6 +189,7 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 				return nil, err
 			}
 			times[c.name] = append(times[c.name], r.d)
+			cpu[c.name] = append(cpu[c.name], r.cpu)
 			rss[c.name] = append(rss[c.name], r.rss)
 			if !c.memory {
 				continue
@@ -202,15 +213,28 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	proto.Note, js.Note = "own program, process start to full pinned map", "own program, process start to full pinned map"
 	hand := measured("P1b", "hand-written: typed informer -> workqueue -> Put", "ms", millis(times["controller"])).against(floor, "")
-	hand.Note = "own program"
-	pipe := measured("P1c", "pipeline run: kubernetes -> extract -> ebpf_map", "ms", millis(times["pipeline"])).against(floor, "<= 1.0x floor, < P1b")
-	if hand.Median > 0 {
-		pipe.Note = fmt.Sprintf("%.2fx the hand-written controller", pipe.Median/hand.Median)
+	hand.Note = "own program; client-go's defaults: JSON, watch-list initial sync"
+	handList := measured("P1b'", "hand-written as P1b, its initial sync a LIST (KUBE_FEATURE_WatchListClient=false)", "ms",
+		millis(times["controller-list"])).against(floor, "")
+	handList.Note = "own program; JSON"
+	faster := hand
+	if handList.Median < hand.Median {
+		faster = handList
+	}
+	pipe := measured("P1c", "pipeline run: kubernetes -> extract -> ebpf_map", "ms", millis(times["pipeline"])).against(floor, "<= 1.0x floor, < P1b and P1b'")
+	if faster.Median > 0 {
+		pipe.Note = fmt.Sprintf("%.2fx the faster hand-written controller (%s)", pipe.Median/faster.Median, faster.ID)
 	}
 	readme := measured("P1d", "pipeline run: the README's flagship chain (value, debounce, grace_period)", "ms",
 		millis(times["pipeline-readme"])).against(floor, "")
 	readme.Note = "debounce 100ms included"
-	rows := []Row{proto, js, hand, pipe, readme}
+	rows := []Row{proto, js, hand, handList, pipe, readme}
+	if e.opts.Baseline != "" {
+		base := measured("P1c-base", "baseline pipeline run (-baseline), same chain", "ms", millis(times["pipeline-base"])).against(floor, "")
+		base.Note = fmt.Sprintf("P1c / P1c-base %.2fx", pipe.Median/base.Median)
+		rows = append(rows, base)
+	}
+	rows = append(rows, cpuRows(cpu, e.opts.Baseline != "")...)
 	later := e.later().String()
 	for _, at := range []struct {
 		id, when string
@@ -224,6 +248,35 @@ func initialSync(ctx context.Context, e *Env) ([]Row, error) {
 		rows = append(rows, handMem, pipeMem)
 	}
 	return rows, nil
+}
+
+// cpuRows are P1's processor times: what each contender's process used
+// from its start to the full map, which the machine's load moves less
+// than the wall-clock times (10 ms ticks).
+func cpuRows(cpu map[string][]float64, base bool) []Row {
+	ref := measured("P1a-cpu", "", "ms", cpu["floor-protobuf"])
+	if js := measured("P1a'-cpu", "", "ms", cpu["floor-json"]); js.Median < ref.Median {
+		ref = js
+	}
+	var rows []Row
+	for _, c := range []struct{ id, name, key string }{
+		{"P1a-cpu", "processor time to a full map: floor, protobuf", "floor-protobuf"},
+		{"P1a'-cpu", "processor time to a full map: floor, JSON", "floor-json"},
+		{"P1b-cpu", "processor time to a full map: hand-written, watch-list", "controller"},
+		{"P1b'-cpu", "processor time to a full map: hand-written, LIST", "controller-list"},
+		{"P1c-cpu", "processor time to a full map: pipeline run", "pipeline"},
+		{"P1c-base-cpu", "processor time to a full map: baseline pipeline run", "pipeline-base"},
+	} {
+		if c.key == "pipeline-base" && !base {
+			continue
+		}
+		r := measured(c.id, c.name, "ms", cpu[c.key])
+		if c.id != ref.ID {
+			r = r.against(ref, "")
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // perPod states an RSS rise per pod.

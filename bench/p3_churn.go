@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +157,20 @@ func (p *podPacked) Value() cty.Value {
 
 // Same implements node.Packed.
 func (p *podPacked) Same(o node.Packed) bool { q, ok := o.(*podPacked); return ok && *p == *q }
+
+// Field answers the paths of its leaves without building the value, as
+// the kubernetes source's packed objects do (extract reads them so).
+func (p *podPacked) Field(path []string) (cty.Value, bool) {
+	switch {
+	case slices.Equal(path, []string{"status", "podIP"}):
+		return cty.StringVal(p.ip), true
+	case slices.Equal(path, []string{"metadata", "name"}):
+		return cty.StringVal(p.name), true
+	case slices.Equal(path, []string{"metadata", "namespace"}):
+		return cty.StringVal(p.namespace), true
+	}
+	return cty.NilVal, false
+}
 
 // podRecord is the one place the churn encodes an object as a record:
 // packed, as the kubernetes source hands a pod on.

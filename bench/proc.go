@@ -26,6 +26,11 @@ type proc struct {
 // startProc runs bin with args, its output in a log file of the scratch
 // directory. start is taken just before the fork.
 func (e *Env) startProc(name, bin string, args ...string) (*proc, error) {
+	return e.startProcEnv(name, bin, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the benchmark's environment.
+func (e *Env) startProcEnv(name, bin string, env []string, args ...string) (*proc, error) {
 	if err := e.scratch(); err != nil {
 		return nil, err
 	}
@@ -37,10 +42,13 @@ func (e *Env) startProc(name, bin string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if e.opts.Profile != "" && (bin == e.opts.Pipeline || bin == e.contender("agents")) {
 		e.profiles++
 		base := filepath.Join(e.opts.Profile, fmt.Sprintf("%s-%d", name, e.profiles))
-		cmd.Env = append(os.Environ(), "PIPELINE_CPUPROFILE="+base+".cpu.pprof", "PIPELINE_MEMPROFILE="+base+".heap.pprof",
+		cmd.Env = append(append(os.Environ(), env...), "PIPELINE_CPUPROFILE="+base+".cpu.pprof", "PIPELINE_MEMPROFILE="+base+".heap.pprof",
 			"PIPELINE_MEMPROFILE_AFTER="+e.opts.ProfileHeapAfter.String())
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath}
@@ -92,6 +100,33 @@ func rssMB(pid int, field string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// cpuMillis returns the processor time (user and system, all threads)
+// process pid has used so far, from /proc/pid/stat, in clock ticks of
+// 10 ms.
+func cpuMillis(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis start at field 3 (state), so utime and stime
+	// (fields 14 and 15) are at 11 and 12.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	var ticks float64
+	for _, x := range f[11:13] {
+		n, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return ticks * 10, nil // USER_HZ is 100 on Linux
 }
 
 // waitFull polls the pinned map until it holds want entries and returns

@@ -26,11 +26,14 @@ type Options struct {
 	ReconcileKeys int           `json:"reconcile_keys"` // keys of the ebpf reconcile rows
 	Routes        []int         `json:"routes"`         // Ingresses of each size of the H rows
 	Pipeline      string        `json:"pipeline"`       // the pipeline binary under test
-	Self          string        `json:"-"`              // this program, re-run for the churn process
-	Contenders    string        `json:"-"`              // directory of the contender programs (make contenders)
-	Only          string        `json:"only,omitempty"` // regexp over scenario names
-	Smoke         bool          `json:"smoke"`
-	Profile       string        `json:"-"` // directory for CPU and heap profiles of every pipeline process
+	// Baseline is another pipeline binary P1 runs beside Pipeline, in the
+	// same runs, for an A/B under the same load (row P1c-base).
+	Baseline   string `json:"baseline,omitempty"`
+	Self       string `json:"-"`              // this program, re-run for the churn process
+	Contenders string `json:"-"`              // directory of the contender programs (make contenders)
+	Only       string `json:"only,omitempty"` // regexp over scenario names
+	Smoke      bool   `json:"smoke"`
+	Profile    string `json:"-"` // directory for CPU and heap profiles of every pipeline process
 	// ProfileHeapAfter is when, after its start, a pipeline process writes
 	// its heap profile (0: at exit, when it holds little).
 	ProfileHeapAfter time.Duration `json:"-"`

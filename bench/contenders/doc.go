@@ -4,7 +4,9 @@
 // that it pays its own start-up and not the pipeline's.
 //
 //	floor       one LIST of the pods (protobuf or -json, resourceVersion 0), one BatchUpdate of their IPs
-//	controller  a typed pod informer -> workqueue -> one Map.Put per IP, until SIGTERM
+//	controller  a typed pod informer -> workqueue -> one Map.Put per IP, until SIGTERM;
+//	            client-go's defaults (a watch-list initial sync), and run again with
+//	            KUBE_FEATURE_WatchListClient=false to list instead
 //	planfloor   one LIST of the pods and one BatchLookup read of the pinned map, then exit
 //	ssafloor    server-side applies of n ConfigMaps by a fixed number of workers, then exit (row K1)
 //

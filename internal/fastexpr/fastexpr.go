@@ -18,9 +18,15 @@
 // expression is evaluated by HCL, diagnostics and all. A differential test
 // and a fuzz target hold the two equal. This package imports nothing of
 // ours.
+//
+// A variable may also be bound to Fields (FieldsVal): a value that answers
+// attribute paths without being built, such as a source's packed record.
+// Only FastValue reads it; where it cannot answer, the caller builds the
+// value, binds it, and asks Value.
 package fastexpr
 
 import (
+	"reflect"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -63,6 +69,45 @@ func (e *Expr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		}
 	}
 	return e.Expression.Value(ctx)
+}
+
+// FastValue evaluates the fast path alone: ok false when it cannot
+// answer. It is the only evaluation that may meet a variable bound to
+// Fields; where it gives up, Value gives the answer once every variable
+// holds its built value.
+func (e *Expr) FastValue(ctx *hcl.EvalContext) (cty.Value, bool) {
+	if e.fast == nil {
+		return cty.NilVal, false
+	}
+	return e.fast(ctx)
+}
+
+// Fields is a value that answers attribute paths without being built as
+// a cty value. Field returns the value at path (attribute names from the
+// root, at least one) exactly as the built value has it, or ok false when
+// it cannot say, an absent attribute included.
+type Fields interface {
+	Field(path []string) (cty.Value, bool)
+}
+
+// fieldsType is the capsule type of FieldsVal.
+var fieldsType = cty.Capsule("fields", reflect.TypeFor[Fields]())
+
+// FieldsVal returns a variable value that the fast path reads through f's
+// Field; HCL cannot read it, so only FastValue may see it bound.
+func FieldsVal(f Fields) cty.Value { return cty.CapsuleVal(fieldsType, &f) }
+
+// boundFields reports whether a variable visible from ctx is bound to
+// Fields: HCL must not be asked then.
+func boundFields(ctx *hcl.EvalContext) bool {
+	for c := ctx; c != nil; c = c.Parent() {
+		for _, v := range c.Variables {
+			if v.Type() == fieldsType {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasTry(ctx *hcl.EvalContext) bool {
@@ -237,6 +282,9 @@ func (c compiler) try(args []hclsyntax.Expression) eval {
 					return v, true
 				}
 			}
+			if boundFields(ctx) {
+				return cty.NilVal, false // HCL cannot read Fields: the caller builds the value
+			}
 			v, diags := a.Value(ctx)
 			if diags.HasErrors() {
 				continue
@@ -315,9 +363,13 @@ func traversal(t hcl.Traversal) eval {
 		index cty.Value // cty.NilVal for an attribute step
 	}
 	steps := make([]step, 0, len(t)-1)
+	var names []string // the leading attribute names: what Fields answers
 	for _, s := range t[1:] {
 		switch s := s.(type) {
 		case hcl.TraverseAttr:
+			if len(names) == len(steps) {
+				names = append(names, s.Name)
+			}
 			steps = append(steps, step{attr: s.Name})
 		case hcl.TraverseIndex:
 			if s.Key.IsMarked() || !s.Key.IsKnown() || s.Key.IsNull() {
@@ -338,7 +390,17 @@ func traversal(t hcl.Traversal) eval {
 		if !ok {
 			return cty.NilVal, false
 		}
-		for _, s := range steps {
+		rest := steps
+		if v.Type() == fieldsType {
+			if len(names) == 0 {
+				return cty.NilVal, false // the whole value: only its builder has it
+			}
+			if v, ok = (*v.EncapsulatedValue().(*Fields)).Field(names); !ok {
+				return cty.NilVal, false
+			}
+			rest = steps[len(names):]
+		}
+		for _, s := range rest {
 			if s.index == cty.NilVal {
 				v, ok = attr(v, s.attr)
 			} else {

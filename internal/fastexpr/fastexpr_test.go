@@ -141,12 +141,52 @@ func same(t testing.TB, src string, ctx *hcl.EvalContext) bool {
 	return answered
 }
 
-// TestSameAsHCL evaluates every expression over every object both ways.
+// fields answers paths from a built value, as a packed record does from
+// its slots.
+type fields struct{ v cty.Value }
+
+func (f fields) Field(path []string) (cty.Value, bool) {
+	v, ok := f.v, true
+	for _, name := range path {
+		if v, ok = attr(v, name); !ok {
+			return cty.NilVal, false
+		}
+	}
+	return v, true
+}
+
+// sameOnFields checks that, with object bound to Fields, the fast path
+// either gives up or gives what HCL gives on the built object.
+func sameOnFields(t testing.TB, src string, ctx *hcl.EvalContext) bool {
+	expr, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		return false
+	}
+	obj, ok := ctx.Variables["object"]
+	if !ok {
+		return false
+	}
+	lazy := ctx.Parent().NewChild()
+	lazy.Variables = map[string]cty.Value{"object": FieldsVal(fields{obj}), "each": ctx.Variables["each"]}
+	got, answered := Compile(expr, ctx).FastValue(lazy)
+	if !answered {
+		return false
+	}
+	want, wantDiags := expr.Value(ctx)
+	if wantDiags.HasErrors() || !got.RawEquals(want) {
+		t.Fatalf("%s: HCL gives %#v %v on the built object, the fast path on its fields %#v", src, want, wantDiags, got)
+	}
+	return true
+}
+
+// TestSameAsHCL evaluates every expression over every object both ways,
+// and again with the object bound to Fields.
 func TestSameAsHCL(t *testing.T) {
 	for _, o := range objects {
 		ctx := evalContext(decode(t, o))
 		for _, src := range exprs {
 			same(t, src, ctx)
+			sameOnFields(t, src, ctx)
 		}
 	}
 	same(t, `object.x`, evalContext(cty.NilVal)) // no such variable
@@ -170,6 +210,11 @@ func TestFastPathAnswers(t *testing.T) {
 	} {
 		if !same(t, src, ctx) {
 			t.Errorf("%s: the fast path did not answer", src)
+		}
+		// An absent attribute is not an answer Fields gives: try cannot
+		// move past it without HCL, so the caller builds the object.
+		if !sameOnFields(t, src, ctx) && src != `try(object.missing, object.status.podIP, "none")` {
+			t.Errorf("%s: the fast path did not answer on the object's fields", src)
 		}
 	}
 	// try is only HCL's try.
@@ -200,7 +245,9 @@ func FuzzSameAsHCL(f *testing.F) {
 		if err != nil {
 			return
 		}
-		same(t, src, evalContext(v))
+		ctx := evalContext(v)
+		same(t, src, ctx)
+		sameOnFields(t, src, ctx)
 	})
 }
 

@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -141,6 +143,36 @@ type packed struct {
 
 // Value implements node.Packed.
 func (p *packed) Value() cty.Value { return p.sh.build(p.slots) }
+
+// Field returns the value at path as the built value has it, reading the
+// slots without building the levels above it, so that extract evaluates
+// `object.status.podIP` without making the pod's cty object
+// (fastexpr.Fields). ok is false for an absent field and for a path that
+// goes below a slot holding a cty value.
+func (p *packed) Field(path []string) (cty.Value, bool) {
+	sh := p.sh
+	for i, name := range path {
+		j, found := slices.BinarySearchFunc(sh.fields, name, func(f shapeField, n string) int { return strings.Compare(f.name, n) })
+		if !found {
+			return cty.NilVal, false
+		}
+		f, last := sh.fields[j], i == len(path)-1
+		switch v := p.slots[f.slot].(type) {
+		case presence:
+			if last {
+				return f.below.build(p.slots), true
+			}
+			sh = f.below
+		case string:
+			return cty.StringVal(v), last
+		case cty.Value:
+			return v, last
+		default: // absent
+			return cty.NilVal, false
+		}
+	}
+	return cty.NilVal, false
+}
 
 // Same reports whether q holds an equal value: two packed values of one
 // shape are equal when every slot is.

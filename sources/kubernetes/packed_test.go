@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -103,11 +104,57 @@ func TestPackedValue(t *testing.T) {
 		if got := pa.Value(); !got.RawEquals(want) {
 			t.Fatalf("reads %s of %v:\n got %#v\nwant %#v", reads, a, got, want)
 		}
+		for range 4 { // Field answers a path as the built value does, or not at all
+			path := make([]string, 1+r.IntN(3))
+			for j := range path {
+				path[j] = fieldNames[r.IntN(len(fieldNames))]
+			}
+			v, ok := pa.Field(path)
+			if w, has := attrPath(want, path); ok && (!has || !v.RawEquals(w)) {
+				t.Fatalf("reads %s of %v: Field(%v) = %#v, the value has %#v (%v)", reads, a, path, v, w, has)
+			}
+			if attrPathOK(want, path) && sh.covers(path) && !ok {
+				t.Fatalf("reads %s of %v: Field(%v) did not answer", reads, a, path)
+			}
+		}
 		wantB, _ := projectedValue(b, reads)
 		if same, eq := pa.Same(pb), want.RawEquals(wantB); same != eq {
 			t.Fatalf("reads %s: Same = %v, values equal = %v\na %v\nb %v", reads, same, eq, a, b)
 		}
 	}
+}
+
+// attrPath follows attribute names through objects.
+func attrPath(v cty.Value, path []string) (cty.Value, bool) {
+	for _, n := range path {
+		if v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(n) {
+			return cty.NilVal, false
+		}
+		v = v.GetAttr(n)
+	}
+	return v, true
+}
+
+// attrPathOK: the path ends at a value through objects only, none of them
+// converted whole (where Field may decline).
+func attrPathOK(v cty.Value, path []string) bool {
+	_, ok := attrPath(v, path)
+	return ok
+}
+
+// covers: the path runs through the shape's levels (the last step may
+// be read whole).
+func (sh *shape) covers(path []string) bool {
+	for i, n := range path {
+		j := slices.IndexFunc(sh.fields, func(f shapeField) bool { return f.name == n })
+		if j < 0 {
+			return false
+		}
+		if sh = sh.fields[j].below; sh == nil && i < len(path)-1 {
+			return false
+		}
+	}
+	return true
 }
 
 func TestPackedLabels(t *testing.T) {
@@ -175,6 +222,15 @@ func BenchmarkRecordValue(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = p.Value()
+		}
+	})
+	path := []string{"status", "podIP"}
+	b.Run("field", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := p.Field(path); !ok {
+				b.Fatal("no status.podIP")
+			}
 		}
 	})
 }

@@ -31,8 +31,13 @@ type evaluator struct {
 	objVars                    map[string]cty.Value
 	eachVars                   map[string]cty.Value
 	pk                         packer // keeps the values yielded packed
-	out                        []yield
-	seen                       map[node.Key]int // scratch for de-duplicating large yields
+	// obj is the object being evaluated as received; while lazy, "object"
+	// is bound to its packed form's fields (fastexpr.Fields) and the
+	// first expression the fast path cannot answer builds it.
+	obj  cty.Value
+	lazy bool
+	out  []yield
+	seen map[node.Key]int // scratch for de-duplicating large yields
 	// skipped counts records skipped for a null or empty key.
 	skipped int
 }
@@ -53,17 +58,23 @@ func newEvaluator(t *Transform) *evaluator {
 // nothing.
 func (e *evaluator) eval(k node.Key, obj cty.Value) (ys []yield, err error) {
 	defer func() {
+		e.obj = cty.NilVal
 		if r := recover(); r != nil { // a function's bug must not stop the pipeline
 			ys, err = nil, fmt.Errorf("expression panicked: %v", r)
 		}
 	}()
 	e.out = e.out[:0]
-	e.objVars["object"] = obj
+	e.obj, e.lazy = obj, false
+	if f := fields(obj); f != nil && !e.t.usesRecord {
+		e.objVars["object"], e.lazy = fastexpr.FieldsVal(f), true
+	} else {
+		e.objVars["object"] = node.Unpack(obj)
+	}
 	if e.t.usesRecord {
-		e.objVars["record"] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k), "value": obj})
+		e.objVars["record"] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k), "value": e.objVars["object"]})
 	}
 	if e.where != nil {
-		ok, err := evalBool(e.where, e.objCtx)
+		ok, err := evalBool(e.valueOf(e.where, e.objCtx))
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -74,7 +85,7 @@ func (e *evaluator) eval(k node.Key, obj cty.Value) (ys []yield, err error) {
 		}
 		return e.out, nil
 	}
-	coll, diags := e.forEach.Value(e.objCtx)
+	coll, diags := e.valueOf(e.forEach, e.objCtx)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -102,7 +113,7 @@ func (e *evaluator) eval(k node.Key, obj cty.Value) (ys []yield, err error) {
 
 // record evaluates key and value in ctx and appends the record.
 func (e *evaluator) record(ctx *hcl.EvalContext) error {
-	kv, diags := e.key.Value(ctx)
+	kv, diags := e.valueOf(e.key, ctx)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -116,7 +127,7 @@ func (e *evaluator) record(ctx *hcl.EvalContext) error {
 	}
 	val := cty.EmptyObjectVal
 	if e.value != nil {
-		v, diags := e.value.Value(ctx)
+		v, diags := e.valueOf(e.value, ctx)
 		if diags.HasErrors() {
 			return diags
 		}
@@ -130,6 +141,30 @@ func (e *evaluator) record(ctx *hcl.EvalContext) error {
 	}
 	e.out = append(e.out, yield{key: key, value: val})
 	return nil
+}
+
+// valueOf evaluates x in ctx. While the object is lazy, the fast path
+// reads its packed fields; where it cannot answer, the object is built
+// and bound, and x evaluated as usual.
+func (e *evaluator) valueOf(x *fastexpr.Expr, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if e.lazy {
+		if v, ok := x.FastValue(ctx); ok {
+			return v, nil
+		}
+		e.objVars["object"], e.lazy = node.Unpack(e.obj), false
+	}
+	return x.Value(ctx)
+}
+
+// fields returns the fields of obj's packed form when it can answer paths
+// without being built (the kubernetes source's packed objects can), else
+// nil.
+func fields(obj cty.Value) fastexpr.Fields {
+	if !node.IsPacked(obj) {
+		return nil
+	}
+	f, _ := (*obj.EncapsulatedValue().(*node.Packed)).(fastexpr.Fields)
+	return f
 }
 
 // dedupe keeps the last yield of every key, in first-seen order.
@@ -153,9 +188,8 @@ func (e *evaluator) dedupe() []yield {
 	return e.out
 }
 
-// evalBool evaluates a condition; null is false.
-func evalBool(e hcl.Expression, ctx *hcl.EvalContext) (bool, error) {
-	v, diags := e.Value(ctx)
+// evalBool takes a condition's value; null is false.
+func evalBool(v cty.Value, diags hcl.Diagnostics) (bool, error) {
 	if diags.HasErrors() {
 		return false, diags
 	}

@@ -146,10 +146,11 @@ func (r *runner) touch(rk node.Key) {
 }
 
 // yields evaluates one object, counting and logging failures. The object
-// comes as its producer emitted it (node.PackedInput) and is built here,
-// one at a time, so a snapshot's objects are garbage once evaluated.
+// comes as its producer emitted it (node.PackedInput) and is built, if at
+// all, by the evaluator, one at a time, so a snapshot's objects are
+// garbage once evaluated.
 func (r *runner) yields(k node.Key, obj cty.Value) []yield {
-	ys, err := r.ev.eval(k, node.Unpack(obj))
+	ys, err := r.ev.eval(k, obj)
 	if n := r.ev.skipped; n > 0 {
 		r.ev.skipped = 0
 		r.skips.Add(float64(n))

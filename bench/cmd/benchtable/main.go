@@ -46,6 +46,7 @@ func run() error {
 	flag.IntVar(&o.AgentsPerProc, "agents-per-process", 100, "P9b agents run in one process (bench/cmd/agents)")
 	routes := flag.String("routes", "300,1000,3000", "Ingresses and EndpointSlices of each size of the HAProxy rows (H)")
 	flag.StringVar(&o.Pipeline, "pipeline", "bin/pipeline", "the pipeline binary under test (make build)")
+	flag.StringVar(&o.Baseline, "baseline", "", "another pipeline binary the initial sync rows run beside -pipeline, interleaved (row P1c-base)")
 	flag.StringVar(&o.Contenders, "contenders", "bin/contenders", "directory of the floor and hand-written controller programs (make contenders)")
 	flag.StringVar(&o.Only, "only", "", "run only the scenarios whose name matches this regexp")
 	flag.BoolVar(&o.Smoke, "smoke", false, "tiny sizes and one run: checks every row works, in seconds")
