@@ -26,7 +26,7 @@ type streamer struct {
 	budget *renderBudget // nil: none (outside a render)
 	// What reuses passes (cache.go); loops nil: none. recs are the
 	// records, as the records variable holds them.
-	recs  []record
+	recs  []*record
 	loops map[*hclsyntax.ForExpr]loopInfo
 	cache *passCache
 	// keeping counts the kept passes being evaluated: passes inside one
@@ -312,7 +312,7 @@ func (st *streamer) leaveToHCL(scratch *renderBudget) (cty.Value, []digest, bool
 
 // mapRecord evaluates g's parts for one record as HCL does (if clause,
 // key, value), measuring what they charge; false: leave g to HCL.
-func (st *streamer) mapRecord(g *hclsyntax.ForExpr, sctx *hcl.EvalContext, scratch *renderBudget, r record) (m *mapping, ok bool) {
+func (st *streamer) mapRecord(g *hclsyntax.ForExpr, sctx *hcl.EvalContext, scratch *renderBudget, r *record) (m *mapping, ok bool) {
 	m = &mapping{}
 	ctx := sctx.NewChild()
 	ctx.Variables = map[string]cty.Value{g.ValVar: r.obj}
