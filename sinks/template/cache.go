@@ -29,7 +29,9 @@ import (
 // from what each record gave it the last time (its if clause's verdict,
 // key and value, kept by the record's digest), evaluating only the
 // records that changed (mapRecords); its elements' digests come from
-// those of the records' values, without walking the values.
+// those of the records' values, without walking the values, and an
+// element's value (a group's tuple) is built only for a pass whose text
+// is not kept.
 //
 // A reused pass charges the render's budget what its evaluation charged,
 // and fails where its evaluation would have (pass.need), and its text
