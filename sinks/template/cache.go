@@ -27,11 +27,17 @@ import (
 // Likewise, a for expression over records that such a directive loops
 // over ({ for r in records : r.value.backend => r.value... }) is built
 // from what each record gave it the last time (its if clause's verdict,
-// key and value, kept by the record's digest), evaluating only the
-// records that changed (mapRecords); its elements' digests come from
-// those of the records' values, without walking the values, and an
-// element's value (a group's tuple) is built only for a pass whose text
-// is not kept.
+// key and value), evaluating only the records that changed (mapRecords);
+// its elements' digests come from those of the records' values, without
+// walking the values, and an element's value (a group's tuple) is built
+// only for a pass whose text is not kept.
+//
+// What depends on one record alone (the pass of a directive over records,
+// what a for expression over records made of it) is kept on the record
+// itself (record.own, one slot per such loop), and goes with it when the
+// record changes or goes: a render finds it without a lookup. The passes
+// of every other kept directive are kept in the sink's passCache by
+// digest.
 //
 // A reused pass charges the render's budget what its evaluation charged,
 // and fails where its evaluation would have (pass.need), and its text
@@ -47,6 +53,9 @@ type loopInfo struct {
 	// records whose parts read only its own variable and the
 	// configuration's (mapRecords); nil otherwise.
 	mapped *hclsyntax.ForExpr
+	// slot is where a record keeps what this directive made of it, when
+	// it is cached over records or mapped (record.own).
+	slot int
 }
 
 // digest identifies a value (or a pass's key and value) by the SHA-256
@@ -75,46 +84,53 @@ type mapping struct {
 	cost, need int64
 }
 
-// kept holds values per for expression and digest: what the renders
-// used, each stamped with the last render that did (gen). A render that
-// completes drops what it did not use (done), so kept holds at most
-// about twice what one render uses. A value is looked up by its digest's first 8 bytes,
-// and found only when its whole digest is the one asked for.
-type kept[V any] struct {
-	gen          uint64
-	m            map[*hclsyntax.ForExpr]map[uint64]*slot[V]
-	used, held   int // values the render under way used; values held in m
-	hits, misses int // what get found and did not, for tests
+// own is what the renders kept of one record for one directive: the
+// pass of a directive over records, with the digest of its input (the
+// record's, and its index when the directive names it), or what the
+// directive's for expression over records made of the record.
+type own struct {
+	d       digest
+	pass    *pass
+	mapping *mapping
 }
 
-type slot[V any] struct {
+// kept holds the passes of the kept directives not over records, per
+// directive and digest: what the renders used, each stamped with the
+// last render that did (gen). A render that completes drops what it did
+// not use (done), so kept holds at most about twice what one render
+// uses. A pass is looked up by its digest's first 8 bytes, and found
+// only when its whole digest is the one asked for.
+type kept struct {
+	gen        uint64
+	m          map[*hclsyntax.ForExpr]map[uint64]*slot
+	used, held int // passes the render under way used; passes held in m
+}
+
+type slot struct {
 	d   digest
 	gen uint64
-	v   V
+	p   pass
 }
 
-func (c *kept[V]) get(f *hclsyntax.ForExpr, d digest) (V, bool) {
+func (c *kept) get(f *hclsyntax.ForExpr, d digest) (pass, bool) {
 	s, ok := c.m[f][short(d)]
-	if ok && s.d == d {
-		if s.gen != c.gen {
-			s.gen = c.gen
-			c.used++
-		}
-		c.hits++
-		return s.v, true
+	if !ok || s.d != d {
+		return pass{}, false
 	}
-	c.misses++
-	var none V
-	return none, false
+	if s.gen != c.gen {
+		s.gen = c.gen
+		c.used++
+	}
+	return s.p, true
 }
 
-func (c *kept[V]) put(f *hclsyntax.ForExpr, d digest, v V) {
+func (c *kept) put(f *hclsyntax.ForExpr, d digest, p pass) {
 	if c.m == nil {
-		c.m = map[*hclsyntax.ForExpr]map[uint64]*slot[V]{}
+		c.m = map[*hclsyntax.ForExpr]map[uint64]*slot{}
 	}
 	m := c.m[f]
 	if m == nil {
-		m = map[uint64]*slot[V]{}
+		m = map[uint64]*slot{}
 		c.m[f] = m
 	}
 	if old, ok := m[short(d)]; !ok {
@@ -122,14 +138,14 @@ func (c *kept[V]) put(f *hclsyntax.ForExpr, d digest, v V) {
 	} else if old.gen == c.gen {
 		c.used--
 	}
-	m[short(d)] = &slot[V]{d: d, gen: c.gen, v: v}
+	m[short(d)] = &slot{d: d, gen: c.gen, p: p}
 	c.used++
 }
 
 // done drops what the render that just completed did not use, once that
-// is as much as what it used: a sweep of every value costs about what a
+// is as much as what it used: a sweep of every pass costs about what a
 // render that reuses them does.
-func (c *kept[V]) done() {
+func (c *kept) done() {
 	if c.held > 2*c.used+64 {
 		for _, m := range c.m {
 			for k, s := range m {
@@ -146,20 +162,24 @@ func (c *kept[V]) done() {
 
 func short(d digest) uint64 { return binary.LittleEndian.Uint64(d[:8]) }
 
-// passCache is what a sink keeps between renders.
+// passCache is what a sink keeps between renders, and what the renders
+// found kept (hits) and did not (misses), on the records or in passes:
+// passes and mappings, for tests.
 type passCache struct {
-	passes   kept[pass]
-	mappings kept[*mapping]
+	passes                     kept
+	passHits, passMisses       int
+	mappingHits, mappingMisses int
 }
 
 // done ends a render that completed; after one that did not, what it
 // added stays until a render that completes drops what it did not use.
-func (c *passCache) done() { c.passes.done(); c.mappings.done() }
+func (c *passCache) done() { c.passes.done() }
 
 // reuse is a sink's knowledge of its template's directives, and the
 // passes kept between renders.
 type reuse struct {
 	loops map[*hclsyntax.ForExpr]loopInfo
+	slots int // the slots of record.own
 	// digests says records carry their digest: a cached directive loops
 	// over records.
 	digests bool
@@ -170,9 +190,14 @@ type reuse struct {
 
 func newReuse(tmpl hcl.Expression, ctx *hcl.EvalContext) *reuse {
 	r := &reuse{loops: analyseLoops(tmpl, ctx)}
-	for _, info := range r.loops {
-		r.digests = r.digests || info.cached && info.records || info.mapped != nil
+	for f, info := range r.loops {
+		if info.cached && info.records || info.mapped != nil {
+			info.slot = r.slots
+			r.slots++
+			r.loops[f] = info
+		}
 	}
+	r.digests = r.slots > 0
 	return r
 }
 

@@ -300,17 +300,17 @@ func TestCacheReusesPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := s.reuse.cache.Load()
-	if cache.passes.hits != 0 || cache.passes.misses != 50+150+50 || cache.mappings.misses != 200 {
-		t.Fatalf("first render: passes %d hit %d missed, mappings %d missed", cache.passes.hits, cache.passes.misses, cache.mappings.misses)
+	if cache.passHits != 0 || cache.passMisses != 50+150+50 || cache.mappingMisses != 200 {
+		t.Fatalf("first render: passes %d hit %d missed, mappings %d missed", cache.passHits, cache.passMisses, cache.mappingMisses)
 	}
-	cache.passes.hits, cache.passes.misses, cache.mappings.hits, cache.mappings.misses = 0, 0, 0, 0
+	cache.passHits, cache.passMisses, cache.mappingHits, cache.mappingMisses = 0, 0, 0, 0
 	c.apply(change{e: exampleEndpoint(7, 1, 8080), del: true}, change{e: exampleEndpoint(7, 1, 9090)})
 	got, err := c.render()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cache.passes.misses != 2 || cache.passes.hits != 248 || cache.mappings.misses != 1 || cache.mappings.hits != 199 {
-		t.Fatalf("one change: passes %d hit %d missed, mappings %d hit %d missed", cache.passes.hits, cache.passes.misses, cache.mappings.hits, cache.mappings.misses)
+	if cache.passMisses != 2 || cache.passHits != 248 || cache.mappingMisses != 1 || cache.mappingHits != 199 {
+		t.Fatalf("one change: passes %d hit %d missed, mappings %d hit %d missed", cache.passHits, cache.passMisses, cache.mappingHits, cache.mappingMisses)
 	}
 	if !bytes.Contains(got.data, []byte("server svc-0007-1:9090 10.0.7.2:9090\n")) {
 		t.Fatalf("the change is not in the render:\n%s", got.data)
@@ -540,8 +540,8 @@ func TestCachedBudgetSweep(t *testing.T) {
 			want, wantErr := fullRender(fs, m, held)
 			checkSame(t, fmt.Sprintf("max_size %d, by the boundary %d", m, lo), got, gotErr, want, wantErr)
 		}
-		if refused == 0 || c.s.reuse.cache.Load().passes.hits == 0 {
-			t.Fatalf("%s: the sweep refused %d renders and reused %d passes", tmpl, refused, c.s.reuse.cache.Load().passes.hits)
+		if refused == 0 || c.s.reuse.cache.Load().passHits == 0 {
+			t.Fatalf("%s: the sweep refused %d renders and reused %d passes", tmpl, refused, c.s.reuse.cache.Load().passHits)
 		}
 	}
 }

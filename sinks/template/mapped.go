@@ -13,7 +13,7 @@ import (
 
 // mapRecords evaluates g, a for expression over records whose parts read
 // only its variable and the configuration's, as HCL would, from what
-// each record mapped to, kept per record; the records changed since the
+// each record mapped to, kept on the record; the records changed since the
 // last render are evaluated by HCL, one at a time. It gives the
 // collection's elements (mapped), each one's value built only when a pass
 // needs it. It charges the budget what HCL's evaluation of g would
@@ -21,7 +21,8 @@ import (
 // to HCL: a record holding a marked or unknown value, a part that fails
 // or gives one, a key that is not text, two records with one key without
 // grouping (HCL's error).
-func (st *streamer) mapRecords(g *hclsyntax.ForExpr, ctx *hcl.EvalContext) (coll *mapped, ok bool) {
+func (st *streamer) mapRecords(info loopInfo, ctx *hcl.EvalContext) (coll *mapped, ok bool) {
+	g := info.mapped
 	if g == nil || st.cache == nil || st.budget == nil || st.keeping > 0 {
 		return nil, false
 	}
@@ -54,13 +55,16 @@ func (st *streamer) mapRecords(g *hclsyntax.ForExpr, ctx *hcl.EvalContext) (coll
 	}
 	maps := make([]*mapping, len(st.recs))
 	for i, r := range st.recs {
-		if maps[i], ok = st.cache.mappings.get(g, r.digest); ok {
+		o := st.own(i, info.slot)
+		if maps[i] = o.mapping; maps[i] != nil {
+			st.cache.mappingHits++
 			continue
 		}
+		st.cache.mappingMisses++
 		if maps[i], ok = st.mapRecord(g, sctx, scratch, r); !ok {
 			return st.leaveToHCL(scratch)
 		}
-		st.cache.mappings.put(g, r.digest, maps[i])
+		o.mapping = maps[i]
 	}
 	if coll, ok = st.assemble(g, maps); !ok {
 		return nil, false

@@ -56,6 +56,9 @@ type record struct {
 	// line is the entry as the state file lists it, once encoded
 	// (state.go); nil until then.
 	line *encoded
+	// own is what the renders kept of the record, by loop slot (cache.go);
+	// nil until a render kept something.
+	own []own
 }
 
 func (s *Sink) newRecord(e node.Entry) *record {
@@ -168,7 +171,7 @@ func (s *Sink) stream(recs []*record, ctx *hcl.EvalContext) (data []byte, ok, ov
 	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx}
 	st.buf.Grow(int(min(s.sizeHint.Load(), s.maxSize)))
 	if s.reuse != nil {
-		st.loops, st.cache = s.reuse.loops, s.reuse.take()
+		st.loops, st.slots, st.cache = s.reuse.loops, s.reuse.slots, s.reuse.take()
 		defer s.reuse.give(st.cache)
 	}
 	data, ok, over = st.render(s.tmpl, ctx)

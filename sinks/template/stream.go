@@ -26,6 +26,7 @@ type streamer struct {
 	// records, as the records variable holds them.
 	recs  []*record
 	loops map[*hclsyntax.ForExpr]loopInfo
+	slots int // of record.own
 	cache *passCache
 	// keeping counts the kept passes being evaluated: passes inside one
 	// are kept as part of it, not on their own.
@@ -98,7 +99,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	info := st.loops[f]
 	var elems iter.Seq[element]
 	var known func(i int) (digest, bool) // an element's digest when known before; nil: none are
-	switch coll, ok := st.mapRecords(info.mapped, ctx); {
+	switch coll, ok := st.mapRecords(info, ctx); {
 	case st.over:
 		return false
 	case ok:
@@ -156,7 +157,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 			d, kept = st.passDigest(f, e, known)
 		}
 		if kept {
-			if p, ok := st.cache.passes.get(f, d); ok {
+			if p, ok := st.keptPass(f, info, e.i, d); ok {
 				if !st.reuse(p) {
 					return false
 				}
@@ -167,7 +168,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 			vars[f.KeyVar] = e.key()
 		}
 		vars[f.ValVar] = e.value()
-		if kept && !st.keep(f, child, d) || !kept && !st.pass(f, child) {
+		if kept && !st.keep(f, info, e.i, child, d) || !kept && !st.pass(f, child) {
 			return false
 		}
 	}
@@ -246,6 +247,33 @@ func (st *streamer) pass(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	return st.write(unwrapped(f.ValExpr), ctx) && !st.full()
 }
 
+// keptPass is the text kept for the pass of f whose input has digest d,
+// the i-th: on its record for a loop over records, else in the cache.
+func (st *streamer) keptPass(f *hclsyntax.ForExpr, info loopInfo, i int, d digest) (p pass, ok bool) {
+	if info.records {
+		if o := st.own(i, info.slot); o.pass != nil && o.d == d {
+			p, ok = *o.pass, true
+		}
+	} else {
+		p, ok = st.cache.passes.get(f, d)
+	}
+	if ok {
+		st.cache.passHits++
+	} else {
+		st.cache.passMisses++
+	}
+	return p, ok
+}
+
+// own is what the renders kept of the i-th record for the loop of slot.
+func (st *streamer) own(i, slot int) *own {
+	r := st.recs[i]
+	if r.own == nil {
+		r.own = make([]own, st.slots)
+	}
+	return &r.own[slot]
+}
+
 // reuse writes a kept pass's text, charging the budget what its
 // evaluation did, failing where it would have.
 func (st *streamer) reuse(p pass) bool {
@@ -257,17 +285,23 @@ func (st *streamer) reuse(p pass) bool {
 	return !st.full()
 }
 
-// keep writes a pass of a cached loop whose input has digest d, met for
-// the first time, and keeps its text.
-func (st *streamer) keep(f *hclsyntax.ForExpr, ctx *hcl.EvalContext, d digest) bool {
+// keep writes the i-th pass of a cached loop, whose input has digest d,
+// and keeps its text (keptPass).
+func (st *streamer) keep(f *hclsyntax.ForExpr, info loopInfo, i int, ctx *hcl.EvalContext, d digest) bool {
 	start := st.buf.Len()
 	st.keeping++
 	ok, cost, need := st.budget.measure(func() bool { return st.pass(f, ctx) })
 	st.keeping--
-	if ok {
-		st.cache.passes.put(f, d, pass{text: string(st.buf.Bytes()[start:]), cost: cost, need: need})
+	if !ok {
+		return false
 	}
-	return ok
+	p := pass{text: string(st.buf.Bytes()[start:]), cost: cost, need: need}
+	if info.records {
+		*st.own(i, info.slot) = own{d: d, pass: &p}
+	} else {
+		st.cache.passes.put(f, d, p)
+	}
+	return true
 }
 
 // leaf writes an expression's value converted to text, as HCL's template
