@@ -180,6 +180,12 @@ func (c *passCache) done() { c.passes.done() }
 type reuse struct {
 	loops map[*hclsyntax.ForExpr]loopInfo
 	slots int // the slots of record.own
+	// readsRecords says the template reads records other than as the
+	// collection of a directive over records or of the for expression
+	// over records a directive loops over, which the streamer walks in
+	// Go: a render then always builds the records variable, else only
+	// when it leaves such a collection to HCL (Sink.renderRecords).
+	readsRecords bool
 	// digests says records carry their digest: a cached directive loops
 	// over records.
 	digests bool
@@ -189,7 +195,8 @@ type reuse struct {
 }
 
 func newReuse(tmpl hcl.Expression, ctx *hcl.EvalContext) *reuse {
-	r := &reuse{loops: analyseLoops(tmpl, ctx)}
+	r := &reuse{}
+	r.loops, r.readsRecords = analyseLoops(tmpl, ctx)
 	for f, info := range r.loops {
 		if info.cached && info.records || info.mapped != nil {
 			info.slot = r.slots
@@ -212,15 +219,16 @@ func (r *reuse) take() *passCache {
 func (r *reuse) give(c *passCache) { r.cache.Store(c) }
 
 // analyseLoops says, for each %{ for } directive the streamer walks,
-// whether its passes can be kept and whether it loops over records.
-func analyseLoops(expr hcl.Expression, ctx *hcl.EvalContext) map[*hclsyntax.ForExpr]loopInfo {
+// whether its passes can be kept and whether it loops over records, and
+// whether the template reads records anywhere else (reuse.readsRecords).
+func analyseLoops(expr hcl.Expression, ctx *hcl.EvalContext) (map[*hclsyntax.ForExpr]loopInfo, bool) {
 	syn, ok := expr.(hclsyntax.Node)
 	if !ok {
-		return nil
+		return nil, true
 	}
-	w := &loopWalker{ctx: ctx, out: map[*hclsyntax.ForExpr]loopInfo{}}
+	w := &loopWalker{ctx: ctx, out: map[*hclsyntax.ForExpr]loopInfo{}, walked: map[hclsyntax.Expression]bool{}}
 	_ = hclsyntax.Walk(syn, w)
-	return w.out
+	return w.out, w.readsRecords
 }
 
 // loopWalker walks a template keeping the names bound by the enclosing
@@ -229,6 +237,11 @@ type loopWalker struct {
 	ctx    *hcl.EvalContext
 	scopes []map[string]struct{}
 	out    map[*hclsyntax.ForExpr]loopInfo
+	// walked are the reads of records the streamer does in Go: the
+	// collections of the directives over records and of the mapped for
+	// expressions; readsRecords says the template reads it elsewhere.
+	walked       map[hclsyntax.Expression]bool
+	readsRecords bool
 }
 
 func (w *loopWalker) Enter(n hclsyntax.Node) hcl.Diagnostics {
@@ -240,8 +253,16 @@ func (w *loopWalker) Enter(n hclsyntax.Node) hcl.Diagnostics {
 			info := loopInfo{cached: w.reads(f, f.ValExpr, f.CondExpr), records: w.overRecords(f)}
 			if g, ok := unwrapped(f.CollExpr).(*hclsyntax.ForExpr); ok && g.KeyVar == "" && w.overRecords(g) && w.reads(g, g.KeyExpr, g.ValExpr, g.CondExpr) {
 				info.mapped = g
+				w.walked[unwrapped(g.CollExpr)] = true
+			}
+			if info.records {
+				w.walked[unwrapped(f.CollExpr)] = true
 			}
 			w.out[f] = info
+		}
+	case *hclsyntax.ScopeTraversalExpr:
+		if n.Traversal.RootName() == "records" && !w.bound("records") && !w.walked[n] {
+			w.readsRecords = true
 		}
 	}
 	return nil

@@ -110,18 +110,13 @@ func (s *Sink) renderRecords(recs []*record, sensitive bool) (rendering, error) 
 			out.secrets = append(out.secrets, schema.SensitiveStrings(r.value)...)
 		}
 	}
-	objs := make([]cty.Value, len(recs))
-	for i, r := range recs {
-		objs[i] = r.obj
-	}
-	records := cty.EmptyTupleVal
-	if len(objs) > 0 {
-		records = cty.TupleVal(objs)
-	}
 	budget := &renderBudget{left: 2 * s.maxSize}
 	ctx := s.ctx.NewChild()
-	ctx.Variables = map[string]cty.Value{"records": records, budgetVar: cty.CapsuleVal(budgetType, budget)}
+	ctx.Variables = map[string]cty.Value{budgetVar: cty.CapsuleVal(budgetType, budget)}
 	ctx.Functions = budgetFuncs(s.ctx, budget)
+	if s.reuse == nil || s.reuse.readsRecords || s.fast != nil {
+		setRecords(ctx, recs)
+	}
 	if s.fast != nil && len(out.secrets) == 0 {
 		buf := bytes.NewBuffer(make([]byte, 0, min(s.sizeHint.Load(), s.maxSize)))
 		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots), limit: s.maxSize, budget: budget}
@@ -143,6 +138,7 @@ func (s *Sink) renderRecords(recs []*record, sensitive bool) (rendering, error) 
 		out.data = data
 		return out, nil
 	}
+	setRecords(ctx, recs)
 	v, diags := s.tmpl.Value(ctx)
 	if budget.over {
 		return out, s.tooLarge()
@@ -165,10 +161,29 @@ func (s *Sink) renderRecords(recs []*record, sensitive bool) (rendering, error) 
 	return out, nil
 }
 
+// setRecords sets the records variable of a render's context (ctx), the
+// records as a tuple of their { key, value } objects, unless it is set:
+// a render whose template reads records only where the streamer walks
+// them in Go builds it only when it leaves one of those to HCL.
+func setRecords(ctx *hcl.EvalContext, recs []*record) {
+	if _, ok := ctx.Variables["records"]; ok {
+		return
+	}
+	records := cty.EmptyTupleVal
+	if len(recs) > 0 {
+		objs := make([]cty.Value, len(recs))
+		for i, r := range recs {
+			objs[i] = r.obj
+		}
+		records = cty.TupleVal(objs)
+	}
+	ctx.Variables["records"] = records
+}
+
 // stream renders the template with the streamer (stream.go), reusing the
 // passes kept from the last render that completed (cache.go).
 func (s *Sink) stream(recs []*record, ctx *hcl.EvalContext) (data []byte, ok, over bool) {
-	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx}
+	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx, root: ctx}
 	st.buf.Grow(int(min(s.sizeHint.Load(), s.maxSize)))
 	if s.reuse != nil {
 		st.loops, st.slots, st.cache = s.reuse.loops, s.reuse.slots, s.reuse.take()

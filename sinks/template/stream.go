@@ -33,8 +33,9 @@ type streamer struct {
 	keeping int
 	dig     digester
 	// base is the configuration's context, whose functions a scratch
-	// budget wraps (mapRecords).
-	base *hcl.EvalContext
+	// budget wraps (mapRecords); root is the render's, which holds the
+	// records variable once built (setRecords).
+	base, root *hcl.EvalContext
 }
 
 // render writes expr's text. ok is false when it met anything it leaves
@@ -130,6 +131,9 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 		}
 		known = func(i int) (digest, bool) { return st.recs[i].digest, st.recs[i].hashed }
 	default:
+		if info.mapped != nil {
+			setRecords(st.root, st.recs) // left to HCL
+		}
 		coll, diags := unwrapped(f.CollExpr).Value(ctx)
 		if diags.HasErrors() || !coll.IsWhollyKnown() || coll.IsNull() {
 			return false
