@@ -210,7 +210,8 @@ func (st *streamer) assemble(g *hclsyntax.ForExpr, maps []*mapping) (*mapped, bo
 			m.digests[i] = ms[0].digest
 			continue
 		}
-		// A group's digest: sha256('G' enc(key) n digests...).
+		// A group's digest: sha256('G' enc(key) n digests...), which
+		// identifies its key and value (a pass over it names both).
 		st.dig.buf = append(st.dig.buf, 'G')
 		st.dig.str(m.keys[i])
 		st.dig.buf = binary.AppendUvarint(st.dig.buf, uint64(len(ms)))

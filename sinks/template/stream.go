@@ -100,6 +100,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	info := st.loops[f]
 	var elems iter.Seq[element]
 	var known func(i int) (digest, bool) // an element's digest when known before; nil: none are
+	keyed := false                       // known's digests identify the element's key too
 	switch coll, ok := st.mapRecords(info, ctx); {
 	case st.over:
 		return false
@@ -112,6 +113,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 			}
 		}
 		known = func(i int) (digest, bool) { return coll.digests[i], true }
+		keyed = coll.group // a group's digest holds its key
 	case info.records:
 		for i := range st.recs {
 			if !st.recs[i].known {
@@ -158,7 +160,7 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 		var d digest
 		kept := false
 		if keep {
-			d, kept = st.passDigest(f, e, known)
+			d, kept = st.passDigest(f, e, known, keyed)
 		}
 		if kept {
 			if p, ok := st.keptPass(f, info, e.i, d); ok {
@@ -215,15 +217,16 @@ func elements(coll cty.Value) iter.Seq[element] {
 }
 
 // passDigest is the digest of a pass's input: its value's (known(i), or
-// sha256(enc(v))) when f names no key, else sha256(enc(k) 'D' that).
-// false: one of them is a value the digester does not encode.
-func (st *streamer) passDigest(f *hclsyntax.ForExpr, e element, known func(int) (digest, bool)) (d digest, ok bool) {
+// sha256(enc(v))) when f names no key or keyed says it identifies the
+// key too, else sha256(enc(k) 'D' that). false: one of them is a value
+// the digester does not encode.
+func (st *streamer) passDigest(f *hclsyntax.ForExpr, e element, known func(int) (digest, bool), keyed bool) (d digest, ok bool) {
 	if known != nil {
 		d, ok = known(e.i)
 	} else if ok = st.dig.value(e.value()); ok {
 		d = st.dig.sum()
 	}
-	if ok && f.KeyVar != "" {
+	if ok && f.KeyVar != "" && !keyed {
 		if ok = st.dig.value(e.key()); ok {
 			st.dig.buf = append(append(st.dig.buf, 'D'), d[:]...)
 			d = st.dig.sum()
