@@ -27,9 +27,17 @@ import (
 // Likewise, a for expression over records that such a directive loops
 // over ({ for r in records : r.value.backend => r.value... }) is built
 // from what each record gave it the last time (its if clause's verdict,
-// key and value, kept by the record's digest), evaluating only the
-// records that changed (mapRecords); its elements' digests come from
-// those of the records' values, without walking the values.
+// key and value), evaluating only the records that changed (mapRecords);
+// its elements' digests come from those of the records' values, without
+// walking the values, and an element's value (a group's tuple) is built
+// only for a pass whose text is not kept.
+//
+// What depends on one record alone (the pass of a directive over records,
+// what a for expression over records made of it) is kept on the record
+// itself (record.own, one slot per such loop), and goes with it when the
+// record changes or goes: a render finds it without a lookup. The passes
+// of every other kept directive are kept in the sink's passCache by
+// digest.
 //
 // A reused pass charges the render's budget what its evaluation charged,
 // and fails where its evaluation would have (pass.need), and its text
@@ -45,6 +53,9 @@ type loopInfo struct {
 	// records whose parts read only its own variable and the
 	// configuration's (mapRecords); nil otherwise.
 	mapped *hclsyntax.ForExpr
+	// slot is where a record keeps what this directive made of it, when
+	// it is cached over records or mapped (record.own).
+	slot int
 }
 
 // digest identifies a value (or a pass's key and value) by the SHA-256
@@ -73,46 +84,53 @@ type mapping struct {
 	cost, need int64
 }
 
-// kept holds values per for expression and digest: what the renders
-// used, each stamped with the last render that did (gen). A render that
-// completes drops what it did not use (done), so kept holds at most
-// about twice what one render uses. A value is looked up by its digest's first 8 bytes,
-// and found only when its whole digest is the one asked for.
-type kept[V any] struct {
-	gen          uint64
-	m            map[*hclsyntax.ForExpr]map[uint64]*slot[V]
-	used, held   int // values the render under way used; values held in m
-	hits, misses int // what get found and did not, for tests
+// own is what the renders kept of one record for one directive: the
+// pass of a directive over records, with the digest of its input (the
+// record's, and its index when the directive names it), or what the
+// directive's for expression over records made of the record.
+type own struct {
+	d       digest
+	pass    *pass
+	mapping *mapping
 }
 
-type slot[V any] struct {
+// kept holds the passes of the kept directives not over records, per
+// directive and digest: what the renders used, each stamped with the
+// last render that did (gen). A render that completes drops what it did
+// not use (done), so kept holds at most about twice what one render
+// uses. A pass is looked up by its digest's first 8 bytes, and found
+// only when its whole digest is the one asked for.
+type kept struct {
+	gen        uint64
+	m          map[*hclsyntax.ForExpr]map[uint64]*slot
+	used, held int // passes the render under way used; passes held in m
+}
+
+type slot struct {
 	d   digest
 	gen uint64
-	v   V
+	p   pass
 }
 
-func (c *kept[V]) get(f *hclsyntax.ForExpr, d digest) (V, bool) {
+func (c *kept) get(f *hclsyntax.ForExpr, d digest) (pass, bool) {
 	s, ok := c.m[f][short(d)]
-	if ok && s.d == d {
-		if s.gen != c.gen {
-			s.gen = c.gen
-			c.used++
-		}
-		c.hits++
-		return s.v, true
+	if !ok || s.d != d {
+		return pass{}, false
 	}
-	c.misses++
-	var none V
-	return none, false
+	if s.gen != c.gen {
+		s.gen = c.gen
+		c.used++
+	}
+	return s.p, true
 }
 
-func (c *kept[V]) put(f *hclsyntax.ForExpr, d digest, v V) {
+func (c *kept) put(f *hclsyntax.ForExpr, d digest, p pass) {
 	if c.m == nil {
-		c.m = map[*hclsyntax.ForExpr]map[uint64]*slot[V]{}
+		c.m = map[*hclsyntax.ForExpr]map[uint64]*slot{}
 	}
 	m := c.m[f]
 	if m == nil {
-		m = map[uint64]*slot[V]{}
+		m = map[uint64]*slot{}
 		c.m[f] = m
 	}
 	if old, ok := m[short(d)]; !ok {
@@ -120,14 +138,14 @@ func (c *kept[V]) put(f *hclsyntax.ForExpr, d digest, v V) {
 	} else if old.gen == c.gen {
 		c.used--
 	}
-	m[short(d)] = &slot[V]{d: d, gen: c.gen, v: v}
+	m[short(d)] = &slot{d: d, gen: c.gen, p: p}
 	c.used++
 }
 
 // done drops what the render that just completed did not use, once that
-// is as much as what it used: a sweep of every value costs about what a
+// is as much as what it used: a sweep of every pass costs about what a
 // render that reuses them does.
-func (c *kept[V]) done() {
+func (c *kept) done() {
 	if c.held > 2*c.used+64 {
 		for _, m := range c.m {
 			for k, s := range m {
@@ -144,20 +162,30 @@ func (c *kept[V]) done() {
 
 func short(d digest) uint64 { return binary.LittleEndian.Uint64(d[:8]) }
 
-// passCache is what a sink keeps between renders.
+// passCache is what a sink keeps between renders, and what the renders
+// found kept (hits) and did not (misses), on the records or in passes:
+// passes and mappings, for tests.
 type passCache struct {
-	passes   kept[pass]
-	mappings kept[*mapping]
+	passes                     kept
+	passHits, passMisses       int
+	mappingHits, mappingMisses int
 }
 
 // done ends a render that completed; after one that did not, what it
 // added stays until a render that completes drops what it did not use.
-func (c *passCache) done() { c.passes.done(); c.mappings.done() }
+func (c *passCache) done() { c.passes.done() }
 
 // reuse is a sink's knowledge of its template's directives, and the
 // passes kept between renders.
 type reuse struct {
 	loops map[*hclsyntax.ForExpr]loopInfo
+	slots int // the slots of record.own
+	// readsRecords says the template reads records other than as the
+	// collection of a directive over records or of the for expression
+	// over records a directive loops over, which the streamer walks in
+	// Go: a render then always builds the records variable, else only
+	// when it leaves such a collection to HCL (Sink.renderRecords).
+	readsRecords bool
 	// digests says records carry their digest: a cached directive loops
 	// over records.
 	digests bool
@@ -167,10 +195,16 @@ type reuse struct {
 }
 
 func newReuse(tmpl hcl.Expression, ctx *hcl.EvalContext) *reuse {
-	r := &reuse{loops: analyseLoops(tmpl, ctx)}
-	for _, info := range r.loops {
-		r.digests = r.digests || info.cached && info.records || info.mapped != nil
+	r := &reuse{}
+	r.loops, r.readsRecords = analyseLoops(tmpl, ctx)
+	for f, info := range r.loops {
+		if info.cached && info.records || info.mapped != nil {
+			info.slot = r.slots
+			r.slots++
+			r.loops[f] = info
+		}
 	}
+	r.digests = r.slots > 0
 	return r
 }
 
@@ -185,15 +219,16 @@ func (r *reuse) take() *passCache {
 func (r *reuse) give(c *passCache) { r.cache.Store(c) }
 
 // analyseLoops says, for each %{ for } directive the streamer walks,
-// whether its passes can be kept and whether it loops over records.
-func analyseLoops(expr hcl.Expression, ctx *hcl.EvalContext) map[*hclsyntax.ForExpr]loopInfo {
+// whether its passes can be kept and whether it loops over records, and
+// whether the template reads records anywhere else (reuse.readsRecords).
+func analyseLoops(expr hcl.Expression, ctx *hcl.EvalContext) (map[*hclsyntax.ForExpr]loopInfo, bool) {
 	syn, ok := expr.(hclsyntax.Node)
 	if !ok {
-		return nil
+		return nil, true
 	}
-	w := &loopWalker{ctx: ctx, out: map[*hclsyntax.ForExpr]loopInfo{}}
+	w := &loopWalker{ctx: ctx, out: map[*hclsyntax.ForExpr]loopInfo{}, walked: map[hclsyntax.Expression]bool{}}
 	_ = hclsyntax.Walk(syn, w)
-	return w.out
+	return w.out, w.readsRecords
 }
 
 // loopWalker walks a template keeping the names bound by the enclosing
@@ -202,6 +237,11 @@ type loopWalker struct {
 	ctx    *hcl.EvalContext
 	scopes []map[string]struct{}
 	out    map[*hclsyntax.ForExpr]loopInfo
+	// walked are the reads of records the streamer does in Go: the
+	// collections of the directives over records and of the mapped for
+	// expressions; readsRecords says the template reads it elsewhere.
+	walked       map[hclsyntax.Expression]bool
+	readsRecords bool
 }
 
 func (w *loopWalker) Enter(n hclsyntax.Node) hcl.Diagnostics {
@@ -213,8 +253,16 @@ func (w *loopWalker) Enter(n hclsyntax.Node) hcl.Diagnostics {
 			info := loopInfo{cached: w.reads(f, f.ValExpr, f.CondExpr), records: w.overRecords(f)}
 			if g, ok := unwrapped(f.CollExpr).(*hclsyntax.ForExpr); ok && g.KeyVar == "" && w.overRecords(g) && w.reads(g, g.KeyExpr, g.ValExpr, g.CondExpr) {
 				info.mapped = g
+				w.walked[unwrapped(g.CollExpr)] = true
+			}
+			if info.records {
+				w.walked[unwrapped(f.CollExpr)] = true
 			}
 			w.out[f] = info
+		}
+	case *hclsyntax.ScopeTraversalExpr:
+		if n.Traversal.RootName() == "records" && !w.bound("records") && !w.walked[n] {
+			w.readsRecords = true
 		}
 	}
 	return nil

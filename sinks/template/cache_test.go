@@ -190,7 +190,7 @@ func (w *cacheWorld) step() []change {
 // records, kept per change as the target keeps them.
 type cachedRenderer struct {
 	s    *Sink
-	recs map[node.Key]record
+	recs map[node.Key]*record
 }
 
 func (c *cachedRenderer) apply(changes ...change) {
@@ -210,7 +210,7 @@ func (c *cachedRenderer) put(entries ...node.Entry) {
 }
 
 func (c *cachedRenderer) render() (rendering, error) {
-	var recs []record
+	var recs []*record
 	sensitive := false
 	for _, k := range slices.Sorted(maps.Keys(c.recs)) {
 		recs = append(recs, c.recs[k])
@@ -260,7 +260,7 @@ func TestCachedMatchesFull(t *testing.T) {
 				seed := uint64(len(tc.name))
 				w := &cacheWorld{rng: rand.New(rand.NewPCG(seed, 7)), held: map[node.Key]node.Entry{}, sensitive: sensitive}
 				dir := t.TempDir()
-				c := &cachedRenderer{s: buildSinkIn(t, dir, tc.prelude, tc.tmpl), recs: map[node.Key]record{}}
+				c := &cachedRenderer{s: buildSinkIn(t, dir, tc.prelude, tc.tmpl), recs: map[node.Key]*record{}}
 				fs := fullSink(t, dir, tc)
 				for range 20 { // a first collection
 					k := w.newKey()
@@ -294,23 +294,23 @@ func TestCachedMatchesFull(t *testing.T) {
 func TestCacheReusesPasses(t *testing.T) {
 	dir := t.TempDir()
 	s := buildSinkIn(t, dir, "", "template = <<-EOT\n"+exampleTemplate(t)+"EOT\n")
-	c := &cachedRenderer{s: s, recs: map[node.Key]record{}}
+	c := &cachedRenderer{s: s, recs: map[node.Key]*record{}}
 	c.put(exampleRecords(50)...)
 	if _, err := c.render(); err != nil {
 		t.Fatal(err)
 	}
 	cache := s.reuse.cache.Load()
-	if cache.passes.hits != 0 || cache.passes.misses != 50+150+50 || cache.mappings.misses != 200 {
-		t.Fatalf("first render: passes %d hit %d missed, mappings %d missed", cache.passes.hits, cache.passes.misses, cache.mappings.misses)
+	if cache.passHits != 0 || cache.passMisses != 50+150+50 || cache.mappingMisses != 200 {
+		t.Fatalf("first render: passes %d hit %d missed, mappings %d missed", cache.passHits, cache.passMisses, cache.mappingMisses)
 	}
-	cache.passes.hits, cache.passes.misses, cache.mappings.hits, cache.mappings.misses = 0, 0, 0, 0
+	cache.passHits, cache.passMisses, cache.mappingHits, cache.mappingMisses = 0, 0, 0, 0
 	c.apply(change{e: exampleEndpoint(7, 1, 8080), del: true}, change{e: exampleEndpoint(7, 1, 9090)})
 	got, err := c.render()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cache.passes.misses != 2 || cache.passes.hits != 248 || cache.mappings.misses != 1 || cache.mappings.hits != 199 {
-		t.Fatalf("one change: passes %d hit %d missed, mappings %d hit %d missed", cache.passes.hits, cache.passes.misses, cache.mappings.hits, cache.mappings.misses)
+	if cache.passMisses != 2 || cache.passHits != 248 || cache.mappingMisses != 1 || cache.mappingHits != 199 {
+		t.Fatalf("one change: passes %d hit %d missed, mappings %d hit %d missed", cache.passHits, cache.passMisses, cache.mappingHits, cache.mappingMisses)
 	}
 	if !bytes.Contains(got.data, []byte("server svc-0007-1:9090 10.0.7.2:9090\n")) {
 		t.Fatalf("the change is not in the render:\n%s", got.data)
@@ -421,7 +421,7 @@ func FuzzCachedRender(f *testing.F) {
 		copy(seed[:], in[1:])
 		w := &cacheWorld{rng: rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:]), 1)), held: map[node.Key]node.Entry{}, sensitive: in[1]&1 == 1}
 		dir := t.TempDir()
-		c := &cachedRenderer{s: buildSinkIn(t, dir, tc.prelude, tc.tmpl), recs: map[node.Key]record{}}
+		c := &cachedRenderer{s: buildSinkIn(t, dir, tc.prelude, tc.tmpl), recs: map[node.Key]*record{}}
 		fs := fullSink(t, dir, tc)
 		for i, b := range in[1:] {
 			c.apply(w.step()...)
@@ -451,29 +451,34 @@ func loopsInOrder(s *Sink) []*hclsyntax.ForExpr {
 	return out
 }
 
-// sortedKeys keeps the target's keys sorted through random additions
-// and deletions, as a sort of every key would.
-func TestSortedKeys(t *testing.T) {
+// A table keeps its records sorted through random additions, updates
+// and deletions, as a sort of every key would, each key's last record.
+func TestTableSorted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	held := map[node.Key]node.Entry{}
-	var order []node.Key
+	held := map[node.Key]*record{}
+	var tb table
 	for i := range 3000 {
 		for range rng.IntN(4) {
 			k := node.Key(fmt.Sprint(rng.IntN(60)))
 			if _, ok := held[k]; rng.IntN(2) == 0 && ok {
-				delete(held, k) // as Target.Delete
+				delete(held, k)
+				tb.remove(k)
 				continue
-			} else if !ok && order != nil {
-				order = append(order, k) // as Target.Update
 			}
-			held[k] = node.Entry{Key: k}
+			r := &record{key: string(k)}
+			held[k] = r
+			tb.set(r)
 		}
-		if i%7 == 0 {
-			order = nil // a target that has not sorted yet
+		if i%5 == 0 {
+			continue // changes that pile up until the next read
 		}
-		order = sortedKeys(order, held)
-		if want := slices.Sorted(maps.Keys(held)); !slices.Equal(order, want) {
-			t.Fatalf("step %d: %v, want %v", i, order, want)
+		got := tb.sorted()
+		want := make([]*record, 0, len(held))
+		for _, k := range slices.Sorted(maps.Keys(held)) {
+			want = append(want, held[k])
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: %d records, want %d", i, len(got), len(want))
 		}
 	}
 }
@@ -490,7 +495,7 @@ func TestCachedBudgetSweep(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		s := buildSinkIn(t, dir, "", tmpl)
-		c := &cachedRenderer{s: s, recs: map[node.Key]record{}}
+		c := &cachedRenderer{s: s, recs: map[node.Key]*record{}}
 		entries := exampleRecords(4)
 		c.put(entries...)
 		held := map[node.Key]node.Entry{}
@@ -535,8 +540,8 @@ func TestCachedBudgetSweep(t *testing.T) {
 			want, wantErr := fullRender(fs, m, held)
 			checkSame(t, fmt.Sprintf("max_size %d, by the boundary %d", m, lo), got, gotErr, want, wantErr)
 		}
-		if refused == 0 || c.s.reuse.cache.Load().passes.hits == 0 {
-			t.Fatalf("%s: the sweep refused %d renders and reused %d passes", tmpl, refused, c.s.reuse.cache.Load().passes.hits)
+		if refused == 0 || c.s.reuse.cache.Load().passHits == 0 {
+			t.Fatalf("%s: the sweep refused %d renders and reused %d passes", tmpl, refused, c.s.reuse.cache.Load().passHits)
 		}
 	}
 }

@@ -29,7 +29,7 @@ type writer func(buf *bytes.Buffer, ctx *hcl.EvalContext, env *fastEnv) bool
 // fastEnv is what a render reads besides ctx: the records, and for each
 // loop over them the index of its current record (slot).
 type fastEnv struct {
-	recs []record
+	recs []*record
 	slot []int
 	// limit is max_size; over is set when the render grew past it, or
 	// past its budget, which stops it at once (not a reason to ask HCL).

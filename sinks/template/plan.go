@@ -107,11 +107,11 @@ func (t *Target) Explain(key node.Key) []string {
 	if _, ok := t.held[key]; !ok || t.last == nil {
 		return out
 	}
-	records := t.records()
-	without := make([]record, 0, len(records)-1)
-	for i, k := range t.order {
-		if k != key {
-			without = append(without, records[i])
+	records := t.recs.sorted()
+	without := make([]*record, 0, len(records)-1)
+	for _, r := range records {
+		if r.key != string(key) {
+			without = append(without, r)
 		}
 	}
 	less, err := t.s.renderRecords(without, len(t.secret) > 0)

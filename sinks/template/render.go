@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -28,7 +26,7 @@ type rendering struct {
 
 // render evaluates the template over entries, which must be sorted by key.
 func (s *Sink) render(entries []node.Entry) (rendering, error) {
-	recs := make([]record, len(entries))
+	recs := make([]*record, len(entries))
 	sensitive := false
 	for i, e := range entries {
 		recs[i] = s.newRecord(e)
@@ -55,10 +53,16 @@ type record struct {
 	// loop over records (cache.go); hashed says it was computed.
 	digest digest
 	hashed bool
+	// line is the entry as the state file lists it, once encoded
+	// (state.go); nil until then.
+	line *encoded
+	// own is what the renders kept of the record, by loop slot (cache.go);
+	// nil until a render kept something.
+	own []own
 }
 
-func (s *Sink) newRecord(e node.Entry) record {
-	r := record{key: string(e.Key), value: e.Value, obj: recordObject(e)}
+func (s *Sink) newRecord(e node.Entry) *record {
+	r := &record{key: string(e.Key), value: e.Value, obj: recordObject(e)}
 	r.plain, r.marked, r.known = r.obj, r.obj.ContainsMarked(), r.obj.IsWhollyKnown()
 	if r.marked {
 		r.plain, _ = r.obj.UnmarkDeep()
@@ -82,36 +86,6 @@ func (s *Sink) newRecord(e node.Entry) record {
 	return r
 }
 
-// sortedKeys is held's keys, sorted, from order: the keys as last sorted,
-// followed by the keys added since (unsorted), and still holding the keys
-// deleted since; nil: none sorted yet. It sorts only the keys added, and
-// merges them in.
-func sortedKeys(order []node.Key, held map[node.Key]node.Entry) []node.Key {
-	if order == nil {
-		return slices.Sorted(maps.Keys(held))
-	}
-	n := min(1, len(order)) // order[:n] is sorted
-	for n < len(order) && order[n-1] <= order[n] {
-		n++
-	}
-	added := order[n:]
-	slices.Sort(added)
-	out := make([]node.Key, 0, len(held))
-	last := node.Key("")
-	for i, j := 0, 0; i < n || j < len(added); {
-		var k node.Key
-		if j == len(added) || i < n && order[i] <= added[j] {
-			k, i = order[i], i+1
-		} else {
-			k, j = added[j], j+1
-		}
-		if _, ok := held[k]; ok && (len(out) == 0 || k != last) {
-			out, last = append(out, k), k
-		}
-	}
-	return out
-}
-
 // recordObject is an entry as the template sees it: { key, value }.
 func recordObject(e node.Entry) cty.Value {
 	v := e.Value
@@ -126,7 +100,7 @@ func recordObject(e node.Entry) cty.Value {
 // error names the template's file:line:col; it holds no value (HCL's
 // diagnostics do not print values, and the caller redacts sensitive ones
 // anyway).
-func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
+func (s *Sink) renderRecords(recs []*record, sensitive bool) (rendering, error) {
 	var out rendering
 	for _, r := range recs {
 		if !sensitive {
@@ -136,18 +110,13 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 			out.secrets = append(out.secrets, schema.SensitiveStrings(r.value)...)
 		}
 	}
-	objs := make([]cty.Value, len(recs))
-	for i, r := range recs {
-		objs[i] = r.obj
-	}
-	records := cty.EmptyTupleVal
-	if len(objs) > 0 {
-		records = cty.TupleVal(objs)
-	}
 	budget := &renderBudget{left: 2 * s.maxSize}
 	ctx := s.ctx.NewChild()
-	ctx.Variables = map[string]cty.Value{"records": records, budgetVar: cty.CapsuleVal(budgetType, budget)}
+	ctx.Variables = map[string]cty.Value{budgetVar: cty.CapsuleVal(budgetType, budget)}
 	ctx.Functions = budgetFuncs(s.ctx, budget)
+	if s.reuse == nil || s.reuse.readsRecords || s.fast != nil {
+		setRecords(ctx, recs)
+	}
 	if s.fast != nil && len(out.secrets) == 0 {
 		buf := bytes.NewBuffer(make([]byte, 0, min(s.sizeHint.Load(), s.maxSize)))
 		env := &fastEnv{recs: recs, slot: make([]int, s.fastSlots), limit: s.maxSize, budget: budget}
@@ -169,6 +138,7 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 		out.data = data
 		return out, nil
 	}
+	setRecords(ctx, recs)
 	v, diags := s.tmpl.Value(ctx)
 	if budget.over {
 		return out, s.tooLarge()
@@ -191,13 +161,32 @@ func (s *Sink) renderRecords(recs []record, sensitive bool) (rendering, error) {
 	return out, nil
 }
 
+// setRecords sets the records variable of a render's context (ctx), the
+// records as a tuple of their { key, value } objects, unless it is set:
+// a render whose template reads records only where the streamer walks
+// them in Go builds it only when it leaves one of those to HCL.
+func setRecords(ctx *hcl.EvalContext, recs []*record) {
+	if _, ok := ctx.Variables["records"]; ok {
+		return
+	}
+	records := cty.EmptyTupleVal
+	if len(recs) > 0 {
+		objs := make([]cty.Value, len(recs))
+		for i, r := range recs {
+			objs[i] = r.obj
+		}
+		records = cty.TupleVal(objs)
+	}
+	ctx.Variables["records"] = records
+}
+
 // stream renders the template with the streamer (stream.go), reusing the
 // passes kept from the last render that completed (cache.go).
-func (s *Sink) stream(recs []record, ctx *hcl.EvalContext) (data []byte, ok, over bool) {
-	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx}
+func (s *Sink) stream(recs []*record, ctx *hcl.EvalContext) (data []byte, ok, over bool) {
+	st := &streamer{limit: s.maxSize, budget: budgetOf(ctx), recs: recs, base: s.ctx, root: ctx}
 	st.buf.Grow(int(min(s.sizeHint.Load(), s.maxSize)))
 	if s.reuse != nil {
-		st.loops, st.cache = s.reuse.loops, s.reuse.take()
+		st.loops, st.slots, st.cache = s.reuse.loops, s.reuse.slots, s.reuse.take()
 		defer s.reuse.give(st.cache)
 	}
 	data, ok, over = st.render(s.tmpl, ctx)

@@ -242,15 +242,14 @@ func parseState(path string, b, data []byte) (*savedState, error) {
 	return st, nil
 }
 
-// stateWriter keeps the state file of one target: each held entry as it
-// lists it (encoded once per change of the entry), and what the state
-// file on disk describes.
+// stateWriter keeps the state file of one target: what the state file on
+// disk describes. Each held entry's line is kept on its record (encoded
+// once per change of the entry).
 type stateWriter struct {
 	path string // the state file
 	salt []byte
-	enc  map[node.Key]encoded
-	// size is the last state file's length, to size the next one's buffer.
-	size int
+	// buf is the last state file's bytes, whose space the next one reuses.
+	buf []byte
 	// sum is the digest of the file the state file on disk describes with
 	// the entries held then; "" when it may describe nothing current.
 	sum string
@@ -261,19 +260,13 @@ type stateWriter struct {
 }
 
 func newStateWriter(path string) *stateWriter {
-	return &stateWriter{path: statePath(path), salt: newSalt(), enc: map[node.Key]encoded{}}
-}
-
-// changed forgets k's encoding: its entry changed or went.
-func (w *stateWriter) changed(k node.Key) {
-	delete(w.enc, k)
-	w.dirty = true
+	return &stateWriter{path: statePath(path), salt: newSalt()}
 }
 
 // marshal is the state file of the file at path (sha256 digest) rendered
-// from held, whose keys are order, sorted. It fails on an entry it cannot
-// encode, or when it would be larger than limit.
-func (w *stateWriter) marshal(path, address, digest string, order []node.Key, held map[node.Key]node.Entry, limit int64) ([]byte, error) {
+// from recs, sorted by key. It fails on an entry it cannot encode, or when
+// it would be larger than limit. The bytes are valid until the next call.
+func (w *stateWriter) marshal(path, address, digest string, recs []*record, limit int64) ([]byte, error) {
 	head, err := json.Marshal(stateDoc{Version: stateVersion, Path: path, Node: address, SHA256: digest, Salt: hex.EncodeToString(w.salt)})
 	if err != nil {
 		return nil, err
@@ -284,17 +277,18 @@ func (w *stateWriter) marshal(path, address, digest string, order []node.Key, he
 	index := map[string]int{}
 	var types []string
 	var lastTyp, lastRef string
-	buf := bytes.NewBuffer(make([]byte, 0, max(w.size, len(head)+64)))
+	buf := bytes.NewBuffer(w.buf[:0])
 	buf.Write(head)
 	buf.WriteString(`"entries":[`)
-	for i, k := range order {
-		en, ok := w.enc[k]
-		if !ok {
-			if en, err = encodeEntry(held[k], w.salt); err != nil {
+	for i, r := range recs {
+		if r.line == nil {
+			en, err := encodeEntry(node.Entry{Key: node.Key(r.key), Value: r.value}, w.salt)
+			if err != nil {
 				return nil, err
 			}
-			w.enc[k] = en
+			r.line = &en
 		}
+		en := r.line
 		if i > 0 {
 			buf.WriteString(",")
 		}
@@ -328,8 +322,8 @@ func (w *stateWriter) marshal(path, address, digest string, order []node.Key, he
 	if int64(buf.Len()) > limit {
 		return nil, fmt.Errorf("larger than max_size (%d bytes)", limit)
 	}
-	w.size = buf.Len()
-	return buf.Bytes(), nil
+	w.buf = buf.Bytes()
+	return w.buf, nil
 }
 
 // remove deletes the state file, so that none describes the file.
@@ -377,22 +371,22 @@ func (t *Target) restore(d onDisk) onDisk {
 	sum := sha256.Sum256(d.data)
 	digest := hex.EncodeToString(sum[:])
 	t.held, t.unknown, t.seeded = st.entries, st.unknown, true
-	t.recs, t.secret, t.order = make(map[node.Key]record, len(st.entries)), map[node.Key]bool{}, nil
+	t.recs, t.secret = table{}, map[node.Key]bool{}
 	for k, e := range st.entries {
-		t.recs[k] = t.s.newRecord(e)
+		r := t.s.newRecord(e)
 		if schema.IsSensitive(e.Value) {
 			t.secret[k] = true
 		}
+		if dg, ok := st.unknown[k]; ok {
+			// Listed by the digest the state file gave, not by one of the
+			// placeholder (the secret's text is never known here).
+			if key, err := json.Marshal(string(k)); err == nil {
+				r.line = &encoded{key: string(key), rest: digestRest(dg)}
+			}
+		}
+		t.recs.set(r)
 	}
 	t.state.salt, t.state.sum, t.state.dirty = st.salt, digest, false
-	clear(t.state.enc)
-	for k, dg := range st.unknown {
-		key, err := json.Marshal(string(k))
-		if err != nil {
-			continue // left to encode again: a digest of the placeholder, never the secret
-		}
-		t.state.enc[k] = encoded{key: string(key), rest: digestRest(dg)}
-	}
 	t.disk = &fileState{data: d.data, digest: digest, entries: maps.Clone(st.entries)}
 	t.changed, t.ours = true, true
 	attrs := []any{"entries", len(st.entries)}
@@ -448,7 +442,7 @@ func (t *Target) saveState(digest string) {
 		return
 	}
 	w.sum = ""
-	data, err := w.marshal(t.s.path, t.s.address, digest, t.sortedKeys(), t.held, t.s.maxSize)
+	data, err := w.marshal(t.s.path, t.s.address, digest, t.recs.sorted(), t.s.maxSize)
 	if err == nil {
 		// Not fsynced: a state file a crash cuts short or loses is corrupt
 		// or names another digest, and ignored; the cost of that is the
@@ -472,12 +466,6 @@ func (t *Target) saveState(digest string) {
 		t.env.Logger.Info("state file written again", "file", t.s.path, "state_file", w.path)
 	}
 	w.sum, w.dirty = digest, false
-}
-
-// sortedKeys is held's keys, sorted (kept in t.order between calls).
-func (t *Target) sortedKeys() []node.Key {
-	t.order = sortedKeys(t.order, t.held)
-	return t.order
 }
 
 // planRestored plans desired when it holds an entry taken from the state

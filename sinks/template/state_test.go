@@ -493,7 +493,7 @@ func BenchmarkStateMarshal10k(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		be := benchBackend(0)
 		tg.Update(context.Background(), []node.Entry{{Key: node.Key(be.Name), Value: cty.ObjectVal(map[string]cty.Value{"ip": cty.StringVal(be.IP), "port": cty.NumberIntVal(int64(8081 - i%2))})}})
-		data, err := w.marshal(tg.s.path, tg.s.address, "0", tg.sortedKeys(), tg.held, tg.s.maxSize)
+		data, err := w.marshal(tg.s.path, tg.s.address, "0", tg.recs.sorted(), tg.s.maxSize)
 		if err != nil {
 			b.Fatal(err)
 		}

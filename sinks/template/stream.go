@@ -2,9 +2,7 @@ package template
 
 import (
 	"bytes"
-	"encoding/binary"
 	"iter"
-	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -26,16 +24,18 @@ type streamer struct {
 	budget *renderBudget // nil: none (outside a render)
 	// What reuses passes (cache.go); loops nil: none. recs are the
 	// records, as the records variable holds them.
-	recs  []record
+	recs  []*record
 	loops map[*hclsyntax.ForExpr]loopInfo
+	slots int // of record.own
 	cache *passCache
 	// keeping counts the kept passes being evaluated: passes inside one
 	// are kept as part of it, not on their own.
 	keeping int
 	dig     digester
 	// base is the configuration's context, whose functions a scratch
-	// budget wraps (mapRecords).
-	base *hcl.EvalContext
+	// budget wraps (mapRecords); root is the render's, which holds the
+	// records variable once built (setRecords).
+	base, root *hcl.EvalContext
 }
 
 // render writes expr's text. ok is false when it met anything it leaves
@@ -94,36 +94,48 @@ func (st *streamer) write(expr hcl.Expression, ctx *hcl.EvalContext) bool {
 
 // loop is %{ for k, v in coll }...%{ endfor }, with its if clause. A
 // loop over records walks the records in Go; a cached one writes the
-// kept text of each pass whose input it met before.
+// kept text of each pass whose input it met before, without building
+// that input when its digest is known before (known).
 func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	info := st.loops[f]
-	var elems iter.Seq2[int, [2]cty.Value] // index, and key and value
-	var known func(i int) (digest, bool)   // an element's digest when known before; nil: none are
-	switch coll, digests, ok := st.mapRecords(info.mapped, ctx); {
+	var elems iter.Seq[element]
+	var known func(i int) (digest, bool) // an element's digest when known before; nil: none are
+	keyed := false                       // known's digests identify the element's key too
+	switch coll, ok := st.mapRecords(info, ctx); {
 	case st.over:
 		return false
 	case ok:
-		elems = elements(coll)
-		known = func(i int) (digest, bool) { return digests[i], true }
+		elems = func(yield func(element) bool) {
+			for i := range coll.len() {
+				if !yield(element{i: i, from: coll}) {
+					return
+				}
+			}
+		}
+		known = func(i int) (digest, bool) { return coll.digests[i], true }
+		keyed = coll.group // a group's digest holds its key
 	case info.records:
 		for i := range st.recs {
 			if !st.recs[i].known {
 				return false // as the whole collection's check below
 			}
 		}
-		elems = func(yield func(int, [2]cty.Value) bool) {
-			for i := range st.recs {
-				k := cty.NilVal // read only when the loop names it
-				if f.KeyVar != "" {
-					k = cty.NumberIntVal(int64(i))
+		elems = func(yield func(element) bool) {
+			for i, r := range st.recs {
+				e := element{i: i, v: r.plain}
+				if f.KeyVar != "" { // built only when the loop names it
+					e.k = cty.NumberIntVal(int64(i))
 				}
-				if !yield(i, [2]cty.Value{k, st.recs[i].plain}) {
+				if !yield(e) {
 					return
 				}
 			}
 		}
 		known = func(i int) (digest, bool) { return st.recs[i].digest, st.recs[i].hashed }
 	default:
+		if info.mapped != nil {
+			setRecords(st.root, st.recs) // left to HCL
+		}
 		coll, diags := unwrapped(f.CollExpr).Value(ctx)
 		if diags.HasErrors() || !coll.IsWhollyKnown() || coll.IsNull() {
 			return false
@@ -140,33 +152,64 @@ func (st *streamer) loop(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	child := ctx.NewChild()
 	vars := map[string]cty.Value{}
 	child.Variables = vars
-	for i, kv := range elems {
+	for e := range elems {
 		if st.budget != nil && st.budget.charge(passCost) != nil {
 			st.over = true
 			return false
 		}
-		if f.KeyVar != "" {
-			vars[f.KeyVar] = kv[0]
-		}
-		vars[f.ValVar] = kv[1]
 		var d digest
 		kept := false
 		if keep {
-			d, kept = st.passDigest(f, kv[0], kv[1], i, known)
+			d, kept = st.passDigest(f, e, known, keyed)
 		}
-		if kept && !st.keptPass(f, child, d) || !kept && !st.pass(f, child) {
+		if kept {
+			if p, ok := st.keptPass(f, info, e.i, d); ok {
+				if !st.reuse(p) {
+					return false
+				}
+				continue
+			}
+		}
+		if f.KeyVar != "" {
+			vars[f.KeyVar] = e.key()
+		}
+		vars[f.ValVar] = e.value()
+		if kept && !st.keep(f, info, e.i, child, d) || !kept && !st.pass(f, child) {
 			return false
 		}
 	}
 	return true
 }
 
-// elements iterates a collection's elements, with their index.
-func elements(coll cty.Value) iter.Seq2[int, [2]cty.Value] {
-	return func(yield func(int, [2]cty.Value) bool) {
+// element is one element a %{ for } directive loops over, i-th: its key
+// and value, or the for expression over records they are built from
+// (mapped), only when a pass is evaluated.
+type element struct {
+	i    int
+	k, v cty.Value
+	from *mapped
+}
+
+func (e element) key() cty.Value {
+	if e.from != nil {
+		return e.from.key(e.i)
+	}
+	return e.k
+}
+
+func (e element) value() cty.Value {
+	if e.from != nil {
+		return e.from.value(e.i)
+	}
+	return e.v
+}
+
+// elements iterates a collection's elements.
+func elements(coll cty.Value) iter.Seq[element] {
+	return func(yield func(element) bool) {
 		i := 0
 		for it := coll.ElementIterator(); it.Next(); i++ {
-			if k, v := it.Element(); !yield(i, [2]cty.Value{k, v}) {
+			if k, v := it.Element(); !yield(element{i: i, k: k, v: v}) {
 				return
 			}
 		}
@@ -174,16 +217,17 @@ func elements(coll cty.Value) iter.Seq2[int, [2]cty.Value] {
 }
 
 // passDigest is the digest of a pass's input: its value's (known(i), or
-// sha256(enc(v))) when f names no key, else sha256(enc(k) 'D' that).
-// false: one of them is a value the digester does not encode.
-func (st *streamer) passDigest(f *hclsyntax.ForExpr, k, v cty.Value, i int, known func(int) (digest, bool)) (d digest, ok bool) {
+// sha256(enc(v))) when f names no key or keyed says it identifies the
+// key too, else sha256(enc(k) 'D' that). false: one of them is a value
+// the digester does not encode.
+func (st *streamer) passDigest(f *hclsyntax.ForExpr, e element, known func(int) (digest, bool), keyed bool) (d digest, ok bool) {
 	if known != nil {
-		d, ok = known(i)
-	} else if ok = st.dig.value(v); ok {
+		d, ok = known(e.i)
+	} else if ok = st.dig.value(e.value()); ok {
 		d = st.dig.sum()
 	}
-	if ok && f.KeyVar != "" {
-		if ok = st.dig.value(k); ok {
+	if ok && f.KeyVar != "" && !keyed {
+		if ok = st.dig.value(e.key()); ok {
 			st.dig.buf = append(append(st.dig.buf, 'D'), d[:]...)
 			d = st.dig.sum()
 		}
@@ -210,203 +254,61 @@ func (st *streamer) pass(f *hclsyntax.ForExpr, ctx *hcl.EvalContext) bool {
 	return st.write(unwrapped(f.ValExpr), ctx) && !st.full()
 }
 
-// keptPass writes a pass of a cached loop whose input has digest d: the
-// text kept for it, else its evaluation, then kept.
-func (st *streamer) keptPass(f *hclsyntax.ForExpr, ctx *hcl.EvalContext, d digest) bool {
-	if p, ok := st.cache.passes.get(f, d); ok {
-		if st.budget.replay(p.cost, p.need) != nil {
-			st.over = true
-			return false
+// keptPass is the text kept for the pass of f whose input has digest d,
+// the i-th: on its record for a loop over records, else in the cache.
+func (st *streamer) keptPass(f *hclsyntax.ForExpr, info loopInfo, i int, d digest) (p pass, ok bool) {
+	if info.records {
+		if o := st.own(i, info.slot); o.pass != nil && o.d == d {
+			p, ok = *o.pass, true
 		}
-		st.buf.WriteString(p.text)
-		return !st.full()
+	} else {
+		p, ok = st.cache.passes.get(f, d)
 	}
+	if ok {
+		st.cache.passHits++
+	} else {
+		st.cache.passMisses++
+	}
+	return p, ok
+}
+
+// own is what the renders kept of the i-th record for the loop of slot.
+func (st *streamer) own(i, slot int) *own {
+	r := st.recs[i]
+	if r.own == nil {
+		r.own = make([]own, st.slots)
+	}
+	return &r.own[slot]
+}
+
+// reuse writes a kept pass's text, charging the budget what its
+// evaluation did, failing where it would have.
+func (st *streamer) reuse(p pass) bool {
+	if st.budget.replay(p.cost, p.need) != nil {
+		st.over = true
+		return false
+	}
+	st.buf.WriteString(p.text)
+	return !st.full()
+}
+
+// keep writes the i-th pass of a cached loop, whose input has digest d,
+// and keeps its text (keptPass).
+func (st *streamer) keep(f *hclsyntax.ForExpr, info loopInfo, i int, ctx *hcl.EvalContext, d digest) bool {
 	start := st.buf.Len()
 	st.keeping++
 	ok, cost, need := st.budget.measure(func() bool { return st.pass(f, ctx) })
 	st.keeping--
-	if ok {
-		st.cache.passes.put(f, d, pass{text: string(st.buf.Bytes()[start:]), cost: cost, need: need})
-	}
-	return ok
-}
-
-// mapRecords evaluates g, a for expression over records whose parts read
-// only its variable and the configuration's, as HCL would, from what
-// each record mapped to, kept per record; the records changed since the
-// last render are evaluated by HCL, one at a time. It gives the
-// collection and the digest of each of its elements, in order (by key
-// for an object). It charges the budget what HCL's evaluation of g would
-// (over: st.over), and ok false, having charged nothing, when it leaves g
-// to HCL: a record holding a marked or unknown value, a part that fails
-// or gives one, a key that is not text, two records with one key without
-// grouping (HCL's error).
-func (st *streamer) mapRecords(g *hclsyntax.ForExpr, ctx *hcl.EvalContext) (coll cty.Value, digests []digest, ok bool) {
-	if g == nil || st.cache == nil || st.budget == nil || st.keeping > 0 {
-		return cty.NilVal, nil, false
-	}
-	for _, r := range st.recs {
-		if !r.known || !r.hashed || r.marked {
-			return cty.NilVal, nil, false
-		}
-	}
-	// What HCL charges is measured against a scratch budget, and charged
-	// to the render's once g is known to be evaluated here.
-	scratch := &renderBudget{left: st.budget.left}
-	sctx := ctx.NewChild()
-	sctx.Variables = map[string]cty.Value{budgetVar: cty.CapsuleVal(budgetType, scratch)}
-	sctx.Functions = budgetFuncs(st.base, scratch)
-	var check pass // HCL's check of the if clause before the first record
-	if g.CondExpr != nil {
-		ok, check.cost, check.need = scratch.measure(func() bool {
-			c := sctx.NewChild()
-			c.Variables = map[string]cty.Value{g.ValVar: cty.DynamicVal}
-			v, diags := g.CondExpr.Value(c)
-			if diags.HasErrors() || v.IsNull() {
-				return false
-			}
-			_, err := convert.Convert(v, cty.Bool)
-			return err == nil
-		})
-		if !ok {
-			return st.leaveToHCL(scratch)
-		}
-	}
-	maps := make([]*mapping, len(st.recs))
-	for i, r := range st.recs {
-		if maps[i], ok = st.cache.mappings.get(g, r.digest); ok {
-			continue
-		}
-		if maps[i], ok = st.mapRecord(g, sctx, scratch, r); !ok {
-			return st.leaveToHCL(scratch)
-		}
-		st.cache.mappings.put(g, r.digest, maps[i])
-	}
-	coll, digests, ok = st.assemble(g, maps)
 	if !ok {
-		return cty.NilVal, nil, false
+		return false
 	}
-	b := st.budget
-	if b.charge(int64(len(st.recs))*elementCost) != nil || b.replay(check.cost, check.need) != nil {
-		st.over = true
-		return cty.NilVal, nil, false
+	p := pass{text: string(st.buf.Bytes()[start:]), cost: cost, need: need}
+	if info.records {
+		*st.own(i, info.slot) = own{d: d, pass: &p}
+	} else {
+		st.cache.passes.put(f, d, p)
 	}
-	for _, m := range maps {
-		if b.replay(m.cost, m.need) != nil {
-			st.over = true
-			return cty.NilVal, nil, false
-		}
-	}
-	return coll, digests, true
-}
-
-// leaveToHCL gives up mapRecords: over its budget, the render is.
-func (st *streamer) leaveToHCL(scratch *renderBudget) (cty.Value, []digest, bool) {
-	if scratch.over {
-		// HCL's evaluation would charge at least as much, with no more
-		// left.
-		st.budget.over, st.over = true, true
-	}
-	return cty.NilVal, nil, false
-}
-
-// mapRecord evaluates g's parts for one record as HCL does (if clause,
-// key, value), measuring what they charge; false: leave g to HCL.
-func (st *streamer) mapRecord(g *hclsyntax.ForExpr, sctx *hcl.EvalContext, scratch *renderBudget, r record) (m *mapping, ok bool) {
-	m = &mapping{}
-	ctx := sctx.NewChild()
-	ctx.Variables = map[string]cty.Value{g.ValVar: r.obj}
-	ok, m.cost, m.need = scratch.measure(func() bool {
-		m.include = true
-		if g.CondExpr != nil {
-			c, diags := g.CondExpr.Value(ctx)
-			if diags.HasErrors() || !c.IsKnown() || c.IsNull() || c.IsMarked() {
-				return false
-			}
-			c, err := convert.Convert(c, cty.Bool)
-			if err != nil || c.IsMarked() {
-				return false
-			}
-			if m.include = c.True(); !m.include {
-				return true
-			}
-		}
-		if g.KeyExpr != nil {
-			k, diags := g.KeyExpr.Value(ctx)
-			if diags.HasErrors() || !k.IsKnown() || k.IsNull() || k.IsMarked() {
-				return false
-			}
-			k, err := convert.Convert(k, cty.String)
-			if err != nil || k.IsMarked() {
-				return false
-			}
-			m.key = k.AsString()
-		}
-		v, diags := g.ValExpr.Value(ctx)
-		if diags.HasErrors() || !v.IsWhollyKnown() || v.ContainsMarked() {
-			return false
-		}
-		m.val = v
-		if !st.dig.value(v) {
-			st.dig.buf = st.dig.buf[:0]
-			return false
-		}
-		m.digest = st.dig.sum()
-		return true
-	})
-	return m, ok
-}
-
-// assemble builds g's value from its records' mappings, as HCL does, and
-// the digest of each element; false where HCL gives an error (two
-// records with one key, without grouping).
-func (st *streamer) assemble(g *hclsyntax.ForExpr, maps []*mapping) (cty.Value, []digest, bool) {
-	if g.KeyExpr == nil {
-		vals := []cty.Value{}
-		var digests []digest
-		for _, m := range maps {
-			if m.include {
-				vals = append(vals, m.val)
-				digests = append(digests, m.digest)
-			}
-		}
-		return cty.TupleVal(vals), digests, true
-	}
-	var keys []string
-	groups := map[string][]int{}
-	for i, m := range maps {
-		if !m.include {
-			continue
-		}
-		if _, dup := groups[m.key]; dup && !g.Group {
-			return cty.NilVal, nil, false
-		}
-		if groups[m.key] == nil {
-			keys = append(keys, m.key)
-		}
-		groups[m.key] = append(groups[m.key], i)
-	}
-	slices.Sort(keys) // an object's attributes iterate in this order
-	vals := make(map[string]cty.Value, len(keys))
-	digests := make([]digest, len(keys))
-	for j, k := range keys {
-		idx := groups[k]
-		if !g.Group {
-			vals[k], digests[j] = maps[idx[0]].val, maps[idx[0]].digest
-			continue
-		}
-		// A group's digest: sha256('G' enc(key) n digests...).
-		tuple := make([]cty.Value, len(idx))
-		st.dig.buf = append(st.dig.buf, 'G')
-		st.dig.str(k)
-		st.dig.buf = binary.AppendUvarint(st.dig.buf, uint64(len(idx)))
-		for n, i := range idx {
-			tuple[n] = maps[i].val
-			st.dig.buf = append(st.dig.buf, maps[i].digest[:]...)
-		}
-		vals[k], digests[j] = cty.TupleVal(tuple), st.dig.sum()
-	}
-	return cty.ObjectVal(vals), digests, true
+	return true
 }
 
 // leaf writes an expression's value converted to text, as HCL's template

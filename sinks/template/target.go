@@ -46,11 +46,10 @@ type Target struct {
 	wake   chan struct{}
 
 	held    map[node.Key]node.Entry
-	recs    map[node.Key]record // each held entry as the template sees it
-	order   []node.Key          // held's keys as sortedKeys takes them; nil: not sorted yet
-	secret  map[node.Key]bool   // held entries whose value is sensitive
-	changed bool                // held changed since the last render
-	last    *rendering          // the render of held; nil before the first and after a failed one
+	recs    table             // each held entry as the template sees it, sorted by key
+	secret  map[node.Key]bool // held entries whose value is sensitive
+	changed bool              // held changed since the last render
+	last    *rendering        // the render of held; nil before the first and after a failed one
 	// renderErr is why held does not render (nil: it does, or it was
 	// not tried since it changed).
 	renderErr error
@@ -164,7 +163,7 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, recs: map[node.Key]record{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{},
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{},
 		fresh: true, unknown: map[node.Key]string{}, state: newStateWriter(s.path)}
 	if t.plan {
 		return t, nil
@@ -249,14 +248,10 @@ func (t *Target) Actual(context.Context) ([]node.Entry, error) {
 func (t *Target) Update(_ context.Context, batch []node.Entry) {
 	t.fresh = false
 	for _, e := range batch {
-		old, ok := t.held[e.Key]
-		if !ok && t.order != nil {
-			t.order = append(t.order, e.Key)
-		}
-		if ok && old.Value.RawEquals(e.Value) {
+		if old, ok := t.held[e.Key]; ok && old.Value.RawEquals(e.Value) {
 			continue
 		}
-		t.state.changed(e.Key)
+		t.state.dirty = true
 		if d, ok := t.unknown[e.Key]; ok {
 			// The value the state file knew by its digest: the same
 			// one leaves the file the render of held.
@@ -269,7 +264,7 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 		}
 		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
 		t.unsettled[e.Key] = struct{}{}
-		t.recs[e.Key] = t.s.newRecord(e)
+		t.recs.set(t.s.newRecord(e))
 		if schema.IsSensitive(e.Value) {
 			t.secret[e.Key] = true
 		} else {
@@ -286,10 +281,10 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 		if _, ok := t.held[e.Key]; ok {
 			delete(t.held, e.Key)
 			delete(t.unknown, e.Key)
-			t.state.changed(e.Key)
+			t.state.dirty = true
 			t.seeded = false
 			t.unsettled[e.Key] = struct{}{}
-			delete(t.recs, e.Key)
+			t.recs.remove(e.Key)
 			delete(t.secret, e.Key)
 			t.changed = true
 		}
@@ -351,23 +346,13 @@ func (t *Target) failed(err error) []node.Entry {
 	return out
 }
 
-// records are the held entries as the template sees them, sorted by key.
-func (t *Target) records() []record {
-	order := t.sortedKeys()
-	out := make([]record, len(order))
-	for i, k := range order {
-		out[i] = t.recs[k]
-	}
-	return out
-}
-
 // rendered renders held when it changed since the last render.
 func (t *Target) rendered() (*rendering, error) {
 	if !t.changed && (t.last != nil || t.renderErr != nil) {
 		return t.last, t.renderErr
 	}
 	t.changed = false
-	rend, err := t.s.renderRecords(t.records(), len(t.secret) > 0)
+	rend, err := t.s.renderRecords(t.recs.sorted(), len(t.secret) > 0)
 	if err != nil {
 		t.last, t.renderErr = nil, err
 		result := "error"
