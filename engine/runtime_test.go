@@ -181,7 +181,7 @@ func checkBraked(t *testing.T, h *harness, model map[node.Key]cty.Value) bool {
 			t.Fatalf("%s holds %#v, want %#v", k, v, w)
 		}
 	}
-	got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m"))
+	got := testutil.ToFloat64(h.met.deletesBraked.WithLabelValues("sink.mem.m"))
 	if int(got) != len(held) {
 		t.Fatalf("pipeline_sink_deletes_held = %v, the sink holds %d keys the input does not want", got, len(held))
 	}
@@ -207,7 +207,7 @@ func checkBraked(t *testing.T, h *harness, model map[node.Key]cty.Value) bool {
 		o.Apply(deltas)
 	})
 	synctest.Wait()
-	if got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m")); got != 0 {
+	if got := testutil.ToFloat64(h.met.deletesBraked.WithLabelValues("sink.mem.m")); got != 0 {
 		t.Fatalf("pipeline_sink_deletes_held = %v after the input wanted keys back", got)
 	}
 	if st := h.rt.Readiness(); !st.Ready {
@@ -428,7 +428,7 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		if d := cmp.Diff([]string{"gut"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
 		}
-		if n := sink.HeldCount(); n != 1 {
+		if n := sink.ActualCount(); n != 1 {
 			t.Errorf("target told it holds %d entries right after the write, want 1", n)
 		}
 		h.checkWrites(t, "after the first write", map[string]float64{"upsert/ok": 1, "upsert/error": 1})
@@ -452,7 +452,7 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		if d := cmp.Diff([]string{"bad", "gut"}, sink.Keys()); d != "" {
 			t.Fatalf("after retry (-want +got):\n%s", d)
 		}
-		if n := sink.HeldCount(); n != 2 {
+		if n := sink.ActualCount(); n != 2 {
 			t.Errorf("target told it holds %d entries after the retry, want 2", n)
 		}
 		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("gut", time.Now())}) })
@@ -707,7 +707,7 @@ func TestFullReconcileInChunks(t *testing.T) {
 				if d := cmp.Diff(want, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
 					t.Fatalf("sink differs (-want +got):\n%s", d)
 				}
-				if n := sink.HeldCount(); n != len(want) {
+				if n := sink.ActualCount(); n != len(want) {
 					t.Errorf("target told it holds %d, want %d", n, len(want))
 				}
 				h.shutdown()

@@ -33,10 +33,10 @@ type Round struct {
 	// syncs and every resync): the target compares what it would write
 	// with what the world holds, and repairs a difference.
 	Full bool
-	// Held is how many entries the target holds after the round, as far
+	// Actual is how many entries the target holds after the round, as far
 	// as the loop knows (a BPF map cannot count its entries without
 	// reading them all).
-	Held int
+	Actual int
 }
 
 // Renderer is implemented by a Sink whose target is one document rendered

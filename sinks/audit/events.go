@@ -62,7 +62,7 @@ var eventReasons = map[string]struct {
 	string(node.DecisionFileRendered):    {"FileRendered", false},
 	string(node.DecisionObjectApplied):   {"ObjectApplied", false},
 	string(node.DecisionObjectDeleted):   {"ObjectDeleted", false},
-	string(node.DecisionDeletesHeld):     {"DeletesHeld", true},
+	string(node.DecisionDeletesBraked):   {"DeletesHeld", true},
 	string(node.DecisionDeletesReleased): {"DeletesReleased", false},
 }
 

@@ -254,8 +254,8 @@ func (t *Target) ScanActual(ctx context.Context, known func(data []byte, width i
 // entries the map holds after each round (a hash map cannot be counted
 // without reading it whole). The next full read sizes its result by it.
 func (t *Target) Commit(_ context.Context, r node.Round) []node.Entry {
-	t.setCount(r.Held)
-	t.lastCount = r.Held
+	t.setCount(r.Actual)
+	t.lastCount = r.Actual
 	return nil
 }
 

@@ -22,7 +22,7 @@ type MemSink struct {
 	deletes int
 	reads   int
 	unknown int // entries ScanActual handed over: known did not recognise them
-	held    int // what the engine last said the target holds (node.Round.Held)
+	actual  int // what the engine last said the target holds (node.Round.Actual)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
 	// RejectKey, when set, makes every write of that key fail with a
@@ -59,19 +59,19 @@ var (
 	_ node.Committer = (*memTarget)(nil)
 )
 
-// Commit implements node.Committer: it keeps the round's Held count.
+// Commit implements node.Committer: it keeps the round's Actual count.
 func (t *memTarget) Commit(_ context.Context, r node.Round) []node.Entry {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
-	t.m.held = r.Held
+	t.m.actual = r.Actual
 	return nil
 }
 
-// HeldCount returns what the engine last reported the target holds.
-func (m *MemSink) HeldCount() int {
+// ActualCount returns what the engine last reported the target holds.
+func (m *MemSink) ActualCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.held
+	return m.actual
 }
 
 // Open implements node.Sink.
