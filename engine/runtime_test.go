@@ -68,7 +68,7 @@ func startAttrs(t *testing.T, prune bool, queue int, sink *nodetest.MemSink, ext
 	return h
 }
 
-func (h *harness) send(op func(node.Output)) { h.src.ops <- op }
+func (h *harness) send(op func(node.Output)) { h.src.Ops <- op }
 
 // checkWrites compares the sink's pipeline_sink_writes_total series, by
 // op/result, with want (a series missing from want must be 0).
@@ -90,8 +90,6 @@ func (h *harness) shutdown() {
 		<-h.done
 	})
 }
-
-func str(s string) cty.Value { return cty.StringVal(s) }
 
 // TestModel drives random changes (bursts that overflow the tiny queues
 // included) through source -> pass -> pass -> sink and checks that the
@@ -544,7 +542,7 @@ func TestFailingSourceRestarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
 		src := newScriptSource()
-		src.failFirst = true
+		src.FailFirst = true
 		g := mustCompile(t, fmt.Sprintf(chain, true), map[string]any{"source.script.s": src, "sink.mem.m": sink})
 		rt, err := NewRuntime(g, RunOptions{})
 		if err != nil {
@@ -554,15 +552,13 @@ func TestFailingSourceRestarted(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()
 		synctest.Wait()
-		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		src.Ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if d := cmp.Diff([]string{"a"}, sink.Keys()); d != "" {
 			t.Fatalf("(-want +got):\n%s", d)
 		}
-		src.mu.Lock()
-		runs := src.runs
-		src.mu.Unlock()
+		runs := src.Runs()
 		if runs != 2 {
 			t.Fatalf("source ran %d times, want 2", runs)
 		}

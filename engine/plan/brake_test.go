@@ -32,7 +32,7 @@ func TestBrakePlanAgreesWithRun(t *testing.T) {
 			}
 			feed := func() *scriptSource {
 				src := newScriptSource()
-				src.ops <- func(o node.Output) { o.Replace(recs); o.MarkSynced() }
+				src.Ops <- func(o node.Output) { o.Replace(recs); o.MarkSynced() }
 				return src
 			}
 			const cfg = `
