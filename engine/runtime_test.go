@@ -419,6 +419,18 @@ func (w *writeTimes) onSchedule(t *testing.T) int {
 	return len(w.at)
 }
 
+// checkCount fails t unless the sink's pipeline_node_records, and the
+// count an encoded target (node.Chunked) was told, are want.
+func (h *harness) checkCount(t *testing.T, sink *nodetest.MemSink, encoded bool, want int, when string) {
+	t.Helper()
+	if got := testutil.ToFloat64(h.met.records.WithLabelValues("sink.mem.m")); int(got) != want {
+		t.Errorf("pipeline_node_records %s: %v, want %d", when, got, want)
+	}
+	if n := sink.ActualCount(); encoded && n != want {
+		t.Errorf("target told it holds %d entries %s, want %d", n, when, want)
+	}
+}
+
 func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	synctest.Test(t, func(t *testing.T) {
 		h, sink, failing, fails := startFailingBad(t, encoded)
@@ -426,9 +438,7 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		if d := cmp.Diff([]string{"gut"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
 		}
-		if n := sink.ActualCount(); n != 1 {
-			t.Errorf("target told it holds %d entries right after the write, want 1", n)
-		}
+		h.checkCount(t, sink, encoded, 1, "right after the write")
 		h.checkWrites(t, "after the first write", map[string]float64{"upsert/ok": 1, "upsert/error": 1})
 		st := h.rt.Readiness()
 		if st.Ready {
@@ -450,9 +460,7 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		if d := cmp.Diff([]string{"bad", "gut"}, sink.Keys()); d != "" {
 			t.Fatalf("after retry (-want +got):\n%s", d)
 		}
-		if n := sink.ActualCount(); n != 2 {
-			t.Errorf("target told it holds %d entries after the retry, want 2", n)
-		}
+		h.checkCount(t, sink, encoded, 2, "after the retry")
 		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("gut", time.Now())}) })
 		synctest.Wait()
 		// Failed at 0 and about 0.1, 0.3 and 0.7 s (and perhaps 1 s).
@@ -703,9 +711,7 @@ func TestFullReconcileInChunks(t *testing.T) {
 				if d := cmp.Diff(want, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
 					t.Fatalf("sink differs (-want +got):\n%s", d)
 				}
-				if n := sink.ActualCount(); n != len(want) {
-					t.Errorf("target told it holds %d, want %d", n, len(want))
-				}
+				h.checkCount(t, sink, encoded, len(want), "after the retry")
 				h.shutdown()
 			})
 		})

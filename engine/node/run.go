@@ -182,6 +182,10 @@ type Chunked interface {
 	// sensitive mark) of the entry with Data d: the loop keeps an entry's
 	// bytes and not its value, and shows it through ValueOf.
 	ValueOf(d []byte) cty.Value
+	// Count is told how many entries the target holds after every round,
+	// as far as the loop knows: a hash map cannot count its entries
+	// without reading them all. It runs on the loop's goroutine.
+	Count(n int)
 }
 
 // KeyReader is implemented by a target that can read the entry at one key

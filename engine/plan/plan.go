@@ -54,7 +54,7 @@ type SinkPlan struct {
 	// Pending are the deletions transforms upstream (grace_period) hold
 	// back when the plan was taken, with when each would reach the sink.
 	Pending []node.PendingDeletion
-	// File is set for a target that renders one file (node.FilePlanner):
+	// File is set for a target that renders one file (node.Document):
 	// Changes then holds one change of the file, and File its diff.
 	File *node.FilePlan
 	// DeletesBraked counts the deletes the deletion brake would hold

@@ -56,7 +56,7 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 	}
 	sort.Slice(sp.Conflicts, func(i, j int) bool { return sp.Conflicts[i].Key < sp.Conflicts[j].Key })
 	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
-	if fp, ok := target.(node.FilePlanner); ok {
+	if fp, ok := target.(node.Document); ok {
 		return planFile(ctx, sp, n, target, fp, desired)
 	}
 	actual, err := readForPlan(ctx, target)
@@ -163,7 +163,7 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 // run's first full reconcile judges them: their deletes the brake would
 // hold are listed, held, and the file keeps rendering them, as it keeps
 // those prune = false keeps.
-func planFile(ctx context.Context, sp *SinkPlan, n *graph.Node, target node.Target, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
+func planFile(ctx context.Context, sp *SinkPlan, n *graph.Node, target node.Target, fp node.Document, desired map[node.Key]node.Entry) (*SinkPlan, error) {
 	actual, err := readForPlan(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)

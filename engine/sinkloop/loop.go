@@ -343,16 +343,23 @@ func (s *state) incremental(ctx context.Context) {
 	logRound(s.log, "batch applied", start, w, true)
 }
 
-// commit ends a round for a target that writes its entries as a whole
-// (node.Committer): the entries it hands back failed are counted in w,
-// the round's count, and recorded as failed writes (commitFailed).
+// commit ends a round: a Chunked target is told its count, and a
+// document (node.Document) is committed: the entries it hands back failed
+// are counted in w, the round's count, and recorded as failed writes
+// (commitFailed).
 func (s *state) commit(ctx context.Context, full bool, w *written) {
-	c, ok := s.target.(node.Committer)
-	if !ok || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return
+	}
+	if s.chunked != nil {
+		s.chunked.Count(s.actual.n)
+	}
+	c, ok := s.target.(node.Document)
+	if !ok {
 		return
 	}
 	failed := w.failed
-	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Actual: s.actual.n}) {
+	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full}) {
 		switch {
 		case e.Err != nil:
 			s.commitFailed(e, w)
@@ -367,7 +374,7 @@ func (s *state) commit(ctx context.Context, full bool, w *written) {
 }
 
 // commitFailed takes back the loop's record of the write of e's key,
-// which its Committer says failed, and records the failure through
+// which the Document says failed, and records the failure through
 // outcome, so the key is retried. A wanted key is not in the target as
 // far as the loop knows, so its retry writes it through. A deleted key
 // holds what the target says it still holds, as written by this run (it

@@ -22,7 +22,7 @@ type MemSink struct {
 	deletes int
 	reads   int
 	unknown int // entries ScanActual handed over: known did not recognise them
-	actual  int // what the engine last said the target holds (node.Round.Actual)
+	actual  int // what the engine last said the target holds (node.Chunked.Count)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
 	// RejectKey, when set, makes every write of that key fail with a
@@ -54,20 +54,20 @@ type MemSink struct {
 func NewMemSink() *MemSink { return &MemSink{state: map[node.Key]cty.Value{}} }
 
 var (
-	_ node.Sink      = (*MemSink)(nil)
-	_ node.Target    = (*memTarget)(nil)
-	_ node.Committer = (*memTarget)(nil)
+	_ node.Sink   = (*MemSink)(nil)
+	_ node.Target = (*memTarget)(nil)
 )
 
-// Commit implements node.Committer: it keeps the round's Actual count.
-func (t *memTarget) Commit(_ context.Context, r node.Round) []node.Entry {
+// Count implements node.Chunked: it keeps the count of an Encoded
+// target.
+func (t *scanTarget) Count(n int) {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
-	t.m.actual = r.Actual
-	return nil
+	t.m.actual = n
 }
 
-// ActualCount returns what the engine last reported the target holds.
+// ActualCount returns what the engine last reported an Encoded target
+// holds (node.Chunked.Count).
 func (m *MemSink) ActualCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
