@@ -88,7 +88,7 @@ func (d *decisions) setGeneration(gen uint64) {
 	d.gen = gen
 }
 
-// Decide implements node.Decider.
+// Decide is node.Env.Decisions of every node.
 func (d *decisions) Decide(x node.Decision) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

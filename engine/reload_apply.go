@@ -327,7 +327,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 		log.Info("removed sink not cleaned: not the leader")
 		return
 	}
-	env := node.Env{Logger: log, Health: nodeHealth{&health{}}, Address: s.n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
+	env := node.Env{Logger: log, Health: nodeHealth{&health{}}, Address: s.n.Address, Metrics: discardRegisterer{}, Decisions: r.dec.Decide}
 	t, err := s.n.Sink.Open(ctx, env, node.ModeRun)
 	if err != nil {
 		log.Error("removed sink not cleaned: open target", "err", err)
@@ -369,7 +369,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 // registers its metrics on a registry of its own, which the swap publishes;
 // the first run of a staged sink reuses the registry its target opened with.
 func (r *Runtime) env(n *graph.Node) node.Env {
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec.Decide, Clock: r.clock,
 		ConfigGeneration: r.Generation(), OneShot: r.oneShot}
 	m := r.opts.Metrics
 	if m == nil {

@@ -54,17 +54,11 @@ type Decision struct {
 	ConfigGeneration uint64
 }
 
-// Decider receives decisions. Decide is safe for concurrent use and does
-// not wait for slow recorders longer than a file write.
-type Decider interface {
-	Decide(d Decision)
-}
-
 // Decide hands d to the engine; it does nothing when the node runs without
 // one (tests).
 func (e Env) Decide(d Decision) {
 	if e.Decisions != nil {
-		e.Decisions.Decide(d)
+		e.Decisions(d)
 	}
 }
 

@@ -26,8 +26,10 @@ type Env struct {
 	Health Health
 	// Address is the node's KIND.TYPE.NAME.
 	Address string
-	// Decisions receives the node's decisions (see Decide); nil in tests.
-	Decisions Decider
+	// Decisions receives the node's decisions (see Decide); it is safe
+	// for concurrent use and does not wait for slow recorders longer than
+	// a file write. nil in tests.
+	Decisions func(Decision)
 	// ConfigGeneration is the config generation the node was built for:
 	// during a reload, the one being loaded. 0 when unknown (plan, tests).
 	ConfigGeneration uint64

@@ -224,9 +224,13 @@ type pendingPass struct {
 	due time.Time
 }
 
+var _ node.PendingLister = pendingPass{}
+
 func (p pendingPass) Pending() []node.PendingDeletion {
 	return []node.PendingDeletion{{Key: "gone", Due: p.due}}
 }
+
+func (p pendingPass) PendingDue(k node.Key) (time.Time, bool) { return p.due, k == "gone" }
 
 // TestPlanPending: the deletions a transform upstream holds back show in
 // the sink's plan and in the running graph's state.

@@ -31,7 +31,7 @@ func (f foldSink) Open(ctx context.Context, env node.Env, mode node.Mode) (node.
 
 func (f foldTarget) Prepare(r node.Record) (node.Entry, error) {
 	r.Key = strings.ToLower(r.Key)
-	return f.Target.(node.Preparer).Prepare(r)
+	return f.Target.Prepare(r)
 }
 
 const foldGraph = `
