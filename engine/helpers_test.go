@@ -10,7 +10,6 @@ type (
 
 var (
 	newScriptSource = enginetest.NewScriptSource
-	testRegistry    = enginetest.Registry
 	compileText     = enginetest.Compile
 	mustCompile     = enginetest.MustCompile
 	str             = enginetest.Str

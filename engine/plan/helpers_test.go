@@ -10,8 +10,6 @@ type (
 
 var (
 	newScriptSource = enginetest.NewScriptSource
-	testRegistry    = enginetest.Registry
-	compileText     = enginetest.Compile
 	mustCompile     = enginetest.MustCompile
 	str             = enginetest.Str
 	recs            = enginetest.Recs
