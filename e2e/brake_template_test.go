@@ -107,8 +107,8 @@ sink "template" "proxy" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp := p.Sinks[0]; sp.DeletesHeld != 25 || sp.File == nil || sp.File.Changed || !strings.Contains(sp.Brake, "max_deletes = 50%") {
-		t.Fatalf("plan after the restart: %d deletes held (%q), file %+v; want 25 held and the file unchanged", sp.DeletesHeld, sp.Brake, sp.File)
+	if sp := p.Sinks[0]; sp.DeletesBraked != 25 || sp.File == nil || sp.File.Changed || !strings.Contains(sp.Brake, "max_deletes = 50%") {
+		t.Fatalf("plan after the restart: %d deletes held (%q), file %+v; want 25 held and the file unchanged", sp.DeletesBraked, sp.Brake, sp.File)
 	}
 	r = startWith(t, config(""), reg)
 	eventually(t, 10*time.Second, "deletes held after the restart", func() bool {

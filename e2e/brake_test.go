@@ -84,8 +84,8 @@ func TestBrakeRealMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp := p.Sinks[0]; sp.DeletesHeld != 35 || !strings.Contains(sp.Brake, "max_deletes = 50%") {
-		t.Fatalf("plan: %d deletes held (%q), want 35", sp.DeletesHeld, sp.Brake)
+	if sp := p.Sinks[0]; sp.DeletesBraked != 35 || !strings.Contains(sp.Brake, "max_deletes = 50%") {
+		t.Fatalf("plan: %d deletes held (%q), want 35", sp.DeletesBraked, sp.Brake)
 	}
 
 	r = start(t, emptied)

@@ -33,15 +33,15 @@ func TestBrakeReleasedByReload(t *testing.T) {
 		if n := len(h.rec.Keys()); n != 0 {
 			t.Fatalf("the audit trail holds %d keys, want 0: it is not braked", n)
 		}
-		if got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m")); got != 100 {
+		if got := testutil.ToFloat64(h.met.deletesBraked.WithLabelValues("sink.mem.m")); got != 100 {
 			t.Fatalf("pipeline_sink_deletes_held = %v, want 100", got)
 		}
 		st := h.rt.Readiness()
 		if st.Ready || !strings.Contains(fmt.Sprint(st), "100 deletes held by the deletion brake") {
 			t.Fatalf("readiness: %+v", st)
 		}
-		if !slices.Contains(h.rec.kinds(), node.DecisionDeletesHeld) {
-			t.Fatalf("decisions %v, want %s", h.rec.kinds(), node.DecisionDeletesHeld)
+		if !slices.Contains(h.rec.kinds(), node.DecisionDeletesBraked) {
+			t.Fatalf("decisions %v, want %s", h.rec.kinds(), node.DecisionDeletesBraked)
 		}
 		ex := h.rt.Explain(context.Background(), "k7")
 		i := slices.IndexFunc(ex.Entries, func(e SinkEntry) bool { return e.Sink == "sink.mem.m" })
@@ -56,7 +56,7 @@ func TestBrakeReleasedByReload(t *testing.T) {
 		if n := len(h.sink.Keys()); n != 0 {
 			t.Fatalf("after max_deletes = 100 the sink holds %d keys, want 0", n)
 		}
-		if got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m")); got != 0 {
+		if got := testutil.ToFloat64(h.met.deletesBraked.WithLabelValues("sink.mem.m")); got != 0 {
 			t.Fatalf("pipeline_sink_deletes_held = %v after the release, want 0", got)
 		}
 		if st := h.rt.Readiness(); !st.Ready {

@@ -88,7 +88,7 @@ func (d *decisions) setGeneration(gen uint64) {
 	d.gen = gen
 }
 
-// Decide implements node.Decider.
+// Decide is node.Env.Decisions of every node.
 func (d *decisions) Decide(x node.Decision) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -193,14 +193,14 @@ func (d *decisions) noteDrift(addr string, count int) {
 		Attrs:  map[string]string{"count": strconv.Itoa(count)}})
 }
 
-// noteBrake records that sink addr's deletion brake holds held deletes
-// (more than before), or released those it held (held 0).
-func (d *decisions) noteBrake(addr string, held int, detail string) {
-	kind := node.DecisionDeletesHeld
-	if held == 0 {
+// noteBrake records that sink addr's deletion brake holds braked deletes
+// (more than before), or released those it held (braked 0).
+func (d *decisions) noteBrake(addr string, braked int, detail string) {
+	kind := node.DecisionDeletesBraked
+	if braked == 0 {
 		kind = node.DecisionDeletesReleased
 	}
-	d.Decide(node.Decision{Kind: kind, Node: addr, Detail: detail, Attrs: map[string]string{"count": strconv.Itoa(held)}})
+	d.Decide(node.Decision{Kind: kind, Node: addr, Detail: detail, Attrs: map[string]string{"count": strconv.Itoa(braked)}})
 }
 
 // configLoaded records that the runtime starts with its graph.

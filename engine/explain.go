@@ -160,7 +160,7 @@ func (r *Runtime) stages(sink *graph.Node, org *node.Origin, key node.Key, via s
 
 func (r *Runtime) stage(n *graph.Node, k node.Key, rec node.Record, ok bool) Stage {
 	st := Stage{Node: n.Address, Key: k, Present: ok, Value: rec.Value} // rec is zero when !ok
-	if p, isPending := n.Impl().(node.PendingDue); isPending {
+	if p, isPending := n.Impl().(node.PendingLister); isPending {
 		st.PendingDelete, _ = p.PendingDue(k)
 	}
 	return st

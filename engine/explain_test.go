@@ -19,11 +19,11 @@ func TestExplainStatuses(t *testing.T) {
 		sink.FailKey = func(k node.Key) bool { return k == "bad" }
 		h := startFanIn(t, "", sink)
 		origin := &node.Origin{Source: "source.script.a", Namespace: "shop", Name: "web-1"}
-		h.a.ops <- func(o node.Output) {
+		h.a.Ops <- func(o node.Output) {
 			o.Apply([]node.Delta{{Key: "k", Value: str("1"), Origin: origin}, {Key: "bad", Value: str("x")}, {Key: "clash", Value: str("a")}})
 			o.MarkSynced()
 		}
-		h.b.ops <- func(o node.Output) { o.Replace(recs("clash", "b")); o.MarkSynced() }
+		h.b.Ops <- func(o node.Output) { o.Replace(recs("clash", "b")); o.MarkSynced() }
 		synctest.Wait()
 		ctx := context.Background()
 

@@ -176,16 +176,6 @@ func startFanIn(t *testing.T, rule string, sink *nodetest.MemSink) *fanHarness {
 	return h
 }
 
-func recs(kv ...string) []node.Record {
-	var out []node.Record
-	for i := 0; i < len(kv); i += 2 {
-		out = append(out, node.Record{Key: kv[i], Value: str(kv[i+1])})
-	}
-	return out
-}
-
-func ctyEq() cmp.Option { return cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) }) }
-
 // TestFanInSyncAndDeletes: the union is synced only when both inputs are
 // (no prune of the other input's keys before), and a key two inputs hold
 // lives while either does.
@@ -196,23 +186,23 @@ func TestFanInSyncAndDeletes(t *testing.T) {
 		sink.Set("b1", str("b")) // written by an earlier run from input b
 		sink.Set("stale", str("x"))
 		h := startFanIn(t, "", sink)
-		h.a.ops <- func(o node.Output) { o.Replace(recs("a1", "a", "both", "v")); o.MarkSynced() }
+		h.a.Ops <- func(o node.Output) { o.Replace(recs("a1", "a", "both", "v")); o.MarkSynced() }
 		synctest.Wait()
 		if _, del, _ := sink.Counts(); del != 0 {
 			t.Fatalf("deleted %d entries before input b synced: %v", del, sink.Keys())
 		}
-		h.b.ops <- func(o node.Output) { o.Replace(recs("b1", "b", "both", "v")); o.MarkSynced() }
+		h.b.Ops <- func(o node.Output) { o.Replace(recs("b1", "b", "both", "v")); o.MarkSynced() }
 		synctest.Wait()
 		want := map[node.Key]cty.Value{"a1": str("a"), "b1": str("b"), "both": str("v")}
 		if d := cmp.Diff(want, sink.State(), ctyEq()); d != "" {
 			t.Fatalf("after both synced (-want +got):\n%s", d)
 		}
-		h.a.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("both", time.Now())}) }
+		h.a.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("both", time.Now())}) }
 		synctest.Wait()
 		if !sink.Has("both", func(cty.Value) bool { return true }) {
 			t.Fatalf("key held by input b deleted when input a dropped it")
 		}
-		h.b.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("both", time.Now())}) }
+		h.b.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("both", time.Now())}) }
 		synctest.Wait()
 		if sink.Has("both", func(cty.Value) bool { return true }) {
 			t.Fatalf("key dropped by both inputs is still in the sink")
@@ -237,8 +227,8 @@ func TestFanInConflictRules(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sink := nodetest.NewMemSink()
 				h := startFanIn(t, tt.rule, sink)
-				h.a.ops <- func(o node.Output) { o.Replace(recs("k", "from-a", "same", "x")); o.MarkSynced() }
-				h.b.ops <- func(o node.Output) { o.Replace(recs("k", "from-b", "same", "x")); o.MarkSynced() }
+				h.a.Ops <- func(o node.Output) { o.Replace(recs("k", "from-a", "same", "x")); o.MarkSynced() }
+				h.b.Ops <- func(o node.Output) { o.Replace(recs("k", "from-b", "same", "x")); o.MarkSynced() }
 				synctest.Wait()
 				want := map[node.Key]cty.Value{"k": str(tt.want), "same": str(tt.same)}
 				if d := cmp.Diff(want, sink.State(), ctyEq()); d != "" {
@@ -253,7 +243,7 @@ func TestFanInConflictRules(t *testing.T) {
 					t.Fatalf("key k in conflict = %v, want %v", inConflict, tt.conflicts > 0)
 				}
 				// Resolving the conflict at its source clears it.
-				h.b.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("k", time.Now())}) }
+				h.b.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("k", time.Now())}) }
 				synctest.Wait()
 				if _, still := f.conflict("k"); still {
 					t.Fatalf("conflict on k still shown after input b dropped it")
@@ -316,10 +306,10 @@ func fanInModelRun(t *testing.T, seed uint64) {
 	for step := range 80 {
 		i := rng.IntN(nsrc)
 		batch := randomBatch(rng, models[i])
-		srcs[i].ops <- func(o node.Output) { o.Apply(batch) }
+		srcs[i].Ops <- func(o node.Output) { o.Apply(batch) }
 		if step == 40 {
 			for _, s := range srcs {
-				s.ops <- func(o node.Output) { o.MarkSynced() }
+				s.Ops <- func(o node.Output) { o.MarkSynced() }
 			}
 		}
 		if rng.IntN(5) == 0 {
@@ -427,11 +417,11 @@ func TestFanInExplainInput(t *testing.T) {
 			}
 			return rs
 		}
-		h.a.ops <- func(o node.Output) {
+		h.a.Ops <- func(o node.Output) {
 			o.Replace(withOrigin("source.script.a", recs("k", "from-a", "a1", "a")))
 			o.MarkSynced()
 		}
-		h.b.ops <- func(o node.Output) { o.Replace(withOrigin("source.script.b", recs("k", "from-b"))); o.MarkSynced() }
+		h.b.Ops <- func(o node.Output) { o.Replace(withOrigin("source.script.b", recs("k", "from-b"))); o.MarkSynced() }
 		synctest.Wait()
 		tests := []struct {
 			key, input string

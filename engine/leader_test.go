@@ -34,7 +34,7 @@ func TestLeadershipGatesWrites(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()
 		defer func() { cancel(); <-done }()
-		send := func(op func(node.Output)) { src.ops <- op; synctest.Wait() }
+		send := func(op func(node.Output)) { src.Ops <- op; synctest.Wait() }
 		keys := func(want ...string) {
 			t.Helper()
 			if want == nil {
@@ -109,7 +109,7 @@ func TestFollowerStopsWithoutDrainWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()
-		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		src.Ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
 		synctest.Wait()
 		start := time.Now()
 		cancel()

@@ -13,21 +13,21 @@ import (
 // Metrics are the engine's own metrics, one set for every node, labelled by
 // node address. Node types register their own metrics through node.Env.
 type Metrics struct {
-	records      *prometheus.GaugeVec
-	deltas       *prometheus.CounterVec
-	queueDepth   *prometheus.GaugeVec
-	overflows    *prometheus.CounterVec
-	restarts     *prometheus.CounterVec
-	writes       *prometheus.CounterVec
-	reconcile    *prometheus.HistogramVec
-	latency      *prometheus.HistogramVec
-	skipped      *prometheus.CounterVec
-	drift        *prometheus.CounterVec
-	deletesHeld  *prometheus.GaugeVec
-	generation   prometheus.Gauge
-	reloads      *prometheus.CounterVec
-	reloadOK     prometheus.Gauge
-	nodeGatherer *nodeGatherers
+	records       *prometheus.GaugeVec
+	deltas        *prometheus.CounterVec
+	queueDepth    *prometheus.GaugeVec
+	overflows     *prometheus.CounterVec
+	restarts      *prometheus.CounterVec
+	writes        *prometheus.CounterVec
+	reconcile     *prometheus.HistogramVec
+	latency       *prometheus.HistogramVec
+	skipped       *prometheus.CounterVec
+	drift         *prometheus.CounterVec
+	deletesBraked *prometheus.GaugeVec
+	generation    prometheus.Gauge
+	reloads       *prometheus.CounterVec
+	reloadOK      prometheus.Gauge
+	nodeGatherer  *nodeGatherers
 }
 
 // NewMetrics registers the engine metrics on reg and returns them.
@@ -54,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Records the sink's target could not encode; they are skipped, never written half."}, []string{"node"}),
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pipeline_sink_drift_repaired_total",
 			Help: "Entries found wrong or missing in the target at a full reconcile and repaired."}, []string{"node"}),
-		deletesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_sink_deletes_held",
+		deletesBraked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pipeline_sink_deletes_held",
 			Help: "Deletes the deletion brake holds (max_deletes): more were pending at once than it allows; they are applied when the input wants keys back or max_deletes is raised."}, []string{"node"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pipeline_config_generation",
 			Help: "Generation of the running configuration; the configuration loaded at start is generation 1."}),
@@ -72,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	}
 	m.reloadOK.Set(1)
 	reg.MustRegister(m.records, m.deltas, m.queueDepth, m.overflows, m.restarts, m.writes, m.reconcile,
-		m.latency, m.skipped, m.drift, m.deletesHeld, m.generation, m.reloads, m.reloadOK, info)
+		m.latency, m.skipped, m.drift, m.deletesBraked, m.generation, m.reloads, m.reloadOK, info)
 	return m
 }
 

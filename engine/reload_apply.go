@@ -55,13 +55,13 @@ func (r *Runtime) apply(ctx context.Context, cur, g *graph.Graph, d graph.GraphD
 	}
 	st := &staging{nodes: fresh, cfg: g.Config, tasks: map[*graph.Node]*task{}, opened: map[*graph.Node]node.Target{},
 		handover: map[*graph.Node]bool{}, unions: map[*graph.Node]*fanIn{}}
-	held := claimSet(retired)
+	retiredClaims := claimSet(retired)
 	r.mu.RLock()
 	for _, n := range fresh {
 		if o := cur.Node(n.Address); o != nil && n.FanIn() && sameUnion(o, n) {
 			st.unions[n] = r.nodes[o].fanIn
 		}
-		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == graph.Rebuilt || overlaps(n, held)) {
+		if a, _ := d.Action(n.Address); n.Kind == node.KindSink && (a == graph.Rebuilt || overlaps(n, retiredClaims)) {
 			st.handover[n] = true
 		}
 	}
@@ -327,7 +327,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 		log.Info("removed sink not cleaned: not the leader")
 		return
 	}
-	env := node.Env{Logger: log, Health: nodeHealth{&health{}}, Address: s.n.Address, Metrics: discardRegisterer{}, Decisions: r.dec}
+	env := node.Env{Logger: log, Health: nodeHealth{&health{}}, Address: s.n.Address, Metrics: discardRegisterer{}, Decisions: r.dec.Decide}
 	t, err := s.n.Sink.Open(ctx, env, node.ModeRun)
 	if err != nil {
 		log.Error("removed sink not cleaned: open target", "err", err)
@@ -369,7 +369,7 @@ func (r *Runtime) clean(ctx context.Context, s *sink) {
 // registers its metrics on a registry of its own, which the swap publishes;
 // the first run of a staged sink reuses the registry its target opened with.
 func (r *Runtime) env(n *graph.Node) node.Env {
-	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec, Clock: r.clock,
+	env := node.Env{Logger: r.logger(n), Health: nodeHealth{r.healthOf(n)}, Address: n.Address, Metrics: discardRegisterer{}, Decisions: r.dec.Decide, Clock: r.clock,
 		ConfigGeneration: r.Generation(), OneShot: r.oneShot}
 	m := r.opts.Metrics
 	if m == nil {
@@ -393,7 +393,7 @@ func (r *Runtime) env(n *graph.Node) node.Env {
 
 // forget deletes the engine's series of a removed node.
 func (m *Metrics) forget(addr string) {
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.records, m.queueDepth, m.overflows, m.deletesHeld,
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.records, m.queueDepth, m.overflows, m.deletesBraked,
 		m.restarts, m.reconcile, m.latency, m.skipped, m.drift, m.deltas, m.writes} {
 		v.DeletePartialMatch(prometheus.Labels{"node": addr})
 	}

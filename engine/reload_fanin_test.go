@@ -46,7 +46,7 @@ func startFanInReload(t *testing.T, config string, held map[string][]node.Record
 	impls := map[string]any{}
 	for name, recs := range held {
 		s := newScriptSource()
-		s.ops <- func(o node.Output) { o.Replace(recs); o.MarkSynced() }
+		s.Ops <- func(o node.Output) { o.Replace(recs); o.MarkSynced() }
 		h.extra[name] = s
 		impls["source.script."+name] = s
 	}
@@ -66,9 +66,7 @@ func (h *fanInReload) runs(name string) int {
 	if name != "s" {
 		s = h.extra[name]
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs
+	return s.Runs()
 }
 
 func withRecs(want map[node.Key]cty.Value, rs []node.Record) map[node.Key]cty.Value {
@@ -135,7 +133,7 @@ func TestReloadFanInSinkOnlyChange(t *testing.T) {
 		}
 		// Both inputs still reach the new sink through the kept union.
 		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Upsert("new", str("x"), time.Now())}) })
-		h.extra["t"].ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("t0", time.Now())}) }
+		h.extra["t"].Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove("t0", time.Now())}) }
 		synctest.Wait()
 		want["new"] = str("x")
 		delete(want, "t0")
@@ -173,7 +171,7 @@ func TestReloadFanInInputs(t *testing.T) {
 			t.Errorf("sources ran %d and %d times; kept sources must not restart", h.runs("s"), h.runs("u"))
 		}
 		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("k0", time.Now())}) })
-		h.extra["u"].ops <- func(o node.Output) { o.Apply([]node.Delta{node.Upsert("u2", str("u"), time.Now())}) }
+		h.extra["u"].Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Upsert("u2", str("u"), time.Now())}) }
 		synctest.Wait()
 		want := withRecs(base, append(uRecs, recs("u2", "u")...))
 		delete(want, "k0")

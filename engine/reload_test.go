@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pipeline/pipeline/engine/graph"
+	"github.com/pipeline/pipeline/engine/internal/enginetest"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 	"github.com/pipeline/pipeline/schema"
@@ -143,7 +144,7 @@ var dropAttr = schema.String("drop")
 // and a "broken" source. Sources and sinks come from impls by address.
 func reloadRegistry(impls map[string]any) *node.Registry {
 	return node.NewRegistry(
-		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, NewSource: pick[node.Source](impls)},
+		node.Spec{Kind: node.KindSource, Type: "script", Summary: "test", Output: node.Records, NewSource: enginetest.Pick[node.Source](impls)},
 		node.Spec{Kind: node.KindSource, Type: "broken", Summary: "test", Output: node.Records,
 			NewSource: func(node.Build) (node.Source, hcl.Diagnostics) { return brokenSource{}, nil }},
 		node.Spec{Kind: node.KindTransform, Type: "drop", Summary: "test", Output: node.SameAsInput,
@@ -152,7 +153,7 @@ func reloadRegistry(impls map[string]any) *node.Registry {
 				d, _, diags := dropAttr.Get(b.Content)
 				return &dropTransform{drop: d}, diags
 			}},
-		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", NewSink: pick[node.Sink](impls)},
+		node.Spec{Kind: node.KindSink, Type: "mem", Summary: "test", NewSink: enginetest.Pick[node.Sink](impls)},
 		node.Spec{Kind: node.KindSink, Type: "broken", Summary: "test",
 			NewSink: func(node.Build) (node.Sink, hcl.Diagnostics) { return brokenSink{}, nil }},
 	)
@@ -228,7 +229,7 @@ func (h *reloadHarness) feed(n int) map[node.Key]cty.Value {
 	return want
 }
 
-func (h *reloadHarness) send(op func(node.Output)) { h.src.ops <- op }
+func (h *reloadHarness) send(op func(node.Output)) { h.src.Ops <- op }
 
 func actions(rec ReloadRecord) map[string]graph.Action {
 	out := map[string]graph.Action{}
@@ -261,9 +262,7 @@ func TestReloadSinkOnlyChange(t *testing.T) {
 		if up, del, _ := h.sink.Counts(); up != 0 || del != 0 {
 			t.Errorf("the reload wrote %d updates and %d deletes; want none", up, del)
 		}
-		h.src.mu.Lock()
-		runs := h.src.runs
-		h.src.mu.Unlock()
+		runs := h.src.Runs()
 		if runs != 1 {
 			t.Errorf("source ran %d times; a kept source must not restart", runs)
 		}
@@ -533,7 +532,7 @@ func TestReloadRandom(t *testing.T) {
 		// keys of its own, and is declared in every configuration.
 		held := recs("k1", "t", "t0", "t", "t1", "t")
 		ts := newScriptSource()
-		ts.ops <- func(o node.Output) { o.Replace(held); o.MarkSynced() }
+		ts.Ops <- func(o node.Output) { o.Replace(held); o.MarkSynced() }
 		const declT = "source \"script\" \"t\" {}\n"
 		h := startReloadWith(t, reloadConfig("", "1m", declT), map[string]any{"sink.mem.n": n, "source.script.t": ts})
 		model := map[node.Key]cty.Value{}

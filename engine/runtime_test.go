@@ -68,7 +68,7 @@ func startAttrs(t *testing.T, prune bool, queue int, sink *nodetest.MemSink, ext
 	return h
 }
 
-func (h *harness) send(op func(node.Output)) { h.src.ops <- op }
+func (h *harness) send(op func(node.Output)) { h.src.Ops <- op }
 
 // checkWrites compares the sink's pipeline_sink_writes_total series, by
 // op/result, with want (a series missing from want must be 0).
@@ -90,8 +90,6 @@ func (h *harness) shutdown() {
 		<-h.done
 	})
 }
-
-func str(s string) cty.Value { return cty.StringVal(s) }
 
 // TestModel drives random changes (bursts that overflow the tiny queues
 // included) through source -> pass -> pass -> sink and checks that the
@@ -181,7 +179,7 @@ func checkBraked(t *testing.T, h *harness, model map[node.Key]cty.Value) bool {
 			t.Fatalf("%s holds %#v, want %#v", k, v, w)
 		}
 	}
-	got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m"))
+	got := testutil.ToFloat64(h.met.deletesBraked.WithLabelValues("sink.mem.m"))
 	if int(got) != len(held) {
 		t.Fatalf("pipeline_sink_deletes_held = %v, the sink holds %d keys the input does not want", got, len(held))
 	}
@@ -207,7 +205,7 @@ func checkBraked(t *testing.T, h *harness, model map[node.Key]cty.Value) bool {
 		o.Apply(deltas)
 	})
 	synctest.Wait()
-	if got := testutil.ToFloat64(h.met.deletesHeld.WithLabelValues("sink.mem.m")); got != 0 {
+	if got := testutil.ToFloat64(h.met.deletesBraked.WithLabelValues("sink.mem.m")); got != 0 {
 		t.Fatalf("pipeline_sink_deletes_held = %v after the input wanted keys back", got)
 	}
 	if st := h.rt.Readiness(); !st.Ready {
@@ -421,6 +419,18 @@ func (w *writeTimes) onSchedule(t *testing.T) int {
 	return len(w.at)
 }
 
+// checkCount fails t unless the sink's pipeline_node_records, and the
+// count an encoded target (node.Chunked) was told, are want.
+func (h *harness) checkCount(t *testing.T, sink *nodetest.MemSink, encoded bool, want int, when string) {
+	t.Helper()
+	if got := testutil.ToFloat64(h.met.records.WithLabelValues("sink.mem.m")); int(got) != want {
+		t.Errorf("pipeline_node_records %s: %v, want %d", when, got, want)
+	}
+	if n := sink.ActualCount(); encoded && n != want {
+		t.Errorf("target told it holds %d entries %s, want %d", n, when, want)
+	}
+}
+
 func testFailedEntriesRetried(t *testing.T, encoded bool) {
 	synctest.Test(t, func(t *testing.T) {
 		h, sink, failing, fails := startFailingBad(t, encoded)
@@ -428,9 +438,7 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		if d := cmp.Diff([]string{"gut"}, sink.Keys()); d != "" {
 			t.Fatalf("one failed entry must not fail the batch (-want +got):\n%s", d)
 		}
-		if n := sink.HeldCount(); n != 1 {
-			t.Errorf("target told it holds %d entries right after the write, want 1", n)
-		}
+		h.checkCount(t, sink, encoded, 1, "right after the write")
 		h.checkWrites(t, "after the first write", map[string]float64{"upsert/ok": 1, "upsert/error": 1})
 		st := h.rt.Readiness()
 		if st.Ready {
@@ -452,9 +460,7 @@ func testFailedEntriesRetried(t *testing.T, encoded bool) {
 		if d := cmp.Diff([]string{"bad", "gut"}, sink.Keys()); d != "" {
 			t.Fatalf("after retry (-want +got):\n%s", d)
 		}
-		if n := sink.HeldCount(); n != 2 {
-			t.Errorf("target told it holds %d entries after the retry, want 2", n)
-		}
+		h.checkCount(t, sink, encoded, 2, "after the retry")
 		h.send(func(o node.Output) { o.Apply([]node.Delta{node.Remove("gut", time.Now())}) })
 		synctest.Wait()
 		// Failed at 0 and about 0.1, 0.3 and 0.7 s (and perhaps 1 s).
@@ -544,7 +550,7 @@ func TestFailingSourceRestarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := nodetest.NewMemSink()
 		src := newScriptSource()
-		src.failFirst = true
+		src.FailFirst = true
 		g := mustCompile(t, fmt.Sprintf(chain, true), map[string]any{"source.script.s": src, "sink.mem.m": sink})
 		rt, err := NewRuntime(g, RunOptions{})
 		if err != nil {
@@ -554,15 +560,13 @@ func TestFailingSourceRestarted(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()
 		synctest.Wait()
-		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		src.Ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if d := cmp.Diff([]string{"a"}, sink.Keys()); d != "" {
 			t.Fatalf("(-want +got):\n%s", d)
 		}
-		src.mu.Lock()
-		runs := src.runs
-		src.mu.Unlock()
+		runs := src.Runs()
 		if runs != 2 {
 			t.Fatalf("source ran %d times, want 2", runs)
 		}
@@ -707,9 +711,7 @@ func TestFullReconcileInChunks(t *testing.T) {
 				if d := cmp.Diff(want, sink.State(), cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) })); d != "" {
 					t.Fatalf("sink differs (-want +got):\n%s", d)
 				}
-				if n := sink.HeldCount(); n != len(want) {
-					t.Errorf("target told it holds %d, want %d", n, len(want))
-				}
+				h.checkCount(t, sink, encoded, len(want), "after the retry")
 				h.shutdown()
 			})
 		})

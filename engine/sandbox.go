@@ -269,7 +269,7 @@ type AppliedEntry struct {
 // memTarget is a sink's target in a config test: it holds entries in
 // memory and encodes them with the sink's own Prepare.
 type memTarget struct {
-	prep   node.Preparer
+	prep   func(node.Record) (node.Entry, error) // the sink's node.Encoder; nil: records as they are
 	mu     sync.Mutex
 	state  map[node.Key]node.Entry
 	writes []AppliedEntry
@@ -293,7 +293,7 @@ func (m *memTarget) Prepare(r node.Record) (node.Entry, error) {
 	if m.prep == nil {
 		return node.Entry{Key: r.Key, Value: r.Value}, nil
 	}
-	return m.prep.Prepare(r)
+	return m.prep(r)
 }
 
 func (m *memTarget) Actual(context.Context) ([]node.Entry, error) { return m.entries(), nil }

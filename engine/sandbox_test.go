@@ -60,7 +60,9 @@ func (prefixEncoder) Open(context.Context, node.Env, node.Mode) (node.Target, er
 	panic("a sandbox must not open a real target")
 }
 
-func (prefixEncoder) Encoder(node.Env) (node.Preparer, error) { return prefixEncoder{}, nil }
+func (p prefixEncoder) Encoder(node.Env) (func(node.Record) (node.Entry, error), error) {
+	return p.Prepare, nil
+}
 
 func (prefixEncoder) Prepare(r node.Record) (node.Entry, error) {
 	return node.Entry{Key: "enc:" + r.Key, Value: r.Value, Data: []byte(r.Key)}, nil

@@ -53,7 +53,7 @@ func TestStopDuringStartup(t *testing.T) {
 		for i := range records {
 			records[i] = node.Record{Key: fmt.Sprintf("k%05d", i), Value: str("v")}
 		}
-		src.ops <- func(o node.Output) { o.Replace(records); o.MarkSynced() }
+		src.Ops <- func(o node.Output) { o.Replace(records); o.MarkSynced() }
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()
@@ -87,7 +87,7 @@ func TestReadinessRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
+		src.Ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "a", Value: str("1")}}); o.MarkSynced() }
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()

@@ -36,7 +36,7 @@ func (r *Runtime) newSinkLocked(n *graph.Node, rn *running) *sink {
 		m = NewMetrics(discardRegisterer{}, "")
 	}
 	cfg := sinkloop.Config{Address: n.Address, Prune: n.Prune, OnConflict: n.OnConflict, Resync: n.Resync,
-		MaxDeletes: n.MaxDeletes, Braked: func(held int, detail string) { dec.noteBrake(n.Address, held, detail) },
+		MaxDeletes: n.MaxDeletes, Braked: func(braked int, detail string) { dec.noteBrake(n.Address, braked, detail) },
 		Log: log, Metrics: m.sinkMetrics(n.Address),
 		Health:  func(st node.State, detail string) { h.set(false, st, detail) },
 		Settled: func() { dec.noteHealth(n.Address, h) },
@@ -48,7 +48,7 @@ func (r *Runtime) newSinkLocked(n *graph.Node, rn *running) *sink {
 		Tapped:  s.tapped, // tap.go
 		// s.mem is set once every sink of the first graph is made.
 		Started: func() { s.mem.sinkStarted() },
-		Held: func(count int) {
+		Actual: func(count int) {
 			if s.stats != nil {
 				s.stats.records.Set(float64(count))
 			}
@@ -105,7 +105,7 @@ func (m *Metrics) sinkMetrics(addr string) sinkloop.Metrics {
 		Skipped:   m.skipped.WithLabelValues(addr),
 		Drift:     m.drift.WithLabelValues(addr),
 
-		DeletesHeld: m.deletesHeld.WithLabelValues(addr),
+		DeletesBraked: m.deletesBraked.WithLabelValues(addr),
 	}
 }
 

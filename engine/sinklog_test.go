@@ -28,10 +28,10 @@ func TestBatchLogDuration(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = rt.Run(ctx); close(done) }()
-		src.ops <- func(o node.Output) { o.Replace(nil); o.MarkSynced() }
+		src.Ops <- func(o node.Output) { o.Replace(nil); o.MarkSynced() }
 		synctest.Wait()
 		sink.BeforeUpdate = func() { time.Sleep(3 * time.Second) }
-		src.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Upsert("a", str("1"), time.Now())}) }
+		src.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Upsert("a", str("1"), time.Now())}) }
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		var line string

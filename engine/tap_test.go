@@ -42,11 +42,11 @@ func testTapShowsAppliedDeltas(t *testing.T, encoded bool) {
 	}
 	defer srcTap.Close()
 	for i := range 20 {
-		h.src.ops <- func(o node.Output) {
+		h.src.Ops <- func(o node.Output) {
 			o.Apply([]node.Delta{node.Upsert(fmt.Sprint("k", i%7), cty.NumberIntVal(int64(i)), time.Now())})
 		}
 	}
-	h.src.ops <- func(o node.Output) {
+	h.src.Ops <- func(o node.Output) {
 		o.Apply([]node.Delta{node.Remove("k1", time.Now()), node.Remove("missing", time.Now())})
 		o.MarkSynced()
 	}
@@ -94,7 +94,7 @@ func TestTapDropsWhenFullAndDetaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.src.ops <- func(o node.Output) {
+	h.src.Ops <- func(o node.Output) {
 		o.Apply([]node.Delta{node.Upsert("a", cty.True, time.Now()), node.Upsert("b", cty.True, time.Now())})
 		o.MarkSynced()
 	}

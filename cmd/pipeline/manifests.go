@@ -10,7 +10,6 @@ import (
 
 	"github.com/pipeline/pipeline/cmd/pipeline/view"
 	"github.com/pipeline/pipeline/deploy/manifests"
-	"github.com/pipeline/pipeline/engine/graph"
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/schema"
 )
@@ -120,25 +119,20 @@ func imageTag() string {
 func manifestInput(l *loaded) manifests.Input {
 	in := manifests.Input{Files: map[string][]byte{}}
 	for _, n := range l.graph.Nodes {
-		in.Needs = append(in.Needs, nodeNeeds(n)...)
-		if h, ok := n.Impl().(node.HostAccess); ok {
-			in.Host = append(in.Host, h.HostNeeds())
+		a, ok := n.Impl().(node.Access)
+		if !ok {
+			continue
+		}
+		needs := a.Needs()
+		for _, r := range needs.Kube {
+			in.Needs = append(in.Needs, manifests.Need{Address: n.Address, Rule: r})
+		}
+		if len(needs.Host.Capabilities)+len(needs.Host.Paths) > 0 {
+			in.Host = append(in.Host, needs.Host)
 		}
 	}
 	for name, f := range l.cfg.Files {
 		in.Files[name] = f.Bytes
 	}
 	return in
-}
-
-func nodeNeeds(n *graph.Node) []manifests.Need {
-	a, ok := n.Impl().(node.KubeAccess)
-	if !ok {
-		return nil
-	}
-	var out []manifests.Need
-	for _, r := range a.KubeRules() {
-		out = append(out, manifests.Need{Address: n.Address, Rule: r})
-	}
-	return out
 }

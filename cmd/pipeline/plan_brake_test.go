@@ -20,13 +20,13 @@ import (
 // TestPlanShowsHeldDeletes: a delete the deletion brake would hold is
 // marked in the text view and in --json, with the reason.
 func TestPlanShowsHeldDeletes(t *testing.T) {
-	const why = "2 deletes would be held by the deletion brake: more than max_deletes = 1 allows (1 of 2 entries held)"
+	const why = "2 deletes would be held by the deletion brake: more than max_deletes = 1 allows (1 of the 2 entries in the target)"
 	del := func(k string) plan.PlannedChange {
-		return plan.PlannedChange{Held: true, Change: reconcile.Change{Address: "sink.mem.m", Action: reconcile.Delete, Key: k,
+		return plan.PlannedChange{Braked: true, Change: reconcile.Change{Address: "sink.mem.m", Action: reconcile.Delete, Key: k,
 			Old: node.Entry{Key: k, Value: cty.StringVal("v")}}}
 	}
 	p := &planview.Plan{PlanResult: plan.PlanResult{Sinks: []plan.SinkPlan{{Address: "sink.mem.m", Type: "mem", Prune: true,
-		Held: 2, DeletesHeld: 2, Brake: why, Changes: []plan.PlannedChange{del("a"), del("b")}}},
+		Actual: 2, DeletesBraked: 2, Brake: why, Changes: []plan.PlannedChange{del("a"), del("b")}}},
 		Warnings: []plan.PlanWarning{{Address: "sink.mem.m", Message: why}}}}
 	var text bytes.Buffer
 	if err := (planview.Text{Max: 10}).Write(&text, p); err != nil {
@@ -59,7 +59,7 @@ func TestPlanShowsHeldDeletes(t *testing.T) {
 // TestExplainShowsBrake: explain's text view gives the reason the brake
 // holds a key's delete.
 func TestExplainShowsBrake(t *testing.T) {
-	const why = "300 deletes held by the deletion brake: more than max_deletes = 50% allows (150 of 300 entries held)"
+	const why = "300 deletes held by the deletion brake: more than max_deletes = 50% allows (150 of the 300 entries in the target)"
 	var out bytes.Buffer
 	inspect.WriteExplain(&out, admin.Explanation{Key: "k7", Entries: []admin.Entry{{Sink: "sink.mem.m", InputKey: "k7", TargetKey: "k7",
 		Status: "held by the deletion brake", InTarget: true, Brake: why}}}, time.Now())

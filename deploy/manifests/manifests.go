@@ -1,7 +1,7 @@
 // Package manifests generates the Kubernetes objects that run a
 // configuration: a service account, exactly the RBAC its nodes declare
-// (node.KubeAccess), the ConfigMap holding its files, and a DaemonSet
-// (agent mode: one instance per node, host access from node.HostAccess) or
+// (node.Access), the ConfigMap holding its files, and a DaemonSet
+// (agent mode: one instance per node, host access from node.Access) or
 // a Deployment (hub mode: two replicas and leader election). It only
 // renders; cmd/pipeline compiles the configuration and collects the needs.
 package manifests

@@ -21,13 +21,6 @@ type KubeRule struct {
 	Remote bool
 }
 
-// KubeAccess is implemented by nodes that call the Kubernetes API.
-type KubeAccess interface {
-	// KubeRules returns every permission the node uses, never a wildcard.
-	// It does no I/O: it reads only the decoded configuration.
-	KubeRules() []KubeRule
-}
-
 // HostNeeds is what a node needs from the host it runs on.
 type HostNeeds struct {
 	// Capabilities are Linux capabilities without the CAP_ prefix: "BPF".
@@ -37,9 +30,19 @@ type HostNeeds struct {
 	Paths []string
 }
 
-// HostAccess is implemented by nodes that need the host (eBPF maps), so
-// `pipeline manifests` grants those capabilities and mounts those paths.
-type HostAccess interface {
-	// HostNeeds returns the node's needs. It does no I/O.
-	HostNeeds() HostNeeds
+// Needs is what a node needs from outside the pipeline.
+type Needs struct {
+	// Kube is every permission the node uses on the Kubernetes API, never
+	// a wildcard.
+	Kube []KubeRule
+	// Host is what it needs of the host (eBPF maps, shared files).
+	Host HostNeeds
+}
+
+// Access is implemented by a node that calls the Kubernetes API or needs
+// the host, so that `pipeline manifests` grants exactly those permissions,
+// capabilities and paths. Needs does no I/O: it reads only the decoded
+// configuration.
+type Access interface {
+	Needs() Needs
 }

@@ -55,16 +55,16 @@ func (m MaxDeletes) orDefault() MaxDeletes {
 }
 
 // Limit is how many deletes may be pending at once in a target holding
-// held entries.
-func (m MaxDeletes) Limit(held int) int {
+// actual entries.
+func (m MaxDeletes) Limit(actual int) int {
 	m = m.orDefault()
 	if !m.IsPct {
 		return int(m.Count)
 	}
 	if m.Percent >= 100 {
-		return max(held, MaxDeletesFloor)
+		return max(actual, MaxDeletesFloor)
 	}
-	return max(int(m.Percent*float64(held)/100), MaxDeletesFloor)
+	return max(int(m.Percent*float64(actual)/100), MaxDeletesFloor)
 }
 
 // String is m as written in HCL.

@@ -49,13 +49,6 @@ type KnownRecords interface {
 	KnownRecords() []Record
 }
 
-// PendingDue is implemented by a transform that holds deletions back
-// (grace_period): it tells when the deletion of key k passes downstream.
-// It is safe to call from any goroutine while the transform runs.
-type PendingDue interface {
-	PendingDue(k Key) (due time.Time, ok bool)
-}
-
 // FullBody is the spec's body plus the attributes the engine handles for
 // every node of its kind. Decoding, validation and docs use it.
 func (s Spec) FullBody() schema.Block {

@@ -30,10 +30,10 @@ const (
 	// resourceVersion in Attrs["resource_version"].
 	DecisionObjectApplied DecisionKind = "object_applied"
 	DecisionObjectDeleted DecisionKind = "object_deleted"
-	// DecisionDeletesHeld: a sink's deletion brake (max_deletes) holds
-	// deletes, Attrs["count"] of them; DecisionDeletesReleased: it
-	// applied those it held.
-	DecisionDeletesHeld     DecisionKind = "deletes_held"
+	// DecisionDeletesBraked: a sink's deletion brake (max_deletes) holds
+	// back deletes, Attrs["count"] of them ("deletes_held" to users);
+	// DecisionDeletesReleased: it applied those it braked.
+	DecisionDeletesBraked   DecisionKind = "deletes_held"
 	DecisionDeletesReleased DecisionKind = "deletes_released"
 )
 
@@ -54,17 +54,11 @@ type Decision struct {
 	ConfigGeneration uint64
 }
 
-// Decider receives decisions. Decide is safe for concurrent use and does
-// not wait for slow recorders longer than a file write.
-type Decider interface {
-	Decide(d Decision)
-}
-
 // Decide hands d to the engine; it does nothing when the node runs without
 // one (tests).
 func (e Env) Decide(d Decision) {
 	if e.Decisions != nil {
-		e.Decisions.Decide(d)
+		e.Decisions(d)
 	}
 }
 

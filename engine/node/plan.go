@@ -98,9 +98,11 @@ type Noun interface {
 // PendingLister is implemented by a transform that holds deletions back
 // (grace_period): plan and the admin endpoint show what it holds.
 type PendingLister interface {
-	// Pending lists the deletions waiting, earliest first. It is safe to
-	// call from any goroutine while the transform runs.
+	// Pending lists the deletions waiting, earliest first; PendingDue
+	// tells when the deletion of key k passes downstream (explain). Both
+	// are safe to call from any goroutine while the transform runs.
 	Pending() []PendingDeletion
+	PendingDue(k Key) (due time.Time, ok bool)
 }
 
 // PendingDeletion is a deletion a transform holds back until Due.

@@ -26,8 +26,10 @@ type Env struct {
 	Health Health
 	// Address is the node's KIND.TYPE.NAME.
 	Address string
-	// Decisions receives the node's decisions (see Decide); nil in tests.
-	Decisions Decider
+	// Decisions receives the node's decisions (see Decide); it is safe
+	// for concurrent use and does not wait for slow recorders longer than
+	// a file write. nil in tests.
+	Decisions func(Decision)
 	// ConfigGeneration is the config generation the node was built for:
 	// during a reload, the one being loaded. 0 when unknown (plan, tests).
 	ConfigGeneration uint64
@@ -182,6 +184,10 @@ type Chunked interface {
 	// sensitive mark) of the entry with Data d: the loop keeps an entry's
 	// bytes and not its value, and shows it through ValueOf.
 	ValueOf(d []byte) cty.Value
+	// Count is told how many entries the target holds after every round,
+	// as far as the loop knows: a hash map cannot count its entries
+	// without reading them all. It runs on the loop's goroutine.
+	Count(n int)
 }
 
 // KeyReader is implemented by a target that can read the entry at one key

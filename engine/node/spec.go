@@ -86,7 +86,7 @@ type Built struct {
 
 // Impl returns the built node whatever its kind, or nil, for asserting
 // the optional interfaces a node may implement (Projector, Encoder,
-// KubeAccess …). Its role is its typed field, never an assertion.
+// Access …). Its role is its typed field, never an assertion.
 func (b Built) Impl() any {
 	switch {
 	case b.Source != nil:

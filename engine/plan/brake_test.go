@@ -32,7 +32,7 @@ func TestBrakePlanAgreesWithRun(t *testing.T) {
 			}
 			feed := func() *scriptSource {
 				src := newScriptSource()
-				src.ops <- func(o node.Output) { o.Replace(recs); o.MarkSynced() }
+				src.Ops <- func(o node.Output) { o.Replace(recs); o.MarkSynced() }
 				return src
 			}
 			const cfg = `
@@ -46,12 +46,12 @@ sink "mem" "m" { input = source.script.s }
 			sp := p.Sinks[0]
 			marked := 0
 			for _, ch := range sp.Changes {
-				if ch.Action == reconcile.Delete && ch.Held {
+				if ch.Action == reconcile.Delete && ch.Braked {
 					marked++
 				}
 			}
-			if marked != c.held || sp.DeletesHeld != c.held {
-				t.Fatalf("plan marks %d deletes held (DeletesHeld %d), want %d", marked, sp.DeletesHeld, c.held)
+			if marked != c.held || sp.DeletesBraked != c.held {
+				t.Fatalf("plan marks %d deletes held (DeletesBraked %d), want %d", marked, sp.DeletesBraked, c.held)
 			}
 			warned := slices.ContainsFunc(p.Warnings, func(w PlanWarning) bool { return strings.Contains(w.Message, "held by the deletion brake") })
 			if warned != (c.held > 0) || (c.held > 0 && !strings.Contains(sp.Brake, "max_deletes = 50%")) {

@@ -40,10 +40,10 @@ type SinkPlan struct {
 	// sync would append.
 	AppendOnly bool
 	Prune      bool
-	// Held is what the target holds now, Desired what the input wants,
+	// Actual is what the target holds now, Desired what the input wants,
 	// Projected what the target holds once run applied Changes.
-	Held, Desired, Projected int
-	// Kept counts keys held but not desired that stay because prune is
+	Actual, Desired, Projected int
+	// Kept counts keys in the target but not desired that stay because prune is
 	// false.
 	Kept    int
 	Changes []PlannedChange
@@ -54,14 +54,14 @@ type SinkPlan struct {
 	// Pending are the deletions transforms upstream (grace_period) hold
 	// back when the plan was taken, with when each would reach the sink.
 	Pending []node.PendingDeletion
-	// File is set for a target that renders one file (node.FilePlanner):
+	// File is set for a target that renders one file (node.Document):
 	// Changes then holds one change of the file, and File its diff.
 	File *node.FilePlan
-	// DeletesHeld counts the deletes the deletion brake would hold
-	// (max_deletes), each marked in Changes (PlannedChange.Held), and
+	// DeletesBraked counts the deletes the deletion brake would hold
+	// (max_deletes), each marked in Changes (PlannedChange.Braked), and
 	// Brake says why; Projected counts them as still held.
-	DeletesHeld int
-	Brake       string
+	DeletesBraked int
+	Brake         string
 }
 
 // PlannedChange is one change of a plan with what a reader needs: the
@@ -89,9 +89,9 @@ type PlannedChange struct {
 	// Adopts says why what it takes over with adopt = true is not the
 	// sink's now.
 	Refused, Adopts string
-	// Held is set on a delete the deletion brake would hold: run would
+	// Braked is set on a delete the deletion brake would hold: run would
 	// not apply it (SinkPlan.Brake says why).
-	Held bool
+	Braked bool
 }
 
 // SkippedRecord is an input record the target cannot encode: run skips it.

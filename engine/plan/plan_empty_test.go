@@ -29,7 +29,7 @@ func (s skippingSource) Run(ctx context.Context, env node.Env, out node.Output) 
 func TestPlanEmptySourceWarnings(t *testing.T) {
 	skip := skippingSource{env: make(chan node.Env, 1)}
 	empty := newScriptSource()
-	empty.ops <- func(o node.Output) { o.Replace(nil); o.MarkSynced() }
+	empty.Ops <- func(o node.Output) { o.Replace(nil); o.MarkSynced() }
 	g := mustCompile(t, `
 source "script" "skipped" {}
 source "script" "empty" {}

@@ -56,7 +56,7 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 	}
 	sort.Slice(sp.Conflicts, func(i, j int) bool { return sp.Conflicts[i].Key < sp.Conflicts[j].Key })
 	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
-	if fp, ok := target.(node.FilePlanner); ok {
+	if fp, ok := target.(node.Document); ok {
 		return planFile(ctx, sp, n, target, fp, desired)
 	}
 	actual, err := readForPlan(ctx, target)
@@ -65,11 +65,11 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 	} else if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseRead, err)
 	}
-	sp.Held, sp.Desired = len(actual), len(desired)
+	sp.Actual, sp.Desired = len(actual), len(desired)
 	changes := reconcile.Diff(n.Address, desired, actual, n.Prune)
 	reconcile.Sort(changes)
 	sp.Changes = make([]PlannedChange, len(changes))
-	sp.Projected = sp.Held
+	sp.Projected = sp.Actual
 	for i, c := range changes {
 		pc := PlannedChange{Change: c}
 		switch c.Action {
@@ -143,18 +143,18 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 			dels++
 		}
 	}
-	limit, hold := sinkloop.Judge(m, sp.Held, dels)
+	limit, hold := sinkloop.Judge(m, sp.Actual, dels)
 	if !hold {
 		return
 	}
 	for i := range sp.Changes {
 		if sp.Changes[i].Action == reconcile.Delete {
-			sp.Changes[i].Held = true
+			sp.Changes[i].Braked = true
 		}
 	}
-	sp.DeletesHeld, sp.Projected = dels, sp.Projected+dels
-	sp.Brake = fmt.Sprintf("%d deletes would be held by the deletion brake: more than max_deletes = %s allows (%d of %d entries held); they are applied when the input wants keys back or max_deletes is raised",
-		dels, m, limit, sp.Held)
+	sp.DeletesBraked, sp.Projected = dels, sp.Projected+dels
+	sp.Brake = fmt.Sprintf("%d deletes would be held by the deletion brake: more than max_deletes = %s allows (%d of the %d entries in the target); they are applied when the input wants keys back or max_deletes is raised",
+		dels, m, limit, sp.Actual)
 }
 
 // planFile plans a target that renders one file: one change of the file,
@@ -163,12 +163,12 @@ func brakePlan(sp *SinkPlan, m node.MaxDeletes, target node.Target) {
 // run's first full reconcile judges them: their deletes the brake would
 // hold are listed, held, and the file keeps rendering them, as it keeps
 // those prune = false keeps.
-func planFile(ctx context.Context, sp *SinkPlan, n *graph.Node, target node.Target, fp node.FilePlanner, desired map[node.Key]node.Entry) (*SinkPlan, error) {
+func planFile(ctx context.Context, sp *SinkPlan, n *graph.Node, target node.Target, fp node.Document, desired map[node.Key]node.Entry) (*SinkPlan, error) {
 	actual, err := readForPlan(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", sp.Address, PhaseRead, err)
 	}
-	sp.Held = len(actual)
+	sp.Actual = len(actual)
 	render := maps.Clone(desired)
 	var gone []node.Key
 	for k := range actual {
@@ -187,13 +187,13 @@ func planFile(ctx context.Context, sp *SinkPlan, n *graph.Node, target node.Targ
 			sp.Changes = append(sp.Changes, pc)
 		}
 		brakePlan(sp, n.MaxDeletes, target)
-		if sp.DeletesHeld == 0 {
+		if sp.DeletesBraked == 0 {
 			sp.Changes = nil // the diff shows the deletes applied
 		}
 	} else {
 		sp.Kept = len(gone)
 	}
-	if sp.DeletesHeld > 0 || !n.Prune {
+	if sp.DeletesBraked > 0 || !n.Prune {
 		for _, k := range gone {
 			render[k] = actual[k]
 		}
@@ -251,9 +251,9 @@ func sinkWarnings(sp *SinkPlan) []PlanWarning {
 			removes++
 		}
 	}
-	if sp.DeletesHeld > 0 {
+	if sp.DeletesBraked > 0 {
 		warn("%s", sp.Brake)
-		removes -= sp.DeletesHeld
+		removes -= sp.DeletesBraked
 	}
 	if removes > 0 {
 		warn("would prune %d keys no record of this configuration wants (prune = true): check that no other writer owns them", removes)

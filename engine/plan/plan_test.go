@@ -57,12 +57,12 @@ func planOnce(t *testing.T, prune bool, m *nodetest.MemSink, log *nodetest.MemSi
 	src, empty := newScriptSource(), newScriptSource()
 	g := mustCompile(t, fmt.Sprintf(planGraph, prune), map[string]any{"source.script.s": src, "source.script.empty": empty,
 		"sink.mem.m": boundedSink{m, 5}, "sink.mem.log": log, "sink.mem.none": nodetest.NewMemSink()})
-	src.ops <- func(o node.Output) {
+	src.Ops <- func(o node.Output) {
 		o.Replace([]node.Record{{Key: "a", Value: cty.StringVal("1")}, {Key: "b", Value: cty.StringVal("2")},
 			{Key: "c", Value: cty.StringVal("3")}, {Key: "bad", Value: cty.StringVal("x")}})
 		o.MarkSynced()
 	}
-	empty.ops <- func(o node.Output) { o.MarkSynced() }
+	empty.Ops <- func(o node.Output) { o.MarkSynced() }
 	return Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
 }
 
@@ -162,7 +162,7 @@ func TestPlanFails(t *testing.T) {
 	}
 
 	src := newScriptSource()
-	src.failFirst = true
+	src.FailFirst = true
 	g := mustCompile(t, `
 source "script" "s" {}
 sink "mem" "m" { input = source.script.s }
@@ -183,7 +183,7 @@ sink "mem" "m" { input = source.script.s }
 
 	// The timeout says why, as far as the source does.
 	src = newScriptSource()
-	src.pending = "dial tcp: lookup nats.example: no such host"
+	src.Pending = "dial tcp: lookup nats.example: no such host"
 	g = mustCompile(t, `
 source "script" "s" {}
 sink "mem" "m" { input = source.script.s }
@@ -224,9 +224,13 @@ type pendingPass struct {
 	due time.Time
 }
 
+var _ node.PendingLister = pendingPass{}
+
 func (p pendingPass) Pending() []node.PendingDeletion {
 	return []node.PendingDeletion{{Key: "gone", Due: p.due}}
 }
+
+func (p pendingPass) PendingDue(k node.Key) (time.Time, bool) { return p.due, k == "gone" }
 
 // TestPlanPending: the deletions a transform upstream holds back show in
 // the sink's plan and in the running graph's state.
@@ -237,8 +241,8 @@ func TestPlanPending(t *testing.T) {
 	g := mustCompile(t, fmt.Sprintf(planGraph, true), map[string]any{"source.script.s": src, "source.script.empty": empty,
 		"sink.mem.m": nodetest.NewMemSink(), "sink.mem.log": nodetest.NewMemSink(), "sink.mem.none": nodetest.NewMemSink()})
 	g.Node("transform.pass.a").Transform = pendingPass{due: due}
-	src.ops <- func(o node.Output) { o.MarkSynced() }
-	empty.ops <- func(o node.Output) { o.MarkSynced() }
+	src.Ops <- func(o node.Output) { o.MarkSynced() }
+	empty.Ops <- func(o node.Output) { o.MarkSynced() }
 	p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -277,11 +281,11 @@ source "script" "a" {}
 source "script" "b" {}
 sink "mem" "m" { inputs = [source.script.a, source.script.b] }
 `, map[string]any{"source.script.a": a, "source.script.b": b, "sink.mem.m": nodetest.NewMemSink()})
-	a.ops <- func(o node.Output) {
+	a.Ops <- func(o node.Output) {
 		o.Replace([]node.Record{{Key: "x", Value: cty.StringVal("1"), Origin: &node.Origin{Source: "source.script.a", Namespace: "shop", Name: "web-1"}}})
 		o.MarkSynced()
 	}
-	b.ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "y", Value: cty.StringVal("2")}}); o.MarkSynced() }
+	b.Ops <- func(o node.Output) { o.Replace([]node.Record{{Key: "y", Value: cty.StringVal("2")}}); o.MarkSynced() }
 	p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func (f foldSink) Open(ctx context.Context, env node.Env, mode node.Mode) (node.
 
 func (f foldTarget) Prepare(r node.Record) (node.Entry, error) {
 	r.Key = strings.ToLower(r.Key)
-	return f.Target.(node.Preparer).Prepare(r)
+	return f.Target.Prepare(r)
 }
 
 const foldGraph = `
@@ -60,7 +60,7 @@ func TestCollidingKeys(t *testing.T) {
 				// plan
 				src := newScriptSource()
 				g := mustCompile(t, fmt.Sprintf(foldGraph, tc.rule), map[string]any{"source.script.s": src, "sink.mem.m": foldSink{nodetest.NewMemSink()}})
-				src.ops <- func(o node.Output) { o.Replace(recsIn); o.MarkSynced() }
+				src.Ops <- func(o node.Output) { o.Replace(recsIn); o.MarkSynced() }
 				p, err := Plan(context.Background(), g, PlanOptions{Wait: 10 * time.Second})
 				if err != nil {
 					t.Fatal(err)
@@ -85,8 +85,8 @@ func TestCollidingKeys(t *testing.T) {
 					done := make(chan struct{})
 					go func() { _ = rt.Run(ctx); close(done) }()
 					defer func() { cancel(); <-done }()
-					src.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Upsert(recsIn[0].Key, recsIn[0].Value, time.Time{})}) }
-					src.ops <- func(o node.Output) {
+					src.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Upsert(recsIn[0].Key, recsIn[0].Value, time.Time{})}) }
+					src.Ops <- func(o node.Output) {
 						o.Apply([]node.Delta{node.Upsert(recsIn[1].Key, recsIn[1].Value, time.Time{})})
 						o.MarkSynced()
 					}
@@ -105,7 +105,7 @@ func TestCollidingKeys(t *testing.T) {
 					if tc.want == "2" {
 						chosen, other = "a", "A"
 					}
-					src.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove(chosen, time.Time{})}) }
+					src.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove(chosen, time.Time{})}) }
 					synctest.Wait()
 					time.Sleep(time.Second)
 					synctest.Wait()
@@ -115,7 +115,7 @@ func TestCollidingKeys(t *testing.T) {
 					if ex := rt.Explain(ctx, "a"); len(ex.Entries) != 1 || ex.Entries[0].Conflict != "" {
 						t.Errorf("explain after delete: %+v", ex.Entries)
 					}
-					src.ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove(other, time.Time{})}) }
+					src.Ops <- func(o node.Output) { o.Apply([]node.Delta{node.Remove(other, time.Time{})}) }
 					synctest.Wait()
 					time.Sleep(time.Second)
 					synctest.Wait()

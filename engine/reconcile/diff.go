@@ -45,19 +45,19 @@ type Change struct {
 
 // Decide is the rule of every reconcile, full or incremental, run or plan:
 // what to do with one key given the entry the input wants there (if
-// wanted) and the entry the target holds (if held); same says whether the
-// two are the same (node.Entry.Same), and is read only when the key is
-// both wanted and held, so a caller computes it only then:
-// wanted && held && have.Same(want). A key held but not wanted is deleted
-// only when deletable (prune, and the input synced). ok is false when
-// nothing is to be done.
-func Decide(wanted, held, same, deletable bool) (Action, bool) {
+// wanted) and the entry the target holds (if inTarget); same says
+// whether the two are the same (node.Entry.Same), and is read only when
+// the key is both wanted and in the target, so a caller computes it only
+// then: wanted && inTarget && have.Same(want). A key in the target but
+// not wanted is deleted only when deletable (prune, and the input
+// synced). ok is false when nothing is to be done.
+func Decide(wanted, inTarget, same, deletable bool) (Action, bool) {
 	switch {
-	case wanted && !held:
+	case wanted && !inTarget:
 		return Create, true
 	case wanted && !same:
 		return Update, true
-	case !wanted && held && deletable:
+	case !wanted && inTarget && deletable:
 		return Delete, true
 	}
 	return 0, false
@@ -70,8 +70,8 @@ func Decide(wanted, held, same, deletable bool) (Action, bool) {
 func Diff(address string, desired, actual map[node.Key]node.Entry, prune bool) []Change {
 	out := make([]Change, 0, max(len(desired)-len(actual), 16))
 	for k, want := range desired {
-		have, held := actual[k]
-		if a, ok := Decide(true, held, held && have.Same(want), prune); ok {
+		have, inTarget := actual[k]
+		if a, ok := Decide(true, inTarget, inTarget && have.Same(want), prune); ok {
 			out = append(out, Change{Address: address, Action: a, Key: k, Old: have, New: want})
 		}
 	}

@@ -164,7 +164,7 @@ func (s *state) apply(ctx context.Context, b *batch) written {
 	s.met.DelOK.Add(float64(w.dels))
 	s.met.DelErr.Add(float64(w.failed - failed))
 	s.updateHealth()
-	s.cfg.Held(s.actual.n) // the target itself learns it from node.Round
+	s.cfg.Actual(s.actual.n) // the target itself learns it from node.Round
 	return w
 }
 

@@ -86,11 +86,11 @@ func (s *state) brake(dels []*keyState) []*keyState {
 			s.braked = slices.DeleteFunc(s.braked, func(ref uint32) bool { ks := s.keys.at(ref); return ks == nil || !ks.braked })
 		}
 		if len(dels) > 0 {
-			s.log.Warn("deletes held by the deletion brake", "count", s.nbraked, "limit", limit, "held", s.base,
+			s.log.Warn("deletes held by the deletion brake", "count", s.nbraked, "limit", limit, "entries", s.base,
 				"max_deletes", s.cfg.MaxDeletes.String())
 			s.cfg.Braked(s.nbraked, s.brakeDetail())
 		}
-		s.met.DeletesHeld.Set(float64(s.nbraked))
+		s.met.DeletesBraked.Set(float64(s.nbraked))
 		return nil
 	}
 	s.forgetEarly()
@@ -105,8 +105,8 @@ func (s *state) brake(dels []*keyState) []*keyState {
 		}
 	}
 	s.braked, s.nbraked = s.braked[:0], 0
-	s.met.DeletesHeld.Set(0)
-	s.log.Info("held deletes released", "count", released, "deletes", len(dels), "limit", s.limit(), "held", s.base)
+	s.met.DeletesBraked.Set(0)
+	s.log.Info("held deletes released", "count", released, "deletes", len(dels), "limit", s.limit(), "entries", s.base)
 	s.cfg.Braked(0, fmt.Sprintf("%d held deletes released: %d deletes pending, within max_deletes = %s (%d of %d entries)",
 		released, len(dels), s.cfg.MaxDeletes, s.limit(), s.base))
 	return dels
@@ -129,13 +129,13 @@ func (s *state) dropBrake() {
 		}
 	}
 	if s.nbraked > 0 {
-		s.met.DeletesHeld.Set(0)
+		s.met.DeletesBraked.Set(0)
 	}
 	s.braked, s.nbraked = s.braked[:0], 0
 }
 
 // brakeDetail says what the brake holds, for /readyz and explain.
 func (s *state) brakeDetail() string {
-	return fmt.Sprintf("%d deletes held by the deletion brake: more than max_deletes = %s allows (%d of %d entries held); they are applied when the input wants keys back or max_deletes is raised",
+	return fmt.Sprintf("%d deletes held by the deletion brake: more than max_deletes = %s allows (%d of the %d entries in the target); they are applied when the input wants keys back or max_deletes is raised",
 		s.nbraked, s.cfg.MaxDeletes, s.limit(), s.base)
 }

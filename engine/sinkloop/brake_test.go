@@ -36,7 +36,7 @@ func (b *braking) health() (node.State, string) {
 	return b.state, b.detail
 }
 
-func (b *braking) held() int { return int(testutil.ToFloat64(b.gauge)) }
+func (b *braking) braked() int { return int(testutil.ToFloat64(b.gauge)) }
 
 // runBraking runs a loop with prune, a resync every minute and max_deletes
 // m over sink's target, until stop or the test's end.
@@ -49,9 +49,9 @@ func runBraking(t *testing.T, sink *nodetest.MemSink, m string) *braking {
 	}
 	cfg := nopConfig(Config{Address: "sink.mem.m", Prune: true, Resync: time.Minute, MaxDeletes: md,
 		Health: func(st node.State, detail string) { b.mu.Lock(); b.state, b.detail = st, detail; b.mu.Unlock() },
-		Braked: func(held int, _ string) { b.mu.Lock(); b.decided = append(b.decided, held); b.mu.Unlock() },
+		Braked: func(n int, _ string) { b.mu.Lock(); b.decided = append(b.decided, n); b.mu.Unlock() },
 	})
-	cfg.Metrics.DeletesHeld = b.gauge
+	cfg.Metrics.DeletesBraked = b.gauge
 	b.l = New(cfg)
 	target, err := sink.Open(context.Background(), node.Env{}, node.ModeRun)
 	if err != nil {
@@ -102,8 +102,8 @@ func TestBrakeHoldsAnEmptiedInput(t *testing.T) {
 				if st != node.Degraded || !strings.Contains(detail, "300 deletes held by the deletion brake") || !strings.Contains(detail, "max_deletes = 50%") {
 					t.Fatalf("health %v %q; want degraded, 300 deletes held", st, detail)
 				}
-				if b.held() != 300 {
-					t.Fatalf("pipeline_sink_deletes_held = %d, want 300", b.held())
+				if b.braked() != 300 {
+					t.Fatalf("pipeline_sink_deletes_held = %d, want 300", b.braked())
 				}
 				e, found, _ := b.l.Explain(context.Background(), "k007")
 				if !found || e.Status != "held by the deletion brake" || !strings.Contains(e.Brake, "max_deletes") {
@@ -111,8 +111,8 @@ func TestBrakeHoldsAnEmptiedInput(t *testing.T) {
 				}
 				time.Sleep(61 * time.Second) // a resync reads and holds them again
 				synctest.Wait()
-				if _, del, _ := sink.Counts(); del != 0 || b.held() != 300 {
-					t.Fatalf("after a resync: %d deletes, %d held; want 0 and 300", del, b.held())
+				if _, del, _ := sink.Counts(); del != 0 || b.braked() != 300 {
+					t.Fatalf("after a resync: %d deletes, %d held; want 0 and 300", del, b.braked())
 				}
 				// The input recovers but for 20 keys: within the brake.
 				b.in.send(node.Event{Reset: true, Snapshot: append(all[20:], node.Record{Key: "new", Value: str("v")}), Synced: true})
@@ -120,8 +120,8 @@ func TestBrakeHoldsAnEmptiedInput(t *testing.T) {
 				if _, del, _ := sink.Counts(); del != 20 || len(sink.Keys()) != 281 {
 					t.Fatalf("after the input recovered: %d deletes, %d keys; want 20 and 281", del, len(sink.Keys()))
 				}
-				if st, detail := b.health(); st != node.Healthy || b.held() != 0 {
-					t.Fatalf("after the release: health %v %q, %d held", st, detail, b.held())
+				if st, detail := b.health(); st != node.Healthy || b.braked() != 0 {
+					t.Fatalf("after the release: health %v %q, %d held", st, detail, b.braked())
 				}
 				b.mu.Lock()
 				decided := fmt.Sprint(b.decided)
@@ -147,15 +147,15 @@ func TestBrakeHoldsAgainAfterRestart(t *testing.T) {
 		b := runBraking(t, sink, "50%")
 		b.in.send(node.Event{Reset: true, Synced: true})
 		synctest.Wait()
-		if _, del, _ := sink.Counts(); del != 0 || b.held() != 40 {
-			t.Fatalf("restart over an emptied input: %d deletes, %d held; want 0 and 40", del, b.held())
+		if _, del, _ := sink.Counts(); del != 0 || b.braked() != 40 {
+			t.Fatalf("restart over an emptied input: %d deletes, %d held; want 0 and 40", del, b.braked())
 		}
 		b.stop()
 		b = runBraking(t, sink, "40")
 		b.in.send(node.Event{Reset: true, Synced: true})
 		synctest.Wait()
-		if n := len(sink.Keys()); n != 0 || b.held() != 0 {
-			t.Fatalf("with max_deletes = 40: %d keys left, %d held; want 0 and 0", n, b.held())
+		if n := len(sink.Keys()); n != 0 || b.braked() != 0 {
+			t.Fatalf("with max_deletes = 40: %d keys left, %d held; want 0 and 0", n, b.braked())
 		}
 	})
 }
@@ -177,8 +177,8 @@ func TestBrakeLetsChurnPass(t *testing.T) {
 			}
 			b.in.send(node.Event{Deltas: ds})
 			synctest.Wait()
-			if b.held() != 0 {
-				t.Fatalf("round %d: %d deletes held by churn", i, b.held())
+			if b.braked() != 0 {
+				t.Fatalf("round %d: %d deletes held by churn", i, b.braked())
 			}
 		}
 		if _, del, _ := sink.Counts(); del != 300 || len(sink.Keys()) != 300 {
@@ -192,8 +192,8 @@ func TestBrakeLetsChurnPass(t *testing.T) {
 		synctest.Wait()
 		b.in.send(node.Event{Reset: true, Synced: true})
 		synctest.Wait()
-		if st, _ := b.health(); len(sink.Keys()) != 0 || b.held() != 0 || st != node.Healthy {
-			t.Fatalf("a sink of %d emptied: %d keys left, %d held, %v", node.MaxDeletesFloor, len(sink.Keys()), b.held(), st)
+		if st, _ := b.health(); len(sink.Keys()) != 0 || b.braked() != 0 || st != node.Healthy {
+			t.Fatalf("a sink of %d emptied: %d keys left, %d held, %v", node.MaxDeletesFloor, len(sink.Keys()), b.braked(), st)
 		}
 	})
 }
@@ -213,8 +213,8 @@ func TestBrakeByCount(t *testing.T) {
 				synctest.Wait()
 				b.in.send(node.Event{Reset: true, Synced: true})
 				synctest.Wait()
-				if _, del, _ := sink.Counts(); del != c.dels || b.held() != c.held {
-					t.Fatalf("%d deletes, %d held; want %d and %d", del, b.held(), c.dels, c.held)
+				if _, del, _ := sink.Counts(); del != c.dels || b.braked() != c.held {
+					t.Fatalf("%d deletes, %d held; want %d and %d", del, b.braked(), c.dels, c.held)
 				}
 			})
 		})
@@ -232,8 +232,8 @@ func TestBrakeSparesAppendOnly(t *testing.T) {
 		synctest.Wait()
 		b.in.send(node.Event{Reset: true, Synced: true})
 		synctest.Wait()
-		if _, del, _ := sink.Counts(); del != 50 || b.held() != 0 {
-			t.Fatalf("append-only: %d deletes, %d held; want 50 and 0", del, b.held())
+		if _, del, _ := sink.Counts(); del != 50 || b.braked() != 0 {
+			t.Fatalf("append-only: %d deletes, %d held; want 50 and 0", del, b.braked())
 		}
 	})
 }
@@ -257,8 +257,8 @@ func TestBrakeJudgesAWholePass(t *testing.T) {
 				b := runBraking(t, sink, c.max)
 				b.in.send(node.Event{Reset: true, Snapshot: all[:4000], Synced: true})
 				synctest.Wait()
-				if _, del, _ := sink.Counts(); del != c.dels || b.held() != c.held {
-					t.Fatalf("%d deletes, %d held; want %d and %d", del, b.held(), c.dels, c.held)
+				if _, del, _ := sink.Counts(); del != c.dels || b.braked() != c.held {
+					t.Fatalf("%d deletes, %d held; want %d and %d", del, b.braked(), c.dels, c.held)
 				}
 			})
 		})
@@ -293,20 +293,20 @@ func TestBrakeCreationsBeforeSync(t *testing.T) {
 				}
 				b.in.send(node.Event{Synced: true})
 				synctest.Wait()
-				if _, del, _ := sink.Counts(); del != 0 || b.held() != 16 {
-					t.Fatalf("after the sync: %d deletes, %d held; want 0 and 16, as plan shows", del, b.held())
+				if _, del, _ := sink.Counts(); del != 0 || b.braked() != 16 {
+					t.Fatalf("after the sync: %d deletes, %d held; want 0 and 16, as plan shows", del, b.braked())
 				}
 				time.Sleep(61 * time.Second) // a resync holds them again
 				synctest.Wait()
-				if _, del, _ := sink.Counts(); del != 0 || b.held() != 16 {
-					t.Fatalf("after a resync: %d deletes, %d held; want 0 and 16", del, b.held())
+				if _, del, _ := sink.Counts(); del != 0 || b.braked() != 16 {
+					t.Fatalf("after a resync: %d deletes, %d held; want 0 and 16", del, b.braked())
 				}
 				// The input wants 4 of them back: 12 deletes of 30, within
 				// the limit of 15, are applied.
 				b.in.send(node.Event{Reset: true, Snapshot: append(wanted, old[14:18]...), Synced: true})
 				synctest.Wait()
-				if _, del, _ := sink.Counts(); del != 12 || b.held() != 0 {
-					t.Fatalf("after the input recovered: %d deletes, %d held; want 12 and 0", del, b.held())
+				if _, del, _ := sink.Counts(); del != 12 || b.braked() != 0 {
+					t.Fatalf("after the input recovered: %d deletes, %d held; want 12 and 0", del, b.braked())
 				}
 			})
 		})

@@ -17,7 +17,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node/nodetest"
 )
 
-// docTarget is a document target (node.Committer) that counts its
+// docTarget is a document target (node.Document) that counts its
 // rounds: Update and Delete only record the entries; Commit writes them
 // all as one document, or refuses it while refuse is set, handing back
 // every key the document does not hold as wanted.
@@ -27,6 +27,13 @@ type docTarget struct {
 	doc     map[node.Key]cty.Value // the document as last written
 	refuse  bool
 	commits int // Commit calls after the input synced
+}
+
+var _ node.Document = (*docTarget)(nil)
+
+// PlanFile implements node.Document; the loop never calls it.
+func (d *docTarget) PlanFile(context.Context, []node.Entry) (node.FilePlan, error) {
+	return node.FilePlan{}, nil
 }
 
 func (d *docTarget) Prepare(r node.Record) (node.Entry, error) {

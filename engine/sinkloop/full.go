@@ -197,7 +197,7 @@ func (s *state) readActual(ctx context.Context) error {
 		}
 		s.forget(ks)
 	})
-	s.cfg.Held(s.actual.n)
+	s.cfg.Actual(s.actual.n)
 	if drift > 0 && s.fulls > 0 {
 		s.met.Drift.Add(float64(drift))
 		s.cfg.Drift(drift)

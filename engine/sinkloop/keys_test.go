@@ -198,8 +198,8 @@ func nopConfig(cfg Config) Config {
 	if cfg.Started == nil {
 		cfg.Started = func() {}
 	}
-	if cfg.Held == nil {
-		cfg.Held = func(int) {}
+	if cfg.Actual == nil {
+		cfg.Actual = func(int) {}
 	}
 	return cfg
 }

@@ -59,14 +59,14 @@ type Config struct {
 	// Started is called once, at the end of the first full reconcile over
 	// a synced input.
 	Started func()
-	// Held is told how many entries the target holds after every round.
-	Held func(n int)
+	// Actual is told how many entries the target holds after every round.
+	Actual func(n int)
 	// MaxDeletes is the deletion brake (brake.go); the zero value is the
 	// default.
 	MaxDeletes node.MaxDeletes
-	// Braked, if set, is told when the brake holds more deletes (held,
-	// and why) or releases them (held 0).
-	Braked func(held int, detail string)
+	// Braked, if set, is told when the brake holds more deletes (braked,
+	// and why) or releases them (braked 0).
+	Braked func(braked int, detail string)
 }
 
 // Leader is leader election as a loop sees it (engine.Leadership).
@@ -82,14 +82,14 @@ type Metrics struct {
 	WriteOK, WriteErr, DelOK, DelErr prometheus.Counter
 	Reconcile, Latency               prometheus.Observer
 	Skipped, Drift                   prometheus.Counter
-	// DeletesHeld is how many deletes the brake holds; nil: not exported.
-	DeletesHeld prometheus.Gauge
+	// DeletesBraked is how many deletes the brake holds; nil: not exported.
+	DeletesBraked prometheus.Gauge
 }
 
 // New returns a loop that runs with cfg.
 func New(cfg Config) *Loop {
-	if cfg.Metrics.DeletesHeld == nil {
-		cfg.Metrics.DeletesHeld = prometheus.NewGauge(prometheus.GaugeOpts{Name: "unregistered"})
+	if cfg.Metrics.DeletesBraked == nil {
+		cfg.Metrics.DeletesBraked = prometheus.NewGauge(prometheus.GaugeOpts{Name: "unregistered"})
 	}
 	if cfg.Braked == nil {
 		cfg.Braked = func(int, string) {}
@@ -224,7 +224,7 @@ func (l *Loop) Run(ctx context.Context, target node.Target, in node.Poller) erro
 	s := l.newState(target)
 	l.last = s
 	s.cfg.Health(node.Pending, "waiting for input to sync")
-	s.met.DeletesHeld.Set(0) // a run computes its brake afresh
+	s.met.DeletesBraked.Set(0) // a run computes its brake afresh
 	var tick <-chan time.Time
 	if s.cfg.Resync > 0 {
 		t := time.NewTicker(s.cfg.Resync)
@@ -343,16 +343,23 @@ func (s *state) incremental(ctx context.Context) {
 	logRound(s.log, "batch applied", start, w, true)
 }
 
-// commit ends a round for a target that writes its entries as a whole
-// (node.Committer): the entries it hands back failed are counted in w,
-// the round's count, and recorded as failed writes (commitFailed).
+// commit ends a round: a Chunked target is told its count, and a
+// document (node.Document) is committed: the entries it hands back failed
+// are counted in w, the round's count, and recorded as failed writes
+// (commitFailed).
 func (s *state) commit(ctx context.Context, full bool, w *written) {
-	c, ok := s.target.(node.Committer)
-	if !ok || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return
+	}
+	if s.chunked != nil {
+		s.chunked.Count(s.actual.n)
+	}
+	c, ok := s.target.(node.Document)
+	if !ok {
 		return
 	}
 	failed := w.failed
-	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full, Held: s.actual.n}) {
+	for _, e := range c.Commit(ctx, node.Round{Synced: s.synced, Full: full}) {
 		switch {
 		case e.Err != nil:
 			s.commitFailed(e, w)
@@ -362,12 +369,12 @@ func (s *state) commit(ctx context.Context, full bool, w *written) {
 	}
 	if w.failed > failed {
 		s.updateHealth()
-		s.cfg.Held(s.actual.n)
+		s.cfg.Actual(s.actual.n)
 	}
 }
 
 // commitFailed takes back the loop's record of the write of e's key,
-// which its Committer says failed, and records the failure through
+// which the Document says failed, and records the failure through
 // outcome, so the key is retried. A wanted key is not in the target as
 // far as the loop knows, so its retry writes it through. A deleted key
 // holds what the target says it still holds, as written by this run (it

@@ -62,7 +62,7 @@ var eventReasons = map[string]struct {
 	string(node.DecisionFileRendered):    {"FileRendered", false},
 	string(node.DecisionObjectApplied):   {"ObjectApplied", false},
 	string(node.DecisionObjectDeleted):   {"ObjectDeleted", false},
-	string(node.DecisionDeletesHeld):     {"DeletesHeld", true},
+	string(node.DecisionDeletesBraked):   {"DeletesHeld", true},
 	string(node.DecisionDeletesReleased): {"DeletesReleased", false},
 }
 
@@ -171,7 +171,7 @@ func (ec *eventsConfig) eventNamespace() string {
 	return metav1.NamespaceDefault
 }
 
-// KubeRules implements node.KubeAccess: with an events block, create and
+// KubeRules is the sink's Kubernetes permissions: with an events block, create and
 // patch (repeated Events are aggregated by patching) of events in the
 // Events' namespace.
 func (s *Sink) KubeRules() []node.KubeRule {
@@ -337,4 +337,7 @@ func newClientset(ec *eventsConfig) (cs kubernetes.Interface, closeIdle func(), 
 	return cs, hc.CloseIdleConnections, nil
 }
 
-var _ node.KubeAccess = (*Sink)(nil)
+// Needs implements node.Access (KubeRules).
+func (s *Sink) Needs() node.Needs { return node.Needs{Kube: s.KubeRules()} }
+
+var _ node.Access = (*Sink)(nil)

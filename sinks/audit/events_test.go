@@ -330,7 +330,7 @@ func TestEventsOfBrakeDecisions(t *testing.T) {
 	s.Clientset = cs
 	tg, _, _ := open(t, s)
 	for _, d := range []node.Decision{
-		{Kind: node.DecisionDeletesHeld, Node: "sink.ebpf_map.allowed", Detail: "35 deletes held"},
+		{Kind: node.DecisionDeletesBraked, Node: "sink.ebpf_map.allowed", Detail: "35 deletes held"},
 		{Kind: node.DecisionDeletesReleased, Node: "sink.ebpf_map.allowed", Detail: "35 deletes released"},
 	} {
 		if err := tg.RecordDecision(d); err != nil {

@@ -10,7 +10,7 @@ import (
 // bpffs is where the BPF filesystem is mounted on a Kubernetes node.
 const bpffs = "/sys/fs/bpf"
 
-// HostNeeds implements node.HostAccess: CAP_BPF to create, pin, read and
+// HostNeeds is what the sink needs of the host: CAP_BPF to create, pin, read and
 // write maps (no program is loaded or attached, so neither NET_ADMIN nor
 // PERFMON), and the bpffs holding the pin.
 func (s *Sink) HostNeeds() node.HostNeeds {
@@ -21,4 +21,7 @@ func (s *Sink) HostNeeds() node.HostNeeds {
 	return node.HostNeeds{Capabilities: []string{"BPF"}, Paths: []string{dir}}
 }
 
-var _ node.HostAccess = (*Sink)(nil)
+// Needs implements node.Access (HostNeeds).
+func (s *Sink) Needs() node.Needs { return node.Needs{Host: s.HostNeeds()} }
+
+var _ node.Access = (*Sink)(nil)

@@ -14,7 +14,7 @@ import (
 
 // encoderFor builds an ebpf_map sink from body (pin and input added) and
 // returns its Encoder, which needs no bpffs.
-func encoderFor(t *testing.T, body string) node.Preparer {
+func encoderFor(t *testing.T, body string) func(node.Record) (node.Entry, error) {
 	t.Helper()
 	s := nodetest.MustBuild(t, Spec(), "input = transform.extract.ips\npin = \""+filepath.Join(t.TempDir(), "m")+"\"\n"+body, records).Sink.(*Sink)
 	env, _ := nodetest.Env(t, nil)
@@ -46,7 +46,7 @@ func TestKeysCanonicalised(t *testing.T) {
 		}
 		enc := encoderFor(t, "type = \""+typ+"\"\nmax_entries = 16\nkey {\n type = \""+tc.typ+"\"\n}\n"+u8Value)
 		for _, k := range tc.keys {
-			e, err := enc.Prepare(rec(k, cty.EmptyObjectVal))
+			e, err := enc(rec(k, cty.EmptyObjectVal))
 			if err != nil {
 				t.Errorf("%s %s: %v", tc.typ, k, err)
 				continue
@@ -63,13 +63,13 @@ func TestKeysCanonicalised(t *testing.T) {
 func TestFractionsRefused(t *testing.T) {
 	enc := encoderFor(t, "max_entries = 16\nkey {\n type = \"ipv4\"\n}\nvalue {\n type = \"u8\"\n from = tonumber(record.value.n)\n}")
 	for _, n := range []string{"1.5", "3.5", "2.7", "0.5", "-1", "256", "1e300"} {
-		e, err := enc.Prepare(rec("10.0.0.1", cty.ObjectVal(map[string]cty.Value{"n": cty.StringVal(n)})))
+		e, err := enc(rec("10.0.0.1", cty.ObjectVal(map[string]cty.Value{"n": cty.StringVal(n)})))
 		if err == nil {
 			t.Errorf("u8 from %s: Prepare wrote %x", n, e.Data)
 		}
 	}
 	for _, n := range []string{"0", "1", "255", "3.0"} {
-		if _, err := enc.Prepare(rec("10.0.0.1", cty.ObjectVal(map[string]cty.Value{"n": cty.StringVal(n)}))); err != nil {
+		if _, err := enc(rec("10.0.0.1", cty.ObjectVal(map[string]cty.Value{"n": cty.StringVal(n)}))); err != nil {
 			t.Errorf("u8 from %s: %v", n, err)
 		}
 	}

@@ -38,7 +38,7 @@ value {
 	}
 	defer planned.Close()
 	rec := node.Record{Key: "10.1.0.0/16", Value: cty.ObjectVal(map[string]cty.Value{"id": cty.NumberIntVal(7)})}
-	got, err := enc.Prepare(rec)
+	got, err := enc(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -250,13 +250,12 @@ func (t *Target) ScanActual(ctx context.Context, known func(data []byte, width i
 	return nil
 }
 
-// Commit implements node.Committer: it takes the engine's count of the
+// Count implements node.Chunked: it takes the engine's count of the
 // entries the map holds after each round (a hash map cannot be counted
 // without reading it whole). The next full read sizes its result by it.
-func (t *Target) Commit(_ context.Context, r node.Round) []node.Entry {
-	t.setCount(r.Held)
-	t.lastCount = r.Held
-	return nil
+func (t *Target) Count(n int) {
+	t.setCount(n)
+	t.lastCount = n
 }
 
 func (t *Target) setCount(n int) {
@@ -364,6 +363,5 @@ func (t *Target) Close() error {
 var (
 	_ node.Sink      = (*Sink)(nil)
 	_ node.Target    = (*Target)(nil)
-	_ node.Committer = (*Target)(nil)
 	_ node.KeyReader = (*Target)(nil)
 )

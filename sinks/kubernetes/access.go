@@ -6,7 +6,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// KubeRules implements node.KubeAccess: get, list, watch, create and patch
+// KubeRules is the sink's Kubernetes permissions: get, list, watch, create and patch
 // (a server-side apply that creates an object is authorized as create, one
 // that changes it as patch) and delete (prune) on the written kind, in each
 // of namespaces or in every namespace; a status sink patches the status
@@ -39,4 +39,7 @@ func (s *Sink) KubeRules() []node.KubeRule {
 	return out
 }
 
-var _ node.KubeAccess = (*Sink)(nil)
+// Needs implements node.Access (KubeRules).
+func (s *Sink) Needs() node.Needs { return node.Needs{Kube: s.KubeRules()} }
+
+var _ node.Access = (*Sink)(nil)

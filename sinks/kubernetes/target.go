@@ -166,7 +166,7 @@ func (t *Target) Ready(ctx context.Context) error {
 // configuration.
 func (t *Target) Prepare(r node.Record) (node.Entry, error) { return t.s.Prepare(r) }
 
-// Prepare builds r's entry; it is the sink's node.Preparer too.
+// Prepare builds r's entry; it is the sink's node.Encoder too.
 func (s *Sink) Prepare(r node.Record) (node.Entry, error) {
 	b, err := s.build(r)
 	if err != nil {
@@ -182,7 +182,9 @@ func (s *Sink) Prepare(r node.Record) (node.Entry, error) {
 }
 
 // Encoder implements node.Encoder: config tests see the objects.
-func (s *Sink) Encoder(node.Env) (node.Preparer, error) { return s, nil }
+func (s *Sink) Encoder(node.Env) (func(node.Record) (node.Entry, error), error) {
+	return s.Prepare, nil
+}
 
 // Actual implements node.Target: one LIST per namespace (one in all when
 // namespaces is unset) of the objects carrying the owner label, a
@@ -299,9 +301,8 @@ func (t *Target) record(key node.Key, r result) {
 var errPlan = errors.New("target opened for plan: writes refused")
 
 var (
-	_ node.Sink     = (*Sink)(nil)
-	_ node.Encoder  = (*Sink)(nil)
-	_ node.Preparer = (*Sink)(nil)
-	_ node.Target   = (*Target)(nil)
-	_ node.Readier  = (*Target)(nil)
+	_ node.Sink    = (*Sink)(nil)
+	_ node.Encoder = (*Sink)(nil)
+	_ node.Target  = (*Target)(nil)
+	_ node.Readier = (*Target)(nil)
 )

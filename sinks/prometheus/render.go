@@ -14,7 +14,9 @@ import (
 
 // Encoder implements node.Encoder: `pipeline test` holds this sink's
 // entries as Prepare makes them, without serving anything.
-func (s *Sink) Encoder(node.Env) (node.Preparer, error) { return s, nil }
+func (s *Sink) Encoder(node.Env) (func(node.Record) (node.Entry, error), error) {
+	return s.Prepare, nil
+}
 
 // Render implements node.Renderer: the sink's series in the text
 // exposition format, exactly as a scrape of /metrics shows them (the
@@ -51,5 +53,4 @@ func (s *Sink) Render(entries []node.Entry) ([]byte, error) {
 var (
 	_ node.Encoder  = (*Sink)(nil)
 	_ node.Renderer = (*Sink)(nil)
-	_ node.Preparer = (*Sink)(nil)
 )

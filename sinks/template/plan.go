@@ -13,7 +13,7 @@ import (
 	"github.com/pipeline/pipeline/internal/redact"
 )
 
-// PlanFile implements node.FilePlanner: the unified diff from the file on
+// PlanFile implements node.Document: the unified diff from the file on
 // disk to the render of desired, every sensitive value masked (those of
 // the records and the configuration's sensitive variables). Nothing is
 // written and no command runs.
@@ -81,8 +81,6 @@ func unifiedDiff(path, a, b string) string {
 	}
 	return strings.TrimSuffix(d, "\n") + "\n"
 }
-
-var _ node.FilePlanner = (*Target)(nil)
 
 // explainLines bounds the lines Explain lists.
 const explainLines = 20

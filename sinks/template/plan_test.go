@@ -23,7 +23,7 @@ func TestPlanFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plan.Close()
-	fp := plan.(node.FilePlanner)
+	fp := plan.(node.Document)
 	secret := cty.ObjectVal(map[string]cty.Value{"pw": schema.MarkSensitive(cty.StringVal("hunter2"))})
 	got, err := fp.PlanFile(context.Background(), []node.Entry{{Key: "a", Value: secret}})
 	if err != nil {

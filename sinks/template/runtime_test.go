@@ -79,7 +79,7 @@ func TestRuntimeUpdateHAProxy(t *testing.T) {
 	l.Close()
 	f := open(t, strings.ReplaceAll(runtimeTmpl, "LISTEN", listen))
 	var dec decisions
-	f.tg.env.Decisions = &dec
+	f.tg.env.Decisions = dec.Decide
 	dir := filepath.Dir(f.path)
 	pidFile := filepath.Join(dir, "haproxy.pid")
 	// HAProxy runs first, on a file with its socket and no backend.

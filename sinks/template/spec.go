@@ -286,19 +286,19 @@ func (s *Sink) Claims() []node.Claim {
 	return []node.Claim{{What: "rendered file", Name: filepath.Clean(s.path), Range: s.pathRange}}
 }
 
-// HostNeeds implements node.HostAccess: the file's directory is shared
-// with the program that reads it (a hostPath volume in `pipeline
-// manifests`), and so is the pid file's.
-func (s *Sink) HostNeeds() node.HostNeeds {
+// Needs implements node.Access: the file's directory is shared with the
+// program that reads it (a hostPath volume in `pipeline manifests`), and
+// so is the pid file's.
+func (s *Sink) Needs() node.Needs {
 	paths := []string{filepath.Dir(s.path)}
 	if s.pidFile != "" && filepath.Dir(s.pidFile) != paths[0] {
 		paths = append(paths, filepath.Dir(s.pidFile))
 	}
-	return node.HostNeeds{Paths: paths}
+	return node.Needs{Host: node.HostNeeds{Paths: paths}}
 }
 
 var (
-	_ node.Sink       = (*Sink)(nil)
-	_ node.HostAccess = (*Sink)(nil)
-	_ node.Renderer   = (*Sink)(nil)
+	_ node.Sink     = (*Sink)(nil)
+	_ node.Access   = (*Sink)(nil)
+	_ node.Renderer = (*Sink)(nil)
 )

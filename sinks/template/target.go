@@ -291,7 +291,7 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 	}
 }
 
-// Commit implements node.Committer: once the input synced, it applies
+// Commit implements node.Document: once the input synced, it applies
 // the round's change (apply: one render, compare, check, swap and reload
 // per round, however many Updates and Deletes the round made), comparing
 // with the disk at a full reconcile. It returns the round's write for tap
@@ -725,6 +725,6 @@ func (t *Target) Close() error {
 
 var (
 	_ node.Target    = (*Target)(nil)
-	_ node.Committer = (*Target)(nil)
+	_ node.Document  = (*Target)(nil)
 	_ node.Describer = (*Target)(nil)
 )

@@ -390,7 +390,7 @@ func TestSensitiveValueOnlyInFile(t *testing.T) {
 				`check_command = ["sh", "-c", "cat \"$0\"; echo; rev \"$0\"; exit 1", "{{path}}"]`+"\n"+
 				fmt.Sprintf("show_command_output = %v", show))
 			var dec decisions
-			f.tg.env.Decisions = &dec
+			f.tg.env.Decisions = dec.Decide
 			secret := schema.MarkSensitive(cty.StringVal("hunter2"))
 			batch := []node.Entry{{Key: "a", Value: cty.ObjectVal(map[string]cty.Value{"password": secret, "bad": cty.StringVal("")})}}
 			f.round(batch, full)
@@ -433,7 +433,7 @@ func (d *decisions) Decide(x node.Decision) { d.list = append(d.list, x) }
 func TestDecisionPerWrite(t *testing.T) {
 	f := open(t, serversTmpl+`check_command = ["true"]`)
 	var dec decisions
-	f.tg.env.Decisions = &dec
+	f.tg.env.Decisions = dec.Decide
 	f.tg.Update(context.Background(), []node.Entry{{Key: "a", Value: server("10.0.0.1", 80)}})
 	wrote := f.tg.Commit(context.Background(), full)
 	if len(wrote) != 1 || wrote[0].Key != node.Key(f.path) || len(wrote[0].Value.GetAttr("sha256").AsString()) != 64 {

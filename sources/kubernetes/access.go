@@ -7,7 +7,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// KubeRules implements node.KubeAccess: list and watch of the watched
+// KubeRules is the source's Kubernetes permissions: list and watch of the watched
 // resource in its namespace (or every namespace), limited to the named
 // object of a single-resource watch, and get for store = "cached", whose
 // lookups fetch objects. Discovery, the access review and /readyz need no
@@ -37,4 +37,7 @@ func (s *Source) KubeRules() []node.KubeRule {
 	return []node.KubeRule{r}
 }
 
-var _ node.KubeAccess = (*Source)(nil)
+// Needs implements node.Access (KubeRules).
+func (s *Source) Needs() node.Needs { return node.Needs{Kube: s.KubeRules()} }
+
+var _ node.Access = (*Source)(nil)

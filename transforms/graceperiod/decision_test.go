@@ -38,7 +38,7 @@ func TestGraceDeletionIsADecision(t *testing.T) {
 		in, out := nodetest.NewInput(16), nodetest.NewOutput()
 		env, _ := nodetest.Env(t, prometheus.NewRegistry())
 		dec := &decisions{}
-		env.Decisions = dec
+		env.Decisions = dec.Decide
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- tr.Run(ctx, env, in, out) }()

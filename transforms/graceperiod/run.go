@@ -29,7 +29,7 @@ type Transform struct {
 // while the transform runs, from any goroutine; plan and explain use it.
 func (t *Transform) Pending() []PendingDelete { return t.pending.list() }
 
-// PendingDue implements node.PendingDue: when the deletion of k passes
+// PendingDue implements node.PendingLister: when the deletion of k passes
 // downstream, if it waits. Safe from any goroutine; explain uses it.
 func (t *Transform) PendingDue(k node.Key) (time.Time, bool) { return t.pending.due(k) }
 
@@ -138,6 +138,5 @@ func (t *Transform) TakesPacked() {}
 
 var (
 	_ node.Transform   = (*Transform)(nil)
-	_ node.PendingDue  = (*Transform)(nil)
 	_ node.PackedInput = (*Transform)(nil)
 )

@@ -125,9 +125,9 @@ func (JSON) Write(w io.Writer, p *Plan) error {
 
 func sinkJSON(p *Plan, s *plan.SinkPlan) sinkDoc {
 	d := sinkDoc{Address: s.Address, Type: s.Type, Target: s.Target, AppendOnly: s.AppendOnly, Prune: s.Prune,
-		Held: s.Held, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
+		Held: s.Actual, Desired: s.Desired, Kept: s.Kept, Changes: make([]changeDoc, 0, len(s.Changes)),
 		Skipped: []skippedDoc{}, PendingDeletions: []pendingDoc{}, File: s.File,
-		DeletesHeld: s.DeletesHeld, Brake: s.Brake}
+		DeletesHeld: s.DeletesBraked, Brake: s.Brake}
 	for _, p := range s.Pending {
 		d.PendingDeletions = append(d.PendingDeletions, pendingDoc{Key: p.Key, Due: p.Due.UTC()})
 	}
@@ -136,7 +136,7 @@ func sinkJSON(p *Plan, s *plan.SinkPlan) sinkDoc {
 	}
 	for _, c := range s.Changes {
 		cd := changeDoc{Action: c.Action.String(), Key: c.Key, Shown: shownDoc{Before: c.Before, After: c.After},
-			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError, Held: c.Held,
+			Origins: c.Origins, Sensitive: c.Sensitive || p.isSensitive(s.Address, c.Key), Detail: c.Detail, DryRunError: c.DryRunError, Held: c.Braked,
 			Refused: c.Refused, Adopts: c.Adopts}
 		if cd.Origins == nil {
 			cd.Origins = []string{}

@@ -61,9 +61,9 @@ func targetLine(s *plan.SinkPlan) string {
 	case !t.Exists:
 		parts = append(parts, "would be created")
 	case t.MaxEntries > 0:
-		parts = append(parts, fmt.Sprintf("%d / %d entries", s.Held, t.MaxEntries))
+		parts = append(parts, fmt.Sprintf("%d / %d entries", s.Actual, t.MaxEntries))
 	default:
-		parts = append(parts, view.Plural(s.Held, "entry"))
+		parts = append(parts, view.Plural(s.Actual, "entry"))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -149,7 +149,7 @@ func changeText(c plan.PlannedChange) string {
 	case reconcile.Update:
 		s = fmt.Sprintf("=> %s (was %s)", after, before)
 	case reconcile.Delete:
-		if c.Held {
+		if c.Braked {
 			return "no longer desired, held by the deletion brake (was " + before + ")"
 		}
 		return "no longer desired (was " + before + ")"

@@ -22,7 +22,7 @@ type MemSink struct {
 	deletes int
 	reads   int
 	unknown int // entries ScanActual handed over: known did not recognise them
-	held    int // what the engine last said the target holds (node.Round.Held)
+	actual  int // what the engine last said the target holds (node.Chunked.Count)
 	// FailKey, when set, makes every write of that key fail.
 	FailKey func(k node.Key) bool
 	// RejectKey, when set, makes every write of that key fail with a
@@ -44,6 +44,9 @@ type MemSink struct {
 	// through node.Chunked and take writes of Data alone
 	// (node.Chunked), as a BPF map does.
 	Encoded bool
+	// Document makes the target a node.Document: Update and Delete record
+	// the round's changes and Commit applies them once the input synced.
+	Document bool
 	// prepared finds an Encoded target's entries by their Data, for
 	// UpdateData and DeleteData; it keeps every entry ever prepared or
 	// read (a test's few).
@@ -54,24 +57,24 @@ type MemSink struct {
 func NewMemSink() *MemSink { return &MemSink{state: map[node.Key]cty.Value{}} }
 
 var (
-	_ node.Sink      = (*MemSink)(nil)
-	_ node.Target    = (*memTarget)(nil)
-	_ node.Committer = (*memTarget)(nil)
+	_ node.Sink   = (*MemSink)(nil)
+	_ node.Target = (*memTarget)(nil)
 )
 
-// Commit implements node.Committer: it keeps the round's Held count.
-func (t *memTarget) Commit(_ context.Context, r node.Round) []node.Entry {
+// Count implements node.Chunked: it keeps the count of an Encoded
+// target.
+func (t *scanTarget) Count(n int) {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
-	t.m.held = r.Held
-	return nil
+	t.m.actual = n
 }
 
-// HeldCount returns what the engine last reported the target holds.
-func (m *MemSink) HeldCount() int {
+// ActualCount returns what the engine last reported an Encoded target
+// holds (node.Chunked.Count).
+func (m *MemSink) ActualCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.held
+	return m.actual
 }
 
 // Open implements node.Sink.
@@ -79,10 +82,77 @@ func (m *MemSink) Open(_ context.Context, env node.Env, _ node.Mode) (node.Targe
 	if m.HealthyOnOpen && env.Health != nil {
 		env.Health.Set(node.Healthy, "")
 	}
-	if m.Encoded {
+	switch {
+	case m.Encoded:
 		return &scanTarget{memTarget{m}}, nil
+	case m.Document:
+		return &docTarget{memTarget: memTarget{m}, pend: map[node.Key]*cty.Value{}}, nil
 	}
 	return &memTarget{m}, nil
+}
+
+// docTarget is a Document MemSink's target: a document of every entry,
+// written as a whole by Commit.
+type docTarget struct {
+	memTarget
+	pend map[node.Key]*cty.Value // the round's changes; nil: deleted
+}
+
+var _ node.Document = (*docTarget)(nil)
+
+// Update records batch for the next Commit.
+func (t *docTarget) Update(_ context.Context, batch []node.Entry) {
+	for _, e := range batch {
+		t.pend[e.Key] = &e.Value
+	}
+}
+
+// Delete records batch for the next Commit.
+func (t *docTarget) Delete(_ context.Context, batch []node.Entry) {
+	for _, e := range batch {
+		t.pend[e.Key] = nil
+	}
+}
+
+// Commit implements node.Document: once the input synced, it writes the
+// round's changes (through memTarget, so FailKey fails them).
+func (t *docTarget) Commit(ctx context.Context, r node.Round) []node.Entry {
+	if !r.Synced {
+		return nil
+	}
+	var up, del []node.Entry
+	for k, v := range t.pend {
+		if v == nil {
+			del = append(del, node.Entry{Key: k})
+		} else {
+			up = append(up, node.Entry{Key: k, Value: *v})
+		}
+	}
+	clear(t.pend)
+	t.memTarget.Update(ctx, up)
+	t.memTarget.Delete(ctx, del)
+	var failed []node.Entry
+	for _, e := range append(up, del...) {
+		if e.Err != nil {
+			failed = append(failed, e)
+		}
+	}
+	return failed
+}
+
+// PlanFile implements node.Document: Changed says whether desired
+// differs from the document.
+func (t *docTarget) PlanFile(ctx context.Context, desired []node.Entry) (node.FilePlan, error) {
+	actual, err := t.Actual(ctx)
+	if err != nil {
+		return node.FilePlan{}, err
+	}
+	same := len(actual) == len(desired)
+	for _, a := range actual {
+		i := slices.IndexFunc(desired, func(d node.Entry) bool { return d.Key == a.Key })
+		same = same && i >= 0 && desired[i].Same(a)
+	}
+	return node.FilePlan{Path: "memory", Exists: true, Changed: !same}, nil
 }
 
 // State returns a copy of the target's entries.

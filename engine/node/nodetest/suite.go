@@ -13,7 +13,10 @@ import (
 // open, with records the target can encode (at least three):
 // Prepare is deterministic, Update is idempotent, Actual reflects writes,
 // deleting a missing key succeeds, and an append-only target says so with
-// node.ErrNoActualState. Every sink type runs it in its tests.
+// node.ErrNoActualState. Every sink type runs it in its tests. It covers
+// each shape (node.Shape): a document's writes are committed (Commit, the
+// input synced) before Actual reads them, and its PlanFile then sees no
+// change.
 func RunTargetSuite(t *testing.T, open func(t *testing.T) node.Target, records []node.Record) {
 	t.Helper()
 	if len(records) < 3 {
@@ -40,6 +43,20 @@ func RunTargetSuite(t *testing.T, open func(t *testing.T) node.Target, records [
 			}
 		}
 	}
+	// commit ends a round of a document; want are the entries it should
+	// then hold, for its PlanFile.
+	commit := func(t *testing.T, tg node.Target, want []node.Entry) {
+		t.Helper()
+		d, ok := tg.(node.Document)
+		if !ok {
+			return
+		}
+		noErr(t, "Commit", d.Commit(ctx, node.Round{Synced: true, Full: true}))
+		fp, err := d.PlanFile(ctx, want)
+		if err != nil || fp.Changed {
+			t.Fatalf("PlanFile after Commit: %+v, %v; want no change", fp, err)
+		}
+	}
 	t.Run("prepare is deterministic", func(t *testing.T) {
 		tg := open(t)
 		defer tg.Close()
@@ -59,6 +76,7 @@ func RunTargetSuite(t *testing.T, open func(t *testing.T) node.Target, records [
 		es2 := prepare(t, tg, records)
 		tg.Update(ctx, es2)
 		noErr(t, "second Update", es2)
+		commit(t, tg, es)
 		actual, err := tg.Actual(ctx)
 		if errors.Is(err, node.ErrNoActualState) {
 			return // append-only: nothing to read back
@@ -83,8 +101,10 @@ func RunTargetSuite(t *testing.T, open func(t *testing.T) node.Target, records [
 		es := prepare(t, tg, records)
 		tg.Update(ctx, es[:1])
 		noErr(t, "Update", es[:1])
+		commit(t, tg, es[:1])
 		tg.Delete(ctx, es) // es[1:] were never written
 		noErr(t, "Delete", es)
+		commit(t, tg, nil)
 		actual, err := tg.Actual(ctx)
 		if errors.Is(err, node.ErrNoActualState) {
 			return

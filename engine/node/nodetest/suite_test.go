@@ -11,10 +11,10 @@ import (
 
 func TestMemSinkPassesSuite(t *testing.T) {
 	recs := []node.Record{{Key: "a", Value: cty.StringVal("1")}, {Key: "b", Value: cty.StringVal("2")}, {Key: "c", Value: cty.StringVal("3")}}
-	for _, appendOnly := range []bool{false, true} {
+	for _, shape := range []node.Shape{node.ShapeKeyed, node.ShapeDocument, node.ShapeAppend} {
 		RunTargetSuite(t, func(t *testing.T) node.Target {
 			s := NewMemSink()
-			s.AppendOnly = appendOnly
+			s.AppendOnly, s.Document = shape == node.ShapeAppend, shape == node.ShapeDocument
 			tg, err := s.Open(context.Background(), node.Env{}, node.ModeRun)
 			if err != nil {
 				t.Fatal(err)
