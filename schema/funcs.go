@@ -35,6 +35,24 @@ func newEvalContext(dir string, environ []string) (*hcl.EvalContext, *budget) {
 	return &hcl.EvalContext{Variables: map[string]cty.Value{}, Functions: funcs}, b
 }
 
+// Pure reports whether the function named gives the same result for the
+// same arguments within one run, so that a caller may keep a result and
+// skip evaluating again (the template sink's reuse of text, transform
+// aggregate's incremental evaluation). file reads the disk, which may
+// change; env reads the environment, fixed for a run. A function added to
+// Functions must be added here (TestEveryFunctionClassified).
+func Pure(name string) bool { return purity[name] }
+
+var purity = map[string]bool{
+	"file": false,
+	"env":  true, "lower": true, "upper": true, "join": true, "split": true, "format": true,
+	"formatlist": true, "jsonencode": true, "jsondecode": true, "trimspace": true, "replace": true,
+	"regex": true, "substr": true, "length": true, "concat": true, "merge": true, "keys": true,
+	"values": true, "lookup": true, "contains": true, "coalesce": true, "distinct": true,
+	"flatten": true, "sort": true, "tostring": true, "tonumber": true, "tobool": true, "min": true,
+	"max": true, "cidrsubnet": true, "cidrhost": true, "try": true, "can": true,
+}
+
 // Functions returns the functions available in every expression. dir is the
 // base for relative file() paths and env backs env().
 func Functions(dir string, env map[string]string) map[string]function.Function {

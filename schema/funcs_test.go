@@ -168,3 +168,17 @@ func TestFunctionsListedInDocs(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryFunctionClassified(t *testing.T) {
+	funcs := Functions("", nil)
+	for name := range funcs {
+		if _, ok := purity[name]; !ok {
+			t.Errorf("function %s: say in purity whether it is pure", name)
+		}
+	}
+	for name := range purity {
+		if _, ok := funcs[name]; !ok {
+			t.Errorf("purity names %s, which is no function", name)
+		}
+	}
+}

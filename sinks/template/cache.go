@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/pipeline/pipeline/schema"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -310,7 +311,7 @@ func (w *loopWalker) reads(f *hclsyntax.ForExpr, exprs ...hclsyntax.Expression) 
 		}
 		pure := true
 		_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
-			if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && !pureFuncs[c.Name] {
+			if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && !schema.Pure(c.Name) {
 				pure = false
 			}
 			return nil
@@ -331,18 +332,6 @@ func defines(ctx *hcl.EvalContext, name string) bool {
 	}
 	return false
 }
-
-// pureFuncs are the functions whose result depends only on their
-// arguments (env reads the environment the configuration was loaded
-// with); file reads the disk at each call. TestFuncsClassified holds
-// every function of the language in one of the two lists.
-var pureFuncs = map[string]bool{"env": true, "lower": true, "upper": true, "join": true, "split": true, "format": true,
-	"formatlist": true, "jsonencode": true, "jsondecode": true, "trimspace": true, "replace": true, "regex": true,
-	"substr": true, "length": true, "concat": true, "merge": true, "keys": true, "values": true, "lookup": true,
-	"contains": true, "coalesce": true, "distinct": true, "flatten": true, "tostring": true, "tonumber": true,
-	"tobool": true, "sort": true, "min": true, "max": true, "cidrsubnet": true, "cidrhost": true, "try": true, "can": true}
-
-var impureFuncs = []string{"file"}
 
 // digester encodes values into buf, each encoding naming the value's
 // kind and the length of each part, so that two values have the same

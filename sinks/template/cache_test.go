@@ -360,21 +360,6 @@ func TestLoopsKept(t *testing.T) {
 	}
 }
 
-// Every function of the language is pure or not, for the cache: a new
-// function must be classified.
-func TestFuncsClassified(t *testing.T) {
-	for name := range schema.Functions("", nil) {
-		if pureFuncs[name] == slices.Contains(impureFuncs, name) {
-			t.Errorf("function %s: classify it in pureFuncs or impureFuncs", name)
-		}
-	}
-	for name := range pureFuncs {
-		if _, ok := schema.Functions("", nil)[name]; !ok {
-			t.Errorf("pureFuncs names %s, which is no function", name)
-		}
-	}
-}
-
 // Renders of one sink at once (the target's and plan's) each take the
 // cache or go without it; all give the same text.
 func TestConcurrentRenders(t *testing.T) {

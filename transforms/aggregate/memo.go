@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/pipeline/pipeline/engine/node"
+	"github.com/pipeline/pipeline/schema"
 )
 
 // An evaluation evaluates again only what a change affects:
@@ -26,14 +27,10 @@ import (
 //
 // All rest on the same facts: an expression's result depends only on the
 // variables it reads, `var` and `local` are fixed for a run, and functions
-// are pure except those in impure. Where what an expression reads cannot
+// are pure where schema.Pure says so. Where what an expression reads cannot
 // be told (a reference to `let` as a whole, an impure function), it is
 // evaluated every time, as is an element that is unknown or sensitive.
 // TestIncrementalMatchesFull compares the result with a full evaluation.
-
-// impure names the functions whose result may differ for equal arguments:
-// file reads the disk.
-var impure = map[string]bool{"file": true}
 
 // reads returns what e reads that may change from one evaluation to the
 // next, as version names: "records" and "let.NAME". Variables named in
@@ -67,7 +64,7 @@ func reads(e hcl.Expression, local ...string) (names []string, ok bool) {
 func callsImpure(e hclsyntax.Expression) bool {
 	found := false
 	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
-		if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && impure[c.Name] {
+		if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && !schema.Pure(c.Name) {
 			found = true
 		}
 		return nil
