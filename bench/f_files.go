@@ -88,7 +88,8 @@ sink "log" "l" {
 }
 
 // manyFilesRun runs the pipeline until the log holds n lines, reads its
-// peak RSS, changes one file, waits for its line and reads it again.
+// peak RSS, changes one file, waits for its line and reads it again (with
+// change nil it stops after the load).
 func (e *Env) manyFilesRun(ctx context.Context, cfg, out string, n int, change func() error) (load, changed float64, err error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -119,8 +120,8 @@ func (e *Env) manyFilesRun(ctx context.Context, cfg, out string, n int, change f
 		return 0, 0, err
 	}
 	pid := p.cmd.Process.Pid
-	if load, err = rssMB(pid, "VmHWM"); err != nil {
-		return 0, 0, err
+	if load, err = rssMB(pid, "VmHWM"); err != nil || change == nil {
+		return load, 0, err
 	}
 	if err := change(); err != nil {
 		return 0, 0, err

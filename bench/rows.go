@@ -71,6 +71,7 @@ var scenarios = []scenario{
 	{"kube-sink-apply", kubeSinkApply},     // K1
 	{"kube-sink-latency", kubeSinkLatency}, // K2
 	{"files-many", manyFiles},              // F1, F2
+	{"files-multidoc", multiDocYAML},       // F3, F4
 	{"metrics-scrape", metricsScrape},      // M1
 	{"haproxy-routes", haproxyRoutes},      // H1..H5
 	{"aggregate-join", aggregateJoin},      // G1

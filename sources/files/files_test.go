@@ -24,7 +24,7 @@ import (
 )
 
 // build decodes a source "files" "test" block in a config file of dir.
-func build(t *testing.T, dir, body string) (*Source, hcl.Diagnostics) {
+func build(t testing.TB, dir, body string) (*Source, hcl.Diagnostics) {
 	t.Helper()
 	src := "source \"files\" \"test\" {\n" + body + "\n}\n"
 	cfg, diags := schema.NewLoader().ParseSource(filepath.Join(dir, "pipeline.hcl"), []byte(src), schema.Options{Environ: []string{}})
@@ -42,7 +42,7 @@ func build(t *testing.T, dir, body string) (*Source, hcl.Diagnostics) {
 	return s, d
 }
 
-func mustBuild(t *testing.T, dir, body string) *Source {
+func mustBuild(t testing.TB, dir, body string) *Source {
 	t.Helper()
 	s, diags := build(t, dir, body)
 	if diags.HasErrors() {

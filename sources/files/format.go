@@ -379,8 +379,10 @@ func decodeData(js []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("invalid data after the value at offset %d", dec.InputOffset())
+	// What follows the value is read here, not by the decoder, whose next
+	// read would grow its buffer to three times a small file's size.
+	if off := dec.InputOffset(); len(bytes.TrimLeft(js[off:], " \t\r\n")) > 0 {
+		return nil, fmt.Errorf("invalid data after the value at offset %d", off)
 	}
 	return v, nil
 }

@@ -482,6 +482,9 @@ func (s *Source) matches(obj map[string]any) bool {
 	if s.apiVersion != "" && obj["apiVersion"] != s.apiVersion {
 		return false
 	}
+	if s.selector.Empty() {
+		return true // no labels to copy
+	}
 	md, _ := obj["metadata"].(map[string]any)
 	raw, _ := md["labels"].(map[string]any)
 	set := make(labels.Set, len(raw))

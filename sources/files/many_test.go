@@ -115,3 +115,16 @@ func TestOneFileChangedAmongMany(t *testing.T) {
 		t.Errorf("a reload after one file changed made %d records anew, want 1: unchanged files were parsed again", made)
 	}
 }
+
+// BenchmarkFileEntries makes the record of one of row F1's files: an
+// 80-byte Pod in JSON, parsed, keyed and packed (docs/performance.md, F1).
+func BenchmarkFileEntries(b *testing.B) {
+	s := mustBuild(b, b.TempDir(), `paths = ["*.json"]`)
+	f := file{path: "/data/p000001.json", data: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p000001","namespace":"ns","labels":{"v":"a"}}}` + "\n")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if entries, _, _ := s.fileEntries(context.Background(), f); len(entries) != 1 || entries[0].odd != nil {
+			b.Fatalf("%d entries", len(entries))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -131,10 +132,20 @@ func (r *jsonReader) literal(text string) bool {
 
 // str reads a string; one with escapes (rare) is decoded by encoding/json.
 func (r *jsonReader) str() (string, bool) {
-	if !r.next('"') {
+	raw, escaped, ok := r.rawStr()
+	if !ok {
 		return "", false
 	}
-	start, escaped := r.i, false
+	return unquote(raw, escaped)
+}
+
+// rawStr reads a string and returns it as written, quotes included only
+// when it has escapes (for str to decode).
+func (r *jsonReader) rawStr() (raw []byte, escaped, ok bool) {
+	if !r.next('"') {
+		return nil, false, false
+	}
+	start := r.i
 	for ; r.i < len(r.b) && r.b[r.i] != '"'; r.i++ {
 		if r.b[r.i] == '\\' {
 			escaped = true
@@ -142,14 +153,108 @@ func (r *jsonReader) str() (string, bool) {
 		}
 	}
 	if !r.next('"') {
-		return "", false
+		return nil, false, false
 	}
+	if escaped {
+		return r.b[start-1 : r.i], true, true
+	}
+	return r.b[start : r.i-1], false, true
+}
+
+// Field answers extract's reads of a record's fields
+// (`object.metadata.name`) from the JSON, building only the value at
+// path, not the object around it (fastexpr.Fields): building the object
+// was most of what extract allocated per record (docs/performance.md,
+// F1). ok is false when an attribute on the way is absent or a step is
+// not an object, or when an object on the way has a name that cty
+// normalizes to another (the built object's names are in NFC); extract
+// then builds the object.
+func (p packedJSON) Field(path []string) (cty.Value, bool) {
+	r := jsonReader{b: p}
+	for _, name := range path {
+		if !r.find(name) {
+			return cty.NilVal, false
+		}
+	}
+	return r.value()
+}
+
+// find moves r from the start of an object to the value of its attribute
+// name; false when r is not at an object or it has no such attribute.
+func (r *jsonReader) find(name string) bool {
+	if !r.next('{') || r.next('}') {
+		return false
+	}
+	for {
+		raw, escaped, ok := r.rawStr()
+		if !ok || !r.next(':') {
+			return false
+		}
+		if !escaped && ascii(raw) {
+			if string(raw) == name {
+				return true
+			}
+		} else if k, ok := unquote(raw, escaped); !ok || cty.NormalizeString(k) != k {
+			return false // the built object names it otherwise (cty.ObjectVal): extract builds it
+		} else if k == name {
+			return true
+		}
+		if !r.skip() || !r.next(',') {
+			return false // the end of the object, or not JSON
+		}
+	}
+}
+
+// unquote is the text of a string rawStr read.
+func unquote(raw []byte, escaped bool) (string, bool) {
 	if !escaped {
-		return string(r.b[start : r.i-1]), true
+		return string(raw), true
 	}
 	var s string
-	err := json.Unmarshal(r.b[start-1:r.i], &s)
+	err := json.Unmarshal(raw, &s)
 	return s, err == nil
+}
+
+// ascii reports whether b is ASCII, which cty's normalization keeps as is.
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// skip moves r past one value.
+func (r *jsonReader) skip() bool {
+	depth := 0
+	for r.i < len(r.b) {
+		switch c := r.b[r.i]; {
+		case c == '"':
+			if _, _, ok := r.rawStr(); !ok {
+				return false
+			}
+		case c == '{' || c == '[':
+			depth++
+			r.i++
+			continue
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return true // a number or literal ends where its container does
+			}
+			depth--
+			r.i++
+		case c == ',' && depth == 0:
+			return true
+		default:
+			r.i++ // a byte of a number or literal
+			continue
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+	return depth == 0
 }
 
 // Same implements node.Packed: the JSON of equal values is equal, as
