@@ -100,10 +100,7 @@ func RecordKey(v cty.Value) (string, error) {
 	switch v.Type() {
 	case cty.String:
 	case cty.Number:
-		if err := CheckNumber(v.AsBigFloat()); err != nil {
-			return "", fmt.Errorf("key: %w", err)
-		}
-		return NumberKey(v.AsBigFloat()), nil
+		return NumberKey(v.AsBigFloat())
 	default:
 		return "", fmt.Errorf("key must be a string or a number, not %s", v.Type().FriendlyName())
 	}
@@ -114,10 +111,15 @@ func RecordKey(v cty.Value) (string, error) {
 }
 
 // NumberKey is a number as a record key: its decimal text, with -0 as 0
-// (one number, one key, whichever way the input spells it).
-func NumberKey(f *big.Float) string {
-	if f.Sign() == 0 {
-		return "0"
+// (one number, one key, whichever way the input spells it). A number
+// CheckNumber refuses has no key: the text of 1e7050281 is seven million
+// digits.
+func NumberKey(f *big.Float) (string, error) {
+	if err := CheckNumber(f); err != nil {
+		return "", fmt.Errorf("key: %w", err)
 	}
-	return f.Text('f', -1)
+	if f.Sign() == 0 {
+		return "0", nil
+	}
+	return f.Text('f', -1), nil
 }

@@ -436,7 +436,7 @@ func (s *Source) itemKey(item cty.Value) (key string, err error) {
 		return "", errors.New("key is null")
 	}
 	if k.Type() == cty.Number {
-		return schema.NumberKey(k.AsBigFloat()), nil
+		return schema.NumberKey(k.AsBigFloat())
 	}
 	if k.Type() != cty.String {
 		return "", fmt.Errorf("key must be a string or a number, not %s", k.Type().FriendlyName())
