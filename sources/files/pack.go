@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipeline/pipeline/engine/node"
 	"github.com/pipeline/pipeline/internal/ctyconv"
+	"github.com/pipeline/pipeline/internal/fastexpr"
 )
 
 // packedJSON is a record value at rest: the compact JSON of the decoded
@@ -19,6 +20,8 @@ import (
 // for a small Kubernetes object is about 25 times its JSON
 // (docs/performance.md, F1).
 type packedJSON []byte
+
+var _ fastexpr.Fields = packedJSON(nil) // extract reads fields without building the object
 
 // packed returns the record value of x, a value decoded from JSON or YAML
 // (maps, slices, strings, numbers, booleans, nil): packed when it is an

@@ -67,13 +67,6 @@ func BenchmarkPackedValuePod(b *testing.B) {
 	}
 }
 
-// fields is what extract asks of a packed record (fastexpr.Fields).
-type fields interface {
-	Field(path []string) (cty.Value, bool)
-}
-
-var _ fields = packedJSON(nil)
-
 // checkFields asks p for every attribute path of its built value, and for
 // one absent attribute below each object, and compares the answers with
 // the built value's. Text not in NFC is only read: the built value's
