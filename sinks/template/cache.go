@@ -104,7 +104,7 @@ type own struct {
 type kept struct {
 	gen        uint64
 	m          map[*hclsyntax.ForExpr]map[uint64]*slot
-	used, held int // passes the render under way used; passes held in m
+	used, kept int // passes the render under way used; passes kept in m
 }
 
 type slot struct {
@@ -135,7 +135,7 @@ func (c *kept) put(f *hclsyntax.ForExpr, d digest, p pass) {
 		c.m[f] = m
 	}
 	if old, ok := m[short(d)]; !ok {
-		c.held++
+		c.kept++
 	} else if old.gen == c.gen {
 		c.used--
 	}
@@ -147,12 +147,12 @@ func (c *kept) put(f *hclsyntax.ForExpr, d digest, p pass) {
 // is as much as what it used: a sweep of every pass costs about what a
 // render that reuses them does.
 func (c *kept) done() {
-	if c.held > 2*c.used+64 {
+	if c.kept > 2*c.used+64 {
 		for _, m := range c.m {
 			for k, s := range m {
 				if s.gen != c.gen {
 					delete(m, k)
-					c.held--
+					c.kept--
 				}
 			}
 		}

@@ -102,7 +102,7 @@ func (t *Target) Explain(key node.Key) []string {
 	if p, ok := t.paths[key]; ok {
 		out = append(out, fmt.Sprintf("%s: the key's last change: %s", t.s.path, red.String(p.String())))
 	}
-	if _, ok := t.held[key]; !ok || t.last == nil {
+	if _, ok := t.entries[key]; !ok || t.last == nil {
 		return out
 	}
 	records := t.recs.sorted()

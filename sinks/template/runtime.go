@@ -152,7 +152,7 @@ func (t *Target) writeRuntime(rend *rendering, digest string, cur *onDisk, ops [
 		"file": t.s.path, "sha256": digest, "bytes": strconv.Itoa(len(rend.data)), "check": "none", "reload": "none",
 		"restored": "false", "via": "runtime", "ops": desc}})
 	t.tapped = append(t.tapped, node.Entry{Key: node.Key(t.s.path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
-		"bytes": cty.NumberIntVal(int64(len(rend.data))), "records": cty.NumberIntVal(int64(len(t.held))),
+		"bytes": cty.NumberIntVal(int64(len(rend.data))), "records": cty.NumberIntVal(int64(len(t.entries))),
 		"check": cty.StringVal("none"), "reload": cty.StringVal("none"), "runtime": cty.StringVal(desc)})})
 	return nil
 }
@@ -179,13 +179,13 @@ func (t *Target) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // note records p as the path of every key changed since the file last
-// held the render of held.
+// held the render of entries.
 func (t *Target) note(p via) {
 	if t.paths == nil {
 		t.paths = map[node.Key]via{}
 	}
 	for k := range t.unsettled {
-		if _, held := t.held[k]; held {
+		if _, ok := t.entries[k]; ok {
 			t.paths[k] = p
 		} else {
 			delete(t.paths, k)

@@ -177,7 +177,7 @@ func TestRuntimeUpdateHAProxy(t *testing.T) {
 	}
 
 	// plan heads the diff with the way the change would go.
-	extra := f.tg.held["extra"]
+	extra := f.tg.entries["extra"]
 	for _, tt := range []struct {
 		desired []node.Entry
 		want    string

@@ -37,7 +37,7 @@ import (
 //
 // A sensitive value is listed as a keyed digest (HMAC-SHA256 under the
 // state file's own random salt), never as its text: the rendered file is
-// the one place its text goes. Such an entry is held with a placeholder
+// the one place its text goes. Such an entry is kept with a placeholder
 // value until the input sends it again (see Target.unknown).
 
 // stateVersion is the version of the state file's format; a file of
@@ -150,7 +150,7 @@ func encodeEntry(e node.Entry, salt []byte) (encoded, error) {
 // digestRest is the end of a sensitive entry: its digest.
 func digestRest(digest string) []byte { return []byte(`,"sensitive_digest":"` + digest + `"}`) }
 
-// placeholder is the value an entry known by its digest only is held
+// placeholder is the value an entry known by its digest only is kept
 // with: sensitive, and equal to no value the input sends (the sink loop
 // then sends the real one, an update that changes no byte of the file).
 func placeholder(digest string) cty.Value {
@@ -243,7 +243,7 @@ func parseState(path string, b, data []byte) (*savedState, error) {
 }
 
 // stateWriter keeps the state file of one target: what the state file on
-// disk describes. Each held entry's line is kept on its record (encoded
+// disk describes. Each entry's line is kept on its record (encoded
 // once per change of the entry).
 type stateWriter struct {
 	path string // the state file
@@ -251,9 +251,9 @@ type stateWriter struct {
 	// buf is the last state file's bytes, whose space the next one reuses.
 	buf []byte
 	// sum is the digest of the file the state file on disk describes with
-	// the entries held then; "" when it may describe nothing current.
+	// the entries then; "" when it may describe nothing current.
 	sum string
-	// dirty says held changed since the state file was written.
+	// dirty says entries changed since the state file was written.
 	dirty bool
 	// warned is the last failure logged, so a failing write logs once.
 	warned string
@@ -370,7 +370,7 @@ func (t *Target) restore(d onDisk) onDisk {
 	}
 	sum := sha256.Sum256(d.data)
 	digest := hex.EncodeToString(sum[:])
-	t.held, t.unknown, t.seeded = st.entries, st.unknown, true
+	t.entries, t.unknown, t.seeded = st.entries, st.unknown, true
 	t.recs, t.secret = table{}, map[node.Key]bool{}
 	for k, e := range st.entries {
 		r := t.s.newRecord(e)
@@ -400,9 +400,9 @@ func (t *Target) restore(d onDisk) onDisk {
 	return d
 }
 
-// keepRestored applies held while it holds entries taken from the state
+// keepRestored applies entries while it holds entries taken from the state
 // file whose sensitive values it knows by digest only, which it cannot
-// render: while held is still what the state file listed, the file on
+// render: while entries is still what the state file listed, the file on
 // disk is its render and is kept; once anything else changed, the render
 // is refused (the file kept) until the input sends those values again or
 // their deletes are applied.
@@ -433,7 +433,7 @@ func (t *Target) keepRestored(full bool) error {
 }
 
 // saveState makes the state file describe the file (digest) as the render
-// of held, unless it does already. A failure is logged once and keeps
+// of entries, unless it does already. A failure is logged once and keeps
 // nothing from writing the file: the state file it leaves names another
 // digest, so it is ignored at the next start (plan mode writes nothing).
 func (t *Target) saveState(digest string) {
@@ -479,10 +479,10 @@ func (t *Target) planRestored(desired []node.Entry) (note string, ok bool) {
 	if len(t.unknown) == 0 || t.disk == nil {
 		return "", false
 	}
-	same := len(desired) == len(t.held)
+	same := len(desired) == len(t.entries)
 	blocked := 0
 	for _, e := range desired {
-		h, held := t.held[e.Key]
+		h, ok := t.entries[e.Key]
 		d, unknown := t.unknown[e.Key]
 		switch {
 		case unknown && h.Value.RawEquals(e.Value):
@@ -491,7 +491,7 @@ func (t *Target) planRestored(desired []node.Entry) (note string, ok bool) {
 			got, err := valueDigest(t.state.salt, e.Value)
 			same = same && err == nil && got == d
 		default:
-			same = same && held && h.Same(e)
+			same = same && ok && h.Same(e)
 		}
 	}
 	switch {

@@ -470,8 +470,8 @@ func TestStateReaderRacedTheSwap(t *testing.T) {
 	r := reopen(t, f.path, serversTmpl, node.ModeRun)
 	r.tg.fresh = false
 	d := r.tg.restore(onDisk{data: []byte(older), existed: true})
-	if string(d.data) != r.file() || len(r.tg.held) != 2 {
-		t.Errorf("restore over the file read before the swap: %q, %d entries held; want the file read again and 2", d.data, len(r.tg.held))
+	if string(d.data) != r.file() || len(r.tg.entries) != 2 {
+		t.Errorf("restore over the file read before the swap: %q, %d entries held; want the file read again and 2", d.data, len(r.tg.entries))
 	}
 }
 

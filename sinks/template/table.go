@@ -8,7 +8,7 @@ import (
 	"github.com/pipeline/pipeline/engine/node"
 )
 
-// table is the held entries' records, sorted by key. Target.Update and
+// table is the entries' records, sorted by key. Target.Update and
 // Delete note each change (set, remove); sorted merges the changes made
 // since it was last called into the sorted records, so that a render, the
 // state file and explain walk the records in order without sorting every

@@ -45,20 +45,22 @@ type Target struct {
 	done   chan struct{}
 	wake   chan struct{}
 
-	held    map[node.Key]node.Entry
-	recs    table             // each held entry as the template sees it, sorted by key
-	secret  map[node.Key]bool // held entries whose value is sensitive
-	changed bool              // held changed since the last render
-	last    *rendering        // the render of held; nil before the first and after a failed one
-	// renderErr is why held does not render (nil: it does, or it was
+	// entries are what Update and Delete left: the document the file
+	// is the render of once written.
+	entries map[node.Key]node.Entry
+	recs    table             // each entry as the template sees it, sorted by key
+	secret  map[node.Key]bool // entries whose value is sensitive
+	changed bool              // entries changed since the last render
+	last    *rendering        // the render of entries; nil before the first and after a failed one
+	// renderErr is why entries do not render (nil: it does, or it was
 	// not tried since it changed).
 	renderErr error
 	// disk is what the file holds and the entries it is the render of, as
 	// last read or written; nil when the file holds none of our renders
 	// (missing, edited by someone else, or not read yet).
 	disk *fileState
-	// unsettled are the keys held changed at since disk.entries was
-	// last made equal to held: a write updates disk.entries at them
+	// unsettled are the keys entries changed at since disk.entries was
+	// last made equal to entries: a write updates disk.entries at them
 	// rather than copying every entry.
 	unsettled map[node.Key]struct{}
 	// ours says the file held one of our renders since the last write, so
@@ -71,16 +73,16 @@ type Target struct {
 
 	// The state file (state.go). fresh says the target has neither read
 	// nor written anything yet: its first Actual takes the entries from
-	// the state file. unknown are the held entries taken from it whose
-	// sensitive value it lists as a digest only (held with a placeholder
-	// until the input sends the value again); seeded says held is still
+	// the state file. unknown are the entries taken from it whose
+	// sensitive value it lists as a digest only (kept with a placeholder
+	// until the input sends the value again); seeded says entries is still
 	// exactly what it listed, so the file is still their render.
 	fresh   bool
 	unknown map[node.Key]string
 	seeded  bool
 	state   *stateWriter
 
-	// With a runtime block: paths says how each held key's last change
+	// With a runtime block: paths says how each entry's last change
 	// reached the program (explain), why why the change under way is not
 	// a runtime update, and running is the file on disk parsed
 	// (runningDigest's), kept from one runtime update to the next.
@@ -163,7 +165,7 @@ type metrics struct {
 // Open implements node.Sink. ModePlan reads nothing and starts nothing;
 // ModeRun resolves owner and group and starts the reload retry loop.
 func (s *Sink) Open(_ context.Context, env node.Env, mode node.Mode) (node.Target, error) {
-	t := &Target{s: s, env: env, plan: mode == node.ModePlan, held: map[node.Key]node.Entry{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{},
+	t := &Target{s: s, env: env, plan: mode == node.ModePlan, entries: map[node.Key]node.Entry{}, unsettled: map[node.Key]struct{}{}, secret: map[node.Key]bool{}, problems: map[string]string{},
 		fresh: true, unknown: map[node.Key]string{}, state: newStateWriter(s.path)}
 	if t.plan {
 		return t, nil
@@ -248,13 +250,13 @@ func (t *Target) Actual(context.Context) ([]node.Entry, error) {
 func (t *Target) Update(_ context.Context, batch []node.Entry) {
 	t.fresh = false
 	for _, e := range batch {
-		if old, ok := t.held[e.Key]; ok && old.Value.RawEquals(e.Value) {
+		if old, ok := t.entries[e.Key]; ok && old.Value.RawEquals(e.Value) {
 			continue
 		}
 		t.state.dirty = true
 		if d, ok := t.unknown[e.Key]; ok {
 			// The value the state file knew by its digest: the same
-			// one leaves the file the render of held.
+			// one leaves the file the render of entries.
 			delete(t.unknown, e.Key)
 			if got, err := valueDigest(t.state.salt, e.Value); err != nil || got != d {
 				t.seeded = false
@@ -262,7 +264,7 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 		} else {
 			t.seeded = false
 		}
-		t.held[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
+		t.entries[e.Key] = node.Entry{Key: e.Key, Value: e.Value}
 		t.unsettled[e.Key] = struct{}{}
 		t.recs.set(t.s.newRecord(e))
 		if schema.IsSensitive(e.Value) {
@@ -278,8 +280,8 @@ func (t *Target) Update(_ context.Context, batch []node.Entry) {
 func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 	t.fresh = false
 	for _, e := range batch {
-		if _, ok := t.held[e.Key]; ok {
-			delete(t.held, e.Key)
+		if _, ok := t.entries[e.Key]; ok {
+			delete(t.entries, e.Key)
 			delete(t.unknown, e.Key)
 			t.state.dirty = true
 			t.seeded = false
@@ -296,7 +298,7 @@ func (t *Target) Delete(_ context.Context, batch []node.Entry) {
 // per round, however many Updates and Deletes the round made), comparing
 // with the disk at a full reconcile. It returns the round's write for tap
 // and, with Err set, every entry whose write failed: each key the file
-// does not hold as held (its wanted entry), and each deleted key the file
+// does not hold as entries has it (its wanted entry), and each deleted key the file
 // still holds (the entry it holds).
 func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
 	if t.plan || !r.Synced {
@@ -314,27 +316,27 @@ func (t *Target) Commit(ctx context.Context, r node.Round) []node.Entry {
 	return out
 }
 
-// unwritten reports whether the file may not hold the render of held: it
+// unwritten reports whether the file may not hold the render of entries: it
 // changed since the last render, the last render or write failed, or
 // the file holds none of our renders.
 func (t *Target) unwritten() bool {
 	return t.changed || t.last == nil || t.disk == nil || len(t.unsettled) > 0
 }
 
-// failed is every entry the file does not hold as held, after a write
-// that failed with err: every held entry when the file holds none of our
+// failed is every entry the file does not hold as entries has it, after a write
+// that failed with err: every entry when the file holds none of our
 // renders, else the keys changed since it last did (unsettled) whose
 // entry differs from the file's.
 func (t *Target) failed(err error) []node.Entry {
 	var out []node.Entry
 	if t.disk == nil {
-		for _, k := range slices.Sorted(maps.Keys(t.held)) {
-			out = append(out, node.Entry{Key: k, Value: t.held[k].Value, Err: err})
+		for _, k := range slices.Sorted(maps.Keys(t.entries)) {
+			out = append(out, node.Entry{Key: k, Value: t.entries[k].Value, Err: err})
 		}
 		return out
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.unsettled)) {
-		h, wanted := t.held[k]
+		h, wanted := t.entries[k]
 		d, in := t.disk.entries[k]
 		switch {
 		case wanted && (!in || !d.Same(h)):
@@ -346,7 +348,7 @@ func (t *Target) failed(err error) []node.Entry {
 	return out
 }
 
-// rendered renders held when it changed since the last render.
+// rendered renders entries when they changed since the last render.
 func (t *Target) rendered() (*rendering, error) {
 	if !t.changed && (t.last != nil || t.renderErr != nil) {
 		return t.last, t.renderErr
@@ -372,7 +374,7 @@ func (t *Target) rendered() (*rendering, error) {
 	return t.last, nil
 }
 
-// apply makes the file equal to the render of held: render, compare with
+// apply makes the file equal to the render of entries: render, compare with
 // the file, then (swap) check, back up, swap and reload. It is the one
 // place a change reaches the file. Between full reconciles the file is
 // taken to hold what was last written; full reads it. The error is what
@@ -419,15 +421,15 @@ func (t *Target) apply(ctx context.Context, full bool) error {
 	return nil
 }
 
-// settled records that the file holds rend (digest), the render of held.
+// settled records that the file holds rend (digest), the render of entries.
 func (t *Target) settled(rend *rendering, digest string) {
 	var entries map[node.Key]node.Entry
 	if t.disk == nil {
-		entries = maps.Clone(t.held)
+		entries = maps.Clone(t.entries)
 	} else {
 		entries = t.disk.entries
 		for k := range t.unsettled {
-			if e, ok := t.held[k]; ok {
+			if e, ok := t.entries[k]; ok {
 				entries[k] = e
 			} else {
 				delete(entries, k)
@@ -499,7 +501,7 @@ func (t *Target) swap(ctx context.Context, rend *rendering, digest string, cur *
 		t.met.restored.Inc()
 		t.env.Logger.Warn("file changed by someone else; restored", "file", path)
 	}
-	t.env.Logger.Info("file written", "file", path, "bytes", len(rend.data), "digest", digest[:12], "records", len(t.held))
+	t.env.Logger.Info("file written", "file", path, "bytes", len(rend.data), "digest", digest[:12], "records", len(t.entries))
 	t.mu.Lock()
 	t.shown = shownFile{digest: digest, size: len(rend.data), secrets: rend.secrets, show: t.s.showOutput || !rend.sensitive}
 	t.reload = reloadState{}
@@ -511,7 +513,7 @@ func (t *Target) swap(ctx context.Context, rend *rendering, digest string, cur *
 	}
 	t.decide(digest, len(rend.data), check, reload, restoring)
 	t.tapped = append(t.tapped, node.Entry{Key: node.Key(path), Value: cty.ObjectVal(map[string]cty.Value{"sha256": cty.StringVal(digest),
-		"bytes": cty.NumberIntVal(int64(len(rend.data))), "records": cty.NumberIntVal(int64(len(t.held))),
+		"bytes": cty.NumberIntVal(int64(len(rend.data))), "records": cty.NumberIntVal(int64(len(t.entries))),
 		"check": cty.StringVal(check), "reload": cty.StringVal(reload)})})
 	return nil
 }
