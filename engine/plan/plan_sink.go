@@ -34,9 +34,6 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 	}()
 	sp := &SinkPlan{Address: n.Address, Type: n.Type, Prune: n.Prune, Target: node.TargetInfo{Location: n.Address, Exists: true}}
 	desc, _ := target.(node.Describer)
-	if desc != nil {
-		sp.Target = desc.Describe()
-	}
 	owners := make(map[node.Key][]sinkloop.Owned, len(input)) // by target key: the input keys mapping to it
 	for _, rec := range input {
 		e, err := target.Prepare(rec)
@@ -57,6 +54,9 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 	sort.Slice(sp.Conflicts, func(i, j int) bool { return sp.Conflicts[i].Key < sp.Conflicts[j].Key })
 	sort.Slice(sp.Skipped, func(i, j int) bool { return sp.Skipped[i].Key < sp.Skipped[j].Key })
 	if fp, ok := target.(node.Document); ok {
+		if desc != nil {
+			sp.Target = desc.Describe()
+		}
 		return planFile(ctx, sp, n, target, fp, desired)
 	}
 	actual, err := readForPlan(ctx, target)
@@ -64,6 +64,12 @@ func planSink(ctx context.Context, r *engine.Runtime, n *graph.Node) (*SinkPlan,
 		sp.AppendOnly = true
 	} else if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", n.Address, PhaseRead, err)
+	}
+	if desc != nil {
+		// Described as read: the read may find what Open did not (a
+		// bucket another instance created since), and the plan must not
+		// say "would be created" beside what it just read there.
+		sp.Target = desc.Describe()
 	}
 	sp.Actual, sp.Desired = len(actual), len(desired)
 	changes := reconcile.Diff(n.Address, desired, actual, n.Prune)
