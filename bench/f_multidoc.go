@@ -12,9 +12,8 @@ import (
 // with a files source of format yaml into a log sink, once every record
 // is written, over 100,000 small YAML documents (`id: pNNNNNN`; 2,000 in
 // the smoke run), a file each (F3) and all in one file, separated by
-// `---` (F4, goal within 2x of F3). A reader that
-// decoded every document of a file before making any record peaked at
-// 5 KB a document.
+// `---` (F4, goal within 2x of F3): one file must not cost more than
+// its documents would apart.
 func multiDocYAML(ctx context.Context, e *Env) ([]Row, error) {
 	n := 100_000
 	if e.opts.Smoke {
